@@ -1,0 +1,247 @@
+//! PCI storage controllers (class 01xx): identity, driver, firmware, and
+//! which SCSI hosts and disks belong to each.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::model::Controller;
+use super::sysfs::{list_dir, opt_attr};
+use super::Roots;
+
+/// A controller found on the PCI bus, with its resolved sysfs path.
+pub struct FoundController {
+    pub controller: Controller,
+    pub device_path: PathBuf,
+}
+
+pub fn class_name(class: u32) -> &'static str {
+    match (class >> 8) & 0xffff {
+        0x0100 => "SCSI storage controller",
+        0x0101 => "IDE interface",
+        0x0102 => "Floppy disk controller",
+        0x0104 => "RAID bus controller",
+        0x0105 => "ATA controller",
+        0x0106 => "SATA controller",
+        0x0107 => "Serial Attached SCSI controller",
+        0x0108 => "Non-Volatile memory controller",
+        0x0109 => "Universal Flash Storage controller",
+        _ => "Mass storage controller",
+    }
+}
+
+/// Names of common storage controllers, for images that carry no pci.ids.
+fn builtin_name(vendor: u16, device: u16) -> (Option<&'static str>, Option<&'static str>) {
+    let vendor_name = match vendor {
+        0x1000 => Some("Broadcom / LSI"),
+        0x1028 => Some("Dell"),
+        0x103c => Some("Hewlett-Packard Company"),
+        0x1af4 => Some("Red Hat, Inc."),
+        0x1b36 => Some("Red Hat, Inc."),
+        0x8086 => Some("Intel Corporation"),
+        0x144d => Some("Samsung Electronics Co Ltd"),
+        0x9005 => Some("Adaptec"),
+        0x1022 => Some("Advanced Micro Devices, Inc. [AMD]"),
+        0x15b7 => Some("Sandisk Corp"),
+        0x1c5c => Some("SK hynix"),
+        0x1344 => Some("Micron Technology Inc"),
+        _ => None,
+    };
+    let device_name = match (vendor, device) {
+        (0x1000, 0x0079) => Some("MegaRAID SAS 2108 [Liberator]"),
+        (0x1000, 0x005b) => Some("MegaRAID SAS 2208 [Thunderbolt]"),
+        (0x1000, 0x005d) => Some("MegaRAID SAS-3 3108 [Invader]"),
+        (0x1000, 0x005f) => Some("MegaRAID SAS-3 3008 [Fury]"),
+        (0x1000, 0x0014) => Some("MegaRAID Tri-Mode SAS3516"),
+        (0x1000, 0x0016) => Some("MegaRAID Tri-Mode SAS3508"),
+        (0x1000, 0x10e2) => Some("MegaRAID 12GSAS/PCIe Secure SAS39xx"),
+        (0x1000, 0x0060) => Some("MegaRAID SAS 1078"),
+        (0x1000, 0x0072) => Some("SAS2008 PCI-Express Fusion-MPT SAS-2 [Falcon]"),
+        (0x1000, 0x0087) => Some("SAS2308 PCI-Express Fusion-MPT SAS-2"),
+        (0x1000, 0x0097) => Some("SAS3008 PCI-Express Fusion-MPT SAS-3"),
+        (0x1000, 0x00af) => Some("SAS3408 Fusion-MPT Tri-Mode I/O Controller Chip (IOC)"),
+        (0x1af4, 0x1001) | (0x1af4, 0x1042) => Some("Virtio block device"),
+        (0x1af4, 0x1004) | (0x1af4, 0x1048) => Some("Virtio SCSI"),
+        (0x1b36, 0x0010) => Some("QEMU NVM Express Controller"),
+        (0x8086, 0x2922) => Some("82801IR/IO/IH (ICH9R/DO/DH) 6 port SATA Controller [AHCI mode]"),
+        (0x8086, 0x2829) => Some("82801HM/HEM (ICH8M/ICH8M-E) SATA Controller [AHCI mode]"),
+        (0x103c, 0x323a) => Some("Smart Array G6 controllers"),
+        (0x9005, 0x028f) => Some("Smart Storage PQI 12G SAS/PCIe 3"),
+        _ => None,
+    };
+    (vendor_name, device_name)
+}
+
+/// Looks a vendor and device up in a pci.ids file.
+fn pci_ids_name(text: &str, vendor: u16, device: u16) -> (Option<String>, Option<String>) {
+    let v = format!("{vendor:04x}");
+    let d = format!("{device:04x}");
+    let mut vendor_name = None;
+    let mut in_vendor = false;
+    for line in text.lines() {
+        if line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        if !line.starts_with('\t') {
+            if in_vendor {
+                break;
+            }
+            if line.starts_with(&v) && line.as_bytes().get(4) == Some(&b' ') {
+                vendor_name = Some(line[4..].trim().to_string());
+                in_vendor = true;
+            } else if line.starts_with("C ") {
+                break;
+            }
+        } else if in_vendor && !line.starts_with("\t\t") {
+            let l = &line[1..];
+            if l.starts_with(&d) && l.as_bytes().get(4) == Some(&b' ') {
+                return (vendor_name, Some(l[4..].trim().to_string()));
+            }
+        }
+    }
+    (vendor_name, None)
+}
+
+fn hex_attr(dir: &Path, name: &str) -> Option<u32> {
+    let text = opt_attr(&dir.join(name))?;
+    u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+}
+
+pub fn find(roots: &Roots) -> Vec<FoundController> {
+    let bus = roots.sys.join("bus/pci/devices");
+    let pci_ids = [
+        "/usr/share/misc/pci.ids",
+        "/usr/share/hwdata/pci.ids",
+        "/usr/share/pci.ids",
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok());
+    let mut out = Vec::new();
+    for addr in list_dir(&bus) {
+        let dir = bus.join(&addr);
+        let Some(class) = hex_attr(&dir, "class") else {
+            continue;
+        };
+        if class >> 16 != 0x01 {
+            continue;
+        }
+        let vendor = hex_attr(&dir, "vendor").unwrap_or(0) as u16;
+        let device = hex_attr(&dir, "device").unwrap_or(0) as u16;
+        let (mut vendor_name, mut device_name) = pci_ids
+            .as_deref()
+            .map(|t| pci_ids_name(t, vendor, device))
+            .unwrap_or((None, None));
+        let (bv, bd) = builtin_name(vendor, device);
+        vendor_name = vendor_name.or(bv.map(String::from));
+        device_name = device_name.or(bd.map(String::from));
+        let driver = fs::read_link(dir.join("driver"))
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let driver_version = driver.as_ref().and_then(|d| {
+            opt_attr(
+                &roots
+                    .sys
+                    .join("module")
+                    .join(d.replace('-', "_"))
+                    .join("version"),
+            )
+        });
+        let device_path = fs::canonicalize(&dir).unwrap_or(dir.clone());
+        let mut controller = Controller {
+            pci_address: addr.clone(),
+            class_code: format!("0x{class:06x}"),
+            class_name: class_name(class).into(),
+            vendor_id: format!("0x{vendor:04x}"),
+            device_id: format!("0x{device:04x}"),
+            subsystem_vendor_id: hex_attr(&dir, "subsystem_vendor").map(|v| format!("0x{v:04x}")),
+            subsystem_device_id: hex_attr(&dir, "subsystem_device").map(|v| format!("0x{v:04x}")),
+            vendor_name,
+            device_name,
+            driver,
+            driver_version,
+            firmware: None,
+            firmware_source: None,
+            scsi_hosts: Vec::new(),
+            disks: Vec::new(),
+            megaraid: None,
+            errors: Vec::new(),
+        };
+        controller.scsi_hosts = scsi_hosts_under(roots, &device_path);
+        read_firmware(roots, &mut controller, &device_path);
+        out.push(FoundController {
+            controller,
+            device_path,
+        });
+    }
+    out
+}
+
+/// SCSI hosts whose sysfs path lies under the controller's.
+fn scsi_hosts_under(roots: &Roots, device_path: &Path) -> Vec<u32> {
+    let class = roots.sys.join("class/scsi_host");
+    let mut hosts: Vec<u32> = list_dir(&class)
+        .into_iter()
+        .filter(|h| {
+            fs::canonicalize(class.join(h))
+                .map(|p| p.starts_with(device_path))
+                .unwrap_or(false)
+        })
+        .filter_map(|h| h.strip_prefix("host").and_then(|n| n.parse().ok()))
+        .collect();
+    hosts.sort();
+    hosts
+}
+
+/// Firmware as the driver exposes it: the SCSI host attributes of HBA
+/// drivers (mpt3sas version_fw, hpsa firmware_revision, ...) or the NVMe
+/// controller's firmware_rev. MegaRAID's comes from MFI instead.
+fn read_firmware(roots: &Roots, c: &mut Controller, device_path: &Path) {
+    const HOST_ATTRS: [&str; 4] = [
+        "version_fw",
+        "firmware_revision",
+        "firmware_version",
+        "fw_version",
+    ];
+    for host in &c.scsi_hosts {
+        let dir = roots.sys.join(format!("class/scsi_host/host{host}"));
+        for attr in HOST_ATTRS {
+            if let Some(v) = opt_attr(&dir.join(attr)) {
+                c.firmware = Some(v);
+                c.firmware_source = Some(format!("sysfs scsi_host/host{host}/{attr}"));
+                return;
+            }
+        }
+    }
+    let nvme_dir = device_path.join("nvme");
+    for ctrl in list_dir(&nvme_dir) {
+        if let Some(v) = opt_attr(&nvme_dir.join(&ctrl).join("firmware_rev")) {
+            c.firmware = Some(v);
+            c.firmware_source = Some(format!("sysfs nvme/{ctrl}/firmware_rev"));
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn looks_up_pci_ids() {
+        let text = "# comment\n1000  Broadcom / LSI\n\t0079  MegaRAID SAS 2108 [Liberator]\n\t\t1028 1f15  PERC H710P\n\
+                    1001  Kolter\n\t0079  Not this one\nC 00  Unclassified device\n";
+        let (v, d) = pci_ids_name(text, 0x1000, 0x0079);
+        assert_eq!(v.as_deref(), Some("Broadcom / LSI"));
+        assert_eq!(d.as_deref(), Some("MegaRAID SAS 2108 [Liberator]"));
+        let (v, d) = pci_ids_name(text, 0x1000, 0x1234);
+        assert_eq!(v.as_deref(), Some("Broadcom / LSI"));
+        assert_eq!(d, None);
+        assert_eq!(pci_ids_name(text, 0xabcd, 1), (None, None));
+    }
+
+    #[test]
+    fn names_classes() {
+        assert_eq!(class_name(0x010400), "RAID bus controller");
+        assert_eq!(class_name(0x010802), "Non-Volatile memory controller");
+        assert_eq!(class_name(0x010601), "SATA controller");
+    }
+}

@@ -1,0 +1,667 @@
+//! Device and controller inventory: every block device with its identity,
+//! capacity, geometry, write cache, health and role (system disk, boot
+//! medium), and every PCI storage controller with what sits behind it.
+//!
+//! Identity and settings come from the devices themselves (SG_IO, ATA
+//! PASS-THROUGH, NVMe admin, MegaRAID MFI) through `passthrough`; sysfs and
+//! the udev database supply the topology and the fallbacks. Probing only
+//! reads: no command issued here changes a device.
+
+pub mod controllers;
+pub mod megaraid;
+pub mod model;
+pub mod probe;
+pub mod sysfs;
+pub mod udev;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub use model::*;
+use sysfs::{opt_attr, parse_attr, read_attr};
+
+/// Where the inventory reads the system from; tests point these at
+/// recorded trees.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    pub sys: PathBuf,
+    pub proc: PathBuf,
+    pub dev: PathBuf,
+    pub udev_data: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots {
+            sys: "/sys".into(),
+            proc: "/proc".into(),
+            dev: "/dev".into(),
+            udev_data: "/run/udev/data".into(),
+        }
+    }
+}
+
+/// Saves raw passthrough replies when asked (`inventory --record-raw DIR`),
+/// to turn a real device's answers into test fixtures or a support case.
+#[derive(Debug, Default)]
+pub struct RawRecorder {
+    dir: Option<PathBuf>,
+}
+
+impl RawRecorder {
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        RawRecorder { dir }
+    }
+
+    pub fn save(&self, device: &str, probe: &str, bytes: &[u8]) {
+        let Some(dir) = &self.dir else { return };
+        let key: String = probe
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        // Recording is a debugging aid; a failure to save must not change
+        // the inventory itself.
+        let _ = fs::create_dir_all(dir);
+        let _ = fs::write(dir.join(format!("{device}.{key}.bin")), bytes);
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ScanOptions {
+    /// Include loop, ram, zram, md and dm devices.
+    pub all: bool,
+    /// Only these devices (paths, /dev/disk/by-id links, or kernel names).
+    pub devices: Vec<String>,
+    /// Skip passthrough probing (sysfs and udev only).
+    pub no_probe: bool,
+    pub recorder: RawRecorder,
+}
+
+/// Runs the whole inventory. Never fails as a whole: what cannot be read
+/// is recorded on the device it concerns, or in `errors`.
+pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
+    let mut errors = Vec::new();
+    let mut found = controllers::find(roots);
+    let entries = match sysfs::block_devices(roots) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(format!("{}: {e}", roots.sys.join("block").display()));
+            Vec::new()
+        }
+    };
+
+    let wanted = resolve_wanted(roots, &opts.devices, &entries, &mut errors);
+    let context = RoleContext::read(roots);
+    let mut disks = Vec::new();
+    for entry in &entries {
+        if let Some(w) = &wanted {
+            if !w.contains(&entry.name) {
+                continue;
+            }
+        }
+        let transport = detect_transport(roots, entry);
+        if transport.is_virtual() && !opts.all && wanted.is_none() {
+            continue;
+        }
+        let mut disk = read_disk(roots, entry, transport, &found, &context);
+        if !opts.no_probe {
+            probe_disk(&mut disk, &opts.recorder);
+        }
+        fill_sysfs_fallbacks(roots, entry, &mut disk);
+        disks.push(disk);
+    }
+    mark_boot_medium(&mut disks, &context);
+
+    // Controllers: attach their disks, and read MegaRAID through MFI.
+    let mut mfi_node: Option<Result<mfi_node::Node, String>> = None;
+    for fc in &mut found {
+        let c = &mut fc.controller;
+        c.disks = disks
+            .iter()
+            .filter(|d| d.controller.as_deref() == Some(c.pci_address.as_str()))
+            .map(|d| d.name.clone())
+            .collect();
+        if c.driver.as_deref() == Some("megaraid_sas") && !opts.no_probe {
+            let node = mfi_node.get_or_insert_with(mfi_node::open);
+            match node {
+                Ok(node) => read_megaraid(c, node, &mut disks, &opts.recorder),
+                Err(e) => c.errors.push(e.clone()),
+            }
+        }
+    }
+
+    let kernel = fs::read_to_string(roots.proc.join("sys/kernel/osrelease"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    let hostname = fs::read_to_string(roots.proc.join("sys/kernel/hostname"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    Inventory {
+        schema_version: SCHEMA_VERSION,
+        storcert_version: env!("CARGO_PKG_VERSION").to_string(),
+        generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        host: HostInfo {
+            hostname,
+            kernel,
+            udev_database: udev::database_present(roots),
+            boot_medium_hint: context.boot_hint.clone(),
+        },
+        controllers: found.into_iter().map(|f| f.controller).collect(),
+        disks,
+        errors,
+    }
+}
+
+mod mfi_node {
+    //! The MFI node is opened once per scan and shared by all controllers.
+    pub type Node = crate::passthrough::mfi::MfiNode;
+
+    pub fn open() -> Result<Node, String> {
+        Node::open().map_err(|e| {
+            format!(
+                "cannot open the megaraid_sas management node {}: {e}",
+                crate::passthrough::mfi::IOCTL_NODE
+            )
+        })
+    }
+}
+
+fn read_megaraid(
+    c: &mut Controller,
+    node: &mfi_node::Node,
+    disks: &mut [Disk],
+    recorder: &RawRecorder,
+) {
+    for &host in &c.scsi_hosts {
+        match megaraid::read_controller(node, host, recorder) {
+            Ok(mut mr) => {
+                // The driver exposes virtual drive T on channel 2 + T/128,
+                // target T%128 (MEGASAS_MAX_PD_CHANNELS = 2).
+                for vd in &mut mr.virtual_drives {
+                    let channel = 2 + vd.target_id as u32 / 128;
+                    let target = vd.target_id as u32 % 128;
+                    let prefix = format!("{host}:{channel}:{target}:");
+                    vd.block_device = disks
+                        .iter()
+                        .find(|d| {
+                            d.scsi_address
+                                .as_deref()
+                                .is_some_and(|a| a.starts_with(&prefix))
+                        })
+                        .map(|d| d.name.clone());
+                }
+                if c.firmware.is_none() {
+                    c.firmware = Some(mr.package_version.clone());
+                    c.firmware_source = Some("MFI CTRL_GET_INFO (package version)".into());
+                }
+                c.megaraid = Some(mr);
+            }
+            Err(e) => c.errors.push(format!("SCSI host {host}: {e}")),
+        }
+    }
+}
+
+/// Turns `--device` arguments into kernel names; unknown ones are errors.
+fn resolve_wanted(
+    roots: &Roots,
+    requested: &[String],
+    entries: &[sysfs::BlockEntry],
+    errors: &mut Vec<String>,
+) -> Option<BTreeSet<String>> {
+    if requested.is_empty() {
+        return None;
+    }
+    let mut set = BTreeSet::new();
+    for req in requested {
+        let name = if req.contains('/') {
+            fs::canonicalize(req)
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        } else {
+            Some(req.clone())
+        };
+        match name {
+            Some(n) if entries.iter().any(|e| e.name == n) => {
+                set.insert(n);
+            }
+            Some(n)
+                if roots
+                    .sys
+                    .join("class/block")
+                    .join(&n)
+                    .join("partition")
+                    .exists() =>
+            {
+                errors.push(format!(
+                    "--device {req}: {n} is a partition; inventory lists whole disks (its disk lists it)"
+                ));
+            }
+            _ => errors.push(format!("--device {req}: no such block device")),
+        }
+    }
+    Some(set)
+}
+
+fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
+    let name = entry.name.as_str();
+    let path = entry.device_path.to_string_lossy();
+    if name.starts_with("loop") {
+        return Transport::Loop;
+    }
+    if name.starts_with("zram") {
+        return Transport::Zram;
+    }
+    if name.starts_with("ram") {
+        return Transport::Ram;
+    }
+    if name.starts_with("md") {
+        return Transport::Md;
+    }
+    if name.starts_with("dm-") {
+        return Transport::Dm;
+    }
+    if name.starts_with("nvme") {
+        return Transport::Nvme;
+    }
+    if name.starts_with("mmcblk") {
+        return Transport::Mmc;
+    }
+    if path.contains("/usb") {
+        return Transport::Usb;
+    }
+    if path.contains("/virtio") && !path.contains("/host") {
+        return Transport::Virtio;
+    }
+    if let Some(host) = scsi_host_of(&entry.device_path) {
+        let proc_name = opt_attr(
+            &roots
+                .sys
+                .join(format!("class/scsi_host/host{host}/proc_name")),
+        )
+        .unwrap_or_default();
+        if path.contains("/ata") {
+            return Transport::Sata;
+        }
+        if proc_name == "megaraid_sas" {
+            // Channels 0-1 carry physical drives exposed as JBOD, 2-3 the
+            // logical drives.
+            return match scsi_address_of(entry)
+                .and_then(|a| a.split(':').nth(1)?.parse::<u32>().ok())
+            {
+                Some(ch) if ch >= 2 => Transport::Raid,
+                _ => Transport::Sas,
+            };
+        }
+        if ["hpsa", "smartpqi", "aacraid", "megaraid", "mpi3mr"].contains(&proc_name.as_str())
+            && opt_attr(&entry.sys_path.join("device/raid_level")).is_some()
+        {
+            return Transport::Raid;
+        }
+        if path.contains("/end_device-") || path.contains("/port-") {
+            return Transport::Sas;
+        }
+        return Transport::Scsi;
+    }
+    Transport::Unknown
+}
+
+/// The SCSI host number from a device path (".../host3/target3:0:0/...").
+fn scsi_host_of(path: &Path) -> Option<u32> {
+    path.iter().rev().find_map(|c| {
+        c.to_str()?
+            .strip_prefix("host")
+            .and_then(|n| n.parse().ok())
+    })
+}
+
+fn scsi_address_of(entry: &sysfs::BlockEntry) -> Option<String> {
+    let link = fs::canonicalize(entry.sys_path.join("device")).ok()?;
+    let last = link.file_name()?.to_string_lossy().into_owned();
+    (last.split(':').count() == 4).then_some(last)
+}
+
+/// Mounts, swaps and the EFI loader's boot partition: what decides whether
+/// a disk holds the running system or the boot medium.
+struct RoleContext {
+    /// disk name → reasons it holds the running system.
+    system: BTreeMap<String, Vec<String>>,
+    /// disk name → reasons it is the boot medium (from mounts).
+    boot: BTreeMap<String, Vec<String>>,
+    mounts: BTreeMap<String, Vec<String>>,
+    loader_part_uuid: Option<String>,
+    boot_hint: Option<String>,
+}
+
+const SYSTEM_MOUNTS: [&str; 4] = ["/", "/usr", "/var", "/boot"];
+const BOOT_MOUNTS: [&str; 3] = ["/boot", "/boot/efi", "/efi"];
+
+impl RoleContext {
+    fn read(roots: &Roots) -> RoleContext {
+        let mounts = sysfs::mounts_by_devnum(roots);
+        let mut system: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut boot: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (devnum, points) in &mounts {
+            let Some(name) = sysfs::name_of_devnum(roots, devnum) else {
+                continue;
+            };
+            for disk in sysfs::underlying_disks(roots, &name, 0) {
+                for p in points {
+                    if SYSTEM_MOUNTS.contains(&p.as_str()) {
+                        system
+                            .entry(disk.clone())
+                            .or_default()
+                            .push(format!("{name} is mounted on {p}"));
+                    }
+                    if BOOT_MOUNTS.contains(&p.as_str()) {
+                        boot.entry(disk.clone())
+                            .or_default()
+                            .push(format!("{name} is mounted on {p}"));
+                    }
+                }
+            }
+        }
+        for devnum in sysfs::swap_devnums(roots) {
+            if let Some(name) = sysfs::name_of_devnum(roots, &devnum) {
+                for disk in sysfs::underlying_disks(roots, &name, 0) {
+                    system
+                        .entry(disk)
+                        .or_default()
+                        .push(format!("{name} is in use as swap"));
+                }
+            }
+        }
+        let loader_part_uuid = read_loader_part_uuid(roots);
+        let boot_hint = loader_part_uuid
+            .as_ref()
+            .map(|u| format!("EFI LoaderDevicePartUUID {u}"));
+        RoleContext {
+            system,
+            boot,
+            mounts,
+            loader_part_uuid,
+            boot_hint,
+        }
+    }
+}
+
+/// systemd-boot and other loaders record the partition they were loaded
+/// from in this EFI variable (4 bytes of attributes, then UTF-16LE).
+fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
+    let raw =
+        fs::read(roots.sys.join(
+            "firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+        ))
+        .ok()?;
+    let units: Vec<u16> = raw
+        .get(4..)?
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .take_while(|&u| u != 0)
+        .collect();
+    let s = String::from_utf16(&units).ok()?;
+    (!s.is_empty()).then(|| s.to_ascii_lowercase())
+}
+
+/// Builds a disk's entry from sysfs and udev; every unreadable attribute is
+/// recorded on the entry.
+fn read_disk(
+    roots: &Roots,
+    entry: &sysfs::BlockEntry,
+    transport: Transport,
+    controllers: &[controllers::FoundController],
+    ctx: &RoleContext,
+) -> Disk {
+    let sys = &entry.sys_path;
+    let mut errors = Vec::new();
+    let devnum = match read_attr(&sys.join("dev")) {
+        Ok(d) => d,
+        Err(e) => {
+            errors.push(format!(
+                "{}: {e} (the device may have gone away during the scan)",
+                sys.join("dev").display()
+            ));
+            String::new()
+        }
+    };
+    let capacity_bytes = match parse_attr::<u64>(&sys.join("size")) {
+        Ok(sectors) => sectors.saturating_mul(512),
+        Err(e) => {
+            errors.push(e);
+            0
+        }
+    };
+    let mut num = |file: &str| -> Option<u32> {
+        match parse_attr::<u32>(&sys.join(file)) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if sys.join(file).exists() {
+                    errors.push(e);
+                }
+                None
+            }
+        }
+    };
+    let logical_sector_size = num("queue/logical_block_size");
+    let physical_sector_size = num("queue/physical_block_size");
+    let rotational = num("queue/rotational").map(|v| v != 0);
+    let queue_depth = num("device/queue_depth").or_else(|| num("queue/nr_requests"));
+    let read_only = num("ro").map(|v| v != 0).unwrap_or(false);
+    let removable = num("removable").map(|v| v != 0).unwrap_or(false);
+
+    let record = (!devnum.is_empty())
+        .then(|| udev::record(roots, &devnum))
+        .flatten();
+    let mut by_id = record.as_ref().map(|r| r.by_id()).unwrap_or_default();
+    if by_id.is_empty() {
+        by_id = udev::by_id_from_dev(roots, &entry.name);
+    }
+
+    let controller = controllers
+        .iter()
+        .filter(|c| entry.device_path.starts_with(&c.device_path))
+        .max_by_key(|c| c.device_path.as_os_str().len())
+        .map(|c| c.controller.pci_address.clone());
+
+    let partitions = sysfs::partition_names(sys)
+        .into_iter()
+        .map(|p| read_partition(roots, sys, &p, ctx))
+        .collect();
+
+    let mountpoints = ctx.mounts.get(&devnum).cloned().unwrap_or_default();
+    let holders = sysfs::list_dir(&sys.join("holders"));
+    let role_reasons = ctx.system.get(&entry.name).cloned().unwrap_or_default();
+    Disk {
+        name: entry.name.clone(),
+        dev_path: roots.dev.join(&entry.name).display().to_string(),
+        major_minor: devnum,
+        by_id,
+        transport,
+        vendor: None,
+        model: None,
+        serial: None,
+        wwn: None,
+        eui64: None,
+        nguid: None,
+        firmware: None,
+        firmware_source: None,
+        capacity_bytes,
+        logical_sector_size,
+        physical_sector_size,
+        rotational,
+        queue_depth,
+        read_only,
+        removable,
+        controller,
+        scsi_address: scsi_address_of(entry),
+        partitions,
+        holders,
+        mountpoints,
+        fs_type: record
+            .as_ref()
+            .and_then(|r| r.get("ID_FS_TYPE").or(r.get("ID_PART_TABLE_TYPE"))),
+        system_disk: !role_reasons.is_empty(),
+        boot_medium: false,
+        role_reasons,
+        write_cache: None,
+        health: None,
+        probes: Vec::new(),
+        errors,
+    }
+}
+
+fn read_partition(roots: &Roots, disk_sys: &Path, name: &str, ctx: &RoleContext) -> Partition {
+    let dir = disk_sys.join(name);
+    let devnum = read_attr(&dir.join("dev")).unwrap_or_default();
+    let record = udev::record(roots, &devnum);
+    let get = |k: &str| record.as_ref().and_then(|r| r.get(k));
+    Partition {
+        name: name.to_string(),
+        number: parse_attr(&dir.join("partition")).ok(),
+        start_sector: parse_attr(&dir.join("start")).ok(),
+        size_bytes: parse_attr::<u64>(&dir.join("size"))
+            .map(|s| s.saturating_mul(512))
+            .unwrap_or(0),
+        mountpoints: ctx.mounts.get(&devnum).cloned().unwrap_or_default(),
+        holders: sysfs::list_dir(&dir.join("holders")),
+        fs_type: get("ID_FS_TYPE"),
+        label: get("ID_FS_LABEL"),
+        part_uuid: get("ID_PART_ENTRY_UUID").map(|u| u.to_ascii_lowercase()),
+    }
+}
+
+fn probe_disk(disk: &mut Disk, recorder: &RawRecorder) {
+    if !disk.errors.is_empty() && disk.major_minor.is_empty() {
+        return;
+    }
+    let file = match probe::open_for_probe(&disk.dev_path) {
+        Ok(f) => f,
+        Err(e) => {
+            disk.errors.push(format!("open {}: {e}", disk.dev_path));
+            return;
+        }
+    };
+    match disk.transport {
+        Transport::Nvme => probe::probe_nvme(disk, &file, recorder),
+        Transport::Loop | Transport::Ram | Transport::Zram | Transport::Md | Transport::Dm => {}
+        // virtio-blk and MMC have no SCSI path; trying documents that.
+        _ => probe::probe_scsi(disk, &file, recorder),
+    }
+}
+
+/// Where the device did not answer, sysfs and udev fill in, and say so.
+fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Disk) {
+    let sys = &entry.sys_path;
+    let dev = sys.join("device");
+    let udev = udev::record(roots, &disk.major_minor);
+    let uget = |k: &str| udev.as_ref().and_then(|r| r.get(k));
+    if disk.model.is_none() {
+        disk.model = opt_attr(&dev.join("model")).or_else(|| uget("ID_MODEL"));
+    }
+    if disk.vendor.is_none() && disk.transport != Transport::Nvme {
+        disk.vendor = opt_attr(&dev.join("vendor"));
+    }
+    if disk.serial.is_none() {
+        disk.serial = opt_attr(&sys.join("serial"))
+            .or_else(|| opt_attr(&dev.join("serial")))
+            .or_else(|| uget("ID_SERIAL_SHORT"));
+    }
+    if disk.wwn.is_none() && disk.transport != Transport::Nvme {
+        disk.wwn = opt_attr(&dev.join("wwid"))
+            .filter(|w| w.starts_with("naa."))
+            .map(|w| format!("0x{}", &w[4..]))
+            .or_else(|| uget("ID_WWN"));
+    }
+    if disk.firmware.is_none() {
+        for (file, label) in [
+            ("firmware_rev", "sysfs device/firmware_rev"),
+            (
+                "rev",
+                "sysfs device/rev (libata truncates it to 4 characters)",
+            ),
+        ] {
+            if let Some(v) = opt_attr(&dev.join(file)) {
+                disk.firmware = Some(v);
+                disk.firmware_source = Some(label.into());
+                break;
+            }
+        }
+    }
+    if disk.write_cache.is_none() {
+        let scsi_disk = sysfs::list_dir(&dev.join("scsi_disk"))
+            .into_iter()
+            .next()
+            .map(|d| dev.join("scsi_disk").join(d).join("cache_type"));
+        let candidates = scsi_disk
+            .into_iter()
+            .chain(std::iter::once(sys.join("queue/write_cache")));
+        for file in candidates {
+            if let Some(v) = opt_attr(&file) {
+                let enabled = v.starts_with("write back");
+                let source = format!(
+                    "sysfs {} (the kernel's view; the device did not answer)",
+                    file.strip_prefix(&roots.sys).unwrap_or(&file).display()
+                );
+                disk.write_cache = Some(WriteCache {
+                    supported: enabled.then_some(true),
+                    enabled: Some(enabled),
+                    source: source.clone(),
+                    from_sysfs: true,
+                    readings: vec![WriteCacheReading {
+                        source,
+                        supported: enabled.then_some(true),
+                        enabled: Some(enabled),
+                    }],
+                    disagreement: false,
+                });
+                break;
+            }
+        }
+    } else if let Some(v) = opt_attr(&sys.join("queue/write_cache")) {
+        // The kernel's flush behaviour follows its own view of the cache;
+        // record it beside the device's so a mismatch is visible.
+        let enabled = v.starts_with("write back");
+        if let Some(wc) = disk.write_cache.as_mut() {
+            wc.readings.push(WriteCacheReading {
+                source: "sysfs queue/write_cache (kernel view)".into(),
+                supported: None,
+                enabled: Some(enabled),
+            });
+            if wc.enabled.is_some() && wc.enabled != Some(enabled) {
+                wc.disagreement = true;
+            }
+        }
+    }
+}
+
+fn mark_boot_medium(disks: &mut [Disk], ctx: &RoleContext) {
+    for disk in disks.iter_mut() {
+        let mut reasons = ctx.boot.get(&disk.name).cloned().unwrap_or_default();
+        for p in &disk.partitions {
+            if let (Some(want), Some(have)) = (&ctx.loader_part_uuid, &p.part_uuid) {
+                if want == have {
+                    reasons.push(format!(
+                        "{} is the partition the EFI loader booted from",
+                        p.name
+                    ));
+                }
+            }
+            if p.label.as_deref() == Some("STORCERT") {
+                reasons.push(format!(
+                    "{} is the storcert results partition (label STORCERT)",
+                    p.name
+                ));
+            }
+        }
+        if !reasons.is_empty() {
+            disk.boot_medium = true;
+            disk.role_reasons.extend(reasons);
+        }
+    }
+}

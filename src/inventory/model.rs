@@ -1,0 +1,337 @@
+//! The inventory's result types: what `storcert inventory --json` prints
+//! and what later stages read. Documented in docs/inventory-schema.md;
+//! a change that renames or removes a field bumps `SCHEMA_VERSION`.
+
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Inventory {
+    pub schema_version: u32,
+    pub storcert_version: String,
+    /// RFC 3339, UTC.
+    pub generated_at: String,
+    pub host: HostInfo,
+    pub controllers: Vec<Controller>,
+    pub disks: Vec<Disk>,
+    /// Problems of the scan as a whole (not of one device).
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    /// Whether a udev database was found; without it, by-id links and
+    /// filesystem labels are not known.
+    pub udev_database: bool,
+    /// Why storcert treats some disk as the boot medium, if it found one.
+    pub boot_medium_hint: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Controller {
+    /// PCI address, "0000:00:03.0".
+    pub pci_address: String,
+    /// PCI class code, "0x010400".
+    pub class_code: String,
+    pub class_name: String,
+    pub vendor_id: String,
+    pub device_id: String,
+    pub subsystem_vendor_id: Option<String>,
+    pub subsystem_device_id: Option<String>,
+    pub vendor_name: Option<String>,
+    pub device_name: Option<String>,
+    pub driver: Option<String>,
+    pub driver_version: Option<String>,
+    pub firmware: Option<String>,
+    /// Where `firmware` was read.
+    pub firmware_source: Option<String>,
+    pub scsi_hosts: Vec<u32>,
+    /// Kernel names of the disks behind this controller.
+    pub disks: Vec<String>,
+    pub megaraid: Option<MegaRaid>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MegaRaid {
+    /// The management node used (created as storcli does when missing).
+    pub ioctl_node: String,
+    pub scsi_host: u32,
+    pub product_name: String,
+    pub serial_number: String,
+    pub package_version: String,
+    pub firmware_components: Vec<FirmwareComponent>,
+    pub memory_size_mb: u32,
+    pub bbu_present: bool,
+    pub virtual_drives: Vec<VirtualDrive>,
+    pub physical_drives: Vec<PhysicalDrive>,
+    pub notes: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FirmwareComponent {
+    pub name: String,
+    pub version: String,
+    pub build_date: String,
+    pub build_time: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VirtualDrive {
+    pub target_id: u8,
+    pub name: String,
+    pub raid_level: String,
+    pub state: String,
+    pub size_bytes: u64,
+    pub strip_size_bytes: Option<u64>,
+    pub drives: u8,
+    pub span_depth: u8,
+    pub access: String,
+    /// "Default", "Enabled" or "Disabled": the member disks' own cache.
+    pub disk_cache_policy: String,
+    /// The policy as each DCMD reports it: LD_GET_INFO first, then CFG_READ.
+    /// They should agree; where they do not, both are shown.
+    pub cache_policy: Vec<CachePolicyReading>,
+    pub cache_policy_consistent: bool,
+    /// Kernel name of the block device the driver made for this drive.
+    pub block_device: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CachePolicyReading {
+    pub source: String,
+    /// The current policy byte (MR_LD_CACHE_* bits).
+    pub current_raw: u8,
+    pub default_raw: u8,
+    /// "WT NORA Direct", as storcli and perccli print it.
+    pub current: String,
+    pub default: String,
+    pub write: String,
+    pub read: String,
+    pub io: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhysicalDrive {
+    pub device_id: u16,
+    pub enclosure_device_id: u16,
+    pub slot: u8,
+    pub state: Option<String>,
+    pub interface: Option<String>,
+    pub vendor: Option<String>,
+    pub model: Option<String>,
+    pub firmware: Option<String>,
+    pub wwn: Option<String>,
+    pub sas_address: Option<String>,
+    pub raw_size_bytes: Option<u64>,
+    pub coerced_size_bytes: Option<u64>,
+    pub media_errors: Option<u32>,
+    pub other_errors: Option<u32>,
+    pub predictive_failures: Option<u32>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    Nvme,
+    Sata,
+    Sas,
+    Scsi,
+    /// A logical drive of a RAID controller.
+    Raid,
+    Virtio,
+    Usb,
+    Mmc,
+    Loop,
+    Ram,
+    Zram,
+    Md,
+    Dm,
+    Unknown,
+}
+
+impl Transport {
+    /// Virtual devices that `inventory` shows only with `--all`.
+    pub fn is_virtual(self) -> bool {
+        matches!(
+            self,
+            Transport::Loop | Transport::Ram | Transport::Zram | Transport::Md | Transport::Dm
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Nvme => "nvme",
+            Transport::Sata => "sata",
+            Transport::Sas => "sas",
+            Transport::Scsi => "scsi",
+            Transport::Raid => "raid",
+            Transport::Virtio => "virtio",
+            Transport::Usb => "usb",
+            Transport::Mmc => "mmc",
+            Transport::Loop => "loop",
+            Transport::Ram => "ram",
+            Transport::Zram => "zram",
+            Transport::Md => "md",
+            Transport::Dm => "dm",
+            Transport::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Disk {
+    /// Kernel name, "sda".
+    pub name: String,
+    pub dev_path: String,
+    /// "8:0".
+    pub major_minor: String,
+    pub by_id: Vec<String>,
+    pub transport: Transport,
+    pub vendor: Option<String>,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub wwn: Option<String>,
+    pub eui64: Option<String>,
+    pub nguid: Option<String>,
+    pub firmware: Option<String>,
+    pub firmware_source: Option<String>,
+    pub capacity_bytes: u64,
+    pub logical_sector_size: Option<u32>,
+    pub physical_sector_size: Option<u32>,
+    pub rotational: Option<bool>,
+    /// The device's own queue depth (SCSI device queue_depth); for other
+    /// devices the block layer's nr_requests.
+    pub queue_depth: Option<u32>,
+    pub read_only: bool,
+    pub removable: bool,
+    /// PCI address of the controller the disk sits behind.
+    pub controller: Option<String>,
+    /// "host:channel:target:lun" for SCSI disks.
+    pub scsi_address: Option<String>,
+    pub partitions: Vec<Partition>,
+    /// Kernel names of devices stacked on this disk (md, dm).
+    pub holders: Vec<String>,
+    /// Mount points of the disk itself (not of its partitions).
+    pub mountpoints: Vec<String>,
+    /// Filesystem or signature type on the whole disk, as udev saw it.
+    pub fs_type: Option<String>,
+    /// The disk holds the running system (/, /usr, /boot, swap, or a
+    /// device stacked on it that does).
+    pub system_disk: bool,
+    /// The disk holds the medium the system booted from.
+    pub boot_medium: bool,
+    pub role_reasons: Vec<String>,
+    pub write_cache: Option<WriteCache>,
+    pub health: Option<Health>,
+    /// Each passthrough path tried and what came of it.
+    pub probes: Vec<Probe>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Partition {
+    pub name: String,
+    pub number: Option<u32>,
+    pub start_sector: Option<u64>,
+    pub size_bytes: u64,
+    pub mountpoints: Vec<String>,
+    pub holders: Vec<String>,
+    pub fs_type: Option<String>,
+    pub label: Option<String>,
+    pub part_uuid: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WriteCache {
+    pub supported: Option<bool>,
+    pub enabled: Option<bool>,
+    /// Where `supported`/`enabled` come from (the first reading).
+    pub source: String,
+    /// True when no device command answered and the kernel's view (sysfs)
+    /// was used instead.
+    pub from_sysfs: bool,
+    pub readings: Vec<WriteCacheReading>,
+    /// Readings from different sources disagree.
+    pub disagreement: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WriteCacheReading {
+    pub source: String,
+    pub supported: Option<bool>,
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Probe {
+    pub probe: String,
+    /// "ok", "unsupported" (this path does not exist for the device) or
+    /// "failed".
+    pub outcome: String,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Health {
+    /// "passed", "failed" or "unknown".
+    pub overall: String,
+    pub source: String,
+    pub temperature_c: Option<i32>,
+    pub power_on_hours: Option<u64>,
+    pub nvme: Option<NvmeHealth>,
+    pub ata: Option<AtaHealth>,
+    pub scsi: Option<ScsiHealth>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NvmeHealth {
+    pub critical_warning: u8,
+    pub critical_warnings: Vec<String>,
+    pub available_spare_pct: u8,
+    pub available_spare_threshold_pct: u8,
+    pub percentage_used: u8,
+    /// Data units of 512,000 bytes, as the drive counts them.
+    pub data_units_read: u128,
+    pub data_units_written: u128,
+    pub bytes_written: u128,
+    pub power_cycles: u128,
+    pub unsafe_shutdowns: u128,
+    pub media_errors: u128,
+    pub error_log_entries: u128,
+    pub volatile_write_cache_present: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AtaHealth {
+    pub smart_supported: bool,
+    pub smart_enabled: bool,
+    /// SMART RETURN STATUS: "passed" or "threshold exceeded".
+    pub smart_status: Option<String>,
+    pub reallocated_sectors: Option<u64>,
+    pub pending_sectors: Option<u64>,
+    pub offline_uncorrectable: Option<u64>,
+    pub crc_errors: Option<u64>,
+    pub attributes: Vec<AtaAttribute>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AtaAttribute {
+    pub id: u8,
+    pub current: u8,
+    pub worst: u8,
+    pub raw: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScsiHealth {
+    /// Most recent informational exception (asc/ascq 0/0 when none).
+    pub ie_asc: Option<u8>,
+    pub ie_ascq: Option<u8>,
+    pub reference_temperature_c: Option<u8>,
+}

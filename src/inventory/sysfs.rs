@@ -1,0 +1,246 @@
+//! Reading sysfs (and the /proc files that go with it) for the block
+//! devices, partitions, mounts and holders. Every path is taken relative to
+//! a `Roots`, so tests run against recorded trees.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::Roots;
+
+/// Reads one sysfs attribute, trimmed.
+pub fn read_attr(path: &Path) -> io::Result<String> {
+    Ok(fs::read_to_string(path)?.trim().to_string())
+}
+
+/// Reads and parses one attribute; the error names the file and the text.
+pub fn parse_attr<T: std::str::FromStr>(path: &Path) -> Result<T, String> {
+    let text = read_attr(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.parse()
+        .map_err(|_| format!("{}: cannot parse {:?}", path.display(), text))
+}
+
+/// An optional attribute: None when absent or empty.
+pub fn opt_attr(path: &Path) -> Option<String> {
+    read_attr(path).ok().filter(|s| !s.is_empty())
+}
+
+/// Names of the entries of a sysfs directory (empty when absent).
+pub fn list_dir(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(path)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// One block device as sysfs lists it under /sys/block.
+#[derive(Debug, Clone)]
+pub struct BlockEntry {
+    pub name: String,
+    /// /sys/block/NAME (a link).
+    pub sys_path: PathBuf,
+    /// The resolved device path, /sys/devices/...; used to find the
+    /// controller and the transport.
+    pub device_path: PathBuf,
+}
+
+pub fn block_devices(roots: &Roots) -> io::Result<Vec<BlockEntry>> {
+    let dir = roots.sys.join("block");
+    let mut out = Vec::new();
+    for name in list_dir_checked(&dir)? {
+        let sys_path = dir.join(&name);
+        let device_path = fs::canonicalize(&sys_path).unwrap_or_else(|_| sys_path.clone());
+        out.push(BlockEntry {
+            name,
+            sys_path,
+            device_path,
+        });
+    }
+    Ok(out)
+}
+
+fn list_dir_checked(path: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for e in fs::read_dir(path)? {
+        names.push(e?.file_name().to_string_lossy().into_owned());
+    }
+    names.sort_by_key(|n| natural_key(n));
+    Ok(names)
+}
+
+/// Sort key that puts sdb before sdaa and nvme2n1 before nvme10n1: the
+/// device family first, then the rest in chunks, letters by length then
+/// text, digits by value.
+pub fn natural_key(name: &str) -> (String, Vec<(u64, String)>) {
+    const FAMILIES: [&str; 12] = [
+        "nvme", "mmcblk", "zram", "loop", "xvd", "ram", "dm-", "sd", "vd", "hd", "sr", "md",
+    ];
+    let family = FAMILIES
+        .iter()
+        .find(|f| name.starts_with(*f))
+        .map(|f| f.to_string())
+        .unwrap_or_else(|| name.chars().take_while(|c| !c.is_ascii_digit()).collect());
+    let rest = &name[family.len()..];
+    let mut chunks = Vec::new();
+    let mut current = String::new();
+    for c in rest.chars() {
+        if !current.is_empty() && current.chars().all(|d| d.is_ascii_digit()) != c.is_ascii_digit()
+        {
+            chunks.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        chunks.push(current);
+    }
+    let key = chunks
+        .into_iter()
+        .map(|c| match c.parse::<u64>() {
+            Ok(n) => (n, String::new()),
+            Err(_) => (c.len() as u64, c),
+        })
+        .collect();
+    (family, key)
+}
+
+/// Partitions of a disk: subdirectories that carry a `partition` file.
+pub fn partition_names(disk_sys: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = list_dir(disk_sys)
+        .into_iter()
+        .filter(|n| disk_sys.join(n).join("partition").exists())
+        .collect();
+    parts.sort_by_key(|n| natural_key(n));
+    parts
+}
+
+/// Mount points by device number ("8:1"), from mountinfo; a mount whose
+/// device number is anonymous (btrfs, major 0) is placed by its source.
+pub fn mounts_by_devnum(roots: &Roots) -> BTreeMap<String, Vec<String>> {
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let Ok(text) = fs::read_to_string(roots.proc.join("self/mountinfo")) else {
+        return map;
+    };
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.len() < 10 {
+            continue;
+        }
+        let mut devnum = fields[2].to_string();
+        let mountpoint = unescape_octal(fields[4]);
+        if devnum.starts_with("0:") {
+            let Some(dash) = fields.iter().position(|f| *f == "-") else {
+                continue;
+            };
+            match fields
+                .get(dash + 2)
+                .and_then(|src| devnum_of_path(Path::new(src)))
+            {
+                Some(d) => devnum = d,
+                None => continue,
+            }
+        }
+        map.entry(devnum).or_default().push(mountpoint);
+    }
+    map
+}
+
+/// Device numbers of active swap devices, from /proc/swaps.
+pub fn swap_devnums(roots: &Roots) -> BTreeSet<String> {
+    let Ok(text) = fs::read_to_string(roots.proc.join("swaps")) else {
+        return BTreeSet::new();
+    };
+    text.lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|p| devnum_of_path(Path::new(&unescape_octal(p))))
+        .collect()
+}
+
+fn devnum_of_path(path: &Path) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = fs::metadata(path).ok()?;
+    if !meta.file_type().is_block_device() {
+        return None;
+    }
+    let rdev = meta.rdev();
+    Some(format!("{}:{}", libc::major(rdev), libc::minor(rdev)))
+}
+
+/// mountinfo escapes space, tab, newline and backslash as \ooo.
+fn unescape_octal(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
+            let oct = &s[i + 1..(i + 4).min(s.len())];
+            if oct.len() == 3 {
+                if let Ok(v) = u8::from_str_radix(oct, 8) {
+                    out.push(v);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The kernel name behind a device number, via /sys/dev/block.
+pub fn name_of_devnum(roots: &Roots, devnum: &str) -> Option<String> {
+    let link = fs::read_link(roots.sys.join("dev/block").join(devnum)).ok()?;
+    link.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+/// The disks under a block device: itself if a whole disk, its parent if a
+/// partition, and for stacked devices (dm, md) the disks under its slaves.
+pub fn underlying_disks(roots: &Roots, name: &str, depth: usize) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    if depth > 8 {
+        return out;
+    }
+    let class = roots.sys.join("class/block").join(name);
+    if class.join("partition").exists() {
+        if let Ok(real) = fs::canonicalize(&class) {
+            if let Some(parent) = real.parent().and_then(|p| p.file_name()) {
+                out.insert(parent.to_string_lossy().into_owned());
+            }
+        }
+        return out;
+    }
+    let slaves = list_dir(&class.join("slaves"));
+    if slaves.is_empty() {
+        out.insert(name.to_string());
+    }
+    for slave in slaves {
+        out.extend(underlying_disks(roots, &slave, depth + 1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescapes_mountinfo_paths() {
+        assert_eq!(unescape_octal("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_octal("/plain"), "/plain");
+        assert_eq!(unescape_octal("/trail\\04"), "/trail\\04");
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["sdaa", "sdb", "nvme10n1", "nvme2n1", "sda"];
+        v.sort_by_key(|n| natural_key(n));
+        assert_eq!(v, vec!["nvme2n1", "nvme10n1", "sda", "sdb", "sdaa"]);
+    }
+}

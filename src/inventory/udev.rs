@@ -1,0 +1,107 @@
+//! The udev database (/run/udev/data/b<major>:<minor>), read directly so
+//! that the binary stays static (libudev exists only as a shared library).
+//! Without a running udev (a bare initramfs, a container) the inventory
+//! falls back to sysfs and the /dev/disk/by-id links, if any.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use super::Roots;
+
+/// What udev recorded about one block device.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UdevRecord {
+    /// Symlinks relative to /dev ("disk/by-id/ata-...").
+    pub links: Vec<String>,
+    pub properties: BTreeMap<String, String>,
+}
+
+impl UdevRecord {
+    pub fn parse(text: &str) -> UdevRecord {
+        let mut rec = UdevRecord::default();
+        for line in text.lines() {
+            if let Some(link) = line.strip_prefix("S:") {
+                rec.links.push(link.to_string());
+            } else if let Some(prop) = line.strip_prefix("E:") {
+                if let Some((k, v)) = prop.split_once('=') {
+                    rec.properties.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+        rec
+    }
+
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.properties.get(key).filter(|v| !v.is_empty()).cloned()
+    }
+
+    /// The /dev/disk/by-id links, as absolute paths.
+    pub fn by_id(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .links
+            .iter()
+            .filter(|l| l.starts_with("disk/by-id/"))
+            .map(|l| format!("/dev/{l}"))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+pub fn database_present(roots: &Roots) -> bool {
+    roots.udev_data.is_dir()
+}
+
+/// The record of device `devnum` ("8:0"), if udev keeps one.
+pub fn record(roots: &Roots, devnum: &str) -> Option<UdevRecord> {
+    let text = fs::read_to_string(roots.udev_data.join(format!("b{devnum}"))).ok()?;
+    Some(UdevRecord::parse(&text))
+}
+
+/// by-id links found in /dev/disk/by-id that point at /dev/NAME, for
+/// systems where /dev is populated but the udev database is not readable.
+pub fn by_id_from_dev(roots: &Roots, name: &str) -> Vec<String> {
+    let dir = roots.dev.join("disk/by-id");
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(&dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Ok(target) = fs::read_link(e.path()) else {
+            continue;
+        };
+        if target.file_name().map(|n| n == Path::new(name).as_os_str()) == Some(true) {
+            out.push(format!(
+                "/dev/disk/by-id/{}",
+                e.file_name().to_string_lossy()
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_udev_database_record() {
+        let text =
+            "S:disk/by-id/ata-SAMSUNG_MZ7KM480_S2HS\nS:disk/by-path/pci-0000:00:1f.2-ata-1\n\
+                    S:disk/by-id/wwn-0x5002538e40102345\nE:ID_FS_TYPE=ext4\nE:ID_FS_LABEL=\nW:3\n\
+                    E:ID_SERIAL_SHORT=S2HS\nbroken line\n";
+        let rec = UdevRecord::parse(text);
+        assert_eq!(
+            rec.by_id(),
+            vec![
+                "/dev/disk/by-id/ata-SAMSUNG_MZ7KM480_S2HS",
+                "/dev/disk/by-id/wwn-0x5002538e40102345"
+            ]
+        );
+        assert_eq!(rec.get("ID_FS_TYPE").as_deref(), Some("ext4"));
+        assert_eq!(rec.get("ID_FS_LABEL"), None);
+        assert_eq!(rec.get("ID_SERIAL_SHORT").as_deref(), Some("S2HS"));
+    }
+}

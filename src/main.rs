@@ -1,0 +1,22 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use storcert::cli::{Cli, Command};
+use storcert::commands::{self, docs, inventory};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Inventory(args) => inventory::run(args),
+        Command::Check(_) => commands::planned("check", 5),
+        Command::Provision(_) => commands::planned("provision", 5),
+        Command::Act(_) => commands::planned("act", 3),
+        Command::Stream(_) => commands::planned("stream", 4),
+        Command::Bundle(_) => commands::planned("bundle", 6),
+        Command::Upload(_) => commands::planned("upload", 6),
+        Command::Collect(_) => commands::planned("collect", 6),
+        Command::Run(_) => commands::planned("run", 7),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
+    }
+}

@@ -1,0 +1,6 @@
+//! Formatting for people: tables and units. Stages return data; only the
+//! command layer decides how it is shown.
+
+pub mod inventory_table;
+pub mod table;
+pub mod units;

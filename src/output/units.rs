@@ -1,0 +1,30 @@
+//! Units as storage people read them: capacities in decimal units, the way
+//! drives are sold ("480.1 GB"), with the exact byte count kept in JSON.
+
+pub fn decimal_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "kB", "MB", "GB", "TB", "PB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_units() {
+        assert_eq!(decimal_bytes(512), "512 B");
+        assert_eq!(decimal_bytes(480_103_981_056), "480.1 GB");
+        assert_eq!(decimal_bytes(1_000_000), "1.0 MB");
+        assert_eq!(decimal_bytes(3_840_000_000_000), "3.8 TB");
+    }
+}

@@ -1,0 +1,146 @@
+//! The ioctl layer: SG_IO (SCSI and ATA PASS-THROUGH), the NVMe admin ioctl
+//! and MegaRAID MFI frames, plus the byte-level decoders for what devices
+//! answer.
+//!
+//! Each protocol module keeps two halves apart: `decode_*` functions that
+//! take the raw reply bytes (pure, covered by recorded fixtures) and small
+//! transport functions that issue one command through an ioctl. Nothing in
+//! this module writes to a medium: every command issued here reads
+//! identification, settings or logs. Nothing here knows about the rest of
+//! storcert.
+
+pub mod ata;
+pub mod mfi;
+pub mod nvme;
+pub mod scsi;
+pub mod sg;
+
+use std::fmt;
+
+/// Why a passthrough command did not produce a usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum PassthroughError {
+    /// The ioctl itself failed (ENOTTY: the driver has no such ioctl;
+    /// EPERM/EACCES: not allowed; EINVAL: refused; EIO: transport error).
+    #[error("{op}: {source}")]
+    Ioctl {
+        op: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The command reached the device, which rejected it.
+    #[error("{op}: {detail}")]
+    Rejected { op: &'static str, detail: String },
+    /// The device answered, but with fewer or malformed bytes.
+    #[error("{op}: malformed reply: {detail}")]
+    Malformed { op: &'static str, detail: String },
+}
+
+impl PassthroughError {
+    pub fn malformed(op: &'static str, detail: impl Into<String>) -> Self {
+        PassthroughError::Malformed {
+            op,
+            detail: detail.into(),
+        }
+    }
+
+    /// True when the failure says "this path does not exist for this
+    /// device" (no such ioctl, or the command is not supported), as
+    /// opposed to a device that failed a command it supports.
+    pub fn is_unsupported(&self) -> bool {
+        match self {
+            PassthroughError::Ioctl { source, .. } => matches!(
+                source.raw_os_error(),
+                Some(libc::ENOTTY) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+            ),
+            PassthroughError::Rejected { detail, .. } => detail.contains("ILLEGAL REQUEST"),
+            PassthroughError::Malformed { .. } => false,
+        }
+    }
+}
+
+/// A fixed-width ASCII field as devices fill them: space or NUL padded.
+pub(crate) fn ascii_field(bytes: &[u8]) -> String {
+    let text: String = bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                b as char
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    // A NUL ends C strings (MFI names); everything after it is padding.
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    text[..end].trim().to_string()
+}
+
+pub(crate) fn le16(b: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([b[off], b[off + 1]])
+}
+
+pub(crate) fn le32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().expect("4 bytes"))
+}
+
+pub(crate) fn le64(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+pub(crate) fn le128(b: &[u8], off: usize) -> u128 {
+    u128::from_le_bytes(b[off..off + 16].try_into().expect("16 bytes"))
+}
+
+pub(crate) fn be16(b: &[u8], off: usize) -> u16 {
+    u16::from_be_bytes([b[off], b[off + 1]])
+}
+
+pub(crate) fn be64(b: &[u8], off: usize) -> u64 {
+    u64::from_be_bytes(b[off..off + 8].try_into().expect("8 bytes"))
+}
+
+/// Checks that a reply holds at least `need` bytes before any decoder
+/// indexes into it.
+pub(crate) fn need_len(op: &'static str, buf: &[u8], need: usize) -> Result<(), PassthroughError> {
+    if buf.len() < need {
+        return Err(PassthroughError::malformed(
+            op,
+            format!("{} bytes, need at least {need}", buf.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Lower-case hex of a byte string, as identifiers (WWN, EUI-64) are shown.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    struct Hex<'a>(&'a [u8]);
+    impl fmt::Display for Hex<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            for b in self.0 {
+                write!(f, "{b:02x}")?;
+            }
+            Ok(())
+        }
+    }
+    Hex(bytes).to_string()
+}
+
+/// Issues one ioctl whose argument is a pointer to `arg`.
+///
+/// # Safety
+/// `arg` must be the structure the driver expects for `request`, and every
+/// pointer inside it must stay valid for the duration of the call.
+pub(crate) unsafe fn ioctl_ptr<T>(
+    fd: std::os::fd::RawFd,
+    request: u64,
+    arg: *mut T,
+) -> std::io::Result<libc::c_int> {
+    // The request parameter is c_ulong on glibc and c_int on musl.
+    let rc = libc::ioctl(fd, request as _, arg);
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
