@@ -170,6 +170,7 @@ pub fn read_controller(
         }
         Err(e) => out.errors.push(e),
     }
+    out.virtual_drives.sort_by_key(|vd| vd.target_id);
 
     match dcmd(
         node,
@@ -182,7 +183,8 @@ pub fn read_controller(
     )
     .and_then(|raw| mfi::decode_pd_list(&raw).map_err(|e| e.to_string()))
     {
-        Ok(list) => {
+        Ok(mut list) => {
+            list.sort_by_key(|e| e.device_id);
             for entry in list {
                 out.physical_drives
                     .push(read_pd(node, recorder, host, &entry));
@@ -246,6 +248,13 @@ fn read_pd(
     pd.state = Some(mfi::pd_state_name(info.fw_state).into());
     pd.interface = Some(info.interface.into());
     match scsi::decode_inquiry(&info.inquiry) {
+        // Peripheral qualifier 3, type 0x1f: "no device here". The
+        // controller did not read the drive's INQUIRY data (qemu's
+        // emulation answers so).
+        Ok(_) if info.inquiry[0] == 0x7f => pd.errors.push(
+            "MFI PD_GET_INFO carries no INQUIRY data (peripheral qualifier 3); vendor, model and firmware unknown"
+                .into(),
+        ),
         Ok(inq) => {
             pd.vendor = Some(inq.vendor).filter(|v| !v.is_empty());
             pd.model = Some(inq.product);

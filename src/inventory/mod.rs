@@ -188,14 +188,15 @@ fn read_megaraid(
                     let channel = 2 + vd.target_id as u32 / 128;
                     let target = vd.target_id as u32 % 128;
                     let prefix = format!("{host}:{channel}:{target}:");
-                    vd.block_device = disks
-                        .iter()
-                        .find(|d| {
-                            d.scsi_address
-                                .as_deref()
-                                .is_some_and(|a| a.starts_with(&prefix))
-                        })
-                        .map(|d| d.name.clone());
+                    let disk = disks.iter_mut().find(|d| {
+                        d.scsi_address
+                            .as_deref()
+                            .is_some_and(|a| a.starts_with(&prefix))
+                    });
+                    if let Some(disk) = disk {
+                        vd.block_device = Some(disk.name.clone());
+                        add_controller_cache_readings(disk, vd);
+                    }
                 }
                 if c.firmware.is_none() {
                     c.firmware = Some(mr.package_version.clone());
@@ -205,6 +206,42 @@ fn read_megaraid(
             }
             Err(e) => c.errors.push(format!("SCSI host {host}: {e}")),
         }
+    }
+}
+
+/// A virtual drive's write cache is the controller's write policy: record
+/// it beside what the logical drive itself answers to MODE SENSE, so that a
+/// controller whose sources disagree is seen.
+fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
+    let readings: Vec<WriteCacheReading> = vd
+        .cache_policy
+        .iter()
+        .map(|r| WriteCacheReading {
+            source: format!("{} write policy {} (controller cache)", r.source, r.write),
+            supported: Some(true),
+            enabled: Some(r.write != "WT"),
+        })
+        .collect();
+    let wc = disk.write_cache.get_or_insert_with(|| WriteCache {
+        supported: Some(true),
+        enabled: readings.first().and_then(|r| r.enabled),
+        source: readings
+            .first()
+            .map(|r| r.source.clone())
+            .unwrap_or_default(),
+        from_sysfs: false,
+        readings: Vec::new(),
+        disagreement: false,
+    });
+    for r in readings {
+        if wc
+            .readings
+            .iter()
+            .any(|x| x.enabled.is_some() && x.enabled != r.enabled)
+        {
+            wc.disagreement = true;
+        }
+        wc.readings.push(r);
     }
 }
 

@@ -1,0 +1,200 @@
+//! The qemu hardware lab: boots Debian's stock kernel on emulated NVMe,
+//! SATA (write cache off), MegaRAID and virtio disks, runs the static
+//! binary's inventory inside, and checks that it reports exactly what qemu
+//! was given. Needs qemu, busybox-static and the static build
+//! (scripts/test sets all of that up); run with `cargo test -- --ignored`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use storcert::inventory::{Disk, Inventory, Transport};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read_env(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn disk_with_serial<'a>(inv: &'a Inventory, serial: &str) -> &'a Disk {
+    inv.disks
+        .iter()
+        .find(|d| d.serial.as_deref() == Some(serial))
+        .unwrap_or_else(|| panic!("no disk with serial {serial} in the inventory"))
+}
+
+fn run_lab(out: &Path, guest: &str) {
+    let binary = repo().join("target/x86_64-unknown-linux-musl/release/storcert");
+    assert!(
+        binary.exists(),
+        "{} is missing: build it with scripts/build-static",
+        binary.display()
+    );
+    let status = Command::new(repo().join("scripts/lab"))
+        .arg("--out")
+        .arg(out)
+        .args(["--timeout", "300", "--"])
+        .arg(guest)
+        .status()
+        .expect("run scripts/lab");
+    assert!(status.success(), "scripts/lab failed: {status}");
+}
+
+#[test]
+#[ignore = "boots a qemu guest; run through scripts/test or with --ignored"]
+fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
+    let out = tempfile::tempdir().unwrap();
+    run_lab(
+        out.path(),
+        "storcert inventory --json > inventory.json; storcert inventory > inventory.txt",
+    );
+    let topo = read_env(&out.path().join("topology.env"));
+    let t = |k: &str| topo[k].clone();
+    let size = |k: &str| topo[k].parse::<u64>().unwrap();
+    let results = out.path().join("results");
+    assert_eq!(
+        std::fs::read_to_string(results.join("exit-code"))
+            .unwrap()
+            .trim(),
+        "0"
+    );
+    let inv: Inventory =
+        serde_json::from_str(&std::fs::read_to_string(results.join("inventory.json")).unwrap())
+            .expect("inventory.json parses as the documented schema");
+    assert_eq!(inv.schema_version, storcert::inventory::SCHEMA_VERSION);
+    assert!(inv.errors.is_empty(), "scan errors: {:?}", inv.errors);
+
+    // NVMe: identity from Identify Controller, cache from Get Features.
+    let nvme = disk_with_serial(&inv, &t("NVME_SERIAL"));
+    assert_eq!(nvme.transport, Transport::Nvme);
+    assert_eq!(nvme.model.as_deref(), Some("QEMU NVMe Ctrl"));
+    assert_eq!(nvme.firmware.as_deref(), Some(t("QEMU_VERSION").as_str()));
+    assert_eq!(
+        nvme.firmware_source.as_deref(),
+        Some("NVMe Identify Controller (FR)")
+    );
+    assert_eq!(nvme.capacity_bytes, size("NVME_SIZE"));
+    let wc = nvme.write_cache.as_ref().expect("NVMe write cache");
+    assert_eq!(
+        (wc.supported, wc.enabled, wc.from_sysfs),
+        (Some(true), Some(true), false)
+    );
+    assert!(
+        wc.source.starts_with("NVMe Get Features 0x06"),
+        "{}",
+        wc.source
+    );
+    let health = nvme.health.as_ref().expect("NVMe health");
+    let smart = health.nvme.as_ref().unwrap();
+    assert_eq!(smart.media_errors, 0);
+    assert!(smart.volatile_write_cache_present);
+
+    // SATA: identity and write cache from ATA IDENTIFY, the cache off as
+    // qemu was told; sysfs would have truncated the firmware to 4 chars.
+    let sata = disk_with_serial(&inv, &t("SATA_SERIAL"));
+    assert_eq!(sata.transport, Transport::Sata);
+    assert_eq!(sata.model.as_deref(), Some(t("SATA_MODEL").as_str()));
+    assert_eq!(sata.firmware.as_deref(), Some(t("SATA_FIRMWARE").as_str()));
+    assert_eq!(
+        sata.firmware_source.as_deref(),
+        Some("ATA IDENTIFY (words 23-26)")
+    );
+    assert_eq!(sata.capacity_bytes, size("SATA_SIZE"));
+    let wc = sata.write_cache.as_ref().expect("SATA write cache");
+    assert_eq!((wc.supported, wc.enabled), (Some(true), Some(false)));
+    assert_eq!(wc.source, "ATA IDENTIFY (words 82/85)");
+    assert!(!wc.disagreement, "{:?}", wc.readings);
+    let ata = sata
+        .health
+        .as_ref()
+        .and_then(|h| h.ata.as_ref())
+        .expect("ATA SMART");
+    assert_eq!(ata.smart_status.as_deref(), Some("passed"));
+
+    // MegaRAID: the controller and its virtual drives through MFI, with
+    // exactly what qemu's megasas-gen2 answers (hw/scsi/megasas.c):
+    // LD_GET_INFO leaves the cache policy 0 (WT NORA Direct), CFG_READ
+    // reports read-ahead + adaptive (0x0c: WT ADRA Direct).
+    let ctrl = inv
+        .controllers
+        .iter()
+        .find(|c| c.driver.as_deref() == Some("megaraid_sas"))
+        .expect("a megaraid_sas controller");
+    let mr = ctrl.megaraid.as_ref().expect("MFI details");
+    assert!(
+        ctrl.errors.is_empty() && mr.errors.is_empty(),
+        "{:?} {:?}",
+        ctrl.errors,
+        mr.errors
+    );
+    assert_eq!(mr.product_name, "LSI MegaRAID SAS 9260-8i");
+    assert_eq!(mr.serial_number, "QEMU123456");
+    assert_eq!(mr.package_version, "2.5+-QEMU");
+    assert_eq!(ctrl.firmware.as_deref(), Some("2.5+-QEMU"));
+    assert_eq!(mr.firmware_components[0].name, "APP");
+    assert_eq!(mr.firmware_components[0].version, "1.80-QEMU");
+    assert_eq!(mr.virtual_drives.len(), 2);
+    for (i, (serial, size_key)) in [
+        ("MEGA0_SERIAL", "MEGA0_SIZE"),
+        ("MEGA1_SERIAL", "MEGA1_SIZE"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let vd = &mr.virtual_drives[i];
+        assert_eq!(vd.target_id as usize, i);
+        assert_eq!(vd.raid_level, "RAID0");
+        assert_eq!(vd.state, "Optimal");
+        assert_eq!(vd.size_bytes, size(size_key));
+        assert_eq!(vd.cache_policy.len(), 2);
+        assert_eq!(vd.cache_policy[0].source, "MFI LD_GET_INFO");
+        assert_eq!(vd.cache_policy[0].current, "WT NORA Direct");
+        assert_eq!(vd.cache_policy[1].source, "MFI CFG_READ");
+        assert_eq!(vd.cache_policy[1].current_raw, 0x0c);
+        assert_eq!(vd.cache_policy[1].current, "WT ADRA Direct");
+        assert!(!vd.cache_policy_consistent);
+        let disk = disk_with_serial(&inv, &t(serial));
+        assert_eq!(vd.block_device.as_deref(), Some(disk.name.as_str()));
+        assert_eq!(disk.transport, Transport::Raid);
+        assert_eq!(disk.model.as_deref(), Some("QEMU HARDDISK"));
+        assert_eq!(disk.controller.as_deref(), Some(ctrl.pci_address.as_str()));
+        // The logical drive says WCE=1, the controller says write-through:
+        // both are shown and the disagreement flagged.
+        let wc = disk.write_cache.as_ref().unwrap();
+        assert_eq!(wc.enabled, Some(true));
+        assert!(wc.disagreement, "{:?}", wc.readings);
+    }
+    let pd_ids: Vec<u16> = mr.physical_drives.iter().map(|p| p.device_id).collect();
+    assert_eq!(pd_ids, vec![0x0000, 0x0100]);
+
+    // virtio: no passthrough (ENOTTY, recorded), serial and cache from sysfs.
+    let vd = disk_with_serial(&inv, &t("VIRTIO_SERIAL"));
+    assert_eq!(vd.transport, Transport::Virtio);
+    assert_eq!(vd.capacity_bytes, size("VIRTIO_SIZE"));
+    assert!(vd.write_cache.as_ref().unwrap().from_sysfs);
+    let probe = &vd.probes[0];
+    assert_eq!(
+        (probe.probe.as_str(), probe.outcome.as_str()),
+        ("SCSI INQUIRY", "unsupported")
+    );
+
+    // Every disk sits under a controller, and the table puts each
+    // controller line above its disks.
+    assert!(inv.disks.iter().all(|d| d.controller.is_some()));
+    let table = std::fs::read_to_string(results.join("inventory.txt")).unwrap();
+    let line_of = |needle: &str| {
+        table
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not in table:\n{table}"))
+    };
+    assert!(line_of(&ctrl.pci_address) < line_of(&t("MEGA0_SERIAL")));
+    assert!(line_of("WT NORA Direct (LD_GET_INFO)") < line_of(&t("MEGA1_SERIAL")));
+}
