@@ -1,0 +1,123 @@
+//! The command line as a user meets it: help on every level, version,
+//! completions, man pages, and plain errors for bad input.
+
+use std::process::Command;
+
+fn storcert(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(args)
+        .output()
+        .expect("run storcert")
+}
+
+const SUBCOMMANDS: [&str; 11] = [
+    "inventory",
+    "check",
+    "provision",
+    "act",
+    "stream",
+    "bundle",
+    "upload",
+    "collect",
+    "run",
+    "completions",
+    "man",
+];
+
+#[test]
+fn help_on_every_level() {
+    let top = storcert(&["--help"]);
+    assert!(top.status.success());
+    let text = String::from_utf8(top.stdout).unwrap();
+    for sub in SUBCOMMANDS {
+        assert!(text.contains(sub), "--help lacks {sub}");
+        let out = storcert(&[sub, "--help"]);
+        assert!(out.status.success(), "{sub} --help failed");
+        assert!(String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("Usage: storcert"));
+    }
+}
+
+#[test]
+fn version_is_the_crate_version() {
+    let out = storcert(&["--version"]);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap().trim(),
+        format!("storcert {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_same_definition() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = storcert(&["completions", shell]);
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("inventory") && text.contains("no-probe"),
+            "{shell}"
+        );
+    }
+    let man = storcert(&["man"]);
+    let text = String::from_utf8(man.stdout).unwrap();
+    assert!(
+        text.starts_with(".ie") || text.contains(".TH storcert"),
+        "{}",
+        &text[..80]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = storcert(&["man", "--out", dir.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(dir.path().join("storcert.1").exists());
+    assert!(dir.path().join("storcert-inventory.1").exists());
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_no_panic() {
+    let out = storcert(&["inventory", "--no-probe", "--device", "/dev/does-not-exist"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err.trim(),
+        "storcert inventory: --device /dev/does-not-exist: no such block device"
+    );
+
+    let out = storcert(&["inventory", "--bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("unexpected argument '--bogus'"));
+
+    let out = storcert(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = storcert(&["man", "--out", "/proc/version/not-a-dir"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("storcert man: cannot write to /proc/version/not-a-dir"),
+        "{err}"
+    );
+}
+
+#[test]
+fn planned_commands_say_so_and_exit_could_not_run() {
+    let out = storcert(&["act", "storage", "x.conf"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("not available in this build"), "{err}");
+}
+
+#[test]
+fn inventory_of_this_machine_runs() {
+    // Whatever this machine has, the scan completes and the JSON parses.
+    let out = storcert(&["inventory", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let inv: storcert::inventory::Inventory = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(inv.schema_version, 1);
+}

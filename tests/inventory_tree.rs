@@ -1,0 +1,231 @@
+//! The inventory against a recorded sysfs tree (tests/fixtures/qemu-lab):
+//! topology, transports, controllers, partitions, mounts and roles, and how
+//! a broken tree is reported (a device that vanishes, a truncated
+//! attribute, a device that cannot be opened, an unknown --device).
+
+use std::path::{Path, PathBuf};
+
+use storcert::inventory::{scan, Disk, Inventory, RawRecorder, Roots, ScanOptions, Transport};
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab")
+}
+
+fn roots(base: &Path) -> Roots {
+    Roots {
+        sys: base.join("sys"),
+        proc: base.join("proc"),
+        dev: base.join("dev"),
+        udev_data: base.join("udev"),
+    }
+}
+
+fn opts(no_probe: bool, devices: &[&str]) -> ScanOptions {
+    ScanOptions {
+        all: false,
+        devices: devices.iter().map(|s| s.to_string()).collect(),
+        no_probe,
+        recorder: RawRecorder::default(),
+    }
+}
+
+fn disk<'a>(inv: &'a Inventory, name: &str) -> &'a Disk {
+    inv.disks
+        .iter()
+        .find(|d| d.name == name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+/// Copies a tree, keeping symlinks as symlinks.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let ft = e.file_type().unwrap();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ft.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn topology_from_the_recorded_tree() {
+    let inv = scan(&roots(&fixture()), &opts(true, &[]));
+    assert!(inv.errors.is_empty(), "{:?}", inv.errors);
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, vec!["nvme0n1", "sda", "sdb", "sdc", "vda"]);
+    let transports: Vec<Transport> = inv.disks.iter().map(|d| d.transport).collect();
+    assert_eq!(
+        transports,
+        vec![
+            Transport::Nvme,
+            Transport::Sata,
+            Transport::Raid,
+            Transport::Raid,
+            Transport::Virtio
+        ]
+    );
+    assert_eq!(inv.host.kernel.as_deref(), Some("6.1.0-57-amd64"));
+    assert!(inv.host.udev_database);
+
+    let nvme = disk(&inv, "nvme0n1");
+    assert_eq!(nvme.capacity_bytes, 2048 * 1024 * 1024);
+    assert_eq!(nvme.major_minor, "259:0");
+    assert_eq!(nvme.model.as_deref(), Some("QEMU NVMe Ctrl"));
+    assert_eq!(nvme.serial.as_deref(), Some("LABNVME0001"));
+    assert_eq!(
+        nvme.firmware_source.as_deref(),
+        Some("sysfs device/firmware_rev")
+    );
+
+    // Without probing, the SATA firmware comes from sysfs, which says it
+    // is truncated; the write cache from the kernel's view.
+    let sata = disk(&inv, "sda");
+    assert_eq!(sata.firmware.as_deref(), Some("FW01"));
+    assert!(sata
+        .firmware_source
+        .as_deref()
+        .unwrap()
+        .contains("truncates"));
+    assert_eq!(sata.scsi_address.as_deref(), Some("0:0:0:0"));
+    let wc = sata.write_cache.as_ref().unwrap();
+    assert!(wc.from_sysfs);
+    assert_eq!(wc.enabled, Some(false));
+    assert_eq!(
+        sata.by_id,
+        vec!["/dev/disk/by-id/ata-STORCERT_LAB_SATA_LABSATA0001"]
+    );
+
+    let vd1 = disk(&inv, "sdc");
+    assert_eq!(vd1.scsi_address.as_deref(), Some("6:2:1:0"));
+    assert_eq!(vd1.capacity_bytes, 1536 * 1024 * 1024);
+
+    // vda: one ext4 partition mounted on /mnt, labelled STORCERT in udev:
+    // the boot medium, not the running system (root is the initramfs).
+    let vda = disk(&inv, "vda");
+    assert_eq!(vda.partitions.len(), 1);
+    let p = &vda.partitions[0];
+    assert_eq!(p.name, "vda1");
+    assert_eq!(p.number, Some(1));
+    assert_eq!(p.size_bytes, 100 * 1024 * 1024);
+    assert_eq!(p.mountpoints, vec!["/mnt"]);
+    assert_eq!(p.fs_type.as_deref(), Some("ext4"));
+    assert_eq!(vda.fs_type.as_deref(), Some("dos"));
+    assert!(vda.boot_medium);
+    assert!(!vda.system_disk);
+    assert!(vda
+        .role_reasons
+        .iter()
+        .any(|r| r.contains("label STORCERT")));
+    assert_eq!(vda.by_id, vec!["/dev/disk/by-id/virtio-LABVIRTIO0001"]);
+
+    // Controllers and what sits behind each.
+    let ctrl = |addr: &str| {
+        inv.controllers
+            .iter()
+            .find(|c| c.pci_address == addr)
+            .unwrap()
+    };
+    assert_eq!(ctrl("0000:00:01.0").disks, vec!["nvme0n1"]);
+    assert_eq!(ctrl("0000:00:01.0").firmware.as_deref(), Some("7.2.22"));
+    assert_eq!(ctrl("0000:00:02.0").disks, vec!["sda"]);
+    assert_eq!(ctrl("0000:00:02.0").driver.as_deref(), Some("ahci"));
+    let mega = ctrl("0000:00:03.0");
+    assert_eq!(mega.disks, vec!["sdb", "sdc"]);
+    assert_eq!(mega.scsi_hosts, vec![6]);
+    assert_eq!(mega.class_name, "RAID bus controller");
+    assert_eq!(mega.driver_version.as_deref(), Some("07.719.03.00-rc1"));
+    assert_eq!(ctrl("0000:00:04.0").disks, vec!["vda"]);
+    assert!(inv.disks.iter().all(|d| d.errors.is_empty()));
+}
+
+#[test]
+fn root_on_a_partition_marks_the_system_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    let mountinfo = tmp.path().join("proc/self/mountinfo");
+    let text = std::fs::read_to_string(&mountinfo).unwrap();
+    std::fs::write(&mountinfo, text.replace(" / /mnt ", " / / ")).unwrap();
+    let inv = scan(&roots(tmp.path()), &opts(true, &[]));
+    let vda = disk(&inv, "vda");
+    assert!(vda.system_disk);
+    assert!(vda.role_reasons.iter().any(|r| r == "vda1 is mounted on /"));
+    assert!(!disk(&inv, "sda").system_disk);
+}
+
+#[test]
+fn a_vanished_device_and_a_truncated_attribute_are_reported_on_their_entries() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    let sys = tmp.path().join("sys");
+    let sdb = std::fs::canonicalize(sys.join("block/sdb")).unwrap();
+    std::fs::remove_file(sdb.join("dev")).unwrap();
+    let sdc = std::fs::canonicalize(sys.join("block/sdc")).unwrap();
+    std::fs::write(sdc.join("size"), "31457").unwrap();
+    std::fs::write(sdc.join("queue/logical_block_size"), "5").unwrap();
+    std::fs::write(sdc.join("queue/physical_block_size"), "40\u{0}garbage").unwrap();
+
+    let inv = scan(&roots(tmp.path()), &opts(false, &[]));
+    let sdb = disk(&inv, "sdb");
+    assert!(
+        sdb.errors.iter().any(|e| e.contains("may have gone away")),
+        "{:?}",
+        sdb.errors
+    );
+    let sdc = disk(&inv, "sdc");
+    assert_eq!(
+        sdc.capacity_bytes,
+        31457 * 512,
+        "a short but valid number is taken as is"
+    );
+    assert_eq!(sdc.logical_sector_size, Some(5));
+    assert_eq!(sdc.physical_sector_size, None);
+    assert!(
+        sdc.errors
+            .iter()
+            .any(|e| e.contains("physical_block_size: cannot parse")),
+        "{:?}",
+        sdc.errors
+    );
+    // Probing the fixture's devices fails to open them: recorded per disk,
+    // and the scan still lists every disk.
+    assert_eq!(inv.disks.len(), 5);
+    assert!(disk(&inv, "nvme0n1")
+        .errors
+        .iter()
+        .any(|e| e.starts_with("open ")));
+}
+
+#[test]
+fn named_devices_and_unknown_ones() {
+    let inv = scan(
+        &roots(&fixture()),
+        &opts(true, &["sdc", "nosuchdisk", "vda1"]),
+    );
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, vec!["sdc"]);
+    assert_eq!(
+        inv.errors,
+        vec![
+            "--device nosuchdisk: no such block device".to_string(),
+            "--device vda1: vda1 is a partition; inventory lists whole disks (its disk lists it)"
+                .to_string()
+        ]
+    );
+}
+
+#[test]
+fn json_schema_round_trips() {
+    let inv = scan(&roots(&fixture()), &opts(true, &[]));
+    let text = serde_json::to_string(&inv).unwrap();
+    let back: Inventory = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["schema_version"], 1);
+    assert_eq!(value["disks"][0]["transport"], "nvme");
+}
