@@ -22,6 +22,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process; boxing the larger variants buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List disks and storage controllers with identity, firmware, write cache and health
@@ -30,8 +32,8 @@ pub enum Command {
     Check(PlannedArgs),
     /// Provision spare area with a GPT partition (planned: issue 5)
     Provision(PlannedArgs),
-    /// Run the Aerospike Certification Tool workload (planned: issue 3)
-    Act(PlannedArgs),
+    /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
+    Act(ActArgs),
     /// Run the sequential streaming suite (planned: issue 4)
     Stream(PlannedArgs),
     /// Create and verify signed results bundles (planned: issue 6)
@@ -85,4 +87,209 @@ pub struct ManArgs {
     /// Write storcert.1 and one storcert-COMMAND.1 per subcommand here
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ActArgs {
+    #[command(subcommand)]
+    pub command: ActCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ActCommand {
+    /// Zero then salt whole devices (ACT's act_prep), at full speed
+    Prep(ActPrepArgs),
+    /// Run ACT's storage workload from an ACT 6.x config file and/or flags
+    Storage(ActStorageArgs),
+    /// Run ACT's index workload from an ACT 6.x act_index config file
+    Index(ActIndexArgs),
+    /// Analyze an ACT log as act_latency.py does, with the verdict
+    Analyze(ActAnalyzeArgs),
+    /// Find the highest load that passes: escalate, bisect, confirm
+    Search(ActSearchArgs),
+}
+
+/// How a run is carried out and where its outputs go.
+#[derive(Debug, Args, Clone)]
+pub struct ActRunArgs {
+    /// Write the ACT log here instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Write the run's results (rates, lag, percentiles, errors) as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write per-second samples (JSON lines) here
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// I/O engine
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: crate::engine::EngineKind,
+    /// Device errors tolerated before the run stops
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub max_errors: u64,
+    /// Seconds after which an outstanding I/O counts as stuck
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub io_timeout: u64,
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Every ACT storage setting as a flag; each overrides the config file.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StorageSettings {
+    /// Device or file to test (ACT device-names); repeatable
+    #[arg(long, short = 'd', value_name = "DEV")]
+    pub device: Vec<String>,
+    /// Load as a multiple of 1x = 2000 reads + 1000 writes per second per device
+    #[arg(long, value_name = "Nx")]
+    pub load: Option<String>,
+    #[arg(long, value_name = "N")]
+    pub read_reqs_per_sec: Option<u32>,
+    #[arg(long, value_name = "N")]
+    pub write_reqs_per_sec: Option<u32>,
+    /// Test duration (30s, 10m, 24h)
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
+    /// Report interval (1s)
+    #[arg(long, value_name = "TIME")]
+    pub report_interval: Option<String>,
+    #[arg(long)]
+    pub microsecond_histograms: bool,
+    #[arg(long, value_name = "BYTES")]
+    pub record_bytes: Option<u32>,
+    #[arg(long, value_name = "BYTES")]
+    pub record_bytes_range_max: Option<u32>,
+    #[arg(long, value_name = "KB")]
+    pub large_block_op_kbytes: Option<u32>,
+    #[arg(long, value_name = "N")]
+    pub replication_factor: Option<u32>,
+    #[arg(long, value_name = "PCT")]
+    pub update_pct: Option<u32>,
+    #[arg(long, value_name = "PCT")]
+    pub defrag_lwm_pct: Option<u32>,
+    #[arg(long)]
+    pub no_defrag_reads: bool,
+    #[arg(long, value_name = "PCT")]
+    pub compress_pct: Option<u32>,
+    #[arg(long)]
+    pub disable_odsync: bool,
+    #[arg(long)]
+    pub commit_to_device: bool,
+    #[arg(long)]
+    pub tomb_raider: bool,
+    #[arg(long, value_name = "USEC")]
+    pub tomb_raider_sleep_usec: Option<u32>,
+    /// Stop when this far behind schedule (ACT's max-lag-sec; 0 = never)
+    #[arg(long, value_name = "TIME")]
+    pub max_lag: Option<String>,
+    /// Size regular files to this many MiB (ACT's file-size-mbytes)
+    #[arg(long, value_name = "MIB")]
+    pub file_size_mbytes: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ActStorageArgs {
+    /// ACT 6.x storage config file (act_storage.conf)
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: StorageSettings,
+    #[command(flatten)]
+    pub run: ActRunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ActIndexArgs {
+    /// ACT 6.x index config file (act_index.conf)
+    pub config: PathBuf,
+    #[command(flatten)]
+    pub run: ActRunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ActPrepArgs {
+    /// Devices to prep (all of the device is overwritten)
+    #[arg(required = true)]
+    pub devices: Vec<PathBuf>,
+    /// Write the prep results as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: crate::engine::EngineKind,
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// act_latency.py's options: -l LOG, -h HIST (repeatable), -t SLICE, -s, -n, -e, -x.
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct ActAnalyzeArgs {
+    /// The ACT log (or give it with -l)
+    pub log_file: Option<PathBuf>,
+    /// The ACT log
+    #[arg(short = 'l', long = "log", value_name = "LOG")]
+    pub log: Option<PathBuf>,
+    /// Histogram to analyze (default: reads); repeatable
+    #[arg(short = 'h', long = "histogram", value_name = "NAME")]
+    pub histogram: Vec<String>,
+    /// Slice length in seconds
+    #[arg(short = 't', long = "slice", default_value_t = 3600)]
+    pub slice: u64,
+    /// First bucket shown
+    #[arg(short = 's', long = "start_bucket", default_value_t = 0)]
+    pub start_bucket: usize,
+    /// Number of buckets shown
+    #[arg(short = 'n', long = "num_buckets", default_value_t = 7)]
+    pub num_buckets: usize,
+    /// Show every n-th bucket
+    #[arg(short = 'e', long = "every_nth", default_value_t = 1)]
+    pub every_nth: usize,
+    /// Show the rate of each slice
+    #[arg(short = 'x', long = "extra")]
+    pub extra: bool,
+    /// Print the tables and verdict as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+#[derive(Debug, Args)]
+pub struct ActSearchArgs {
+    /// Start from this ACT storage config (its rates and duration are set per trial)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub settings: StorageSettings,
+    /// Highest load to try
+    #[arg(long, default_value = "60x", value_name = "Nx")]
+    pub max: String,
+    /// Length of each trial
+    #[arg(long, default_value = "10m", value_name = "TIME")]
+    pub trial: String,
+    /// Length of the confirmation run (default: 6 trials)
+    #[arg(long, value_name = "TIME")]
+    pub confirm: Option<String>,
+    /// Folder for the trials' logs
+    #[arg(long, default_value = "act-search", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Write the search result as JSON here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: crate::engine::EngineKind,
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -1,8 +1,11 @@
 //! storcert: storage qualification. See README.md for the pipeline and
 //! docs/ for the formats it reads and writes.
 
+pub mod act;
 pub mod cli;
 pub mod commands;
+pub mod engine;
 pub mod inventory;
 pub mod output;
 pub mod passthrough;
+pub mod safety;

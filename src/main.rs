@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
-use storcert::commands::{self, docs, inventory};
+use storcert::commands::{self, act, docs, inventory};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         Command::Inventory(args) => inventory::run(args),
         Command::Check(_) => commands::planned("check", 5),
         Command::Provision(_) => commands::planned("provision", 5),
-        Command::Act(_) => commands::planned("act", 3),
+        Command::Act(args) => act::run(args),
         Command::Stream(_) => commands::planned("stream", 4),
         Command::Bundle(_) => commands::planned("bundle", 6),
         Command::Upload(_) => commands::planned("upload", 6),

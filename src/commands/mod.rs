@@ -1,6 +1,7 @@
 //! One function per subcommand: reads its arguments, calls the stage, and
 //! prints through `output`. Each returns the process exit status.
 
+pub mod act;
 pub mod docs;
 pub mod inventory;
 

@@ -2,5 +2,6 @@
 //! command layer decides how it is shown.
 
 pub mod inventory_table;
+pub mod progress;
 pub mod table;
 pub mod units;

@@ -1,0 +1,109 @@
+//! ACT's index workload (act_index): 4 KiB reads for every read and write
+//! request's index lookup, plus the cache threads' 4 KiB reads and writes
+//! from defrag, spread over the devices.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::config::IndexConfig;
+use super::device::Device;
+use super::runner::{RunSpec, Shape, StreamSpec};
+use super::storage::ACT_VERSION;
+use super::timeline::Kind;
+
+pub fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
+    let mut names = vec!["reads".to_string()];
+    let per_reads: Vec<usize> = cfg
+        .device_names
+        .iter()
+        .map(|d| {
+            names.push(format!("{d}-reads"));
+            names.len() - 1
+        })
+        .collect();
+    let has_writes = cfg.cache_thread_reads_and_writes_per_sec != 0;
+    let mut per_writes = Vec::new();
+    let mut writes = None;
+    if has_writes {
+        names.push("writes".into());
+        writes = Some(names.len() - 1);
+        for d in &cfg.device_names {
+            names.push(format!("{d}-writes"));
+            per_writes.push(names.len() - 1);
+        }
+    }
+    names.push("txn-reads".into());
+    let txn_reads = names.len() - 1;
+    let txn_writes = has_writes.then(|| {
+        names.push("txn-writes".into());
+        names.len() - 1
+    });
+    let stream = |label: &str, rate: f64, write: bool| StreamSpec {
+        label: label.into(),
+        rate,
+        one_in_flight: false,
+        device: None,
+        shape: Shape::Io4k { write },
+        hist: Some(if write {
+            writes.expect("has writes")
+        } else {
+            0
+        }),
+        device_hists: Some(if write {
+            per_writes.clone()
+        } else {
+            per_reads.clone()
+        }),
+        txn_hist: if write { txn_writes } else { Some(txn_reads) },
+        pause: Duration::ZERO,
+        kind: if write { Kind::Write } else { Kind::Read },
+    };
+    let mut streams = vec![stream(
+        "reads",
+        cfg.service_thread_reads_per_sec as f64,
+        false,
+    )];
+    if has_writes {
+        let rate = cfg.cache_thread_reads_and_writes_per_sec as f64;
+        streams.push(StreamSpec {
+            label: "cache-reads".into(),
+            ..stream("reads", rate, false)
+        });
+        streams.push(stream("writes", rate, true));
+    }
+    RunSpec {
+        streams,
+        hist_names: names,
+        microsecond: cfg.microsecond_histograms,
+        duration: Duration::from_secs(cfg.test_duration_sec),
+        report_interval: Duration::from_secs(cfg.report_interval_sec),
+        max_lag: Duration::from_secs(cfg.max_lag_sec),
+        large_block_bytes: 4096,
+        record: (4096, 4096),
+        compress_pct: 100,
+        max_errors,
+        io_timeout,
+    }
+}
+
+pub fn header(cfg: &IndexConfig, devices: &[Device], names: &[String], engine: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\nACT version {ACT_VERSION}");
+    let _ = writeln!(s, "Index device IO test");
+    let _ = writeln!(
+        s,
+        "storcert {} (ACT-compatible log; open-loop {engine} scheduler, service-threads and cache-threads unused)\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    s.push_str(&cfg.echo());
+    s.push('\n');
+    for d in devices {
+        let _ = writeln!(s, "{} size = {} bytes", d.name, d.size_bytes);
+    }
+    let _ = writeln!(s, "\nHISTOGRAM NAMES");
+    for n in names {
+        let _ = writeln!(s, "{n}");
+    }
+    s.push('\n');
+    s
+}

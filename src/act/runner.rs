@@ -1,0 +1,627 @@
+//! The open-loop scheduler shared by the storage and index workloads.
+//!
+//! Every stream has a rate; request k of a stream is due at start + k/rate
+//! and is issued then, whether or not earlier requests have completed (no
+//! service threads to tune). Streams marked one-in-flight (ACT's per-device
+//! large-block reader and writer, the tomb raider) issue their next request
+//! only after the previous one completed, as ACT's dedicated threads do.
+//!
+//! Two latencies are kept per request: device latency (issue to
+//! completion, what ACT reports) and transaction latency (due time to
+//! completion, which includes any lag; ACT hides it).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::device::{Device, RecordPattern};
+use super::histogram::LatencyHistogram;
+use super::random::Rng;
+use super::timeline::{self, Kind, Second, Timeline};
+use crate::engine::{BufferPools, Completion, Engine, Request};
+
+/// What one stream's requests look like.
+#[derive(Debug, Clone, Copy)]
+pub enum Shape {
+    /// A record read or write at a random offset (ACT's pattern).
+    Record { write: bool },
+    /// A whole large block at a random large-block offset.
+    LargeBlock { write: bool },
+    /// Large blocks read in order over the device (tomb raider).
+    LargeBlockSequential,
+    /// 4 KiB at a random 4 KiB offset (the index workload).
+    Io4k { write: bool },
+}
+
+impl Shape {
+    fn is_write(self) -> bool {
+        matches!(
+            self,
+            Shape::Record { write: true }
+                | Shape::LargeBlock { write: true }
+                | Shape::Io4k { write: true }
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StreamSpec {
+    pub label: String,
+    /// Requests per second; 0 means unpaced (as fast as one in flight goes).
+    pub rate: f64,
+    pub one_in_flight: bool,
+    /// A fixed device, else a uniformly random one per request.
+    pub device: Option<usize>,
+    pub shape: Shape,
+    /// Aggregate device-latency histogram.
+    pub hist: Option<usize>,
+    /// Per-device device-latency histograms, indexed by device.
+    pub device_hists: Option<Vec<usize>>,
+    pub txn_hist: Option<usize>,
+    /// Pause after each completion (tomb-raider-sleep-usec).
+    pub pause: Duration,
+    pub kind: Kind,
+}
+
+pub struct RunSpec {
+    pub streams: Vec<StreamSpec>,
+    /// Histogram names, in the order of the log's blocks.
+    pub hist_names: Vec<String>,
+    pub microsecond: bool,
+    pub duration: Duration,
+    pub report_interval: Duration,
+    /// Zero disables the check (as in ACT).
+    pub max_lag: Duration,
+    pub large_block_bytes: u32,
+    pub record: (u32, u32),
+    pub compress_pct: u32,
+    /// Device errors tolerated before the run stops.
+    pub max_errors: u64,
+    /// A request outstanding this long is reported as stuck.
+    pub io_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    Completed,
+    CouldNotKeepUp { stream: String },
+    DeviceErrors { errors: u64 },
+    StuckIo { device: String, seconds: u64 },
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResult {
+    pub label: String,
+    pub device: Option<String>,
+    pub asked_per_sec: f64,
+    pub issued: u64,
+    pub completed: u64,
+    pub achieved_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HistSummary {
+    pub name: String,
+    pub total: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub pct_over_1ms: f64,
+    pub pct_over_8ms: f64,
+    pub pct_over_64ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceResult {
+    pub name: String,
+    pub size_bytes: u64,
+    pub min_op_bytes: u32,
+    pub direct_io: bool,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub first_errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub engine: String,
+    pub elapsed_s: f64,
+    /// How far behind schedule any request was ever issued, ms.
+    pub max_lag_ms: f64,
+    pub reports: u64,
+    pub streams: Vec<StreamResult>,
+    pub histograms: Vec<HistSummary>,
+    pub devices: Vec<DeviceResult>,
+    pub read_spikes: timeline::Spikes,
+    #[serde(skip)]
+    pub timeline: Vec<Second>,
+}
+
+impl RunResult {
+    pub fn exit_code(&self) -> u8 {
+        match self.outcome {
+            Outcome::Completed => crate::commands::exit::PASS,
+            Outcome::Interrupted => crate::commands::exit::INTERRUPTED,
+            _ => crate::commands::exit::FAIL,
+        }
+    }
+}
+
+struct StreamState {
+    spec: StreamSpec,
+    interval_ns: f64,
+    issued: u64,
+    completed: u64,
+    busy: bool,
+    /// For unpaced streams: not before this time.
+    not_before: Instant,
+    sequential_offset: Vec<u64>,
+}
+
+impl StreamState {
+    fn due(&self, start: Instant) -> Option<Instant> {
+        if self.spec.one_in_flight && self.busy {
+            return None;
+        }
+        if self.spec.rate <= 0.0 {
+            return Some(self.not_before);
+        }
+        Some(start + Duration::from_nanos((self.issued as f64 * self.interval_ns) as u64))
+    }
+}
+
+struct Pending {
+    stream: usize,
+    device: usize,
+    scheduled: Instant,
+}
+
+pub struct Sinks<'a> {
+    pub log: &'a mut dyn Write,
+    pub timeline: Option<&'a mut dyn Write>,
+    /// Called once per report with (seconds done, reads/s, % reads > 1 ms).
+    pub progress: Option<&'a mut dyn FnMut(u64, f64, f64)>,
+}
+
+struct PerDevicePatterns {
+    records: Option<RecordPattern>,
+    n_large_blocks: u64,
+    n_4k: u64,
+}
+
+/// Runs the workload on `devices` and writes ACT-format report blocks to
+/// `sinks.log`. The caller has written the log's header.
+pub fn run(
+    spec: &RunSpec,
+    devices: &mut [Device],
+    engine: &mut dyn Engine,
+    stop: &Arc<AtomicBool>,
+    sinks: &mut Sinks<'_>,
+) -> Result<RunResult> {
+    let lb = spec.large_block_bytes;
+    let patterns: Vec<PerDevicePatterns> = devices
+        .iter()
+        .map(|d| {
+            let n_large_blocks = d.size_bytes / lb as u64;
+            PerDevicePatterns {
+                records: RecordPattern::new(
+                    n_large_blocks,
+                    lb,
+                    d.min_op_bytes,
+                    spec.record.0,
+                    spec.record.1,
+                ),
+                n_large_blocks,
+                n_4k: d.size_bytes / 4096,
+            }
+        })
+        .collect();
+    for (d, p) in devices.iter().zip(&patterns) {
+        let needs_records = spec
+            .streams
+            .iter()
+            .any(|s| matches!(s.shape, Shape::Record { .. }));
+        let needs_blocks = spec.streams.iter().any(|s| {
+            matches!(
+                s.shape,
+                Shape::LargeBlock { .. } | Shape::LargeBlockSequential
+            )
+        });
+        if needs_blocks && p.n_large_blocks == 0 || needs_records && p.records.is_none() {
+            anyhow::bail!(
+                "{}: too small ({} bytes) for {}-byte large blocks",
+                d.name,
+                d.size_bytes,
+                lb
+            );
+        }
+        if p.n_4k == 0 {
+            anyhow::bail!("{}: smaller than 4 KiB", d.name);
+        }
+    }
+    let scale = if spec.microsecond {
+        super::histogram::Scale::Microseconds
+    } else {
+        super::histogram::Scale::Milliseconds
+    };
+    let mut hists: Vec<LatencyHistogram> = spec
+        .hist_names
+        .iter()
+        .map(|_| LatencyHistogram::new(scale))
+        .collect();
+    let max_record = patterns
+        .iter()
+        .filter_map(|p| p.records.map(|r| r.max_bytes()))
+        .max()
+        .unwrap_or(4096) as usize;
+    let mut pools = BufferPools::default();
+
+    let start = Instant::now();
+    let mut streams: Vec<StreamState> = spec
+        .streams
+        .iter()
+        .map(|s| StreamState {
+            spec: s.clone(),
+            interval_ns: if s.rate > 0.0 { 1e9 / s.rate } else { 0.0 },
+            issued: 0,
+            completed: 0,
+            busy: false,
+            not_before: start,
+            sequential_offset: vec![0; devices.len()],
+        })
+        .collect();
+    let mut rng = Rng::from_entropy();
+    let mut pending: Vec<Option<Pending>> = Vec::new();
+    let mut free_slots: Vec<usize> = Vec::new();
+    let mut completions: Vec<Completion> = Vec::with_capacity(256);
+    let mut timeline = Timeline::default();
+    let mut error_lines: Vec<String> = Vec::new();
+    let mut total_errors = 0u64;
+    let mut max_lag_ns = 0u64;
+    let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
+    let total_reports = (spec.duration.as_nanos() as u64)
+        .div_ceil(interval_ns)
+        .max(1);
+    let mut reports = 0u64;
+    let mut outcome = Outcome::Completed;
+
+    'run: loop {
+        if stop.load(Ordering::Relaxed) {
+            outcome = Outcome::Interrupted;
+            break;
+        }
+        let now = Instant::now();
+
+        // Report blocks, each at its interval's end.
+        while reports < total_reports
+            && now >= start + Duration::from_nanos((reports + 1) * interval_ns)
+        {
+            reports += 1;
+            for line in error_lines.drain(..) {
+                writeln!(sinks.log, "{line}")?;
+            }
+            let secs = reports * interval_ns / 1_000_000_000;
+            writeln!(sinks.log, "after {secs} sec:")?;
+            for (name, h) in spec.hist_names.iter().zip(&hists) {
+                sinks.log.write_all(h.dump(name).as_bytes())?;
+            }
+            writeln!(sinks.log)?;
+            sinks.log.flush()?;
+            if let Some(p) = sinks.progress.as_mut() {
+                let elapsed = now.duration_since(start).as_secs_f64().max(1e-9);
+                let reads = spec
+                    .streams
+                    .iter()
+                    .position(|s| s.label == "reads")
+                    .map(|i| streams[i].completed);
+                let rate = reads.map(|r| r as f64 / elapsed).unwrap_or(0.0);
+                let over = spec
+                    .hist_names
+                    .iter()
+                    .position(|n| n == "reads")
+                    .map(|i| hists[i].pct_over_ns(1_000_000))
+                    .unwrap_or(0.0);
+                p(secs, rate, over);
+            }
+        }
+        if reports >= total_reports {
+            break;
+        }
+        let closed = timeline
+            .advance(now.duration_since(start).as_secs())
+            .to_vec();
+        if let Some(t) = sinks.timeline.as_mut() {
+            for s in closed {
+                serde_json::to_writer(&mut **t, &s)?;
+                writeln!(t)?;
+            }
+        }
+
+        // Issue every request that is due.
+        for (si, st) in streams.iter_mut().enumerate() {
+            while let Some(due) = st.due(start) {
+                if due > now {
+                    break;
+                }
+                let lag = now.duration_since(due);
+                let lag_ns = lag.as_nanos() as u64;
+                if engine.in_flight() >= engine.capacity() {
+                    if !spec.max_lag.is_zero() && lag > spec.max_lag {
+                        outcome = Outcome::CouldNotKeepUp {
+                            stream: st.spec.label.clone(),
+                        };
+                        break 'run;
+                    }
+                    break;
+                }
+                if !spec.max_lag.is_zero() && lag > spec.max_lag {
+                    outcome = Outcome::CouldNotKeepUp {
+                        stream: st.spec.label.clone(),
+                    };
+                    break 'run;
+                }
+                if st.spec.rate > 0.0 {
+                    max_lag_ns = max_lag_ns.max(lag_ns);
+                    timeline.lag(lag_ns);
+                }
+                let dev = match st.spec.device {
+                    Some(d) => d,
+                    None => (rng.next_u32() as usize) % devices.len(),
+                };
+                let p = &patterns[dev];
+                let write = st.spec.shape.is_write();
+                let (offset, len, mut buf) = match st.spec.shape {
+                    Shape::Record { .. } => {
+                        let (o, l) = p.records.expect("checked above").pick(&mut rng);
+                        (o, l, pools.get(max_record))
+                    }
+                    Shape::LargeBlock { .. } => {
+                        let o = (rng.next_u64() % p.n_large_blocks) * lb as u64;
+                        (o, lb, pools.get(lb as usize))
+                    }
+                    Shape::LargeBlockSequential => {
+                        let o = st.sequential_offset[dev];
+                        st.sequential_offset[dev] =
+                            (o + lb as u64) % (p.n_large_blocks * lb as u64);
+                        (o, lb, pools.get(lb as usize))
+                    }
+                    Shape::Io4k { .. } => ((rng.next_u64() % p.n_4k) * 4096, 4096, pools.get(4096)),
+                };
+                if write {
+                    // Salt every write with fresh data, compress-pct shaped.
+                    rng.fill(&mut buf.as_mut_slice()[..len as usize], spec.compress_pct);
+                }
+                let slot = free_slots.pop().unwrap_or_else(|| {
+                    pending.push(None);
+                    pending.len() - 1
+                });
+                pending[slot] = Some(Pending {
+                    stream: si,
+                    device: dev,
+                    scheduled: due,
+                });
+                engine.push(Request {
+                    fd: devices[dev].fd(),
+                    offset,
+                    len,
+                    write,
+                    buf,
+                    tag: slot as u64,
+                })?;
+                st.issued += 1;
+                if st.spec.one_in_flight {
+                    st.busy = true;
+                }
+                if st.spec.rate <= 0.0 && !st.spec.one_in_flight {
+                    break;
+                }
+            }
+        }
+        // Sleep until the next due request or report, or a completion.
+        let next_report = start + Duration::from_nanos((reports + 1) * interval_ns);
+        let next_due = streams.iter().filter_map(|s| s.due(start)).min();
+        let wake = next_due.map_or(next_report, |d| d.min(next_report));
+        let timeout = wake.saturating_duration_since(Instant::now());
+        completions.clear();
+        engine.reap(
+            Some(timeout.min(Duration::from_millis(100))),
+            &mut completions,
+        )?;
+        for c in completions.drain(..) {
+            let Some(p) = pending.get_mut(c.tag as usize).and_then(Option::take) else {
+                continue;
+            };
+            free_slots.push(c.tag as usize);
+            let st = &mut streams[p.stream];
+            st.completed += 1;
+            st.busy = false;
+            if !st.spec.pause.is_zero() || st.spec.rate <= 0.0 {
+                st.not_before = c.completed_at + st.spec.pause;
+            }
+            if let Some(err) = c.error() {
+                devices[p.device].record_error(c.write, c.offset, c.len, &err);
+                total_errors += 1;
+                if error_lines.len() < 100 {
+                    // ACT's wording: "ERROR: reading DEV: ERRNO 'STRERROR'".
+                    let text = err.to_string();
+                    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+                    error_lines.push(format!(
+                        "ERROR: {} {}: {} '{}' (offset {})",
+                        if c.write { "writing" } else { "reading" },
+                        devices[p.device].name,
+                        err.raw_os_error().unwrap_or(0),
+                        text,
+                        c.offset
+                    ));
+                }
+                if total_errors > spec.max_errors {
+                    outcome = Outcome::DeviceErrors {
+                        errors: total_errors,
+                    };
+                    pools.put(c.buf);
+                    break 'run;
+                }
+            } else {
+                let device_ns = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
+                let txn_ns = c
+                    .completed_at
+                    .saturating_duration_since(p.scheduled)
+                    .as_nanos() as u64;
+                if let Some(h) = st.spec.hist {
+                    hists[h].record(device_ns);
+                }
+                if let Some(dh) = &st.spec.device_hists {
+                    hists[dh[p.device]].record(device_ns);
+                }
+                if let Some(h) = st.spec.txn_hist {
+                    hists[h].record(txn_ns);
+                }
+                timeline.record(st.spec.kind, device_ns);
+            }
+            pools.put(c.buf);
+        }
+
+        // A request outstanding too long: a stuck device, not a slow one.
+        if engine.in_flight() > 0 && !spec.io_timeout.is_zero() {
+            let now = Instant::now();
+            if let Some((dev, age)) = oldest_pending(&pending, now) {
+                if age > spec.io_timeout {
+                    outcome = Outcome::StuckIo {
+                        device: devices[dev].name.clone(),
+                        seconds: age.as_secs(),
+                    };
+                    break 'run;
+                }
+            }
+        }
+    }
+
+    let elapsed = start.elapsed();
+    // Let what is in flight finish (bounded), so buffers are not freed
+    // under the kernel and the devices see no aborted writes.
+    let drain_until = Instant::now() + spec.io_timeout.max(Duration::from_secs(1));
+    while engine.in_flight() > 0 && Instant::now() < drain_until {
+        completions.clear();
+        engine.reap(Some(Duration::from_millis(50)), &mut completions)?;
+        for c in completions.drain(..) {
+            if let Some(Some(p)) = pending.get_mut(c.tag as usize).map(Option::take) {
+                if let Some(err) = c.error() {
+                    devices[p.device].record_error(c.write, c.offset, c.len, &err);
+                }
+            }
+        }
+    }
+    if engine.in_flight() > 0 {
+        // Requests that never came back: the buffers stay allocated on
+        // purpose (the kernel may still write into them).
+        std::mem::forget(std::mem::take(&mut completions));
+        if outcome == Outcome::Completed {
+            outcome = Outcome::StuckIo {
+                device: "(unknown)".into(),
+                seconds: spec.io_timeout.as_secs(),
+            };
+        }
+    }
+    for line in error_lines.drain(..) {
+        writeln!(sinks.log, "{line}")?;
+    }
+    match &outcome {
+        Outcome::CouldNotKeepUp { stream } => {
+            writeln!(sinks.log, "ERROR: {stream} can't keep up")?;
+            writeln!(sinks.log, "drive(s) can't keep up - test stopped")?;
+        }
+        Outcome::DeviceErrors { errors } => {
+            writeln!(
+                sinks.log,
+                "ERROR: {errors} device errors, more than the limit of {} - test stopped",
+                spec.max_errors
+            )?;
+        }
+        Outcome::StuckIo { device, seconds } => {
+            writeln!(
+                sinks.log,
+                "ERROR: an I/O on {device} did not complete in {seconds} s - test stopped"
+            )?;
+        }
+        _ => {}
+    }
+    sinks.log.flush()?;
+    timeline.advance(elapsed.as_secs());
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    let read_series: Vec<(u64, f64)> = timeline
+        .seconds
+        .iter()
+        .map(|s| (s.t, s.read_p99_us))
+        .collect();
+    Ok(RunResult {
+        outcome,
+        engine: engine.name().to_string(),
+        elapsed_s: elapsed.as_secs_f64(),
+        max_lag_ms: max_lag_ns as f64 / 1e6,
+        reports,
+        streams: streams
+            .iter()
+            .map(|s| StreamResult {
+                label: s.spec.label.clone(),
+                device: s.spec.device.map(|d| devices[d].name.clone()),
+                asked_per_sec: s.spec.rate,
+                issued: s.issued,
+                completed: s.completed,
+                achieved_per_sec: s.issued as f64 / secs,
+            })
+            .collect(),
+        histograms: spec
+            .hist_names
+            .iter()
+            .zip(&hists)
+            .map(|(name, h)| summarize(name, h))
+            .collect(),
+        devices: devices
+            .iter()
+            .map(|d| DeviceResult {
+                name: d.name.clone(),
+                size_bytes: d.size_bytes,
+                min_op_bytes: d.min_op_bytes,
+                direct_io: d.direct,
+                read_errors: d.errors.read_errors,
+                write_errors: d.errors.write_errors,
+                first_errors: d.errors.first.clone(),
+            })
+            .collect(),
+        read_spikes: timeline::find_spikes(&read_series),
+        timeline: timeline.seconds,
+    })
+}
+
+fn oldest_pending(pending: &[Option<Pending>], now: Instant) -> Option<(usize, Duration)> {
+    // Transaction age since the due time bounds the I/O's own age.
+    pending
+        .iter()
+        .flatten()
+        .map(|p| (p.device, now.saturating_duration_since(p.scheduled)))
+        .max_by_key(|x| x.1)
+}
+
+pub fn summarize(name: &str, h: &LatencyHistogram) -> HistSummary {
+    let us = |ns: u64| ns as f64 / 1000.0;
+    let any = h.total() > 0;
+    HistSummary {
+        name: name.to_string(),
+        total: h.total(),
+        p50_us: if any { us(h.quantile_ns(0.5)) } else { 0.0 },
+        p99_us: if any { us(h.quantile_ns(0.99)) } else { 0.0 },
+        p999_us: if any { us(h.quantile_ns(0.999)) } else { 0.0 },
+        max_us: if any { us(h.hdr().max()) } else { 0.0 },
+        pct_over_1ms: h.pct_over_ns(1_000_000),
+        pct_over_8ms: h.pct_over_ns(8_000_000),
+        pct_over_64ms: h.pct_over_ns(64_000_000),
+    }
+}

@@ -1,0 +1,202 @@
+//! ACT's storage workload (act_storage): transaction reads of records at
+//! random offsets, per-device large-block reads and writes at the defrag
+//! rates, commit-to-device writes, and the tomb raider.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::config::StorageConfig;
+use super::device::Device;
+use super::runner::{RunSpec, Shape, StreamSpec};
+use super::timeline::Kind;
+
+/// The version of ACT whose log format storcert writes.
+pub const ACT_VERSION: &str = "6.6";
+
+/// Histogram names: ACT's, then storcert's transaction latencies, named so
+/// that no name starts with another histogram's name (act_latency.py
+/// matches by prefix).
+pub struct Layout {
+    pub names: Vec<String>,
+    pub streams: Vec<StreamSpec>,
+}
+
+pub fn layout(cfg: &StorageConfig) -> Layout {
+    let d = &cfg.derived;
+    let n = cfg.device_names.len();
+    let mut names: Vec<String> = Vec::new();
+    let add = |names: &mut Vec<String>, name: String| {
+        names.push(name);
+        names.len() - 1
+    };
+    let do_reads = cfg.read_reqs_per_sec != 0;
+    let do_large = cfg.write_reqs_per_sec != 0;
+    let do_commits = cfg.commit_to_device && cfg.write_reqs_per_sec != 0;
+    let mut streams = Vec::new();
+
+    let mut read_hists = None;
+    if do_reads {
+        let agg = add(&mut names, "reads".into());
+        let per: Vec<usize> = cfg
+            .device_names
+            .iter()
+            .map(|dev| add(&mut names, format!("{dev}-reads")))
+            .collect();
+        read_hists = Some((agg, per));
+    }
+    let mut lb_hists = None;
+    if do_large {
+        let r = add(&mut names, "large-block-reads".into());
+        let w = add(&mut names, "large-block-writes".into());
+        lb_hists = Some((r, w));
+    }
+    let mut write_hists = None;
+    if do_commits {
+        let agg = add(&mut names, "writes".into());
+        let per: Vec<usize> = cfg
+            .device_names
+            .iter()
+            .map(|dev| add(&mut names, format!("{dev}-writes")))
+            .collect();
+        write_hists = Some((agg, per));
+    }
+    // storcert's additions: transaction latency (due time to completion).
+    let txn_reads = do_reads.then(|| add(&mut names, "txn-reads".into()));
+    let txn_lb = do_large.then(|| {
+        (
+            add(&mut names, "txn-large-block-reads".into()),
+            add(&mut names, "txn-large-block-writes".into()),
+        )
+    });
+    let txn_writes = do_commits.then(|| add(&mut names, "txn-writes".into()));
+
+    if let Some((agg, per)) = read_hists {
+        streams.push(StreamSpec {
+            label: "reads".into(),
+            rate: d.internal_read_reqs_per_sec as f64,
+            one_in_flight: false,
+            device: None,
+            shape: Shape::Record { write: false },
+            hist: Some(agg),
+            device_hists: Some(per),
+            txn_hist: txn_reads,
+            pause: Duration::ZERO,
+            kind: Kind::Read,
+        });
+    }
+    if let Some((agg, per)) = write_hists {
+        streams.push(StreamSpec {
+            label: "writes".into(),
+            rate: d.internal_write_reqs_per_sec as f64,
+            one_in_flight: false,
+            device: None,
+            shape: Shape::Record { write: true },
+            hist: Some(agg),
+            device_hists: Some(per),
+            txn_hist: txn_writes,
+            pause: Duration::ZERO,
+            kind: Kind::Write,
+        });
+    }
+    if let Some((r, w)) = lb_hists {
+        let (tr, tw) = txn_lb.expect("set with lb_hists");
+        // ACT runs one reader and one writer thread per device, each at the
+        // total rate divided by the device count.
+        for dev in 0..n {
+            if !cfg.no_defrag_reads {
+                streams.push(StreamSpec {
+                    label: "large-block-reads".into(),
+                    rate: d.large_block_reads_per_sec / n as f64,
+                    one_in_flight: true,
+                    device: Some(dev),
+                    shape: Shape::LargeBlock { write: false },
+                    hist: Some(r),
+                    device_hists: None,
+                    txn_hist: Some(tr),
+                    pause: Duration::ZERO,
+                    kind: Kind::LargeBlockRead,
+                });
+            }
+            streams.push(StreamSpec {
+                label: "large-block-writes".into(),
+                rate: d.large_block_writes_per_sec / n as f64,
+                one_in_flight: true,
+                device: Some(dev),
+                shape: Shape::LargeBlock { write: true },
+                hist: Some(w),
+                device_hists: None,
+                txn_hist: Some(tw),
+                pause: Duration::ZERO,
+                kind: Kind::LargeBlockWrite,
+            });
+        }
+    }
+    if cfg.tomb_raider {
+        for dev in 0..n {
+            streams.push(StreamSpec {
+                label: "tomb-raider".into(),
+                rate: 0.0,
+                one_in_flight: true,
+                device: Some(dev),
+                shape: Shape::LargeBlockSequential,
+                hist: None,
+                device_hists: None,
+                txn_hist: None,
+                pause: Duration::from_micros(cfg.tomb_raider_sleep_usec as u64),
+                kind: Kind::Other,
+            });
+        }
+    }
+    Layout { names, streams }
+}
+
+pub fn run_spec(cfg: &StorageConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
+    let Layout { names, streams } = layout(cfg);
+    RunSpec {
+        streams,
+        hist_names: names,
+        microsecond: cfg.microsecond_histograms,
+        duration: Duration::from_secs(cfg.test_duration_sec),
+        report_interval: Duration::from_secs(cfg.report_interval_sec),
+        max_lag: Duration::from_secs(cfg.max_lag_sec),
+        large_block_bytes: cfg.large_block_op_bytes,
+        record: (
+            cfg.derived.record_stored_bytes,
+            cfg.derived.record_stored_bytes_rmx,
+        ),
+        compress_pct: cfg.compress_pct,
+        max_errors,
+        io_timeout,
+    }
+}
+
+/// The log up to the first report block: ACT's banner, the configuration
+/// echo, the device lines and the histogram names.
+pub fn header(cfg: &StorageConfig, devices: &[Device], names: &[String], engine: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\nACT version {ACT_VERSION}");
+    let _ = writeln!(s, "Storage device IO test");
+    let _ = writeln!(
+        s,
+        "storcert {} (ACT-compatible log; open-loop {engine} scheduler, service-threads unused)\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    s.push_str(&cfg.echo());
+    s.push('\n');
+    for d in devices {
+        let _ = writeln!(
+            s,
+            "{} size = {} bytes, {} large blocks, minimum IO size = {} bytes",
+            d.name,
+            d.size_bytes,
+            d.size_bytes / cfg.large_block_op_bytes as u64,
+            d.min_op_bytes
+        );
+    }
+    let _ = writeln!(s, "\nHISTOGRAM NAMES");
+    for n in names {
+        let _ = writeln!(s, "{n}");
+    }
+    s.push('\n');
+    s
+}

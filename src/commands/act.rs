@@ -1,0 +1,444 @@
+//! `storcert act …`: prep, storage, index, analyze, search.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::exit;
+use crate::act::config::{
+    parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
+};
+use crate::act::runner::{Outcome, RunResult, Sinks};
+use crate::act::{self, analyze, search, RunOptions};
+use crate::cli::*;
+use crate::safety::{self, Overrides};
+
+fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert act {cmd}: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+/// SIGINT and SIGTERM end a run cleanly: the log keeps every whole block.
+fn stop_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
+    flag
+}
+
+pub fn run(args: ActArgs) -> ExitCode {
+    match args.command {
+        ActCommand::Prep(a) => prep(a),
+        ActCommand::Storage(a) => storage(a),
+        ActCommand::Index(a) => index(a),
+        ActCommand::Analyze(a) => analyze_cmd(a),
+        ActCommand::Search(a) => search_cmd(a),
+    }
+}
+
+/// Applies flags over a config (file or defaults), then validates it.
+pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> Result<StorageConfig, String> {
+    let mut c = match config {
+        Some(p) => StorageConfig::from_file_unchecked(p).map_err(|e| e.to_string())?,
+        None => StorageConfig::default(),
+    };
+    let origin = config
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "flags".into());
+    if !s.device.is_empty() {
+        c.device_names = s.device.clone();
+    }
+    if let Some(load) = &s.load {
+        let n = parse_load(load).map_err(|e| format!("--load: {e}"))?;
+        let (r, w) = rates_for_load(n, c.device_names.len());
+        c.read_reqs_per_sec = r;
+        c.write_reqs_per_sec = w;
+    }
+    let set = |dst: &mut u32, v: Option<u32>| {
+        if let Some(v) = v {
+            *dst = v;
+        }
+    };
+    set(&mut c.read_reqs_per_sec, s.read_reqs_per_sec);
+    set(&mut c.write_reqs_per_sec, s.write_reqs_per_sec);
+    set(&mut c.record_bytes, s.record_bytes);
+    set(&mut c.record_bytes_range_max, s.record_bytes_range_max);
+    if let Some(kb) = s.large_block_op_kbytes {
+        c.large_block_op_bytes = kb
+            .checked_mul(1024)
+            .ok_or("--large-block-op-kbytes: too large")?;
+    }
+    set(&mut c.replication_factor, s.replication_factor);
+    set(&mut c.update_pct, s.update_pct);
+    set(&mut c.defrag_lwm_pct, s.defrag_lwm_pct);
+    set(&mut c.compress_pct, s.compress_pct);
+    set(&mut c.tomb_raider_sleep_usec, s.tomb_raider_sleep_usec);
+    c.microsecond_histograms |= s.microsecond_histograms;
+    c.no_defrag_reads |= s.no_defrag_reads;
+    c.disable_odsync |= s.disable_odsync;
+    c.commit_to_device |= s.commit_to_device;
+    c.tomb_raider |= s.tomb_raider;
+    if let Some(d) = &s.duration {
+        c.test_duration_sec = parse_duration_secs(d).map_err(|e| format!("--duration: {e}"))?;
+    }
+    if let Some(d) = &s.report_interval {
+        c.report_interval_sec =
+            parse_duration_secs(d).map_err(|e| format!("--report-interval: {e}"))?;
+    }
+    if let Some(d) = &s.max_lag {
+        c.max_lag_sec = if d.trim() == "0" {
+            0
+        } else {
+            parse_duration_secs(d).map_err(|e| format!("--max-lag: {e}"))?
+        };
+    }
+    if let Some(m) = s.file_size_mbytes {
+        c.file_size_bytes = (m as u64) << 20;
+    }
+    c.finish(&origin).map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+fn gate(
+    cmd: &str,
+    action: &str,
+    devices: &[String],
+    force: &[String],
+    dry_run: bool,
+) -> Result<(), ExitCode> {
+    let paths: Vec<PathBuf> = devices.iter().map(PathBuf::from).collect();
+    let cleared = safety::check_all(
+        &paths,
+        &Overrides {
+            force_destroy: force.to_vec(),
+        },
+    )
+    .map_err(|e| fail(cmd, e))?;
+    eprint!("{}", safety::plan(action, &cleared));
+    if dry_run {
+        eprintln!("dry run: nothing written");
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(())
+}
+
+fn run_options(r: &ActRunArgs) -> RunOptions {
+    RunOptions {
+        engine: r.engine,
+        max_errors: r.max_errors,
+        io_timeout: Duration::from_secs(r.io_timeout),
+        ..RunOptions::default()
+    }
+}
+
+fn open_out(path: &Path) -> std::io::Result<BufWriter<File>> {
+    Ok(BufWriter::new(File::create(path)?))
+}
+
+/// Runs a workload with the log, timeline and progress wired up, then
+/// reports the result.
+fn execute(
+    cmd: &str,
+    r: &ActRunArgs,
+    work: impl FnOnce(&mut Sinks<'_>) -> anyhow::Result<RunResult>,
+) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    let mut log_file = match r.log.as_deref().map(open_out).transpose() {
+        Ok(f) => f,
+        Err(e) => return fail(cmd, format!("--log: {e}")),
+    };
+    let mut timeline = match r.timeline.as_deref().map(open_out).transpose() {
+        Ok(f) => f,
+        Err(e) => return fail(cmd, format!("--timeline: {e}")),
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |secs: u64, rate: f64, over: f64| {
+        if tty {
+            eprint!("\r{cmd}: {secs} s, reads {rate:.0}/s, {over:.2}% > 1 ms   ");
+        }
+    };
+    let log: &mut dyn Write = match log_file.as_mut() {
+        Some(f) => f,
+        None => &mut stdout,
+    };
+    let mut sinks = Sinks {
+        log,
+        timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
+        progress: Some(&mut progress),
+    };
+    let result = work(&mut sinks);
+    if tty {
+        eprintln!();
+    }
+    if let Some(mut t) = timeline {
+        let _ = t.flush();
+    }
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return fail(cmd, format!("{e:#}")),
+    };
+    eprint!("{}", summary(&result));
+    if let Some(path) = &r.json {
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            return fail(cmd, format!("--json {}: {e}", path.display()));
+        }
+    }
+    ExitCode::from(result.exit_code())
+}
+
+fn summary(r: &RunResult) -> String {
+    let mut s = String::new();
+    let outcome = match &r.outcome {
+        Outcome::Completed => "completed".to_string(),
+        Outcome::CouldNotKeepUp { stream } => format!("STOPPED: {stream} could not keep up"),
+        Outcome::DeviceErrors { errors } => format!("STOPPED: {errors} device errors"),
+        Outcome::StuckIo { device, seconds } => {
+            format!("STOPPED: an I/O on {device} stuck for {seconds} s")
+        }
+        Outcome::Interrupted => "interrupted (the log holds every whole report)".to_string(),
+    };
+    s.push_str(&format!(
+        "run {outcome} after {:.1} s on {}; max lag behind schedule {:.3} ms\n",
+        r.elapsed_s, r.engine, r.max_lag_ms
+    ));
+    let mut agg: Vec<(String, f64, f64)> = Vec::new();
+    for st in &r.streams {
+        match agg.iter_mut().find(|a| a.0 == st.label) {
+            Some(a) => {
+                a.1 += st.asked_per_sec;
+                a.2 += st.achieved_per_sec;
+            }
+            None => agg.push((st.label.clone(), st.asked_per_sec, st.achieved_per_sec)),
+        }
+    }
+    for (label, asked, got) in agg {
+        if asked > 0.0 {
+            s.push_str(&format!(
+                "  {label}: asked {asked:.2}/s, achieved {got:.2}/s\n"
+            ));
+        }
+    }
+    for d in &r.devices {
+        if d.read_errors + d.write_errors > 0 {
+            s.push_str(&format!(
+                "  {}: {} read and {} write errors, first: {}\n",
+                d.name,
+                d.read_errors,
+                d.write_errors,
+                d.first_errors.first().map(String::as_str).unwrap_or("-")
+            ));
+        }
+    }
+    if let Some(p) = r.read_spikes.period_s {
+        s.push_str(&format!(
+            "  read latency spikes recur every {p} s ({} spike seconds)\n",
+            r.read_spikes.seconds.len()
+        ));
+    }
+    s
+}
+
+fn storage(a: ActStorageArgs) -> ExitCode {
+    let cfg = match storage_config(a.config.as_deref(), &a.settings) {
+        Ok(c) => c,
+        Err(e) => return fail("storage", e),
+    };
+    if let Err(code) = gate(
+        "storage",
+        "run ACT's storage workload (random writes)",
+        &cfg.device_names,
+        &a.run.force_destroy,
+        a.run.dry_run,
+    ) {
+        return code;
+    }
+    let stop = stop_flag();
+    let opts = run_options(&a.run);
+    execute("storage", &a.run, |sinks| {
+        act::run_storage(&cfg, &opts, &stop, sinks)
+    })
+}
+
+fn index(a: ActIndexArgs) -> ExitCode {
+    let cfg = match IndexConfig::from_file(&a.config) {
+        Ok(c) => c,
+        Err(e) => return fail("index", e),
+    };
+    if let Err(code) = gate(
+        "index",
+        "run ACT's index workload (random 4 KiB writes)",
+        &cfg.device_names,
+        &a.run.force_destroy,
+        a.run.dry_run,
+    ) {
+        return code;
+    }
+    let stop = stop_flag();
+    let opts = run_options(&a.run);
+    execute("index", &a.run, |sinks| {
+        act::run_index(&cfg, &opts, &stop, sinks)
+    })
+}
+
+fn prep(a: ActPrepArgs) -> ExitCode {
+    let names: Vec<String> = a.devices.iter().map(|p| p.display().to_string()).collect();
+    if let Err(code) = gate(
+        "prep",
+        "zero and then salt (ACT prep)",
+        &names,
+        &a.force_destroy,
+        a.dry_run,
+    ) {
+        return code;
+    }
+    let stop = stop_flag();
+    let mut results = Vec::new();
+    let mut interrupted = false;
+    for name in &names {
+        let mut dev = match act::device::Device::open(name, false, 0) {
+            Ok(d) => d,
+            Err(e) => return fail("prep", format!("{e:#}")),
+        };
+        let mut engine = match crate::engine::open(a.engine, 64) {
+            Ok(e) => e,
+            Err(e) => return fail("prep", format!("open the I/O engine: {e}")),
+        };
+        match act::prep::prep(&mut dev, engine.as_mut(), &stop) {
+            Ok(r) => {
+                interrupted |= r.interrupted;
+                results.push(r);
+            }
+            Err(e) => return fail("prep", format!("{e:#}")),
+        }
+        if interrupted {
+            break;
+        }
+    }
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string_pretty(&results).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            return fail("prep", format!("--json {}: {e}", path.display()));
+        }
+    }
+    if interrupted {
+        eprintln!("prep interrupted: the devices are only partly prepared");
+        return ExitCode::from(exit::INTERRUPTED);
+    }
+    ExitCode::SUCCESS
+}
+
+fn analyze_cmd(a: ActAnalyzeArgs) -> ExitCode {
+    let Some(log) = a.log.clone().or(a.log_file.clone()) else {
+        return fail(
+            "analyze",
+            "no log given (storcert act analyze LOG, or -l LOG)",
+        );
+    };
+    // The echo line repeats the arguments as act_latency.py would see them.
+    let argv: Vec<String> = std::env::args()
+        .skip_while(|x| x != "analyze")
+        .skip(1)
+        .collect();
+    let echo = argv.join(" ");
+    let text = match std::fs::read(&log) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => return fail("analyze", format!("{}: {e}", log.display())),
+    };
+    let opts = analyze::Options {
+        log: log.display().to_string(),
+        histograms: a.histogram,
+        slice: a.slice,
+        start_bucket: a.start_bucket,
+        num_buckets: a.num_buckets,
+        every_nth: a.every_nth,
+        extra: a.extra,
+    };
+    let result = match analyze::analyze(&text, &opts, &echo) {
+        Ok(r) => r,
+        Err(e) => return fail("analyze", format!("{}: {e}", log.display())),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        );
+    } else {
+        print!("{}{}", result.text, result.verdict_text());
+    }
+    ExitCode::from(if result.verdict.pass {
+        exit::PASS
+    } else {
+        exit::FAIL
+    })
+}
+
+fn search_cmd(a: ActSearchArgs) -> ExitCode {
+    let mut settings = a.settings.clone();
+    // Trials set their own rates and duration; a placeholder keeps the
+    // base configuration valid.
+    settings.load = Some("1x".into());
+    settings.duration = Some("1s".into());
+    let base = match storage_config(a.config.as_deref(), &settings) {
+        Ok(c) => c,
+        Err(e) => return fail("search", e),
+    };
+    let max = match parse_load(&a.max) {
+        Ok(m) if m >= 1.0 => m as u32,
+        Ok(_) => return fail("search", "--max must be at least 1x"),
+        Err(e) => return fail("search", format!("--max: {e}")),
+    };
+    let trial = match parse_duration_secs(&a.trial) {
+        Ok(t) => t,
+        Err(e) => return fail("search", format!("--trial: {e}")),
+    };
+    let confirm = match a.confirm.as_deref().map(parse_duration_secs).transpose() {
+        Ok(c) => c.unwrap_or(trial * 6),
+        Err(e) => return fail("search", format!("--confirm: {e}")),
+    };
+    if let Err(code) = gate(
+        "search",
+        "run ACT trials (random writes)",
+        &base.device_names,
+        &a.force_destroy,
+        a.dry_run,
+    ) {
+        return code;
+    }
+    let stop = stop_flag();
+    let spec = search::SearchSpec {
+        base,
+        max_load: max,
+        trial_secs: trial,
+        confirm_secs: confirm,
+        out_dir: a.out.clone(),
+    };
+    let opts = RunOptions {
+        engine: a.engine,
+        ..RunOptions::default()
+    };
+    let result = match search::search(&spec, &opts, &stop) {
+        Ok(r) => r,
+        Err(e) => return fail("search", format!("{e:#}")),
+    };
+    print!("{}", search::table(&result));
+    if let Some(path) = &a.json {
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            return fail("search", format!("--json {}: {e}", path.display()));
+        }
+    }
+    if result.interrupted {
+        return ExitCode::from(exit::INTERRUPTED);
+    }
+    ExitCode::from(if result.highest_passing_load.is_some() {
+        exit::PASS
+    } else {
+        exit::FAIL
+    })
+}

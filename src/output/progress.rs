@@ -1,0 +1,106 @@
+//! Progress for long passes: a bar with rate and ETA on a terminal, plain
+//! periodic lines (no control characters) on a serial console or a pipe.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    label: String,
+    total: u64,
+    started: Instant,
+    last_line: Instant,
+    every: Duration,
+}
+
+impl Progress {
+    /// Progress over `total` bytes, labelled `label`.
+    pub fn bytes(label: &str, total: u64) -> Progress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_message(label.to_string());
+            bar
+        });
+        Progress {
+            bar,
+            label: label.to_string(),
+            total,
+            started: Instant::now(),
+            last_line: Instant::now(),
+            every: Duration::from_secs(10),
+        }
+    }
+
+    pub fn set(&mut self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+            return;
+        }
+        if self.last_line.elapsed() >= self.every {
+            self.last_line = Instant::now();
+            eprintln!(
+                "{}",
+                line(&self.label, done, self.total, self.started.elapsed())
+            );
+        }
+    }
+
+    pub fn finish(self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        eprintln!(
+            "{}",
+            line(&self.label, done, self.total, self.started.elapsed())
+        );
+    }
+}
+
+/// "salting /dev/sdb: 12.0 GB of 480.1 GB (2.5%), 1.2 GB/s, ETA 6m 30s"
+pub fn line(label: &str, done: u64, total: u64, elapsed: Duration) -> String {
+    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+    let pct = if total == 0 {
+        100.0
+    } else {
+        done as f64 * 100.0 / total as f64
+    };
+    let eta = if rate > 0.0 && done < total {
+        let secs = ((total - done) as f64 / rate) as u64;
+        format!(
+            ", ETA {}",
+            humantime::format_duration(Duration::from_secs(secs))
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{label}: {} of {} ({pct:.1}%), {}/s{eta}",
+        super::units::decimal_bytes(done),
+        super::units::decimal_bytes(total),
+        super::units::decimal_bytes(rate as u64)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn plain_line_has_rate_and_eta() {
+        let l = super::line(
+            "salting x",
+            1_000_000_000,
+            4_000_000_000,
+            std::time::Duration::from_secs(2),
+        );
+        assert_eq!(l, "salting x: 1.0 GB of 4.0 GB (25.0%), 500.0 MB/s, ETA 6s");
+        assert!(!l.chars().any(|c| c.is_control()));
+    }
+}
