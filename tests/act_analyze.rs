@@ -1,0 +1,233 @@
+//! `storcert act analyze` against upstream act_latency.py's own output on
+//! the same logs (tests/fixtures/act/analysis), and the verdict at the
+//! exact edges of ACT's criteria.
+
+use std::path::PathBuf;
+
+use storcert::act::analyze::{analyze, Options};
+use storcert::act::histogram::{LatencyHistogram, Scale};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/act")
+}
+
+fn options(log: &str, args: &str) -> Options {
+    let mut o = Options {
+        log: log.to_string(),
+        ..Default::default()
+    };
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let v = words.get(i + 1).copied().unwrap_or("");
+        match words[i] {
+            "-t" => o.slice = v.parse().unwrap(),
+            "-h" => o.histograms.push(v.to_string()),
+            "-s" => o.start_bucket = v.parse().unwrap(),
+            "-n" => o.num_buckets = v.parse().unwrap(),
+            "-e" => o.every_nth = v.parse().unwrap(),
+            "-x" => {
+                o.extra = true;
+                i += 1;
+                continue;
+            }
+            other => panic!("unknown option {other}"),
+        }
+        i += 2;
+    }
+    o
+}
+
+#[test]
+fn tables_match_act_latency_py_digit_for_digit() {
+    let dir = fixtures().join("analysis");
+    let mut cases = 0;
+    for n in 1.. {
+        let Ok(args) = std::fs::read_to_string(dir.join(format!("case-{n}.args"))) else {
+            break;
+        };
+        let (log, opts) = args.trim().split_once('|').unwrap();
+        let expected = std::fs::read_to_string(dir.join(format!("case-{n}.expected"))).unwrap();
+        let text = std::fs::read_to_string(fixtures().join("logs").join(log)).unwrap();
+        let echo = format!("-l {log} {opts}");
+        match analyze(&text, &options(log, opts), &echo) {
+            Ok(a) => assert_eq!(a.text, expected, "case {n}: {log} {opts}"),
+            Err(e) => {
+                let last = expected.trim_end().lines().last().unwrap();
+                assert_eq!(e.to_string(), last, "case {n}: {log} {opts}");
+            }
+        }
+        cases += 1;
+    }
+    assert!(cases >= 18, "only {cases} cases found");
+}
+
+/// A log with one histogram "reads" whose slices hold the given counts of
+/// (operations under 1 ms, 1-8 ms, 8-64 ms, over 64 ms).
+fn synthetic_log(slices: &[[u64; 4]], version: &str) -> String {
+    let mut s = format!(
+        "\nACT version {version}\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
+         device-names: /dev/x\nnum-devices: 1\nreport-interval-sec: 1\n\
+         microsecond-histograms: no\n\nDERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
+         HISTOGRAM NAMES\nreads\n\n"
+    );
+    let mut h = LatencyHistogram::new(Scale::Milliseconds);
+    for (i, slice) in slices.iter().enumerate() {
+        for (k, ns) in [500_000u64, 2_000_000, 16_000_000, 100_000_000]
+            .iter()
+            .enumerate()
+        {
+            for _ in 0..slice[k] {
+                h.record(*ns);
+            }
+        }
+        s.push_str(&format!("after {} sec:\n{}\n", i + 1, h.dump("reads")));
+    }
+    s
+}
+
+fn verdict_of(slices: &[[u64; 4]]) -> (bool, Vec<String>) {
+    let a = analyze(
+        &synthetic_log(slices, "6.6"),
+        &Options {
+            log: "x".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    (
+        a.verdict.pass,
+        a.verdict
+            .failures
+            .iter()
+            .map(|f| format!("{}:{}", f.slice, f.rule))
+            .collect(),
+    )
+}
+
+#[test]
+fn verdict_at_the_exact_edges() {
+    // 5% over 1 ms fails, 4.99% passes (10000 operations per slice).
+    assert!(verdict_of(&[[9501, 499, 0, 0]]).0);
+    assert_eq!(
+        verdict_of(&[[9500, 500, 0, 0]]),
+        (false, vec!["1:> 1 ms must be < 5%".to_string()])
+    );
+    // 1% over 8 ms.
+    assert!(verdict_of(&[[9901, 0, 99, 0]]).0);
+    assert_eq!(
+        verdict_of(&[[9900, 0, 100, 0]]).1,
+        vec!["1:> 8 ms must be < 1%".to_string()]
+    );
+    // 0.1% over 64 ms (also counts as over 8 and 1 ms).
+    assert!(verdict_of(&[[9991, 0, 0, 9]]).0);
+    assert_eq!(
+        verdict_of(&[[9990, 0, 0, 10]]).1,
+        vec!["1:> 64 ms must be < 0.1%".to_string()]
+    );
+    // Every failing slice is named; passing slices are not.
+    let (pass, failures) = verdict_of(&[
+        [10000, 0, 0, 0],
+        [9000, 1000, 0, 0],
+        [10000, 0, 0, 0],
+        [9000, 0, 500, 500],
+    ]);
+    assert!(!pass);
+    assert_eq!(
+        failures,
+        vec![
+            "2:> 1 ms must be < 5%",
+            "4:> 1 ms must be < 5%",
+            "4:> 8 ms must be < 1%",
+            "4:> 64 ms must be < 0.1%"
+        ]
+    );
+}
+
+#[test]
+fn bad_logs_get_a_clear_error() {
+    let other = synthetic_log(&[[1, 0, 0, 0]], "5.3");
+    let e = analyze(
+        &other,
+        &Options {
+            log: "old.log".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "old.log ACT version not compatible (version 5.3, need 6.x)"
+    );
+    let e = analyze(
+        "hello\n",
+        &Options {
+            log: "x.log".into(),
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "x.log ACT version not found");
+    // Truncated in the middle of a slice: the whole slices before it count.
+    let full = synthetic_log(&[[100, 0, 0, 0], [100, 0, 0, 0], [90, 10, 0, 0]], "6.6");
+    let cut = &full[..full.rfind("after 3 sec:").unwrap() + 14];
+    let a = analyze(
+        cut,
+        &Options {
+            log: "x".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    assert_eq!(a.histograms[0].slices.len(), 2);
+    assert!(a.verdict.pass);
+    // Garbage counts are an error naming the line, not a panic.
+    let bad = full.replace("(00: 0000000100)", "(00: 00000x0100)");
+    let e = analyze(
+        &bad,
+        &Options {
+            log: "x".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("bad bucket count"), "{e}");
+    for opts in [
+        Options {
+            slice: 0,
+            ..Default::default()
+        },
+        Options {
+            num_buckets: 0,
+            ..Default::default()
+        },
+        Options {
+            start_bucket: 17,
+            ..Default::default()
+        },
+    ] {
+        assert!(analyze(&full, &opts, "").is_err());
+    }
+    // Every prefix of a real log either analyzes or errors; none panics.
+    let log = std::fs::read_to_string(fixtures().join("logs/storcert-us-20x.log")).unwrap();
+    for cut in (0..log.len()).step_by(97) {
+        let _ = analyze(
+            &log[..cut],
+            &Options {
+                log: "x".into(),
+                slice: 2,
+                ..Default::default()
+            },
+            "",
+        );
+    }
+}

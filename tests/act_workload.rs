@@ -1,0 +1,389 @@
+//! The ACT workload on real I/O: loop devices (`losetup --direct-io=on`)
+//! and regular files. Achieved rates, the log, device errors, Ctrl-C,
+//! falling behind, index and prep.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use storcert::act::analyze::{analyze, Options};
+
+fn storcert(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(args)
+        .output()
+        .expect("run storcert")
+}
+
+/// A loop device with direct I/O over a sparse file; detached on drop.
+struct Loop {
+    dev: String,
+    _file: PathBuf,
+}
+
+impl Loop {
+    fn new(file: &Path, size: u64) -> Loop {
+        std::fs::File::create(file).unwrap().set_len(size).unwrap();
+        let out = Command::new("losetup")
+            .args(["--direct-io=on", "-f", "--show"])
+            .arg(file)
+            .output()
+            .expect("losetup (the workload tests need root and util-linux)");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop {
+            dev: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+            _file: file.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Sum of asked and achieved rates of the streams with this label.
+fn rates(v: &serde_json::Value, label: &str) -> (f64, f64) {
+    v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["label"] == label)
+        .fold((0.0, 0.0), |a, s| {
+            (
+                a.0 + s["asked_per_sec"].as_f64().unwrap(),
+                a.1 + s["achieved_per_sec"].as_f64().unwrap(),
+            )
+        })
+}
+
+fn check_rates_within_one_percent(load: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("disk.img"), 2 << 30);
+    let log = tmp.path().join("act.log");
+    let res = tmp.path().join("act.json");
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        &lo.dev,
+        "--load",
+        load,
+        "--duration",
+        "30s",
+        "--log",
+        log.to_str().unwrap(),
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&res);
+    assert_eq!(v["outcome"]["outcome"], "completed");
+    for label in ["reads", "large-block-reads", "large-block-writes"] {
+        let (asked, got) = rates(&v, label);
+        assert!(asked > 0.0);
+        assert!(
+            (got - asked).abs() / asked < 0.01,
+            "{load} {label}: asked {asked}, achieved {got}"
+        );
+    }
+    // The log is ACT's: 30 one-second blocks, the reads' total matches.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let a = analyze(
+        &text,
+        &Options {
+            log: "act.log".into(),
+            slice: 10,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    assert_eq!(a.histograms[0].slices.len(), 3);
+    let reads: u64 = a.histograms[0].slices.iter().map(|s| s.total).sum();
+    let (asked, _) = rates(&v, "reads");
+    assert!(
+        (reads as f64 - asked * 30.0).abs() / (asked * 30.0) < 0.01,
+        "{reads} reads logged"
+    );
+    assert!(text.contains("\nHISTOGRAM NAMES\nreads\n"));
+    assert!(text.contains("txn-reads ("));
+}
+
+#[test]
+fn rates_at_1x_within_one_percent() {
+    check_rates_within_one_percent("1x");
+}
+
+#[test]
+fn rates_at_10x_within_one_percent() {
+    check_rates_within_one_percent("10x");
+}
+
+#[test]
+fn device_errors_are_counted_per_device_and_stop_past_the_limit() {
+    // A loop device over a sparse file on a 32 MiB tmpfs: writes that need
+    // new space fail (ENOSPC through the loop driver), as a failing drive's
+    // writes would.
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mount tmpfs (the test needs root)");
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    let back = mnt.join("back.img");
+    std::fs::File::create(&back)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&back)
+        .output()
+        .unwrap();
+    let lo = Loop {
+        dev: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+        _file: back,
+    };
+    let res = tmp.path().join("r.json");
+    let log = tmp.path().join("r.log");
+    // Tolerant limit: the run goes on and reports the errors.
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        &lo.dev,
+        "--load",
+        "4x",
+        "--duration",
+        "6s",
+        "--max-errors",
+        "1000000",
+        "--json",
+        res.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let v = json(&res);
+    let errors = v["devices"][0]["write_errors"].as_u64().unwrap();
+    assert!(errors > 0, "{v}");
+    assert_eq!(v["outcome"]["outcome"], "completed");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&log).unwrap().contains(&format!(
+        "ERROR: writing {}: 28 'No space left on device'",
+        lo.dev
+    )));
+    // Low limit: the run stops, says why, and fails.
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        &lo.dev,
+        "--load",
+        "4x",
+        "--duration",
+        "20s",
+        "--max-errors",
+        "5",
+        "--json",
+        res.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&res);
+    assert_eq!(v["outcome"]["outcome"], "device-errors");
+    assert!(v["elapsed_s"].as_f64().unwrap() < 19.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("device errors"));
+}
+
+#[test]
+fn ctrl_c_leaves_a_valid_analysable_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("scratch");
+    let log = tmp.path().join("i.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args([
+            "act",
+            "storage",
+            "--device",
+            file.to_str().unwrap(),
+            "--file-size-mbytes",
+            "256",
+            "--load",
+            "1x",
+            "--duration",
+            "60s",
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "interrupted exit status");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let a = analyze(
+        &text,
+        &Options {
+            log: "i.log".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    assert!(
+        (2..=4).contains(&a.histograms[0].slices.len()),
+        "{} slices",
+        a.histograms[0].slices.len()
+    );
+}
+
+#[test]
+fn a_load_the_device_cannot_take_stops_with_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("scratch");
+    let res = tmp.path().join("r.json");
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        file.to_str().unwrap(),
+        "--file-size-mbytes",
+        "256",
+        "--load",
+        "300x",
+        "--commit-to-device",
+        "--duration",
+        "60s",
+        "--max-lag",
+        "2s",
+        "--log",
+        "/dev/null",
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&res);
+    assert_eq!(v["outcome"]["outcome"], "could-not-keep-up");
+    assert!(v["elapsed_s"].as_f64().unwrap() < 30.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not keep up"));
+}
+
+#[test]
+fn index_workload_runs_and_logs_in_acts_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("idx");
+    let conf = tmp.path().join("act_index.conf");
+    std::fs::write(&conf, format!(
+        "device-names: {}\nfile-size-mbytes: 256\nservice-threads: 4\ntest-duration-sec: 4\nread-reqs-per-sec: 2000\nwrite-reqs-per-sec: 500\n",
+        file.display()
+    )).unwrap();
+    let log = tmp.path().join("i.log");
+    let res = tmp.path().join("i.json");
+    let out = storcert(&[
+        "act",
+        "index",
+        conf.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("ACT-INDEX CONFIGURATION\n"));
+    assert!(text.contains("cache-thread-reads-and-writes-per-sec: 1000\n"));
+    let a = analyze(
+        &text,
+        &Options {
+            log: "i".into(),
+            slice: 1,
+            histograms: vec!["reads".into(), "writes".into()],
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    assert_eq!(a.histograms[0].slices.len(), 4);
+    let v = json(&res);
+    let (asked, got) = rates(&v, "writes");
+    assert_eq!(asked, 1000.0);
+    assert!((got - asked).abs() / asked < 0.02, "{got}");
+}
+
+#[test]
+fn prep_zeroes_then_salts_and_dry_run_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("p.img");
+    std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
+    let out = storcert(&["act", "prep", file.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("WRITE file") && err.contains("dry run: nothing written"),
+        "{err}"
+    );
+    assert!(std::fs::read(&file).unwrap().iter().all(|&b| b == 0));
+    let res = tmp.path().join("p.json");
+    let out = storcert(&[
+        "act",
+        "prep",
+        file.to_str().unwrap(),
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&file).unwrap();
+    assert_eq!(data.len(), 16 << 20);
+    // Salted: random everywhere, in every 128 KiB block.
+    for block in data.chunks(128 * 1024) {
+        assert!(block.iter().filter(|&&b| b == 0).count() < block.len() / 100);
+    }
+    let v = json(&res);
+    assert_eq!(v[0]["passes"].as_array().unwrap().len(), 2);
+    assert_eq!(v[0]["passes"][1]["bytes"], 16 << 20);
+    // A file holding a filesystem is refused, and left alone.
+    let mut ext4 = vec![0u8; 1 << 20];
+    ext4[1080] = 0x53;
+    ext4[1081] = 0xef;
+    std::fs::write(&file, &ext4).unwrap();
+    let out = storcert(&["act", "prep", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it holds a ext2/3/4 filesystem"));
+    assert_eq!(std::fs::read(&file).unwrap(), ext4);
+}
