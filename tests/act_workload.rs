@@ -387,3 +387,123 @@ fn prep_zeroes_then_salts_and_dry_run_writes_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("it holds a ext2/3/4 filesystem"));
     assert_eq!(std::fs::read(&file).unwrap(), ext4);
 }
+
+#[test]
+fn two_drives_get_their_own_histograms_and_an_even_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Loop::new(&tmp.path().join("a.img"), 1 << 30);
+    let b = Loop::new(&tmp.path().join("b.img"), 1 << 30);
+    let log = tmp.path().join("two.log");
+    let timeline = tmp.path().join("two.jsonl");
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        &a.dev,
+        "--device",
+        &b.dev,
+        "--load",
+        "2x",
+        "--duration",
+        "6s",
+        "--log",
+        log.to_str().unwrap(),
+        "--timeline",
+        timeline.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    // 2x on two drives: 8000 reads/s in all (ACT's rates are totals).
+    assert!(text.contains("read-reqs-per-sec: 8000\n"));
+    let opts = |h: &str| Options {
+        log: "l".into(),
+        slice: 6,
+        histograms: vec![h.to_string()],
+        ..Default::default()
+    };
+    let per_a = analyze(&text, &opts(&format!("{}-reads", a.dev)), "")
+        .unwrap()
+        .histograms[0]
+        .slices[0]
+        .total;
+    let per_b = analyze(&text, &opts(&format!("{}-reads", b.dev)), "")
+        .unwrap()
+        .histograms[0]
+        .slices[0]
+        .total;
+    let all = analyze(&text, &opts("reads"), "").unwrap().histograms[0].slices[0].total;
+    assert_eq!(per_a + per_b, all);
+    assert!(
+        (per_a as f64 / all as f64 - 0.5).abs() < 0.02,
+        "{per_a} of {all}"
+    );
+    // One JSON line per second, with the read percentiles.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&timeline)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!((5..=6).contains(&lines.len()), "{} seconds", lines.len());
+    assert_eq!(lines[0]["t"], 1);
+    assert!(lines[1]["reads"].as_u64().unwrap() > 7000);
+    assert!(lines[1]["read_p99_us"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn search_finds_the_highest_passing_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("s.img"), 1 << 30);
+    let res = tmp.path().join("s.json");
+    let out = storcert(&[
+        "act",
+        "search",
+        "--device",
+        &lo.dev,
+        "--max",
+        "3x",
+        "--trial",
+        "3s",
+        "--confirm",
+        "4s",
+        "--out",
+        tmp.path().join("trials").to_str().unwrap(),
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("highest passing load: 3x (confirmed)"),
+        "{table}"
+    );
+    let v = json(&res);
+    let trials: Vec<(u64, String)> = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["load"].as_u64().unwrap(),
+                t["purpose"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        trials,
+        vec![
+            (1, "escalate".into()),
+            (2, "escalate".into()),
+            (3, "escalate".into()),
+            (3, "confirm".into())
+        ]
+    );
+    assert!(tmp.path().join("trials/trial-04-3x.log").exists());
+}

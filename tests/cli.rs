@@ -103,7 +103,7 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
 
 #[test]
 fn planned_commands_say_so_and_exit_could_not_run() {
-    let out = storcert(&["act", "storage", "x.conf"]);
+    let out = storcert(&["stream", "--device", "/dev/null"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("not available in this build"), "{err}");
@@ -120,4 +120,24 @@ fn inventory_of_this_machine_runs() {
     );
     let inv: storcert::inventory::Inventory = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(inv.schema_version, 1);
+}
+
+#[test]
+fn act_subcommands_have_help_and_analyze_keeps_dash_h_for_histograms() {
+    for sub in ["prep", "storage", "index", "analyze", "search"] {
+        let out = storcert(&["act", sub, "--help"]);
+        assert!(out.status.success(), "act {sub} --help");
+    }
+    let out = storcert(&["act", "analyze", "-h", "reads", "/nonexistent.log"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap().trim(),
+        "storcert act analyze: /nonexistent.log: No such file or directory (os error 2)"
+    );
+    let out = storcert(&["act", "storage", "--device", "/tmp/x", "--load", "ten"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap().trim(),
+        "storcert act storage: --load: load \"ten\" is not a positive multiple like 10x"
+    );
 }

@@ -53,7 +53,9 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     let out = tempfile::tempdir().unwrap();
     run_lab(
         out.path(),
-        "storcert inventory --json > inventory.json; storcert inventory > inventory.txt",
+        "storcert inventory --json > inventory.json; storcert inventory > inventory.txt; \
+         storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
+           --json act.json 2> act.err",
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -197,4 +199,29 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     };
     assert!(line_of(&ctrl.pci_address) < line_of(&t("MEGA0_SERIAL")));
     assert!(line_of("WT NORA Direct (LD_GET_INFO)") < line_of(&t("MEGA1_SERIAL")));
+
+    // The static binary runs ACT on io_uring under Debian's stock kernel,
+    // after the safety gate cleared the blank NVMe disk.
+    let err = std::fs::read_to_string(results.join("act.err")).unwrap();
+    assert!(
+        err.contains("WRITE /dev/nvme0n1 (nvme QEMU NVMe Ctrl, serial"),
+        "{err}"
+    );
+    let act: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("act.json")).unwrap()).unwrap();
+    assert_eq!(act["outcome"]["outcome"], "completed", "{err}");
+    assert_eq!(act["engine"], "io_uring");
+    assert!(act["histograms"][0]["total"].as_u64().unwrap() > 7000);
+    let log = std::fs::read_to_string(results.join("act.log")).unwrap();
+    let analysis = storcert::act::analyze::analyze(
+        &log,
+        &storcert::act::analyze::Options {
+            log: "act.log".into(),
+            slice: 1,
+            ..Default::default()
+        },
+        "",
+    )
+    .unwrap();
+    assert_eq!(analysis.histograms[0].slices.len(), 4);
 }

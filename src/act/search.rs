@@ -134,104 +134,93 @@ pub fn search(
 ) -> Result<SearchResult> {
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("create {}", spec.out_dir.display()))?;
+    let mut n = 0;
+    strategy(
+        spec.max_load,
+        spec.trial_secs,
+        spec.confirm_secs,
+        |load, secs, purpose| {
+            n += 1;
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            trial(spec, opts, stop, load, secs, purpose, n).map(Some)
+        },
+    )
+}
+
+/// The search itself, over any way of running a trial (None: interrupted):
+/// escalate by doubling up to `max_load`, bisect between the last pass and
+/// the first failure, then confirm with a longer run, stepping down by 1x
+/// while the confirmation fails.
+pub fn strategy(
+    max_load: u32,
+    trial_secs: u64,
+    confirm_secs: u64,
+    mut run: impl FnMut(u32, u64, &str) -> Result<Option<Trial>>,
+) -> Result<SearchResult> {
     let mut trials: Vec<Trial> = Vec::new();
     let mut lo: Option<u32> = None; // highest passing
     let mut hi: Option<u32> = None; // lowest failing
-    let interrupted = |t: &Trial| t.result == "interrupted";
-    // Escalate.
+                                    // Runs one trial; None when the search was interrupted.
+    let mut go =
+        |trials: &mut Vec<Trial>, load: u32, secs: u64, purpose: &str| -> Result<Option<bool>> {
+            match run(load, secs, purpose)? {
+                Some(t) if t.result != "interrupted" => {
+                    let passed = t.result == "passing";
+                    trials.push(t);
+                    Ok(Some(passed))
+                }
+                other => {
+                    trials.extend(other);
+                    Ok(None)
+                }
+            }
+        };
+    let interrupted = |trials: Vec<Trial>, lo| SearchResult {
+        highest_passing_load: lo,
+        confirmed: false,
+        trials,
+        interrupted: true,
+    };
     let mut load = 1u32;
     loop {
-        let t = trial(
-            spec,
-            opts,
-            stop,
-            load,
-            spec.trial_secs,
-            "escalate",
-            trials.len() + 1,
-        )?;
-        let passed = t.result == "passing";
-        let stop_now = interrupted(&t);
-        trials.push(t);
-        if stop_now || stop.load(Ordering::Relaxed) {
-            return Ok(SearchResult {
-                highest_passing_load: lo,
-                confirmed: false,
-                trials,
-                interrupted: true,
-            });
-        }
-        if passed {
-            lo = Some(load);
-            if load >= spec.max_load {
+        match go(&mut trials, load, trial_secs, "escalate")? {
+            None => return Ok(interrupted(trials, lo)),
+            Some(true) => {
+                lo = Some(load);
+                if load >= max_load {
+                    break;
+                }
+                load = (load * 2).min(max_load);
+            }
+            Some(false) => {
+                hi = Some(load);
                 break;
             }
-            load = (load * 2).min(spec.max_load);
-        } else {
-            hi = Some(load);
-            break;
         }
     }
-    // Bisect.
     while let (Some(l), Some(h)) = (lo, hi) {
         if h - l <= 1 {
             break;
         }
         let mid = l + (h - l) / 2;
-        let t = trial(
-            spec,
-            opts,
-            stop,
-            mid,
-            spec.trial_secs,
-            "bisect",
-            trials.len() + 1,
-        )?;
-        let passed = t.result == "passing";
-        let stop_now = interrupted(&t);
-        trials.push(t);
-        if stop_now {
-            return Ok(SearchResult {
-                highest_passing_load: lo,
-                confirmed: false,
-                trials,
-                interrupted: true,
-            });
-        }
-        if passed {
-            lo = Some(mid);
-        } else {
-            hi = Some(mid);
+        match go(&mut trials, mid, trial_secs, "bisect")? {
+            None => return Ok(interrupted(trials, lo)),
+            Some(true) => lo = Some(mid),
+            Some(false) => hi = Some(mid),
         }
     }
-    // Confirm, stepping down if the longer run does not hold.
     let mut confirmed = false;
     while let Some(l) = lo {
-        let t = trial(
-            spec,
-            opts,
-            stop,
-            l,
-            spec.confirm_secs,
-            "confirm",
-            trials.len() + 1,
-        )?;
-        let passed = t.result == "passing";
-        let stop_now = interrupted(&t);
-        trials.push(t);
-        if stop_now {
-            return Ok(SearchResult {
-                highest_passing_load: lo,
-                confirmed: false,
-                trials,
-                interrupted: true,
-            });
+        match go(&mut trials, l, confirm_secs, "confirm")? {
+            None => return Ok(interrupted(trials, lo)),
+            Some(true) => {
+                confirmed = true;
+                break;
+            }
+            Some(false) => lo = if l > 1 { Some(l - 1) } else { None },
         }
-        if passed {
-            confirmed = true;
-            break;
-        }
-        lo = if l > 1 { Some(l - 1) } else { None };
     }
     Ok(SearchResult {
         highest_passing_load: lo,
@@ -277,4 +266,110 @@ pub fn table(r: &SearchResult) -> String {
 
 pub fn default_out_dir() -> &'static Path {
     Path::new("act-search")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Trials that pass up to a load, as a drive would.
+    fn drive(
+        limit_trial: u32,
+        limit_confirm: u32,
+    ) -> impl FnMut(u32, u64, &str) -> Result<Option<Trial>> {
+        move |load, _secs, purpose| {
+            let limit = if purpose == "confirm" {
+                limit_confirm
+            } else {
+                limit_trial
+            };
+            let result = if load <= limit {
+                "passing"
+            } else if load > limit + 4 {
+                "could not keep up"
+            } else {
+                "stable at increased latency"
+            };
+            Ok(Some(Trial {
+                load,
+                purpose: purpose.into(),
+                result: result.into(),
+                worst_pct_over_1ms: None,
+                worst_pct_over_8ms: None,
+                worst_pct_over_64ms: None,
+                max_lag_ms: 0.0,
+                log: String::new(),
+            }))
+        }
+    }
+
+    fn loads(r: &SearchResult) -> Vec<(u32, &str)> {
+        r.trials
+            .iter()
+            .map(|t| (t.load, t.purpose.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn escalates_bisects_and_confirms() {
+        let r = strategy(60, 600, 3600, drive(11, 11)).unwrap();
+        assert_eq!(
+            loads(&r),
+            vec![
+                (1, "escalate"),
+                (2, "escalate"),
+                (4, "escalate"),
+                (8, "escalate"),
+                (16, "escalate"),
+                (12, "bisect"),
+                (10, "bisect"),
+                (11, "bisect"),
+                (11, "confirm")
+            ]
+        );
+        assert_eq!(r.trials[4].result, "could not keep up");
+        assert_eq!(r.trials[5].result, "stable at increased latency");
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(11), true));
+    }
+
+    #[test]
+    fn steps_down_when_the_confirmation_fails_and_stops_at_max() {
+        let r = strategy(60, 600, 3600, drive(11, 9)).unwrap();
+        assert_eq!(
+            &loads(&r)[8..],
+            &[(11, "confirm"), (10, "confirm"), (9, "confirm")]
+        );
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(9), true));
+        let r = strategy(6, 10, 10, drive(100, 100)).unwrap();
+        assert_eq!(
+            loads(&r),
+            vec![
+                (1, "escalate"),
+                (2, "escalate"),
+                (4, "escalate"),
+                (6, "escalate"),
+                (6, "confirm")
+            ]
+        );
+        let r = strategy(60, 10, 10, drive(0, 0)).unwrap();
+        assert_eq!(
+            (r.highest_passing_load, r.confirmed, r.trials.len()),
+            (None, false, 1)
+        );
+    }
+
+    #[test]
+    fn an_interrupted_trial_ends_the_search() {
+        let mut n = 0;
+        let r = strategy(60, 10, 10, |load, s, p| {
+            n += 1;
+            if n == 3 {
+                return Ok(None);
+            }
+            drive(100, 100)(load, s, p)
+        })
+        .unwrap();
+        assert!(r.interrupted);
+        assert_eq!((r.trials.len(), r.highest_passing_load), (2, Some(2)));
+    }
 }

@@ -151,14 +151,27 @@ impl Engine for UringEngine {
     }
 
     fn reap(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()> {
-        self.submit()?;
         let before = out.len();
         self.harvest(out);
-        if out.len() > before || self.in_flight == 0 && timeout.is_some_and(|t| t.is_zero()) {
-            return Ok(());
-        }
+        let ready = out.len() > before;
         let wait = match timeout {
-            Some(t) if t.is_zero() => return Ok(()),
+            _ if ready => None,
+            Some(t) if t.is_zero() => None,
+            None if self.in_flight == 0 => None,
+            other => Some(other),
+        };
+        let Some(wait) = wait else {
+            return self.submit();
+        };
+        // Submit what is queued and wait, in one system call.
+        let now = Instant::now();
+        for &i in &self.unsubmitted {
+            if let Some(slot) = self.slots[i].as_mut() {
+                slot.issued_at = Some(now);
+            }
+        }
+        self.unsubmitted.clear();
+        let result = match wait {
             Some(t) => {
                 let ts = types::Timespec::new()
                     .sec(t.as_secs())
@@ -166,10 +179,9 @@ impl Engine for UringEngine {
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
-            None if self.in_flight == 0 => return Ok(()),
             None => self.ring.submitter().submit_and_wait(1),
         };
-        match wait {
+        match result {
             Ok(_) => {}
             Err(e)
                 if matches!(
