@@ -2,16 +2,15 @@
 //! request's index lookup, plus the cache threads' 4 KiB reads and writes
 //! from defrag, spread over the devices.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::config::IndexConfig;
 use super::device::Device;
 use super::runner::{RunSpec, Shape, StreamSpec};
-use super::storage::ACT_VERSION;
 use super::timeline::Kind;
+use super::{RunOptions, Workload};
 
-pub fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
+fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
     let mut names = vec!["reads".to_string()];
     let per_reads: Vec<usize> = cfg
         .device_names
@@ -86,24 +85,32 @@ pub fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> Run
     }
 }
 
-pub fn header(cfg: &IndexConfig, devices: &[Device], names: &[String], engine: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "\nACT version {ACT_VERSION}");
-    let _ = writeln!(s, "Index device IO test");
-    let _ = writeln!(
-        s,
-        "storcert {} (ACT-compatible log; open-loop {engine} scheduler, service-threads and cache-threads unused)\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    s.push_str(&cfg.echo());
-    s.push('\n');
-    for d in devices {
-        let _ = writeln!(s, "{} size = {} bytes", d.name, d.size_bytes);
+impl Workload for IndexConfig {
+    fn device_names(&self) -> &[String] {
+        &self.device_names
     }
-    let _ = writeln!(s, "\nHISTOGRAM NAMES");
-    for n in names {
-        let _ = writeln!(s, "{n}");
+
+    fn dsync(&self) -> bool {
+        !self.disable_odsync
     }
-    s.push('\n');
-    s
+
+    fn file_size(&self) -> u64 {
+        self.file_size_bytes
+    }
+
+    fn run_spec(&self, opts: &RunOptions) -> RunSpec {
+        run_spec(self, opts.max_errors, opts.io_timeout)
+    }
+
+    fn title(&self) -> &'static str {
+        "Index device IO test"
+    }
+
+    fn echo(&self) -> String {
+        IndexConfig::echo(self)
+    }
+
+    fn device_line(&self, d: &Device) -> String {
+        format!("{} size = {} bytes", d.name, d.size_bytes)
+    }
 }

@@ -22,7 +22,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::engine::{self, EngineKind};
-use config::{IndexConfig, StorageConfig};
 use device::Device;
 use runner::{RunResult, Sinks};
 
@@ -54,32 +53,60 @@ pub fn open_devices(names: &[String], dsync: bool, file_size: u64) -> Result<Vec
         .collect()
 }
 
-/// Runs ACT's storage workload; the ACT log goes to `sinks.log`.
-pub fn run_storage(
-    cfg: &StorageConfig,
-    opts: &RunOptions,
-    stop: &Arc<AtomicBool>,
-    sinks: &mut Sinks<'_>,
-) -> Result<RunResult> {
-    let mut devices = open_devices(&cfg.device_names, !cfg.disable_odsync, cfg.file_size_bytes)?;
-    let mut engine = engine::open(opts.engine, opts.depth).context("open the I/O engine")?;
-    let spec = storage::run_spec(cfg, opts.max_errors, opts.io_timeout);
-    let header = storage::header(cfg, &devices, &spec.hist_names, engine.name());
-    sinks.log.write_all(header.as_bytes())?;
-    runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks)
+/// What the storage and index workloads have in common for a run: their
+/// devices, how to open them, their streams, and their log header.
+pub trait Workload {
+    fn device_names(&self) -> &[String];
+    /// O_DSYNC on writes (unless disable-odsync).
+    fn dsync(&self) -> bool;
+    /// ACT's file-size-mbytes, in bytes (0: use the file as it is).
+    fn file_size(&self) -> u64;
+    fn run_spec(&self, opts: &RunOptions) -> runner::RunSpec;
+    /// The log's second line ("Storage device IO test").
+    fn title(&self) -> &'static str;
+    /// The configuration echo and DERIVED CONFIGURATION block.
+    fn echo(&self) -> String;
+    /// The line the log gives each device.
+    fn device_line(&self, d: &Device) -> String;
 }
 
-/// Runs ACT's index workload; the ACT log goes to `sinks.log`.
-pub fn run_index(
-    cfg: &IndexConfig,
+/// The version of ACT whose log format storcert writes.
+pub const ACT_VERSION: &str = "6.6";
+
+/// The log up to the first report block: ACT's banner, the configuration
+/// echo, the device lines and the histogram names.
+pub fn header(w: &dyn Workload, devices: &[Device], names: &[String], engine: &str) -> String {
+    let mut s = format!(
+        "\nACT version {ACT_VERSION}\n{}\nstorcert {} (ACT-compatible log; open-loop {engine} scheduler, \
+         ACT's thread counts unused)\n\n{}\n",
+        w.title(),
+        env!("CARGO_PKG_VERSION"),
+        w.echo()
+    );
+    for d in devices {
+        s.push_str(&w.device_line(d));
+        s.push('\n');
+    }
+    s.push_str("\nHISTOGRAM NAMES\n");
+    for n in names {
+        s.push_str(n);
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}
+
+/// Runs a workload; the ACT log goes to `sinks.log`.
+pub fn run_workload(
+    w: &dyn Workload,
     opts: &RunOptions,
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
-    let mut devices = open_devices(&cfg.device_names, !cfg.disable_odsync, cfg.file_size_bytes)?;
+    let mut devices = open_devices(w.device_names(), w.dsync(), w.file_size())?;
     let mut engine = engine::open(opts.engine, opts.depth).context("open the I/O engine")?;
-    let spec = index::run_spec(cfg, opts.max_errors, opts.io_timeout);
-    let header = index::header(cfg, &devices, &spec.hist_names, engine.name());
+    let spec = w.run_spec(opts);
+    let header = header(w, &devices, &spec.hist_names, engine.name());
     sinks.log.write_all(header.as_bytes())?;
     runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks)
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::analyze::{self, Options};
 use super::config::{rates_for_load, StorageConfig};
 use super::runner::Outcome;
-use super::{run_storage, RunOptions};
+use super::{run_workload, RunOptions};
 
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
@@ -71,7 +71,7 @@ fn trial(
         "act search: {purpose} trial at {load}x for {secs} s ({})",
         log_path.display()
     );
-    let run = run_storage(
+    let run = run_workload(
         &cfg,
         opts,
         stop,

@@ -2,16 +2,13 @@
 //! random offsets, per-device large-block reads and writes at the defrag
 //! rates, commit-to-device writes, and the tomb raider.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::config::StorageConfig;
 use super::device::Device;
 use super::runner::{RunSpec, Shape, StreamSpec};
 use super::timeline::Kind;
-
-/// The version of ACT whose log format storcert writes.
-pub const ACT_VERSION: &str = "6.6";
+use super::{RunOptions, Workload};
 
 /// Histogram names: ACT's, then storcert's transaction latencies, named so
 /// that no name starts with another histogram's name (act_latency.py
@@ -150,53 +147,54 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
     Layout { names, streams }
 }
 
-pub fn run_spec(cfg: &StorageConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
-    let Layout { names, streams } = layout(cfg);
-    RunSpec {
-        streams,
-        hist_names: names,
-        microsecond: cfg.microsecond_histograms,
-        duration: Duration::from_secs(cfg.test_duration_sec),
-        report_interval: Duration::from_secs(cfg.report_interval_sec),
-        max_lag: Duration::from_secs(cfg.max_lag_sec),
-        large_block_bytes: cfg.large_block_op_bytes,
-        record: (
-            cfg.derived.record_stored_bytes,
-            cfg.derived.record_stored_bytes_rmx,
-        ),
-        compress_pct: cfg.compress_pct,
-        max_errors,
-        io_timeout,
+impl Workload for StorageConfig {
+    fn device_names(&self) -> &[String] {
+        &self.device_names
     }
-}
 
-/// The log up to the first report block: ACT's banner, the configuration
-/// echo, the device lines and the histogram names.
-pub fn header(cfg: &StorageConfig, devices: &[Device], names: &[String], engine: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "\nACT version {ACT_VERSION}");
-    let _ = writeln!(s, "Storage device IO test");
-    let _ = writeln!(
-        s,
-        "storcert {} (ACT-compatible log; open-loop {engine} scheduler, service-threads unused)\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    s.push_str(&cfg.echo());
-    s.push('\n');
-    for d in devices {
-        let _ = writeln!(
-            s,
+    fn dsync(&self) -> bool {
+        !self.disable_odsync
+    }
+
+    fn file_size(&self) -> u64 {
+        self.file_size_bytes
+    }
+
+    fn run_spec(&self, opts: &RunOptions) -> RunSpec {
+        let Layout { names, streams } = layout(self);
+        RunSpec {
+            streams,
+            hist_names: names,
+            microsecond: self.microsecond_histograms,
+            duration: Duration::from_secs(self.test_duration_sec),
+            report_interval: Duration::from_secs(self.report_interval_sec),
+            max_lag: Duration::from_secs(self.max_lag_sec),
+            large_block_bytes: self.large_block_op_bytes,
+            record: (
+                self.derived.record_stored_bytes,
+                self.derived.record_stored_bytes_rmx,
+            ),
+            compress_pct: self.compress_pct,
+            max_errors: opts.max_errors,
+            io_timeout: opts.io_timeout,
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        "Storage device IO test"
+    }
+
+    fn echo(&self) -> String {
+        StorageConfig::echo(self)
+    }
+
+    fn device_line(&self, d: &Device) -> String {
+        format!(
             "{} size = {} bytes, {} large blocks, minimum IO size = {} bytes",
             d.name,
             d.size_bytes,
-            d.size_bytes / cfg.large_block_op_bytes as u64,
+            d.size_bytes / self.large_block_op_bytes as u64,
             d.min_op_bytes
-        );
+        )
     }
-    let _ = writeln!(s, "\nHISTOGRAM NAMES");
-    for n in names {
-        let _ = writeln!(s, "{n}");
-    }
-    s.push('\n');
-    s
 }

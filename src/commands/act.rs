@@ -245,45 +245,43 @@ fn summary(r: &RunResult) -> String {
 }
 
 fn storage(a: ActStorageArgs) -> ExitCode {
-    let cfg = match storage_config(a.config.as_deref(), &a.settings) {
-        Ok(c) => c,
-        Err(e) => return fail("storage", e),
-    };
-    if let Err(code) = gate(
-        "storage",
-        "run ACT's storage workload (random writes)",
-        &cfg.device_names,
-        &a.run.force_destroy,
-        a.run.dry_run,
-    ) {
-        return code;
+    match storage_config(a.config.as_deref(), &a.settings) {
+        Ok(cfg) => workload(
+            "storage",
+            "run ACT's storage workload (random writes)",
+            &cfg,
+            &a.run,
+        ),
+        Err(e) => fail("storage", e),
     }
-    let stop = stop_flag();
-    let opts = run_options(&a.run);
-    execute("storage", &a.run, |sinks| {
-        act::run_storage(&cfg, &opts, &stop, sinks)
-    })
 }
 
 fn index(a: ActIndexArgs) -> ExitCode {
-    let cfg = match IndexConfig::from_file(&a.config) {
-        Ok(c) => c,
-        Err(e) => return fail("index", e),
-    };
+    match IndexConfig::from_file(&a.config) {
+        Ok(cfg) => workload(
+            "index",
+            "run ACT's index workload (random 4 KiB writes)",
+            &cfg,
+            &a.run,
+        ),
+        Err(e) => fail("index", e),
+    }
+}
+
+/// Gate, plan, then run a workload with its outputs wired up.
+fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) -> ExitCode {
     if let Err(code) = gate(
-        "index",
-        "run ACT's index workload (random 4 KiB writes)",
-        &cfg.device_names,
-        &a.run.force_destroy,
-        a.run.dry_run,
+        cmd,
+        action,
+        w.device_names(),
+        &run.force_destroy,
+        run.dry_run,
     ) {
         return code;
     }
     let stop = stop_flag();
-    let opts = run_options(&a.run);
-    execute("index", &a.run, |sinks| {
-        act::run_index(&cfg, &opts, &stop, sinks)
-    })
+    let opts = run_options(run);
+    execute(cmd, run, |sinks| act::run_workload(w, &opts, &stop, sinks))
 }
 
 fn prep(a: ActPrepArgs) -> ExitCode {
