@@ -1,5 +1,5 @@
 //! The qemu hardware lab: boots Debian's stock kernel on emulated NVMe,
-//! SATA (write cache off), MegaRAID and virtio disks, runs the static
+//! SATA (write cache off), MegaRAID, virtio and USB disks, runs the static
 //! binary's inventory inside, and checks that it reports exactly what qemu
 //! was given. Needs qemu, busybox-static and the static build
 //! (scripts/test sets all of that up); run with `cargo test -- --ignored`.
@@ -187,9 +187,37 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         ("SCSI INQUIRY", "unsupported")
     );
 
-    // Every disk sits under a controller, and the table puts each
+    // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
+    // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on
+    // with what INQUIRY and VPD say.
+    let usb = disk_with_serial(&inv, &t("USB_SERIAL"));
+    assert_eq!(usb.transport, Transport::Usb);
+    assert_eq!(usb.capacity_bytes, size("USB_SIZE"));
+    assert!(usb.errors.is_empty(), "{:?}", usb.errors);
+    let ata = usb
+        .probes
+        .iter()
+        .find(|p| p.probe.starts_with("ATA IDENTIFY"))
+        .expect("ATA tried on USB");
+    assert_eq!(ata.outcome, "unsupported");
+    assert!(ata.detail.as_deref().unwrap().contains("ILLEGAL REQUEST"));
+    assert_eq!(
+        usb.firmware_source.as_deref(),
+        Some("SCSI INQUIRY (product revision)")
+    );
+    assert_eq!(
+        usb.write_cache.as_ref().unwrap().source,
+        "SCSI MODE SENSE caching page (WCE)"
+    );
+
+    // Every disk but the USB stick sits under a PCI storage controller
+    // (xHCI is a serial bus controller), and the table puts each
     // controller line above its disks.
-    assert!(inv.disks.iter().all(|d| d.controller.is_some()));
+    assert!(inv
+        .disks
+        .iter()
+        .filter(|d| d.transport != Transport::Usb)
+        .all(|d| d.controller.is_some()));
     let table = std::fs::read_to_string(results.join("inventory.txt")).unwrap();
     let line_of = |needle: &str| {
         table
