@@ -34,8 +34,8 @@ pub enum Command {
     Provision(PlannedArgs),
     /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
     Act(ActArgs),
-    /// Run the sequential streaming suite (planned: issue 4)
-    Stream(PlannedArgs),
+    /// Sequential write then read at full speed, fio-compatible results; or a filesystem pass
+    Stream(StreamArgs),
     /// Create and verify signed results bundles (planned: issue 6)
     Bundle(PlannedArgs),
     /// Upload results bundles (planned: issue 6)
@@ -292,4 +292,73 @@ pub struct ActSearchArgs {
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamFormat {
+    /// fio's text summary ("Run status group")
+    Text,
+    /// storcert's own JSON (docs/stream-schema.md)
+    Json,
+    /// fio's JSON shape
+    FioJson,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// Device or file to stream to; repeatable (all run at once)
+    #[arg(long, short = 'd', value_name = "DEV")]
+    pub device: Vec<String>,
+    /// Bytes per device (K, M, G, T are powers of 1024); default: --percent
+    #[arg(long, value_name = "SIZE", conflicts_with = "percent")]
+    pub size: Option<String>,
+    /// Share of each device to cover
+    #[arg(long, value_name = "PCT", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub percent: Option<u32>,
+    /// Block size
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub bs: String,
+    /// Requests in flight per job
+    #[arg(long, default_value_t = 32)]
+    pub qd: u32,
+    /// Jobs per device, each streaming its own region
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// Passes, in order
+    #[arg(long, default_value = "write,read", value_name = "PASSES")]
+    pub pattern: String,
+    /// Write checkable blocks and check every block on the read pass
+    #[arg(long)]
+    pub verify: bool,
+    /// Seed of the verify headers: reuse a write pass's seed to verify its data in a later run
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Through the page cache instead of O_DIRECT
+    #[arg(long)]
+    pub buffered: bool,
+    /// dd's single stream: one job, one request at a time, 1 MiB (unless set), and dd's summary line
+    #[arg(long)]
+    pub dd: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: StreamFormat,
+    /// Write the output here instead of standard output
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: crate::engine::EngineKind,
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Filesystem pass in this directory (bonnie++-style) instead of devices
+    #[arg(long, value_name = "DIR", conflicts_with = "device")]
+    pub fs: Option<PathBuf>,
+    /// Size of the filesystem pass's file
+    #[arg(long, default_value = "1G", value_name = "SIZE")]
+    pub fs_size: String,
+    /// Files the filesystem pass creates, stats and deletes
+    #[arg(long, default_value_t = 4096)]
+    pub files: u32,
 }

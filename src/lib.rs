@@ -9,3 +9,4 @@ pub mod inventory;
 pub mod output;
 pub mod passthrough;
 pub mod safety;
+pub mod stream;

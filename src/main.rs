@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
-use storcert::commands::{self, act, docs, inventory};
+use storcert::commands::{self, act, docs, inventory, stream};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         Command::Check(_) => commands::planned("check", 5),
         Command::Provision(_) => commands::planned("provision", 5),
         Command::Act(args) => act::run(args),
-        Command::Stream(_) => commands::planned("stream", 4),
+        Command::Stream(args) => stream::run(args),
         Command::Bundle(_) => commands::planned("bundle", 6),
         Command::Upload(_) => commands::planned("upload", 6),
         Command::Collect(_) => commands::planned("collect", 6),

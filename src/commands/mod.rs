@@ -4,6 +4,7 @@
 pub mod act;
 pub mod docs;
 pub mod inventory;
+pub mod stream;
 
 use std::process::ExitCode;
 

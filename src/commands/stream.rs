@@ -1,0 +1,160 @@
+//! `storcert stream`: the sequential suite, or the filesystem pass.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::exit;
+use crate::cli::{StreamArgs, StreamFormat};
+use crate::output::units::parse_size;
+use crate::safety::{self, Overrides};
+use crate::stream::{self, export, fs, Pass, Spec};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert stream: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+fn stop_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
+    flag
+}
+
+fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), ExitCode> {
+    let r = match output {
+        Some(p) => std::fs::write(p, text).map_err(|e| format!("--output {}: {e}", p.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| e.to_string()),
+    };
+    r.map_err(fail)
+}
+
+pub fn run(a: StreamArgs) -> ExitCode {
+    let stop = stop_flag();
+    if let Some(dir) = &a.fs {
+        let spec = match (parse_size(&a.fs_size), parse_size(&a.bs)) {
+            (Ok(size), Ok(bs)) => fs::FsSpec {
+                dir: dir.clone(),
+                file_size: size,
+                chunk: bs as usize,
+                files: a.files,
+                seeks: 8000,
+            },
+            (Err(e), _) => return fail(format!("--fs-size: {e}")),
+            (_, Err(e)) => return fail(format!("--bs: {e}")),
+        };
+        let r = match fs::run(&spec, &stop) {
+            Ok(r) => r,
+            Err(e) => return fail(format!("{e:#}")),
+        };
+        let text = match a.output_format {
+            StreamFormat::Text => fs::render(&r),
+            _ => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+        };
+        if let Err(code) = emit(&a.output, &text) {
+            return code;
+        }
+        return ExitCode::from(if r.interrupted {
+            exit::INTERRUPTED
+        } else {
+            exit::PASS
+        });
+    }
+    if a.device.is_empty() {
+        return fail("give --device DEV (repeatable), or --fs DIR");
+    }
+    let bs = if a.dd && a.bs == "1M" {
+        1 << 20
+    } else {
+        match parse_size(&a.bs) {
+            Ok(b) if b <= u32::MAX as u64 / 2 => b as u32,
+            Ok(_) => return fail("--bs is too large"),
+            Err(e) => return fail(format!("--bs: {e}")),
+        }
+    };
+    let size = match a.size.as_deref().map(parse_size).transpose() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("--size: {e}")),
+    };
+    let mut passes = Vec::new();
+    for p in a.pattern.split(',').map(str::trim) {
+        match p {
+            "write" => passes.push(Pass::Write),
+            "read" => passes.push(Pass::Read),
+            other => return fail(format!("--pattern: unknown pass {other:?} (write, read)")),
+        }
+    }
+    if a.verify && passes.first() != Some(&Pass::Write) && a.seed.is_none() {
+        return fail("--verify needs a write pass first, or --seed of the run that wrote the data");
+    }
+    let spec = Spec {
+        targets: a.device.clone(),
+        size,
+        percent: a.percent.unwrap_or(100),
+        bs,
+        qd: if a.dd { 1 } else { a.qd },
+        jobs: if a.dd { 1 } else { a.jobs },
+        passes: passes.clone(),
+        verify: a.verify,
+        direct: !a.buffered,
+        engine: a.engine,
+        seed: a
+            .seed
+            .unwrap_or_else(|| crate::act::random::Rng::from_entropy().next_u64()),
+    };
+    if passes.contains(&Pass::Write) {
+        let paths: Vec<PathBuf> = a.device.iter().map(PathBuf::from).collect();
+        match safety::check_all(
+            &paths,
+            &Overrides {
+                force_destroy: a.force_destroy.clone(),
+            },
+        ) {
+            Ok(cleared) => eprint!("{}", safety::plan("stream sequential writes", &cleared)),
+            Err(e) => return fail(e),
+        }
+    }
+    if a.dry_run {
+        eprintln!("dry run: nothing written");
+        return ExitCode::SUCCESS;
+    }
+    let result = match stream::run(&spec, &stop) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let text = match a.output_format {
+        StreamFormat::Text if a.dd => result
+            .passes
+            .iter()
+            .map(|p| export::text::dd_line(p) + "\n")
+            .collect(),
+        StreamFormat::Text => export::text::render(&result),
+        StreamFormat::Json => serde_json::to_string_pretty(&result).unwrap_or_default() + "\n",
+        StreamFormat::FioJson => {
+            serde_json::to_string_pretty(&export::fio_json::render(&result)).unwrap_or_default()
+                + "\n"
+        }
+    };
+    if let Err(code) = emit(&a.output, &text) {
+        return code;
+    }
+    for p in &result.passes {
+        for j in p.jobs.iter().filter_map(|j| j.error.as_ref()) {
+            eprintln!("storcert stream: {j}");
+        }
+    }
+    if result.interrupted() {
+        ExitCode::from(exit::INTERRUPTED)
+    } else if result.failed() {
+        ExitCode::from(exit::FAIL)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,168 @@
+//! fio's human summary: per-job lines, then "Run status group" and "Disk
+//! stats" blocks, so people comparing with fio read the same shape.
+
+use std::fmt::Write as _;
+
+use super::super::{Pass, PassResult, StreamResult};
+use super::fio_units;
+
+fn direction(p: Pass) -> (&'static str, &'static str) {
+    match p {
+        Pass::Write => ("write", "WRITE"),
+        Pass::Read => ("read", " READ"),
+    }
+}
+
+pub fn render(r: &StreamResult) -> String {
+    let mut s = String::new();
+    for pass in &r.passes {
+        let (lower, _) = direction(pass.pass);
+        for j in &pass.jobs {
+            let err = if j.error.is_some() { 5 } else { 0 };
+            let _ = writeln!(
+                s,
+                "{}: (groupid=0, jobs=1): err={err:>2}: pass={lower}",
+                j.name
+            );
+            let _ = writeln!(
+                s,
+                "  {lower}: IOPS={:.0}, BW={} ({})({}/{}msec)",
+                j.iops,
+                fio_units(j.bw_bytes, true, "B/s"),
+                fio_units(j.bw_bytes, false, "B/s"),
+                fio_units(j.bytes as f64, true, "B"),
+                j.runtime_ms
+            );
+            let us = |ns: f64| ns / 1000.0;
+            let c = &j.clat;
+            let _ = writeln!(
+                s,
+                "    clat (usec): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
+                us(c.min_ns as f64),
+                us(c.max_ns as f64),
+                us(c.mean_ns),
+                us(c.stddev_ns)
+            );
+            let _ = writeln!(s, "     clat percentiles (usec):");
+            for row in c.percentiles.chunks(4) {
+                let cells: Vec<String> = row
+                    .iter()
+                    .map(|(p, ns)| format!("{p:5.2}th=[{:>6}]", ns / 1000))
+                    .collect();
+                let _ = writeln!(s, "     | {}", cells.join(", "));
+            }
+            if let Some(e) = &j.error {
+                let _ = writeln!(s, "  error: {e}");
+            }
+        }
+    }
+    let _ = writeln!(s, "\nRun status group 0 (all jobs):");
+    for pass in &r.passes {
+        let _ = writeln!(s, "{}", group_line(pass));
+    }
+    let disks: Vec<&super::super::diskstats::DiskUtil> =
+        r.passes.iter().flat_map(|p| p.disks.iter()).collect();
+    if !disks.is_empty() {
+        let _ = writeln!(s, "\nDisk stats (read/write):");
+        // One line per device, summed over the passes, as fio does.
+        let mut names: Vec<&str> = disks.iter().map(|d| d.name.as_str()).collect();
+        names.dedup();
+        for name in names {
+            let of = |f: fn(&super::super::diskstats::DiskUtil) -> u64| -> u64 {
+                disks.iter().filter(|d| d.name == name).map(|d| f(d)).sum()
+            };
+            let util = disks
+                .iter()
+                .filter(|d| d.name == name)
+                .map(|d| d.util)
+                .fold(0.0, f64::max);
+            let _ = writeln!(
+                s,
+                "  {name}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={util:.2}%",
+                of(|d| d.read_ios),
+                of(|d| d.write_ios),
+                of(|d| d.read_merges),
+                of(|d| d.write_merges),
+                of(|d| d.read_ticks),
+                of(|d| d.write_ticks),
+                of(|d| d.in_queue)
+            );
+        }
+    }
+    for pass in &r.passes {
+        if let Some(v) = &pass.verify {
+            let _ = writeln!(
+                s,
+                "\nverify: {} blocks checked, {} bad",
+                v.blocks_checked, v.bad_blocks
+            );
+            for b in &v.first_bad {
+                let _ = writeln!(s, "  {b}");
+            }
+        }
+        if pass.interrupted {
+            let _ = writeln!(
+                s,
+                "\n{} pass interrupted: the figures cover what was done",
+                direction(pass.pass).0
+            );
+        }
+    }
+    s
+}
+
+/// "  WRITE: bw=1585MiB/s (1661MB/s), 1585MiB/s-1585MiB/s (1661MB/s-1661MB/s), io=128GiB (137GB), run=82712-82712msec"
+pub fn group_line(p: &PassResult) -> String {
+    let g = &p.group;
+    let (_, upper) = direction(p.pass);
+    let min = if g.min_bw_bytes.is_finite() {
+        g.min_bw_bytes
+    } else {
+        0.0
+    };
+    format!(
+        "  {upper}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+        fio_units(g.aggr_bw_bytes, true, "B/s"),
+        fio_units(g.aggr_bw_bytes, false, "B/s"),
+        fio_units(min, true, "B/s"),
+        fio_units(g.max_bw_bytes, true, "B/s"),
+        fio_units(min, false, "B/s"),
+        fio_units(g.max_bw_bytes, false, "B/s"),
+        fio_units(g.bytes as f64, true, "B"),
+        fio_units(g.bytes as f64, false, "B"),
+        g.min_runtime_ms,
+        g.max_runtime_ms
+    )
+}
+
+/// dd's closing line: "134217728 bytes (134 MB, 128 MiB) copied, 0.0881 s, 1.5 GB/s".
+pub fn dd_line(p: &PassResult) -> String {
+    let g = &p.group;
+    let secs = g.max_runtime_ms as f64 / 1000.0;
+    let rate = if secs > 0.0 {
+        g.bytes as f64 / secs
+    } else {
+        0.0
+    };
+    let short = |v: f64, base: f64, units: [&str; 5]| {
+        let mut v = v;
+        let mut u = 0;
+        while v >= base && u < 4 {
+            v /= base;
+            u += 1;
+        }
+        if v >= 10.0 {
+            format!("{v:.0} {}", units[u])
+        } else {
+            format!("{v:.1} {}", units[u])
+        }
+    };
+    format!(
+        "{} bytes ({}, {}) copied, {:.4} s, {}/s",
+        g.bytes,
+        short(g.bytes as f64, 1000.0, ["B", "kB", "MB", "GB", "TB"]),
+        short(g.bytes as f64, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB"]),
+        secs,
+        short(rate, 1000.0, ["B", "kB", "MB", "GB", "TB"])
+    )
+}

@@ -1,0 +1,591 @@
+//! The streaming suite: a sequential write pass, then a sequential read of
+//! what was written, at full device speed, on the shared I/O engine. Each
+//! target is split into regions, one per job (fio's offset_increment), and
+//! all targets run at once. Results are kept per job and per group as fio
+//! reports them, with the device's own view from /proc/diskstats.
+
+pub mod diskstats;
+pub mod export;
+pub mod fs;
+pub mod verify;
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram as Hdr;
+use serde::Serialize;
+
+use crate::engine::{self, BufferPools, EngineKind, Request};
+use crate::output::progress::Progress;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// fio's default completion latency percentiles.
+pub const PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pass {
+    Write,
+    Read,
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub targets: Vec<String>,
+    /// Bytes per target (None: `percent` of each target).
+    pub size: Option<u64>,
+    pub percent: u32,
+    pub bs: u32,
+    pub qd: u32,
+    pub jobs: u32,
+    pub passes: Vec<Pass>,
+    pub verify: bool,
+    /// O_DIRECT (false: through the page cache, as plain dd).
+    pub direct: bool,
+    pub engine: EngineKind,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetInfo {
+    pub path: String,
+    pub device: Option<String>,
+    pub size_bytes: u64,
+    pub tested_bytes: u64,
+    pub logical_sector_size: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Latency {
+    pub n: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub mean_ns: f64,
+    pub stddev_ns: f64,
+    /// (percentile, nanoseconds), fio's default list.
+    pub percentiles: Vec<(f64, u64)>,
+}
+
+impl Latency {
+    fn of(h: &Hdr<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            n: h.len(),
+            min_ns: h.min(),
+            max_ns: h.max(),
+            mean_ns: h.mean(),
+            stddev_ns: h.stdev(),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| (p, h.value_at_percentile(p)))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobResult {
+    pub name: String,
+    pub target: usize,
+    pub offset: u64,
+    pub length: u64,
+    pub bytes: u64,
+    pub ios: u64,
+    pub runtime_ms: u64,
+    pub runtime_ns: u64,
+    pub bw_bytes: f64,
+    pub iops: f64,
+    pub clat: Latency,
+    /// Bytes completed in each second of the pass.
+    pub bw_per_sec: Vec<u64>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupResult {
+    pub bytes: u64,
+    /// Aggregate bandwidth: all bytes over the longest job's runtime.
+    pub aggr_bw_bytes: f64,
+    pub min_bw_bytes: f64,
+    pub max_bw_bytes: f64,
+    pub min_runtime_ms: u64,
+    pub max_runtime_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyResult {
+    pub blocks_checked: u64,
+    pub bad_blocks: u64,
+    /// The first bad blocks: "target offset: problem".
+    pub first_bad: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PassResult {
+    pub pass: Pass,
+    pub jobs: Vec<JobResult>,
+    pub group: GroupResult,
+    pub disks: Vec<diskstats::DiskUtil>,
+    pub verify: Option<VerifyResult>,
+    /// Group bandwidth in each second, bytes/s.
+    pub bw_timeline: Vec<u64>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResult {
+    pub schema_version: u32,
+    /// The seed of the verify headers (give it to --seed to verify later).
+    pub seed: u64,
+    pub storcert_version: String,
+    pub engine: String,
+    pub bs: u32,
+    pub qd: u32,
+    pub jobs_per_target: u32,
+    pub direct: bool,
+    pub targets: Vec<TargetInfo>,
+    pub passes: Vec<PassResult>,
+}
+
+impl StreamResult {
+    pub fn failed(&self) -> bool {
+        self.passes.iter().any(|p| {
+            p.jobs.iter().any(|j| j.error.is_some())
+                || p.verify.as_ref().is_some_and(|v| v.bad_blocks > 0)
+        })
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.passes.iter().any(|p| p.interrupted)
+    }
+}
+
+struct Opened {
+    file: File,
+    info: TargetInfo,
+}
+
+fn size_of(file: &File, path: &str) -> Result<(u64, u32, bool)> {
+    let meta = file.metadata().with_context(|| format!("stat {path}"))?;
+    if meta.file_type().is_block_device() {
+        let mut size = 0u64;
+        let mut lbs: i32 = 0;
+        // SAFETY: BLKGETSIZE64 writes a u64, BLKSSZGET an int.
+        unsafe {
+            crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x8008_1272, &mut size)
+                .with_context(|| format!("{path}: size"))?;
+            crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x1268, &mut lbs)
+                .with_context(|| format!("{path}: logical sector size"))?;
+        }
+        Ok((size, lbs.max(512) as u32, true))
+    } else {
+        Ok((meta.len(), 512, false))
+    }
+}
+
+fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
+    let writes = spec.passes.contains(&Pass::Write);
+    let mut out = Vec::new();
+    for path in &spec.targets {
+        let mut flags = 0;
+        if spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let is_block = std::fs::metadata(path)
+            .map(|m| m.file_type().is_block_device())
+            .unwrap_or(false);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(writes)
+            .create(writes && !is_block && spec.size.is_some())
+            .truncate(false)
+            .custom_flags(flags)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EROFS) | Some(libc::EACCES) if writes => {
+                    anyhow::anyhow!(
+                        "{path} is read-only ({e}); a read-only target takes --pattern read only"
+                    )
+                }
+                _ => anyhow::anyhow!("open {path}: {e}"),
+            })?;
+        let (mut size, lbs, is_block) = size_of(&file, path)?;
+        if writes && is_block {
+            let mut ro: i32 = 0;
+            // SAFETY: BLKROGET writes an int.
+            let _ = unsafe { crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x125e, &mut ro) };
+            if ro != 0 {
+                bail!("{path} is read-only (the kernel marks it so); a read-only target takes --pattern read only");
+            }
+        }
+        if !is_block && size == 0 {
+            if let Some(want) = spec.size {
+                file.set_len(want).with_context(|| format!("size {path}"))?;
+                size = want;
+            }
+        }
+        if spec.bs % lbs != 0 {
+            bail!(
+                "--bs {} is not a multiple of {path}'s logical sector size ({lbs} bytes)",
+                spec.bs
+            );
+        }
+        let tested = match spec.size {
+            Some(s) if s > size => bail!("--size {s} is larger than {path} ({size} bytes)"),
+            Some(s) => s,
+            None => size / 100 * spec.percent as u64,
+        };
+        let tested = tested / lbs as u64 * lbs as u64;
+        if tested == 0 {
+            bail!("{path}: nothing to test ({size} bytes)");
+        }
+        out.push(Opened {
+            info: TargetInfo {
+                path: path.clone(),
+                device: diskstats::device_name(std::path::Path::new(path)),
+                size_bytes: size,
+                tested_bytes: tested,
+                logical_sector_size: lbs,
+            },
+            file,
+        });
+    }
+    Ok(out)
+}
+
+/// Splits `length` bytes into `jobs` regions, each a whole number of
+/// `bs` blocks except the last, which takes the remainder: no gaps, no
+/// overlaps.
+pub fn regions(length: u64, jobs: u32, bs: u32) -> Vec<(u64, u64)> {
+    let jobs = jobs.max(1) as u64;
+    let per = length / jobs / bs as u64 * bs as u64;
+    (0..jobs)
+        .map(|k| {
+            let start = k * per;
+            let end = if k + 1 == jobs { length } else { start + per };
+            (start, end - start)
+        })
+        .filter(|r| r.1 > 0)
+        .collect()
+}
+
+struct Job {
+    target: usize,
+    start: u64,
+    end: u64,
+    next: u64,
+    in_flight: u32,
+    bytes: u64,
+    ios: u64,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    clat: Hdr<u64>,
+    bw: Vec<u64>,
+    error: Option<String>,
+}
+
+pub fn run(spec: &Spec, stop: &Arc<AtomicBool>) -> Result<StreamResult> {
+    if spec.bs == 0 || spec.qd == 0 || spec.jobs == 0 {
+        bail!("--bs, --qd and --jobs must be at least 1");
+    }
+    let targets = open_targets(spec)?;
+    let depth = (spec.qd as usize * spec.jobs as usize * targets.len()).clamp(1, 4096) as u32;
+    let mut engine = engine::open(spec.engine, depth).context("open the I/O engine")?;
+    let mut passes = Vec::new();
+    for &pass in &spec.passes {
+        let r = run_pass(spec, pass, &targets, engine.as_mut(), stop)?;
+        let stop_here = r.interrupted || r.jobs.iter().any(|j| j.error.is_some());
+        passes.push(r);
+        if stop_here {
+            break;
+        }
+    }
+    Ok(StreamResult {
+        schema_version: SCHEMA_VERSION,
+        seed: spec.seed,
+        storcert_version: env!("CARGO_PKG_VERSION").to_string(),
+        engine: engine.name().to_string(),
+        bs: spec.bs,
+        qd: spec.qd,
+        jobs_per_target: spec.jobs,
+        direct: spec.direct,
+        targets: targets.into_iter().map(|t| t.info).collect(),
+        passes,
+    })
+}
+
+fn run_pass(
+    spec: &Spec,
+    pass: Pass,
+    targets: &[Opened],
+    engine: &mut dyn engine::Engine,
+    stop: &Arc<AtomicBool>,
+) -> Result<PassResult> {
+    let write = pass == Pass::Write;
+    let mut jobs: Vec<Job> = Vec::new();
+    for (t, target) in targets.iter().enumerate() {
+        for (start, len) in regions(target.info.tested_bytes, spec.jobs, spec.bs) {
+            jobs.push(Job {
+                target: t,
+                start,
+                end: start + len,
+                next: start,
+                in_flight: 0,
+                bytes: 0,
+                ios: 0,
+                first: None,
+                last: None,
+                clat: Hdr::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
+                bw: Vec::new(),
+                error: None,
+            });
+        }
+    }
+    let total: u64 = targets.iter().map(|t| t.info.tested_bytes).sum();
+    let label = format!(
+        "{} {}",
+        if write { "writing" } else { "reading" },
+        targets
+            .iter()
+            .map(|t| t.info.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut progress = Progress::bytes(&label, total);
+    let before: Vec<Option<diskstats::Counters>> = targets
+        .iter()
+        .map(|t| t.info.device.as_deref().and_then(diskstats::read))
+        .collect();
+    let mut pools = BufferPools::default();
+    let mut filler = crate::act::random::Rng::from_entropy();
+    let mut verify = (spec.verify && !write).then_some(VerifyResult {
+        blocks_checked: 0,
+        bad_blocks: 0,
+        first_bad: Vec::new(),
+    });
+    let started = Instant::now();
+    let mut timeline: Vec<u64> = Vec::new();
+    let mut completions = Vec::new();
+    let mut done = 0u64;
+    let mut interrupted = false;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+        }
+        for (j, job) in jobs.iter_mut().enumerate() {
+            while !interrupted
+                && job.error.is_none()
+                && job.in_flight < spec.qd
+                && job.next < job.end
+            {
+                let len = (job.end - job.next).min(spec.bs as u64) as u32;
+                let mut buf = pools.get(spec.bs as usize);
+                if write {
+                    let block = &mut buf.as_mut_slice()[..len as usize];
+                    if spec.verify {
+                        verify::fill(block, job.next, job.target as u32, spec.seed);
+                    } else if block[..64].iter().all(|&b| b == 0) {
+                        // A fresh buffer: random data once (fio's default),
+                        // so compressing drives see incompressible data.
+                        filler.fill(block, 100);
+                    }
+                }
+                job.first.get_or_insert_with(Instant::now);
+                engine.push(Request {
+                    fd: targets[job.target].file.as_raw_fd(),
+                    offset: job.next,
+                    len,
+                    write,
+                    buf,
+                    tag: j as u64,
+                })?;
+                job.next += len as u64;
+                job.in_flight += 1;
+            }
+        }
+        if engine.in_flight() == 0 {
+            break;
+        }
+        completions.clear();
+        engine.reap(Some(Duration::from_millis(100)), &mut completions)?;
+        for mut c in completions.drain(..) {
+            let job = &mut jobs[c.tag as usize];
+            job.in_flight -= 1;
+            if let Some(e) = c.error() {
+                job.error.get_or_insert_with(|| {
+                    format!(
+                        "{} {} at offset {}: {e} ({} bytes done)",
+                        targets[job.target].info.path,
+                        if c.write { "write" } else { "read" },
+                        c.offset,
+                        job.bytes
+                    )
+                });
+            } else {
+                let lat = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
+                job.clat.saturating_record(lat.max(1));
+                job.bytes += c.len as u64;
+                job.ios += 1;
+                job.last = Some(c.completed_at);
+                let sec = c.completed_at.duration_since(started).as_secs() as usize;
+                if job.bw.len() <= sec {
+                    job.bw.resize(sec + 1, 0);
+                }
+                job.bw[sec] += c.len as u64;
+                if timeline.len() <= sec {
+                    timeline.resize(sec + 1, 0);
+                }
+                timeline[sec] += c.len as u64;
+                done += c.len as u64;
+                if let Some(v) = verify.as_mut().filter(|_| !c.write) {
+                    let block = &mut c.buf.as_mut_slice()[..c.len as usize];
+                    v.blocks_checked += 1;
+                    if let Some(problem) =
+                        verify::check(block, c.offset, job.target as u32, spec.seed)
+                    {
+                        v.bad_blocks += 1;
+                        if v.first_bad.len() < 10 {
+                            v.first_bad.push(format!(
+                                "{} offset {}: {problem}",
+                                targets[job.target].info.path, c.offset
+                            ));
+                        }
+                    }
+                }
+            }
+            pools.put(c.buf);
+        }
+        progress.set(done);
+    }
+    progress.finish(done);
+    // What the kernel wrote must be on the device before the read pass,
+    // and (buffered, dd-style) not still in the page cache to be read back.
+    if write {
+        for t in targets {
+            // SAFETY: fsync and fadvise on an open fd.
+            if unsafe { libc::fsync(t.file.as_raw_fd()) } != 0 {
+                let e = std::io::Error::last_os_error();
+                bail!("fsync {}: {e}", t.info.path);
+            }
+            if !spec.direct {
+                unsafe { libc::posix_fadvise(t.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            }
+        }
+    }
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let disks = targets
+        .iter()
+        .zip(before)
+        .filter_map(|(t, b)| {
+            let name = t.info.device.as_deref()?;
+            Some(diskstats::delta(
+                name,
+                b?,
+                diskstats::read(name)?,
+                elapsed_ms,
+            ))
+        })
+        .collect();
+    let results: Vec<JobResult> = jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let runtime = match (j.first, j.last) {
+                (Some(a), Some(b)) => b.duration_since(a),
+                _ => Duration::ZERO,
+            };
+            let secs = runtime.as_secs_f64().max(1e-9);
+            JobResult {
+                name: format!(
+                    "{}-job{}",
+                    std::path::Path::new(&targets[j.target].info.path)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    i
+                ),
+                target: j.target,
+                offset: j.start,
+                length: j.end - j.start,
+                bytes: j.bytes,
+                ios: j.ios,
+                runtime_ms: runtime.as_millis() as u64,
+                runtime_ns: runtime.as_nanos() as u64,
+                bw_bytes: if j.bytes > 0 {
+                    j.bytes as f64 / secs
+                } else {
+                    0.0
+                },
+                iops: if j.ios > 0 { j.ios as f64 / secs } else { 0.0 },
+                clat: Latency::of(&j.clat),
+                bw_per_sec: j.bw.clone(),
+                error: j.error.clone(),
+            }
+        })
+        .collect();
+    let bytes: u64 = results.iter().map(|j| j.bytes).sum();
+    let max_rt = results.iter().map(|j| j.runtime_ms).max().unwrap_or(0);
+    let max_rt_ns = results.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
+    let group = GroupResult {
+        bytes,
+        aggr_bw_bytes: if max_rt_ns > 0 {
+            bytes as f64 * 1e9 / max_rt_ns as f64
+        } else {
+            0.0
+        },
+        min_bw_bytes: results
+            .iter()
+            .map(|j| j.bw_bytes)
+            .fold(f64::INFINITY, f64::min)
+            .min(f64::MAX),
+        max_bw_bytes: results.iter().map(|j| j.bw_bytes).fold(0.0, f64::max),
+        min_runtime_ms: results.iter().map(|j| j.runtime_ms).min().unwrap_or(0),
+        max_runtime_ms: max_rt,
+    };
+    Ok(PassResult {
+        pass,
+        jobs: results,
+        group,
+        disks,
+        verify,
+        bw_timeline: timeline,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_have_no_gaps_or_overlaps() {
+        for (len, jobs, bs) in [
+            (1 << 30, 4, 1 << 20),
+            (1_000_000_000, 3, 4096),
+            (8192, 4, 4096),
+            (12800, 2, 4096),
+        ] {
+            let r = regions(len, jobs, bs);
+            assert_eq!(r[0].0, 0);
+            for w in r.windows(2) {
+                assert_eq!(w[0].0 + w[0].1, w[1].0, "gap or overlap");
+                assert_eq!(w[0].1 % bs as u64, 0);
+            }
+            let last = r.last().unwrap();
+            assert_eq!(last.0 + last.1, len);
+        }
+        // Fewer blocks than jobs: only the jobs with work remain.
+        assert_eq!(regions(8192, 4, 4096), vec![(0, 8192)]);
+    }
+}
