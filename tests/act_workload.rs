@@ -2,54 +2,14 @@
 //! and regular files. Achieved rates, the log, device errors, Ctrl-C,
 //! falling behind, index and prep.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Command;
 use std::time::Duration;
 
+use common::{failing_loop, json, storcert, Loop};
+
 use storcert::act::analyze::{analyze, Options};
-
-fn storcert(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_storcert"))
-        .args(args)
-        .output()
-        .expect("run storcert")
-}
-
-/// A loop device with direct I/O over a sparse file; detached on drop.
-struct Loop {
-    dev: String,
-    _file: PathBuf,
-}
-
-impl Loop {
-    fn new(file: &Path, size: u64) -> Loop {
-        std::fs::File::create(file).unwrap().set_len(size).unwrap();
-        let out = Command::new("losetup")
-            .args(["--direct-io=on", "-f", "--show"])
-            .arg(file)
-            .output()
-            .expect("losetup (the workload tests need root and util-linux)");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop {
-            dev: String::from_utf8(out.stdout).unwrap().trim().to_string(),
-            _file: file.to_path_buf(),
-        }
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
-    }
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Sum of asked and achieved rates of the streams with this label.
 fn rates(v: &serde_json::Value, label: &str) -> (f64, f64) {
@@ -136,38 +96,9 @@ fn rates_at_10x_within_one_percent() {
 #[test]
 fn device_errors_are_counted_per_device_and_stop_past_the_limit() {
     // A loop device over a sparse file on a 32 MiB tmpfs: writes that need
-    // new space fail (ENOSPC through the loop driver), as a failing drive's
-    // writes would.
+    // new space fail, as a failing drive's writes would.
     let tmp = tempfile::tempdir().unwrap();
-    let mnt = tmp.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=32m", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "mount tmpfs (the test needs root)");
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _u = Unmount(mnt.clone());
-    let back = mnt.join("back.img");
-    std::fs::File::create(&back)
-        .unwrap()
-        .set_len(256 << 20)
-        .unwrap();
-    let out = Command::new("losetup")
-        .args(["-f", "--show"])
-        .arg(&back)
-        .output()
-        .unwrap();
-    let lo = Loop {
-        dev: String::from_utf8(out.stdout).unwrap().trim().to_string(),
-        _file: back,
-    };
+    let (_fs, lo) = failing_loop(tmp.path());
     let res = tmp.path().join("r.json");
     let log = tmp.path().join("r.log");
     // Tolerant limit: the run goes on and reports the errors.

@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests: running the binary, loop
+//! devices, tmpfs mounts.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn storcert(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(args)
+        .output()
+        .expect("run storcert")
+}
+
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A loop device over a file; detached on drop.
+pub struct Loop {
+    pub dev: String,
+}
+
+impl Loop {
+    /// Direct-I/O loop device over a new sparse file of `size` bytes.
+    pub fn new(file: &Path, size: u64) -> Loop {
+        std::fs::File::create(file).unwrap().set_len(size).unwrap();
+        Loop::attach(file, &["--direct-io=on"])
+    }
+
+    /// A loop device over an existing file, with extra losetup options.
+    pub fn attach(file: &Path, options: &[&str]) -> Loop {
+        let out = Command::new("losetup")
+            .args(options)
+            .args(["-f", "--show"])
+            .arg(file)
+            .output()
+            .expect("losetup (these tests need root and util-linux)");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop {
+            dev: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// A tmpfs of `size` mounted at `dir`; unmounted on drop.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount tmpfs (the test needs root)");
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A loop device whose writes fail once a 32 MiB tmpfs under it is full
+/// (ENOSPC through the loop driver), as a failing drive's writes would.
+pub fn failing_loop(tmp: &Path) -> (Tmpfs, Loop) {
+    let fs = Tmpfs::mount(&tmp.join("small"), "32m");
+    let back = fs.0.join("back.img");
+    std::fs::File::create(&back)
+        .unwrap()
+        .set_len(256 << 20)
+        .unwrap();
+    let lo = Loop::attach(&back, &[]);
+    (fs, lo)
+}

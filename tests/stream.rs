@@ -1,0 +1,465 @@
+//! The streaming suite on loop devices and files: exact coverage, region
+//! splitting, verify catching an overwritten block, fio's JSON shape, the
+//! filesystem pass, dd mode, and bad input (too large, misaligned bs,
+//! write errors, read-only device, Ctrl-C).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{Seek, SeekFrom, Write};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{failing_loop, json, storcert, Loop};
+use serde_json::Value;
+
+fn run_json(args: &[&str]) -> (std::process::Output, Value) {
+    let out = storcert(args);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: stdout {:?} stderr {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+#[test]
+fn both_passes_cover_exactly_the_asked_range_in_regions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("d.img"), 256 << 20);
+    // 40 MiB + 8 KiB over 3 jobs of 1 MiB blocks: regions of 13 MiB, the
+    // last one with the 8 KiB tail.
+    let size = (40u64 << 20) + 8192;
+    let (out, v) = run_json(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        &size.to_string(),
+        "--bs",
+        "1M",
+        "--qd",
+        "4",
+        "--jobs",
+        "3",
+        "--verify",
+        "--output-format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["passes"].as_array().unwrap().len(), 2);
+    for pass in v["passes"].as_array().unwrap() {
+        let jobs = pass["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 3);
+        let mut next = 0u64;
+        for j in jobs {
+            assert_eq!(j["offset"].as_u64().unwrap(), next, "gap or overlap");
+            assert_eq!(j["bytes"], j["length"]);
+            next += j["length"].as_u64().unwrap();
+        }
+        assert_eq!(next, size);
+        assert_eq!(pass["group"]["bytes"].as_u64().unwrap(), size);
+        assert_eq!(jobs[0]["length"].as_u64().unwrap(), 13 << 20);
+        assert_eq!(jobs[2]["ios"].as_u64().unwrap(), 15);
+    }
+    let read = &v["passes"][1];
+    assert_eq!(read["pass"], "read");
+    assert_eq!(
+        read["verify"]["blocks_checked"].as_u64().unwrap(),
+        3 * 13 + 2
+    );
+    assert_eq!(read["verify"]["bad_blocks"], 0);
+    // The device's own view.
+    let disk = &read["disks"][0];
+    assert!(disk["read_ios"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn verify_catches_a_block_overwritten_between_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("v.img");
+    let lo = Loop::new(&img, 64 << 20);
+    let (out, _) = run_json(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        "16M",
+        "--bs",
+        "1M",
+        "--pattern",
+        "write",
+        "--verify",
+        "--seed",
+        "77",
+        "--output-format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(lo);
+    // Between the passes: block 5 gets block 2's contents (a misdirected
+    // write), block 9 one flipped byte, block 12 zeros.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&img)
+        .unwrap();
+    let mut block2 = vec![0u8; 1 << 20];
+    use std::os::unix::fs::FileExt;
+    f.read_exact_at(&mut block2, 2 << 20).unwrap();
+    f.write_all_at(&block2, 5 << 20).unwrap();
+    let mut byte = [0u8];
+    f.read_exact_at(&mut byte, (9 << 20) + 777).unwrap();
+    f.write_all_at(&[byte[0] ^ 0xff], (9 << 20) + 777).unwrap();
+    f.seek(SeekFrom::Start(12 << 20)).unwrap();
+    f.write_all(&vec![0u8; 1 << 20]).unwrap();
+    f.sync_all().unwrap();
+    let lo = Loop::attach(&img, &["--direct-io=on"]);
+    let (out, v) = run_json(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        "16M",
+        "--bs",
+        "1M",
+        "--pattern",
+        "read",
+        "--verify",
+        "--seed",
+        "77",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "bad blocks fail the run");
+    let verify = &v["passes"][0]["verify"];
+    assert_eq!(verify["blocks_checked"], 16);
+    assert_eq!(verify["bad_blocks"], 3);
+    let bad: Vec<String> = verify["first_bad"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        bad,
+        vec![
+            format!(
+                "{} offset 5242880: holds the block written for offset 2097152 (misdirected write)",
+                lo.dev
+            ),
+            format!("{} offset 9437184: checksum mismatch (corrupted)", lo.dev),
+            format!("{} offset 12582912: no verify header (lost write)", lo.dev),
+        ]
+    );
+}
+
+/// Every key path of a JSON value ("jobs.write.clat_ns.N").
+fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    if let Value::Object(m) = v {
+        for (k, child) in m {
+            if k == "percentile" || k == "bins" {
+                out.insert(format!("{prefix}{k}"));
+                continue;
+            }
+            let p = format!("{prefix}{k}");
+            out.insert(p.clone());
+            paths(child, &format!("{p}."), out);
+        }
+    }
+}
+
+#[test]
+fn fio_json_has_fios_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("f.img"), 64 << 20);
+    let (out, ours) = run_json(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        "8M",
+        "--bs",
+        "1M",
+        "--qd",
+        "4",
+        "--output-format",
+        "fio-json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // fio itself (Debian's package) on the same device, same shape of job.
+    let fio = Command::new("fio")
+        .args([
+            "--name=ref",
+            "--size=8M",
+            "--bs=1M",
+            "--rw=write",
+            "--direct=1",
+            "--ioengine=io_uring",
+            "--iodepth=4",
+            "--output-format=json",
+        ])
+        .arg(format!("--filename={}", lo.dev))
+        .output()
+        .expect("fio (scripts/setup installs it)");
+    let theirs: Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+    paths(&ours["jobs"][0]["write"], "", &mut a);
+    paths(&theirs["jobs"][0]["write"], "", &mut b);
+    let missing: Vec<&String> = b.difference(&a).collect();
+    assert!(
+        missing.is_empty(),
+        "fio's write object has keys storcert's lacks: {missing:?}"
+    );
+    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
+    paths(&ours["disk_util"][0], "", &mut a);
+    paths(&theirs["disk_util"][0], "", &mut b);
+    assert_eq!(a, b);
+    // What consumers of fio JSON read, typed as fio types it.
+    let w = &ours["jobs"][0]["write"];
+    assert_eq!(w["io_bytes"].as_u64().unwrap(), 8 << 20);
+    assert!(w["bw"].as_u64().unwrap() > 0 && w["bw_bytes"].as_u64().unwrap() > 0);
+    assert!(w["iops"].as_f64().unwrap() > 0.0);
+    assert!(w["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+    assert_eq!(
+        ours["jobs"][0]["read"]["io_bytes"].as_u64().unwrap(),
+        8 << 20
+    );
+    assert!(ours["storcert version"]
+        .as_str()
+        .unwrap()
+        .starts_with("storcert-"));
+    assert!(ours.get("fio version").is_none());
+}
+
+#[test]
+fn text_output_has_fios_run_status_block_and_dd_mode_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("t.img");
+    let out = storcert(&["stream", "--device", file.to_str().unwrap(), "--size", "8M"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Run status group 0 (all jobs):\n  WRITE: bw="),
+        "{text}"
+    );
+    assert!(text.contains("\n   READ: bw="));
+    assert!(text.contains(", io=8192KiB (8389kB), run="), "{text}");
+    let out = storcert(&[
+        "stream",
+        "--device",
+        file.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--dd",
+        "--buffered",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].starts_with("8388608 bytes (8.4 MB, 8.0 MiB) copied, "),
+        "{text}"
+    );
+}
+
+#[test]
+fn filesystem_pass_reports_both_tables_and_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = storcert(&[
+        "stream",
+        "--fs",
+        tmp.path().to_str().unwrap(),
+        "--fs-size",
+        "32M",
+        "--files",
+        "300",
+        "--output-format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tests: Vec<&str> = v["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tests,
+        vec!["block write", "rewrite", "block read", "random seeks"]
+    );
+    let meta: Vec<&str> = v["metadata"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["test"].as_str().unwrap())
+        .collect();
+    assert_eq!(meta.len(), 6);
+    assert!(meta.contains(&"random delete"));
+    assert!(v["data"][0]["per_sec"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "left files behind"
+    );
+    let out = storcert(&["stream", "--fs", "/nonexistent-dir"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("b.img"), 32 << 20);
+    let err = |out: std::process::Output| {
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        err(storcert(&["stream", "--device", &lo.dev, "--size", "64M"])),
+        format!(
+            "storcert stream: --size 67108864 is larger than {} (33554432 bytes)",
+            lo.dev
+        )
+    );
+    // A 4096-byte-sector device takes no 6 KiB blocks.
+    let img4k = tmp.path().join("4k.img");
+    std::fs::File::create(&img4k)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let lo4k = Loop::attach(&img4k, &["--direct-io=on", "--sector-size", "4096"]);
+    assert_eq!(
+        err(storcert(&[
+            "stream", "--device", &lo4k.dev, "--bs", "6k", "--size", "1M"
+        ])),
+        format!(
+            "storcert stream: --bs 6144 is not a multiple of {}'s logical sector size (4096 bytes)",
+            lo4k.dev
+        )
+    );
+    assert!(err(storcert(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--pattern",
+        "write,trim"
+    ]))
+    .contains("unknown pass \"trim\""));
+    assert!(err(storcert(&["stream", "--device", &lo.dev, "--bs", "huge"])).contains("--bs"));
+    // A read-only device: writing is refused with the reason, reading works.
+    let ro_img = tmp.path().join("ro.img");
+    std::fs::File::create(&ro_img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let ro = Loop::attach(&ro_img, &["-r"]);
+    assert!(err(storcert(&["stream", "--device", &ro.dev])).contains("is read-only"));
+    let out = storcert(&[
+        "stream",
+        "--device",
+        &ro.dev,
+        "--pattern",
+        "read",
+        "--size",
+        "4M",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_write_error_midway_stops_the_pass_and_says_how_much_was_done() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_fs, lo) = failing_loop(tmp.path());
+    let (out, v) = run_json(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        "128M",
+        "--bs",
+        "1M",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let passes = v["passes"].as_array().unwrap();
+    assert_eq!(passes.len(), 1, "no read pass after a failed write pass");
+    let job = &passes[0]["jobs"][0];
+    let e = job["error"].as_str().unwrap();
+    assert!(
+        e.starts_with(&format!("{} write at offset ", lo.dev)),
+        "{e}"
+    );
+    assert!(e.contains("bytes done)"), "{e}");
+    let done = job["bytes"].as_u64().unwrap();
+    assert!(done > 0 && done < 128 << 20, "{done}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"));
+}
+
+#[test]
+fn ctrl_c_still_prints_valid_partial_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.img");
+    // Buffered, one request at a time, small blocks: slow enough to stop.
+    let child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args([
+            "stream",
+            "--device",
+            file.to_str().unwrap(),
+            "--size",
+            "4G",
+            "--bs",
+            "4k",
+            "--qd",
+            "1",
+            "--output-format",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("valid JSON after Ctrl-C");
+    assert_eq!(v["passes"][0]["interrupted"], true);
+    let done = v["passes"][0]["group"]["bytes"].as_u64().unwrap();
+    assert!(done > 0 && done < 4 << 30);
+    let _ = json; // (shared helper, used by other test files)
+}
