@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -12,14 +12,28 @@ pub struct Progress {
     total: u64,
     started: Instant,
     last_line: Instant,
+    last_done: u64,
     every: Duration,
+}
+
+/// Several bars drawn together on a terminal (one per device); nothing
+/// otherwise.
+pub fn multi() -> Option<MultiProgress> {
+    std::io::stderr()
+        .is_terminal()
+        .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
 }
 
 impl Progress {
     /// Progress over `total` bytes, labelled `label`.
     pub fn bytes(label: &str, total: u64) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        Self::bytes_in(multi().as_ref(), label, total)
+    }
+
+    /// The same, as one of several bars of `multi`.
+    pub fn bytes_in(multi: Option<&MultiProgress>, label: &str, total: u64) -> Progress {
+        let bar = multi.map(|m| {
+            let bar = m.add(ProgressBar::new(total));
             bar.set_style(
                 ProgressStyle::with_template(
                     "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
@@ -36,6 +50,7 @@ impl Progress {
             total,
             started: Instant::now(),
             last_line: Instant::now(),
+            last_done: 0,
             every: Duration::from_secs(10),
         }
     }
@@ -45,12 +60,14 @@ impl Progress {
             bar.set_position(done);
             return;
         }
-        if self.last_line.elapsed() >= self.every {
+        let since = self.last_line.elapsed();
+        if since >= self.every {
+            // The plain line shows the rate of the last interval (current),
+            // and an ETA from it.
+            let current = done.saturating_sub(self.last_done) as f64 / since.as_secs_f64();
             self.last_line = Instant::now();
-            eprintln!(
-                "{}",
-                line(&self.label, done, self.total, self.started.elapsed())
-            );
+            self.last_done = done;
+            eprintln!("{}", line_at(&self.label, done, self.total, current));
         }
     }
 
@@ -65,9 +82,19 @@ impl Progress {
     }
 }
 
-/// "salting /dev/sdb: 12.0 GB of 480.1 GB (2.5%), 1.2 GB/s, ETA 6m 30s"
+/// "salting /dev/sdb: 12.0 GB of 480.1 GB (2.5%), 1.2 GB/s, ETA 6m 30s",
+/// at the average rate since the start.
 pub fn line(label: &str, done: u64, total: u64, elapsed: Duration) -> String {
-    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
+    line_at(
+        label,
+        done,
+        total,
+        done as f64 / elapsed.as_secs_f64().max(1e-9),
+    )
+}
+
+/// The same line at a given rate (bytes per second).
+pub fn line_at(label: &str, done: u64, total: u64, rate: f64) -> String {
     let pct = if total == 0 {
         100.0
     } else {

@@ -352,17 +352,21 @@ fn run_pass(
             });
         }
     }
-    let total: u64 = targets.iter().map(|t| t.info.tested_bytes).sum();
-    let label = format!(
-        "{} {}",
-        if write { "writing" } else { "reading" },
-        targets
-            .iter()
-            .map(|t| t.info.path.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let mut progress = Progress::bytes(&label, total);
+    // One progress line per device.
+    let bars = crate::output::progress::multi();
+    let mut progress: Vec<Progress> = targets
+        .iter()
+        .map(|t| {
+            let label = format!(
+                "{} {}",
+                if write { "writing" } else { "reading" },
+                t.info.path
+            );
+            Progress::bytes_in(bars.as_ref(), &label, t.info.tested_bytes)
+        })
+        .collect();
+    let mut done_per_target = vec![0u64; targets.len()];
+    let mut bad: std::collections::BTreeMap<(usize, u64), verify::Problem> = Default::default();
     let before: Vec<Option<diskstats::Counters>> = targets
         .iter()
         .map(|t| t.info.device.as_deref().and_then(diskstats::read))
@@ -377,7 +381,6 @@ fn run_pass(
     let started = Instant::now();
     let mut timeline: Vec<u64> = Vec::new();
     let mut completions = Vec::new();
-    let mut done = 0u64;
     let mut interrupted = false;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -447,7 +450,7 @@ fn run_pass(
                     timeline.resize(sec + 1, 0);
                 }
                 timeline[sec] += c.len as u64;
-                done += c.len as u64;
+                done_per_target[job.target] += c.len as u64;
                 if let Some(v) = verify.as_mut().filter(|_| !c.write) {
                     let block = &mut c.buf.as_mut_slice()[..c.len as usize];
                     v.blocks_checked += 1;
@@ -455,20 +458,30 @@ fn run_pass(
                         verify::check(block, c.offset, job.target as u32, spec.seed)
                     {
                         v.bad_blocks += 1;
-                        if v.first_bad.len() < 10 {
-                            v.first_bad.push(format!(
-                                "{} offset {}: {problem}",
-                                targets[job.target].info.path, c.offset
-                            ));
+                        // Keep the ten lowest (target, offset): completions
+                        // arrive out of order.
+                        bad.insert((job.target, c.offset), problem);
+                        if bad.len() > 10 {
+                            bad.pop_last();
                         }
                     }
                 }
             }
             pools.put(c.buf);
         }
-        progress.set(done);
+        for (p, &d) in progress.iter_mut().zip(&done_per_target) {
+            p.set(d);
+        }
     }
-    progress.finish(done);
+    for (p, d) in progress.into_iter().zip(done_per_target) {
+        p.finish(d);
+    }
+    if let Some(v) = verify.as_mut() {
+        v.first_bad = bad
+            .iter()
+            .map(|((t, off), problem)| format!("{} offset {off}: {problem}", targets[*t].info.path))
+            .collect();
+    }
     // What the kernel wrote must be on the device before the read pass,
     // and (buffered, dd-style) not still in the page cache to be read back.
     if write {
