@@ -463,3 +463,143 @@ fn ctrl_c_still_prints_valid_partial_json() {
     assert!(done > 0 && done < 4 << 30);
     let _ = json; // (shared helper, used by other test files)
 }
+
+/// docs/stream-schema.md, written down as types that refuse any field the
+/// document does not name: the output must parse into them.
+mod documented {
+    // Fields mirror the document; parsing into them is the check.
+    #![allow(dead_code)]
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Stream {
+        pub schema_version: u32,
+        pub seed: u64,
+        pub storcert_version: String,
+        pub engine: String,
+        pub bs: u32,
+        pub qd: u32,
+        pub jobs_per_target: u32,
+        pub direct: bool,
+        pub targets: Vec<Target>,
+        pub passes: Vec<Pass>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Target {
+        pub path: String,
+        pub device: Option<String>,
+        pub size_bytes: u64,
+        pub tested_bytes: u64,
+        pub logical_sector_size: u32,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Pass {
+        pub pass: String,
+        pub jobs: Vec<Job>,
+        pub group: Group,
+        pub disks: Vec<DiskUtil>,
+        pub verify: Option<Verify>,
+        pub bw_timeline: Vec<u64>,
+        pub interrupted: bool,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Job {
+        pub name: String,
+        pub target: usize,
+        pub offset: u64,
+        pub length: u64,
+        pub bytes: u64,
+        pub ios: u64,
+        pub runtime_ms: u64,
+        pub runtime_ns: u64,
+        pub bw_bytes: f64,
+        pub iops: f64,
+        pub clat: Latency,
+        pub bw_per_sec: Vec<u64>,
+        pub error: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Latency {
+        pub n: u64,
+        pub min_ns: u64,
+        pub max_ns: u64,
+        pub mean_ns: f64,
+        pub stddev_ns: f64,
+        pub percentiles: Vec<(f64, u64)>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Group {
+        pub bytes: u64,
+        pub aggr_bw_bytes: f64,
+        pub min_bw_bytes: f64,
+        pub max_bw_bytes: f64,
+        pub min_runtime_ms: u64,
+        pub max_runtime_ms: u64,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct DiskUtil {
+        pub name: String,
+        pub read_ios: u64,
+        pub write_ios: u64,
+        pub read_merges: u64,
+        pub write_merges: u64,
+        pub read_ticks: u64,
+        pub write_ticks: u64,
+        pub in_queue: u64,
+        pub util: f64,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Verify {
+        pub blocks_checked: u64,
+        pub bad_blocks: u64,
+        pub first_bad: Vec<String>,
+    }
+}
+
+#[test]
+fn own_json_matches_the_documented_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("s.img"), 64 << 20);
+    let out = storcert(&[
+        "stream",
+        "--device",
+        &lo.dev,
+        "--size",
+        "8M",
+        "--jobs",
+        "2",
+        "--verify",
+        "--output-format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: documented::Stream =
+        serde_json::from_slice(&out.stdout).expect("output follows docs/stream-schema.md");
+    assert_eq!(doc.schema_version, 1);
+    assert_eq!(doc.passes.len(), 2);
+    assert_eq!(doc.passes[1].pass, "read");
+    let clat = &doc.passes[0].jobs[0].clat;
+    assert_eq!(clat.percentiles.len(), 17);
+    assert!(clat.min_ns <= clat.max_ns && clat.n > 0);
+    assert!(doc.passes[1].verify.as_ref().unwrap().bad_blocks == 0);
+    assert!(doc.passes[0].verify.is_none());
+}
