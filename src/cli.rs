@@ -28,8 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// List disks and storage controllers with identity, firmware, write cache and health
     Inventory(InventoryArgs),
-    /// Check drive and controller settings against a policy (planned: issue 5)
-    Check(PlannedArgs),
+    /// Check drives, virtual drives and controllers against a policy
+    Check(CheckArgs),
     /// Provision spare area with a GPT partition (planned: issue 5)
     Provision(PlannedArgs),
     /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
@@ -361,4 +361,20 @@ pub struct StreamArgs {
     /// Files the filesystem pass creates, stats and deletes
     #[arg(long, default_value_t = 4096)]
     pub files: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The policy (TOML; see docs/policy.example.toml)
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// Check this inventory (from `storcert inventory --json`) instead of scanning
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Only these devices; repeatable
+    #[arg(long, short = 'd', value_name = "DEV")]
+    pub device: Vec<String>,
+    /// Print the findings as JSON
+    #[arg(long)]
+    pub json: bool,
 }

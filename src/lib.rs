@@ -8,5 +8,6 @@ pub mod engine;
 pub mod inventory;
 pub mod output;
 pub mod passthrough;
+pub mod policy;
 pub mod safety;
 pub mod stream;

@@ -2,13 +2,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
-use storcert::commands::{self, act, docs, inventory, stream};
+use storcert::commands::{self, act, check, docs, inventory, stream};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Inventory(args) => inventory::run(args),
-        Command::Check(_) => commands::planned("check", 5),
+        Command::Check(args) => check::run(args),
         Command::Provision(_) => commands::planned("provision", 5),
         Command::Act(args) => act::run(args),
         Command::Stream(args) => stream::run(args),

@@ -187,6 +187,26 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         ("SCSI INQUIRY", "unsupported")
     );
 
+    // The policy check on the live lab inventory: the SATA disk's write
+    // cache is off where the policy wants it on; the MegaRAID virtual
+    // drives hold "WT NORA Direct" as LD_GET_INFO reports it (CFG_READ's
+    // disagreement is named); the NVMe volatile write cache is read as on.
+    let policy = storcert::policy::Policy::parse(
+        "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"on\"\n\n\
+         [[drive]]\nmatch = { transport = \"nvme\" }\nwrite_cache = \"on\"\n\n\
+         [[virtual_drive]]\nmatch = { controller = \"megaraid_sas\" }\nwrite = \"WT\"\nread = \"NORA\"\nio = \"Direct\"\n",
+        "lab.toml",
+    )
+    .unwrap();
+    let report = storcert::policy::check::check(&policy, &inv);
+    assert!(!report.pass);
+    assert_eq!(report.checks, 2 + 3 * 2);
+    assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
+    let f = &report.findings[0];
+    assert_eq!((f.check.as_str(), f.expected.as_str()), ("write cache", "on"));
+    assert_eq!(f.actual, "off (ATA IDENTIFY (words 82/85))");
+    assert!(f.device.contains(&t("SATA_SERIAL")));
+
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on
     // with what INQUIRY and VPD say.

@@ -2,6 +2,7 @@
 //! prints through `output`. Each returns the process exit status.
 
 pub mod act;
+pub mod check;
 pub mod docs;
 pub mod inventory;
 pub mod stream;

@@ -1,0 +1,59 @@
+//! `storcert check`: an inventory against a policy.
+
+use std::process::ExitCode;
+
+use super::exit;
+use crate::cli::CheckArgs;
+use crate::inventory::{scan, Inventory, Roots, ScanOptions};
+use crate::policy::{check, Policy};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert check: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+pub fn run(a: CheckArgs) -> ExitCode {
+    let policy = match Policy::from_file(&a.policy) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let inventory: Inventory = match &a.inventory {
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("{}: {e}", path.display())),
+            };
+            match serde_json::from_str(&text) {
+                Ok(i) => i,
+                Err(e) => {
+                    return fail(format!(
+                        "{}:{}:{}: not an inventory: {e}",
+                        path.display(),
+                        e.line(),
+                        e.column()
+                    ))
+                }
+            }
+        }
+        None => scan(
+            &Roots::default(),
+            &ScanOptions {
+                devices: a.device.clone(),
+                ..Default::default()
+            },
+        ),
+    };
+    if let Some(e) = inventory.errors.iter().find(|e| e.starts_with("--device ")) {
+        return fail(e);
+    }
+    let report = check::check(&policy, &inventory);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", check::render(&report));
+    }
+    ExitCode::from(if report.pass { exit::PASS } else { exit::FAIL })
+}

@@ -1,0 +1,733 @@
+//! Checking an inventory against a policy: every setting a matching rule
+//! sets becomes one check; what does not hold becomes a finding naming the
+//! rule, the device, what was expected, what the device says, and how a
+//! person would fix it where that is known.
+
+use std::cmp::Ordering;
+
+use serde::Serialize;
+
+use super::glob;
+use super::*;
+use crate::inventory::{Controller, Disk, Inventory, VirtualDrive};
+use crate::output::units::parse_size;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Finding {
+    pub severity: Severity,
+    /// The rule that set the expectation: "drive[2]" (and its match).
+    pub rule: String,
+    pub device: String,
+    pub check: String,
+    pub expected: String,
+    pub actual: String,
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub checks: usize,
+    pub findings: Vec<Finding>,
+    pub pass: bool,
+}
+
+/// Natural order: digit runs compare as numbers ("GXM1103Q" > "GXM1003Q",
+/// "1.10" > "1.9").
+pub fn version_cmp(a: &str, b: &str) -> Ordering {
+    fn chunks(s: &str) -> Vec<(bool, String)> {
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for c in s.chars() {
+            let d = c.is_ascii_digit();
+            match out.last_mut() {
+                Some((kind, text)) if *kind == d => text.push(c),
+                _ => out.push((d, c.to_string())),
+            }
+        }
+        out
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(&cb) {
+        let ord = match (x.0, y.0) {
+            (true, true) => {
+                let (p, q) = (x.1.trim_start_matches('0'), y.1.trim_start_matches('0'));
+                p.len().cmp(&q.len()).then_with(|| p.cmp(q))
+            }
+            _ => x.1.cmp(&y.1),
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    ca.len().cmp(&cb.len())
+}
+
+fn version_ok(v: &Version, actual: &str) -> Result<(), String> {
+    if let Some(allow) = &v.allow {
+        if !allow.iter().any(|a| a == actual) {
+            return Err(format!("one of {}", allow.join(", ")));
+        }
+    }
+    if let Some(deny) = &v.deny {
+        if deny.iter().any(|d| d == actual) {
+            return Err(format!("none of {}", deny.join(", ")));
+        }
+    }
+    if let Some(min) = &v.min {
+        if version_cmp(actual, min) == Ordering::Less {
+            return Err(format!("at least {min}"));
+        }
+    }
+    Ok(())
+}
+
+fn describe(m: &Match) -> String {
+    let mut parts = Vec::new();
+    let mut add = |k: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            parts.push(format!("{k}={v}"));
+        }
+    };
+    add("name", &m.name);
+    add("model", &m.model);
+    add("vendor", &m.vendor);
+    add("serial", &m.serial);
+    add("wwn", &m.wwn);
+    add("transport", &m.transport);
+    add("controller", &m.controller);
+    add("raid_level", &m.raid_level);
+    add("driver", &m.driver);
+    add("product", &m.product);
+    if parts.is_empty() {
+        "all".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn field(pattern: &Option<String>, values: &[Option<&str>]) -> bool {
+    match pattern {
+        None => true,
+        Some(p) => values.iter().flatten().any(|v| glob::matches(p, v)),
+    }
+}
+
+fn controller_of<'a>(inv: &'a Inventory, pci: Option<&str>) -> Option<&'a Controller> {
+    inv.controllers
+        .iter()
+        .find(|c| Some(c.pci_address.as_str()) == pci)
+}
+
+pub fn drive_matches(m: &Match, d: &Disk, inv: &Inventory) -> bool {
+    let ctrl = controller_of(inv, d.controller.as_deref());
+    m.raid_level.is_none()
+        && m.driver.is_none()
+        && m.product.is_none()
+        && field(&m.name, &[Some(d.name.as_str()), Some(d.dev_path.as_str())])
+        && field(&m.model, &[d.model.as_deref()])
+        && field(&m.vendor, &[d.vendor.as_deref()])
+        && field(&m.serial, &[d.serial.as_deref()])
+        && field(
+            &m.wwn,
+            &[d.wwn.as_deref(), d.eui64.as_deref(), d.nguid.as_deref()],
+        )
+        && field(&m.transport, &[Some(d.transport.as_str())])
+        && field(
+            &m.controller,
+            &[
+                d.controller.as_deref(),
+                ctrl.and_then(|c| c.driver.as_deref()),
+            ],
+        )
+}
+
+fn vd_matches(m: &Match, c: &Controller, vd: &VirtualDrive) -> bool {
+    let product = c.megaraid.as_ref().map(|mr| mr.product_name.as_str());
+    m.model.is_none()
+        && m.vendor.is_none()
+        && m.serial.is_none()
+        && m.wwn.is_none()
+        && m.transport.is_none()
+        && m.driver.is_none()
+        && field(
+            &m.name,
+            &[Some(vd.name.as_str()), vd.block_device.as_deref()],
+        )
+        && field(
+            &m.controller,
+            &[Some(c.pci_address.as_str()), c.driver.as_deref()],
+        )
+        && field(&m.raid_level, &[Some(vd.raid_level.as_str())])
+        && field(&m.product, &[product])
+}
+
+fn controller_matches(m: &Match, c: &Controller) -> bool {
+    let product = c.megaraid.as_ref().map(|mr| mr.product_name.as_str());
+    m.model.is_none()
+        && m.serial.is_none()
+        && m.wwn.is_none()
+        && m.transport.is_none()
+        && m.raid_level.is_none()
+        && m.name.is_none()
+        && field(&m.controller, &[Some(c.pci_address.as_str())])
+        && field(&m.driver, &[c.driver.as_deref()])
+        && field(&m.vendor, &[c.vendor_name.as_deref()])
+        && field(&m.product, &[c.device_name.as_deref(), product])
+}
+
+/// One virtual drive check: name, the winning rule's value, what the
+/// controller says, and storcli's property for the fix.
+type VdCheck<'a> = (
+    &'a str,
+    Option<(&'a String, String, Severity)>,
+    Option<String>,
+    &'a str,
+);
+
+/// What every kind of rule has.
+trait Rule {
+    fn matcher(&self) -> &Match;
+    fn severity(&self) -> Option<Severity>;
+}
+
+macro_rules! rule {
+    ($t:ty) => {
+        impl Rule for $t {
+            fn matcher(&self) -> &Match {
+                &self.matches
+            }
+            fn severity(&self) -> Option<Severity> {
+                self.severity
+            }
+        }
+    };
+}
+rule!(DriveRule);
+rule!(VirtualDriveRule);
+rule!(ControllerRule);
+
+/// The last matching rule that sets a setting wins.
+fn effective<'r, R: Rule, T: 'r>(
+    rules: &'r [R],
+    kind: &str,
+    is_match: impl Fn(&R) -> bool,
+    get: impl Fn(&'r R) -> Option<&'r T>,
+) -> Option<(&'r T, String, Severity)> {
+    rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| is_match(r))
+        .filter_map(|(i, r)| {
+            get(r).map(|v| {
+                (
+                    v,
+                    format!("{kind}[{i}] ({})", describe(r.matcher())),
+                    r.severity().unwrap_or_default(),
+                )
+            })
+        })
+        .last()
+}
+
+fn disk_label(d: &Disk) -> String {
+    format!(
+        "{} ({} {})",
+        d.name,
+        d.model.as_deref().unwrap_or("?"),
+        d.serial.as_deref().unwrap_or("?")
+    )
+}
+
+fn write_cache_fix(d: &Disk, on: bool) -> Option<String> {
+    use crate::inventory::Transport::*;
+    let dev = &d.dev_path;
+    match d.transport {
+        Sata => Some(format!("hdparm -W{} {dev}", u8::from(on))),
+        Nvme => {
+            let ctrl = dev
+                .trim_end_matches(|c: char| c.is_ascii_digit())
+                .trim_end_matches('n');
+            Some(format!("nvme set-feature {ctrl} -f 6 -v {}", u8::from(on)))
+        }
+        Sas | Scsi | Usb => Some(format!(
+            "sdparm --{} WCE --save {dev}",
+            if on { "set" } else { "clear" }
+        )),
+        Raid => Some(format!(
+            "storcli /cX/vN set wrcache={} (the virtual drive of {dev})",
+            if on { "wb" } else { "wt" }
+        )),
+        _ => None,
+    }
+}
+
+pub fn check(policy: &Policy, inv: &Inventory) -> Report {
+    let mut findings = Vec::new();
+    let mut checks = 0usize;
+    let mut finding = |f: Finding| findings.push(f);
+
+    for d in &inv.disks {
+        let rules = &policy.drives;
+        let m = |r: &DriveRule| drive_matches(&r.matches, d, inv);
+        let label = disk_label(d);
+        if let Some((want, rule, severity)) =
+            effective(rules, "drive", m, |r| r.write_cache.as_ref())
+        {
+            if *want != OnOff::Any {
+                checks += 1;
+                let wc = d.write_cache.as_ref();
+                let actual = wc.and_then(|w| w.enabled);
+                let want_on = *want == OnOff::On;
+                if actual != Some(want_on) {
+                    finding(Finding {
+                        severity,
+                        rule,
+                        device: label.clone(),
+                        check: "write cache".into(),
+                        expected: if want_on { "on" } else { "off" }.into(),
+                        actual: match (actual, wc) {
+                            (Some(a), Some(w)) => {
+                                format!("{} ({})", if a { "on" } else { "off" }, w.source)
+                            }
+                            _ => "unknown (no source answered)".into(),
+                        },
+                        fix: write_cache_fix(d, want_on),
+                    });
+                }
+            }
+        }
+        if let Some((v, rule, severity)) = effective(rules, "drive", m, |r| r.firmware.as_ref()) {
+            checks += 1;
+            let fw = d.firmware.as_deref().unwrap_or("");
+            if let Err(expected) = version_ok(v, fw) {
+                finding(Finding {
+                    severity,
+                    rule,
+                    device: label.clone(),
+                    check: "firmware".into(),
+                    expected,
+                    actual: match &d.firmware_source {
+                        Some(src) => format!("{fw} ({src})"),
+                        None => "unknown".into(),
+                    },
+                    fix: Some("update the drive's firmware with the vendor's tool".into()),
+                });
+            }
+        }
+        if let Some((r, rule, severity)) = effective(rules, "drive", m, |r| r.capacity.as_ref()) {
+            checks += 1;
+            let min = r.min.as_deref().and_then(|v| parse_size(v).ok());
+            let max = r.max.as_deref().and_then(|v| parse_size(v).ok());
+            if min.is_some_and(|m| d.capacity_bytes < m)
+                || max.is_some_and(|m| d.capacity_bytes > m)
+            {
+                finding(Finding {
+                    severity,
+                    rule,
+                    device: label.clone(),
+                    check: "capacity".into(),
+                    expected: format!(
+                        "{} to {}",
+                        r.min.as_deref().unwrap_or("0"),
+                        r.max.as_deref().unwrap_or("any")
+                    ),
+                    actual: format!("{} bytes", d.capacity_bytes),
+                    fix: None,
+                });
+            }
+        }
+        for (key, want, actual) in [
+            (
+                "logical sector size",
+                effective(rules, "drive", m, |r| r.logical_sector_size.as_ref()),
+                d.logical_sector_size,
+            ),
+            (
+                "physical sector size",
+                effective(rules, "drive", m, |r| r.physical_sector_size.as_ref()),
+                d.physical_sector_size,
+            ),
+        ] {
+            if let Some((want, rule, severity)) = want {
+                checks += 1;
+                if actual != Some(*want) {
+                    finding(Finding {
+                        severity,
+                        rule,
+                        device: label.clone(),
+                        check: key.into(),
+                        expected: want.to_string(),
+                        actual: actual
+                            .map(|a| a.to_string())
+                            .unwrap_or_else(|| "unknown".into()),
+                        fix: Some(if d.transport == crate::inventory::Transport::Nvme {
+                            "nvme format with the wanted LBA format (destroys data)".into()
+                        } else {
+                            "sg_format --size (destroys data), where the drive supports it".into()
+                        }),
+                    });
+                }
+            }
+        }
+        if let Some((g, rule, severity)) = effective(rules, "drive", m, |r| r.health.as_ref()) {
+            let h = d.health.as_ref();
+            let nvme = h.and_then(|h| h.nvme.as_ref());
+            let ata = h.and_then(|h| h.ata.as_ref());
+            let mut gate = |name: &str, bad: Option<bool>, expected: String, actual: String| {
+                checks += 1;
+                if bad != Some(false) {
+                    finding(Finding {
+                        severity,
+                        rule: rule.clone(),
+                        device: label.clone(),
+                        check: format!("health: {name}"),
+                        expected,
+                        actual: if bad.is_none() {
+                            "unknown (not reported)".into()
+                        } else {
+                            actual
+                        },
+                        fix: Some("replace the drive".into()),
+                    });
+                }
+            };
+            if g.passed == Some(true) {
+                let overall = h.map(|h| h.overall.as_str()).unwrap_or("unknown");
+                gate(
+                    "overall",
+                    (overall != "unknown").then_some(overall != "passed"),
+                    "passed".into(),
+                    overall.into(),
+                );
+            }
+            if let Some(max) = g.max_media_errors {
+                let v = nvme.map(|n| n.media_errors as u64);
+                gate(
+                    "media errors",
+                    v.map(|v| v > max),
+                    format!("at most {max}"),
+                    format!("{}", v.unwrap_or(0)),
+                );
+            }
+            if let Some(max) = g.max_percentage_used {
+                let v = nvme.map(|n| n.percentage_used);
+                gate(
+                    "percentage used",
+                    v.map(|v| v > max),
+                    format!("at most {max}%"),
+                    format!("{}%", v.unwrap_or(0)),
+                );
+            }
+            if let Some(max) = g.max_reallocated_sectors {
+                let v = ata.and_then(|a| a.reallocated_sectors);
+                gate(
+                    "reallocated sectors",
+                    v.map(|v| v > max),
+                    format!("at most {max}"),
+                    format!("{}", v.unwrap_or(0)),
+                );
+            }
+            if let Some(max) = g.max_pending_sectors {
+                let v = ata.and_then(|a| a.pending_sectors);
+                gate(
+                    "pending sectors",
+                    v.map(|v| v > max),
+                    format!("at most {max}"),
+                    format!("{}", v.unwrap_or(0)),
+                );
+            }
+            if g.no_critical_warning == Some(true) {
+                let v = nvme.map(|n| n.critical_warning);
+                gate(
+                    "critical warning",
+                    v.map(|v| v != 0),
+                    "none".into(),
+                    nvme.map(|n| n.critical_warnings.join(", "))
+                        .unwrap_or_default(),
+                );
+            }
+        }
+    }
+
+    for c in &inv.controllers {
+        let label = format!(
+            "{} ({})",
+            c.pci_address,
+            c.device_name
+                .as_deref()
+                .or(c.driver.as_deref())
+                .unwrap_or("?")
+        );
+        let rules = &policy.controllers;
+        let m = |r: &ControllerRule| controller_matches(&r.matches, c);
+        for (key, want, actual) in [
+            (
+                "controller firmware",
+                effective(rules, "controller", m, |r| r.firmware.as_ref()),
+                c.firmware.as_deref(),
+            ),
+            (
+                "driver version",
+                effective(rules, "controller", m, |r| r.driver_version.as_ref()),
+                c.driver_version.as_deref(),
+            ),
+        ] {
+            if let Some((v, rule, severity)) = want {
+                checks += 1;
+                if let Err(expected) = version_ok(v, actual.unwrap_or("")) {
+                    finding(Finding {
+                        severity,
+                        rule,
+                        device: label.clone(),
+                        check: key.into(),
+                        expected,
+                        actual: actual.unwrap_or("unknown").into(),
+                        fix: Some(if key == "driver version" {
+                            "boot a kernel with the wanted driver".into()
+                        } else {
+                            "update the controller firmware with the vendor's tool".into()
+                        }),
+                    });
+                }
+            }
+        }
+        let Some(mr) = &c.megaraid else { continue };
+        for vd in &mr.virtual_drives {
+            let rules = &policy.virtual_drives;
+            let m = |r: &VirtualDriveRule| vd_matches(&r.matches, c, vd);
+            let vlabel = format!(
+                "{} vd{} ({})",
+                c.pci_address,
+                vd.target_id,
+                vd.block_device.as_deref().unwrap_or("no disk")
+            );
+            let reading = vd.cache_policy.first();
+            let note = if vd.cache_policy_consistent {
+                String::new()
+            } else {
+                let others: Vec<String> = vd
+                    .cache_policy
+                    .iter()
+                    .skip(1)
+                    .map(|r| format!("{} says {}", r.source, r.current))
+                    .collect();
+                format!("; {}", others.join("; "))
+            };
+            let source = reading.map(|r| r.source.clone()).unwrap_or_default();
+            let checks_vd: [VdCheck; 5] = [
+                (
+                    "RAID level",
+                    effective(rules, "virtual_drive", m, |r| r.raid_level.as_ref()),
+                    Some(vd.raid_level.clone()),
+                    "",
+                ),
+                (
+                    "write policy",
+                    effective(rules, "virtual_drive", m, |r| r.write.as_ref()),
+                    reading.map(|r| r.write.clone()),
+                    "wrcache",
+                ),
+                (
+                    "read policy",
+                    effective(rules, "virtual_drive", m, |r| r.read.as_ref()),
+                    reading.map(|r| r.read.clone()),
+                    "rdcache",
+                ),
+                (
+                    "I/O policy",
+                    effective(rules, "virtual_drive", m, |r| r.io.as_ref()),
+                    reading.map(|r| r.io.clone()),
+                    "iopolicy",
+                ),
+                (
+                    "disk cache",
+                    effective(rules, "virtual_drive", m, |r| r.disk_cache.as_ref()),
+                    Some(vd.disk_cache_policy.clone()),
+                    "pdcache",
+                ),
+            ];
+            for (key, want, actual, storcli) in checks_vd {
+                let Some((want, rule, severity)) = want else {
+                    continue;
+                };
+                checks += 1;
+                if !actual
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(want))
+                {
+                    let value = match (storcli, want.to_ascii_lowercase().as_str()) {
+                        ("pdcache", "enabled") => "on".to_string(),
+                        ("pdcache", "disabled") => "off".to_string(),
+                        (_, w) => w.to_string(),
+                    };
+                    finding(Finding {
+                        severity,
+                        rule,
+                        device: vlabel.clone(),
+                        check: key.into(),
+                        expected: want.clone(),
+                        actual: match actual {
+                            Some(a) if key == "RAID level" || key == "disk cache" => a,
+                            Some(a) => format!("{a} ({source}{note})"),
+                            None => "unknown".into(),
+                        },
+                        fix: (!storcli.is_empty()).then(|| {
+                            format!("storcli /cX/v{} set {storcli}={value}", vd.target_id)
+                        }),
+                    });
+                }
+            }
+        }
+    }
+
+    for (i, e) in policy.expects.iter().enumerate() {
+        checks += 1;
+        let n = match e.what {
+            Counted::Drives => inv
+                .disks
+                .iter()
+                .filter(|d| drive_matches(&e.matches, d, inv))
+                .count(),
+            Counted::Controllers => inv
+                .controllers
+                .iter()
+                .filter(|c| controller_matches(&e.matches, c))
+                .count(),
+            Counted::VirtualDrives => inv
+                .controllers
+                .iter()
+                .flat_map(|c| {
+                    c.megaraid
+                        .iter()
+                        .flat_map(move |mr| mr.virtual_drives.iter().map(move |vd| (c, vd)))
+                })
+                .filter(|(c, vd)| vd_matches(&e.matches, c, vd))
+                .count(),
+        };
+        let ok = e.count.is_none_or(|c| n == c)
+            && e.min.is_none_or(|m| n >= m)
+            && e.max.is_none_or(|m| n <= m);
+        if !ok {
+            let expected = match (e.count, e.min, e.max) {
+                (Some(c), _, _) => format!("exactly {c}"),
+                (None, Some(a), Some(b)) => format!("{a} to {b}"),
+                (None, Some(a), None) => format!("at least {a}"),
+                (None, None, Some(b)) => format!("at most {b}"),
+                _ => String::new(),
+            };
+            let what = match e.what {
+                Counted::Drives => "drives",
+                Counted::Controllers => "controllers",
+                Counted::VirtualDrives => "virtual drives",
+            };
+            finding(Finding {
+                severity: e.severity.unwrap_or_default(),
+                rule: format!("expect[{i}] ({})", describe(&e.matches)),
+                device: "(the server)".into(),
+                check: format!("number of {what}"),
+                expected,
+                actual: n.to_string(),
+                fix: None,
+            });
+        }
+    }
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let pass = !findings.iter().any(|f| f.severity == Severity::Fail);
+    Report {
+        schema_version: 1,
+        checks,
+        findings,
+        pass,
+    }
+}
+
+/// The findings as people read them.
+pub fn render(r: &Report) -> String {
+    let mut t = crate::output::table::Table::new(&[
+        "SEVERITY", "DEVICE", "CHECK", "EXPECTED", "ACTUAL", "RULE",
+    ]);
+    for f in &r.findings {
+        let sev = match f.severity {
+            Severity::Fail => "FAIL",
+            Severity::Warn => "warn",
+            Severity::Info => "info",
+        };
+        t.row(vec![
+            sev.into(),
+            f.device.clone(),
+            f.check.clone(),
+            f.expected.clone(),
+            f.actual.clone(),
+            f.rule.clone(),
+        ]);
+        if let Some(fix) = &f.fix {
+            t.line(format!("      fix: {fix}"));
+        }
+    }
+    let fails = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Fail)
+        .count();
+    let warns = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warn)
+        .count();
+    let mut s = if r.findings.is_empty() {
+        String::new()
+    } else {
+        t.render()
+    };
+    s.push_str(&format!(
+        "{}: {} checks, {fails} failed, {warns} warnings\n",
+        if r.pass { "PASS" } else { "FAIL" },
+        r.checks
+    ));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_version_order() {
+        assert_eq!(version_cmp("GXM1103Q", "GXM1003Q"), Ordering::Greater);
+        assert_eq!(version_cmp("1.10", "1.9"), Ordering::Greater);
+        assert_eq!(
+            version_cmp("07.719.03.00-rc1", "07.719.03.00"),
+            Ordering::Greater
+        );
+        assert_eq!(version_cmp("2.5", "2.5"), Ordering::Equal);
+        assert_eq!(version_cmp("A10", "B1"), Ordering::Less);
+        assert!(version_ok(
+            &Version {
+                min: Some("GXM1003Q".into()),
+                ..Default::default()
+            },
+            "GXM1003Q"
+        )
+        .is_ok());
+        assert_eq!(
+            version_ok(
+                &Version {
+                    allow: Some(vec!["A".into(), "B".into()]),
+                    ..Default::default()
+                },
+                "C"
+            ),
+            Err("one of A, B".into())
+        );
+        assert_eq!(
+            version_ok(
+                &Version {
+                    deny: Some(vec!["BAD1".into()]),
+                    ..Default::default()
+                },
+                "BAD1"
+            ),
+            Err("none of BAD1".into())
+        );
+    }
+}

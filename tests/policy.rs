@@ -1,0 +1,208 @@
+//! The policy language against an inventory recorded in the qemu lab
+//! (tests/fixtures/qemu-lab/inventory.json): matching, precedence, every
+//! rule kind, the findings' words, and the exit status of `check`.
+
+mod common;
+
+use std::path::PathBuf;
+
+use storcert::inventory::Inventory;
+use storcert::policy::check::{check, Finding};
+use storcert::policy::{Policy, Severity};
+
+fn inventory() -> Inventory {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab/inventory.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn findings(policy: &str) -> Vec<Finding> {
+    check(&Policy::parse(policy, "test.toml").unwrap(), &inventory()).findings
+}
+
+fn one(policy: &str) -> Finding {
+    let f = findings(policy);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    f.into_iter().next().unwrap()
+}
+
+#[test]
+fn write_cache_rule_names_device_source_and_fix() {
+    let f = one("[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"on\"\n");
+    assert_eq!(f.severity, Severity::Fail);
+    assert_eq!(f.device, "sda (STORCERT LAB SATA LABSATA0001)");
+    assert_eq!(f.check, "write cache");
+    assert_eq!(f.expected, "on");
+    assert_eq!(f.actual, "off (ATA IDENTIFY (words 82/85))");
+    assert_eq!(f.fix.as_deref(), Some("hdparm -W1 /dev/sda"));
+    assert_eq!(f.rule, "drive[0] (transport=sata)");
+    assert!(
+        findings("[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"off\"\n").is_empty()
+    );
+}
+
+#[test]
+fn the_last_matching_rule_wins() {
+    let policy = "[[drive]]\nwrite_cache = \"off\"\n\n[[drive]]\nmatch = { model = \"QEMU*\" }\nwrite_cache = \"any\"\n\n\
+                  [[drive]]\nmatch = { serial = \"LABMEGA0002\" }\nwrite_cache = \"off\"\nseverity = \"warn\"\n";
+    // Every drive off, then the QEMU models (NVMe, the MegaRAID disks, the
+    // USB stick) "any", then LABMEGA0002 back to off as a warning: only it
+    // and the virtio disk (no model) are left, each by its own rule.
+    let mut got: Vec<(String, Severity, String)> = findings(policy)
+        .into_iter()
+        .map(|f| (f.device, f.severity, f.rule))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "sdc (QEMU HARDDISK LABMEGA0002)".to_string(),
+                Severity::Warn,
+                "drive[2] (serial=LABMEGA0002)".to_string()
+            ),
+            (
+                "vda (? LABVIRTIO0001)".to_string(),
+                Severity::Fail,
+                "drive[0] (all)".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn firmware_capacity_geometry_and_health_rules() {
+    let f =
+        one("[[drive]]\nmatch = { transport = \"sata\" }\nfirmware = { allow = [\"SATAFW02\"] }\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str()),
+        ("firmware", "one of SATAFW02")
+    );
+    assert_eq!(f.actual, "SATAFW01 (ATA IDENTIFY (words 23-26))");
+    assert!(findings("[[drive]]\nmatch = { transport = \"sata\" }\nfirmware = { min = \"SATAFW01\", deny = [\"SATAFW00\"] }\n").is_empty());
+    let f = one("[[drive]]\nmatch = { transport = \"nvme\" }\nfirmware = { min = \"7.10\" }\n");
+    assert_eq!(f.expected, "at least 7.10");
+    let f = one("[[drive]]\nmatch = { name = \"vda\" }\ncapacity = { min = \"1G\" }\n");
+    assert_eq!(
+        (f.check.as_str(), f.actual.as_str()),
+        ("capacity", "536870912 bytes")
+    );
+    let f = one("[[drive]]\nmatch = { name = \"sda\" }\nphysical_sector_size = 4096\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str(), f.actual.as_str()),
+        ("physical sector size", "4096", "512")
+    );
+    // qemu's NVMe reports no warning and no media errors: the gates pass;
+    // the virtio disk reports no health at all: "unknown" fails.
+    assert!(findings("[[drive]]\nmatch = { transport = \"nvme\" }\nhealth = { passed = true, max_media_errors = 0, no_critical_warning = true, max_percentage_used = 90 }\n").is_empty());
+    let f = one("[[drive]]\nmatch = { transport = \"virtio\" }\nhealth = { passed = true }\n");
+    assert_eq!(
+        (f.check.as_str(), f.actual.as_str()),
+        ("health: overall", "unknown (not reported)")
+    );
+    assert_eq!(f.fix.as_deref(), Some("replace the drive"));
+}
+
+#[test]
+fn virtual_drive_and_controller_rules() {
+    // LD_GET_INFO says WT NORA Direct: "WT NORA Direct" holds.
+    assert!(findings("[[virtual_drive]]\nmatch = { controller = \"megaraid_sas\" }\nwrite = \"WT\"\nread = \"NORA\"\nio = \"Direct\"\nraid_level = \"RAID0\"\n").is_empty());
+    let f = findings("[[virtual_drive]]\nwrite = \"WB\"\n");
+    assert_eq!(f.len(), 2);
+    assert_eq!(f[0].check, "write policy");
+    assert_eq!(
+        f[0].actual,
+        "WT (MFI LD_GET_INFO; MFI CFG_READ says WT ADRA Direct)"
+    );
+    assert_eq!(f[0].fix.as_deref(), Some("storcli /cX/v0 set wrcache=wb"));
+    let f = one("[[virtual_drive]]\nmatch = { name = \"sdb\" }\ndisk_cache = \"Disabled\"\n");
+    assert_eq!(
+        (f.expected.as_str(), f.actual.as_str()),
+        ("Disabled", "Default")
+    );
+    assert_eq!(f.fix.as_deref(), Some("storcli /cX/v0 set pdcache=off"));
+    let f = one("[[controller]]\nmatch = { driver = \"megaraid_sas\" }\nfirmware = { allow = [\"2.6-QEMU\"] }\n");
+    assert_eq!(
+        (f.check.as_str(), f.actual.as_str()),
+        ("controller firmware", "2.5+-QEMU")
+    );
+    assert!(findings("[[controller]]\nmatch = { product = \"LSI MegaRAID*\" }\ndriver_version = { min = \"07.700\" }\n").is_empty());
+}
+
+#[test]
+fn expected_counts() {
+    assert!(findings(
+        "[[expect]]\nwhat = \"drives\"\nmatch = { model = \"QEMU HARDDISK\" }\ncount = 3\n"
+    )
+    .is_empty());
+    let f = one("[[expect]]\nwhat = \"drives\"\nmatch = { transport = \"raid\" }\nmin = 8\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str(), f.actual.as_str()),
+        ("number of drives", "at least 8", "2")
+    );
+    let f = one("[[expect]]\nwhat = \"controllers\"\nmatch = { driver = \"mpt3sas\" }\ncount = 1\nseverity = \"warn\"\n");
+    assert_eq!((f.severity, f.actual.as_str()), (Severity::Warn, "0"));
+    assert!(findings("[[expect]]\nwhat = \"virtual_drives\"\nmax = 2\n").is_empty());
+}
+
+#[test]
+fn check_command_exit_status_and_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inv =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab/inventory.json");
+    let policy = tmp.path().join("p.toml");
+    std::fs::write(
+        &policy,
+        "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"off\"\n",
+    )
+    .unwrap();
+    let out = common::storcert(&[
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--inventory",
+        inv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "PASS: 1 checks, 0 failed, 0 warnings\n"
+    );
+    std::fs::write(
+        &policy,
+        "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"on\"\n",
+    )
+    .unwrap();
+    let out = common::storcert(&[
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--inventory",
+        inv.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pass"], false);
+    assert_eq!(v["findings"][0]["fix"], "hdparm -W1 /dev/sda");
+    // A malformed policy: one line with file, line and column.
+    std::fs::write(
+        &policy,
+        "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = on\n",
+    )
+    .unwrap();
+    let out = common::storcert(&[
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--inventory",
+        inv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("storcert check: {}:3:15: ", policy.display())),
+        "{err}"
+    );
+}
