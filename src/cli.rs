@@ -377,4 +377,8 @@ pub struct CheckArgs {
     /// Print the findings as JSON
     #[arg(long)]
     pub json: bool,
+    /// Change what storcert can change without touching data (write cache,
+    /// virtual drive cache policy), verify it, and check again
+    #[arg(long, conflicts_with = "inventory")]
+    pub fix: bool,
 }

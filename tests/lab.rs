@@ -30,7 +30,7 @@ fn disk_with_serial<'a>(inv: &'a Inventory, serial: &str) -> &'a Disk {
         .unwrap_or_else(|| panic!("no disk with serial {serial} in the inventory"))
 }
 
-fn run_lab(out: &Path, guest: &str) {
+fn run_lab(out: &Path, guest: &str, add: &[&Path]) {
     let binary = repo().join("target/x86_64-unknown-linux-musl/release/storcert");
     assert!(
         binary.exists(),
@@ -40,6 +40,7 @@ fn run_lab(out: &Path, guest: &str) {
     let status = Command::new(repo().join("scripts/lab"))
         .arg("--out")
         .arg(out)
+        .args(add.iter().flat_map(|f| ["--add".as_ref(), f.as_os_str()]))
         .args(["--timeout", "300", "--"])
         .arg(guest)
         .status()
@@ -51,11 +52,24 @@ fn run_lab(out: &Path, guest: &str) {
 #[ignore = "boots a qemu guest; run through scripts/test or with --ignored"]
 fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     let out = tempfile::tempdir().unwrap();
+    // The policy --fix gets: SATA cache on (it is off), NVMe cache off (it
+    // is on), every MegaRAID virtual drive write-back (they are WT).
+    let fix_policy = out.path().join("fix.toml");
+    std::fs::write(
+        &fix_policy,
+        "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"on\"\n\n\
+         [[drive]]\nmatch = { transport = \"nvme\" }\nwrite_cache = \"off\"\n\n\
+         [[virtual_drive]]\nmatch = { controller = \"megaraid_sas\" }\nwrite = \"WB\"\n",
+    )
+    .unwrap();
     run_lab(
         out.path(),
         "storcert inventory --json > inventory.json; storcert inventory > inventory.txt; \
          storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
-           --json act.json 2> act.err",
+           --json act.json 2> act.err; \
+         storcert check --policy /lab/fix.toml --fix --json > fix.json 2> fix.err; \
+         echo $? > fix.rc; true",
+        &[&fix_policy],
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -203,9 +217,57 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     assert_eq!(report.checks, 2 + 3 * 2);
     assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
     let f = &report.findings[0];
-    assert_eq!((f.check.as_str(), f.expected.as_str()), ("write cache", "on"));
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str()),
+        ("write cache", "on")
+    );
     assert_eq!(f.actual, "off (ATA IDENTIFY (words 82/85))");
     assert!(f.device.contains(&t("SATA_SERIAL")));
+
+    // check --fix: the SATA and NVMe caches change and read back changed;
+    // qemu's MegaRAID accepts LD_SET_PROP but does nothing (its handler is
+    // a stub), which the re-read catches and reports.
+    let fix: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("fix.json")).unwrap()).unwrap();
+    let outcome = |needle: &str| {
+        fix["fixes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                f["device"].as_str().unwrap().contains(needle)
+                    || f["change"].as_str().unwrap().contains(needle)
+            })
+            .unwrap_or_else(|| panic!("no fix for {needle}: {fix}"))["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(outcome(&t("SATA_SERIAL")), "verified");
+    assert_eq!(outcome(&t("NVME_SERIAL")), "verified");
+    assert_eq!(
+        outcome("virtual drive 0"),
+        "not applied: the controller accepted LD_SET_PROP but LD_GET_INFO still reads WT NORA Direct (wanted WB NORA Direct)"
+    );
+    let remaining: Vec<&str> = fix["report"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(remaining, vec!["write policy", "write policy"], "{fix}");
+    // The virtual drives still fail the policy after --fix: exit status 1.
+    assert_eq!(
+        std::fs::read_to_string(results.join("fix.rc"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    let err = std::fs::read_to_string(results.join("fix.err")).unwrap();
+    assert!(
+        err.starts_with("storcert check --fix will change (no data is touched):"),
+        "{err}"
+    );
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

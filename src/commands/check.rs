@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::exit;
 use crate::cli::CheckArgs;
 use crate::inventory::{scan, Inventory, Roots, ScanOptions};
-use crate::policy::{check, Policy};
+use crate::policy::{check, fix, Policy};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert check: {msg}");
@@ -46,13 +46,37 @@ pub fn run(a: CheckArgs) -> ExitCode {
     if let Some(e) = inventory.errors.iter().find(|e| e.starts_with("--device ")) {
         return fail(e);
     }
-    let report = check::check(&policy, &inventory);
+    let mut report = check::check(&policy, &inventory);
+    let mut fixes = Vec::new();
+    if a.fix {
+        let plan = fix::plan(&report.findings);
+        if !plan.is_empty() {
+            eprintln!("storcert check --fix will change (no data is touched):");
+            for p in &plan {
+                eprintln!("  {p}");
+            }
+            fixes = fix::apply(&report.findings);
+            // Check again what the devices say now.
+            let after = scan(
+                &Roots::default(),
+                &ScanOptions {
+                    devices: a.device.clone(),
+                    ..Default::default()
+                },
+            );
+            report = check::check(&policy, &after);
+        }
+    }
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
+        let v = serde_json::json!({ "report": report, "fixes": fixes });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
+        for f in &fixes {
+            println!(
+                "fix {}: {} by {}: {}",
+                f.device, f.change, f.method, f.outcome
+            );
+        }
         print!("{}", check::render(&report));
     }
     ExitCode::from(if report.pass { exit::PASS } else { exit::FAIL })

@@ -18,6 +18,7 @@ pub const DCMD_PD_GET_LIST: u32 = 0x0201_0000;
 pub const DCMD_PD_GET_INFO: u32 = 0x0202_0000;
 pub const DCMD_LD_GET_LIST: u32 = 0x0301_0000;
 pub const DCMD_LD_GET_INFO: u32 = 0x0302_0000;
+pub const DCMD_LD_SET_PROP: u32 = 0x0304_0000;
 pub const DCMD_CFG_READ: u32 = 0x0401_0000;
 
 pub const CTRL_INFO_LEN: usize = 0x800;
@@ -39,6 +40,7 @@ pub fn dcmd_name(opcode: u32) -> &'static str {
         DCMD_LD_GET_LIST => "MFI LD_GET_LIST",
         DCMD_LD_GET_INFO => "MFI LD_GET_INFO",
         DCMD_CFG_READ => "MFI CFG_READ",
+        DCMD_LD_SET_PROP => "MFI LD_SET_PROP",
         _ => "MFI DCMD",
     }
 }
@@ -312,6 +314,47 @@ pub struct LdInfo {
     pub size_blocks: u64,
 }
 
+/// The 32-byte mfi_ld_props of a logical drive, as LD_GET_INFO's first
+/// bytes carry it, with the write policy changed (and the read and I/O
+/// policies where given), ready for LD_SET_PROP.
+pub fn props_with_policy(
+    ld_info: &[u8],
+    write: Option<&str>,
+    read: Option<&str>,
+    io: Option<&str>,
+) -> Result<Vec<u8>, PassthroughError> {
+    need_len("MFI LD_SET_PROP", ld_info, 32)?;
+    let mut props = ld_info[..32].to_vec();
+    let mut p = props[20];
+    if let Some(w) = write {
+        p &= !(CachePolicy::WRITE_BACK | CachePolicy::WRITE_CACHE_BAD_BBU);
+        match w.to_ascii_uppercase().as_str() {
+            "WB" => p |= CachePolicy::WRITE_BACK,
+            "AWB" => p |= CachePolicy::WRITE_BACK | CachePolicy::WRITE_CACHE_BAD_BBU,
+            _ => {}
+        }
+    }
+    if let Some(r) = read {
+        p &= !(CachePolicy::READ_AHEAD | CachePolicy::READ_ADAPTIVE);
+        match r.to_ascii_uppercase().as_str() {
+            "RA" => p |= CachePolicy::READ_AHEAD,
+            "ADRA" => p |= CachePolicy::READ_AHEAD | CachePolicy::READ_ADAPTIVE,
+            _ => {}
+        }
+    }
+    if let Some(i) = io {
+        p &= !(CachePolicy::ALLOW_READ_CACHE | CachePolicy::ALLOW_WRITE_CACHE);
+        if i.eq_ignore_ascii_case("cached") {
+            p |= CachePolicy::ALLOW_READ_CACHE | CachePolicy::ALLOW_WRITE_CACHE;
+        }
+    }
+    // The default policy is what the controller applies (and reports as
+    // current once the battery allows).
+    props[20] = p;
+    props[23] = p;
+    Ok(props)
+}
+
 pub fn decode_ld_info(buf: &[u8]) -> Result<LdInfo, PassthroughError> {
     need_len("MFI LD_GET_INFO", buf, LD_INFO_LEN)?;
     Ok(LdInfo {
@@ -480,6 +523,7 @@ struct IocPacket {
 const MEGASAS_IOC_FIRMWARE: u64 = (3 << 30) | (404 << 16) | (0x4d << 8) | 1;
 const MFI_CMD_DCMD: u8 = 0x05;
 const MFI_FRAME_DIR_READ: u16 = 0x0010;
+const MFI_FRAME_DIR_WRITE: u16 = 0x0008;
 /// Offset of the scatter-gather list inside a DCMD frame.
 const DCMD_SGL_OFFSET: u32 = 0x28;
 
@@ -538,8 +582,31 @@ impl MfiNode {
         mbox: &[u8],
         len: usize,
     ) -> Result<Vec<u8>, PassthroughError> {
+        self.dcmd(host_no, opcode, mbox, vec![0u8; len], false)
+    }
+
+    /// Runs one DCMD that sends `data` to the controller.
+    pub fn dcmd_write(
+        &self,
+        host_no: u16,
+        opcode: u32,
+        mbox: &[u8],
+        data: &[u8],
+    ) -> Result<(), PassthroughError> {
+        self.dcmd(host_no, opcode, mbox, data.to_vec(), true)
+            .map(|_| ())
+    }
+
+    fn dcmd(
+        &self,
+        host_no: u16,
+        opcode: u32,
+        mbox: &[u8],
+        mut buf: Vec<u8>,
+        write: bool,
+    ) -> Result<Vec<u8>, PassthroughError> {
         let op = dcmd_name(opcode);
-        let mut buf = vec![0u8; len];
+        let len = buf.len();
         let mut pkt = IocPacket {
             host_no,
             pad1: 0,
@@ -554,7 +621,12 @@ impl MfiNode {
         f[0] = MFI_CMD_DCMD;
         f[2] = 0xff; // cmd_status: overwritten by the firmware
         f[7] = 1; // sge_count
-        f[16..18].copy_from_slice(&MFI_FRAME_DIR_READ.to_le_bytes());
+        let dir = if write {
+            MFI_FRAME_DIR_WRITE
+        } else {
+            MFI_FRAME_DIR_READ
+        };
+        f[16..18].copy_from_slice(&dir.to_le_bytes());
         f[20..24].copy_from_slice(&(len as u32).to_le_bytes());
         f[24..28].copy_from_slice(&opcode.to_le_bytes());
         let mbox_len = mbox.len().min(12);
@@ -640,6 +712,17 @@ mod tests {
         assert_eq!(CachePolicy(0x05).summary(), "WB RA Direct");
         assert_eq!(CachePolicy(0x11 | 0x60).summary(), "AWB NORA Cached");
         assert_eq!(CachePolicy(0x40).io(), "Cached-reads");
+    }
+
+    #[test]
+    fn sets_policy_bits() {
+        let mut info = vec![0u8; LD_INFO_LEN];
+        info[20] = 0x0c; // RA + adaptive
+        let p = props_with_policy(&info, Some("WB"), Some("NORA"), Some("Direct")).unwrap();
+        assert_eq!(CachePolicy(p[20]).summary(), "WB NORA Direct");
+        assert_eq!(p[23], p[20]);
+        let p = props_with_policy(&info, Some("WT"), None, Some("Cached")).unwrap();
+        assert_eq!(CachePolicy(p[20]).summary(), "WT ADRA Cached");
     }
 
     #[test]

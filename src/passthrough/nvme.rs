@@ -38,6 +38,7 @@ const NVME_IOCTL_ID: u64 = 0x4E40;
 
 const OPC_GET_LOG_PAGE: u8 = 0x02;
 const OPC_IDENTIFY: u8 = 0x06;
+const OPC_SET_FEATURES: u8 = 0x09;
 const OPC_GET_FEATURES: u8 = 0x0a;
 pub const FEATURE_VOLATILE_WRITE_CACHE: u8 = 0x06;
 
@@ -251,6 +252,17 @@ pub fn get_feature(file: &File, fid: u8) -> Result<u32, PassthroughError> {
         ..Default::default()
     };
     admin(file, "NVMe Get Features", &mut cmd, None)
+}
+
+/// Set Features (not saved across power cycles); returns dword 0.
+pub fn set_feature(file: &File, fid: u8, value: u32) -> Result<u32, PassthroughError> {
+    let mut cmd = NvmePassthru {
+        opcode: OPC_SET_FEATURES,
+        cdw10: fid as u32,
+        cdw11: value,
+        ..Default::default()
+    };
+    admin(file, "NVMe Set Features", &mut cmd, None)
 }
 
 pub fn smart_log(file: &File) -> Result<Vec<u8>, PassthroughError> {

@@ -264,6 +264,45 @@ pub fn mode_sense_caching(file: &File, changeable: bool) -> Result<Vec<u8>, Pass
     data_in(file, "MODE SENSE(10) caching page", &cdb, 0xfc)
 }
 
+/// The MODE SELECT(10) parameter list that sets WCE to `wce`, built from a
+/// MODE SENSE(10) reply of the caching page (DBD=1): header zeroed as MODE
+/// SELECT wants it, the page as the device gave it with only WCE changed
+/// and the PS bit cleared.
+pub fn caching_select_params(sense_reply: &[u8], wce: bool) -> Result<Vec<u8>, PassthroughError> {
+    const OP: &str = "MODE SELECT(10) caching page";
+    need_len(OP, sense_reply, 8)?;
+    let bdlen = be16(sense_reply, 6) as usize;
+    let start = 8 + bdlen;
+    need_len(OP, sense_reply, start + 3)?;
+    if sense_reply[start] & 0x3f != 0x08 {
+        return Err(PassthroughError::malformed(
+            OP,
+            "the reply's first page is not the caching page",
+        ));
+    }
+    let len = sense_reply[start + 1] as usize + 2;
+    need_len(OP, sense_reply, start + len)?;
+    let mut params = vec![0u8; 8];
+    let mut page = sense_reply[start..start + len].to_vec();
+    page[0] &= 0x3f;
+    if wce {
+        page[2] |= 0x04;
+    } else {
+        page[2] &= !0x04;
+    }
+    params.extend_from_slice(&page);
+    Ok(params)
+}
+
+/// MODE SELECT(10), page format, not saved (SATLs refuse SP=1).
+pub fn mode_select(file: &File, params: &[u8]) -> Result<(), PassthroughError> {
+    const OP: &str = "MODE SELECT(10) caching page";
+    let len = params.len() as u16;
+    let cdb = [0x55, 0x10, 0, 0, 0, 0, 0, (len >> 8) as u8, len as u8, 0];
+    let reply = sg_io(file, OP, &cdb, Data::ToDevice(params), TIMEOUT_MS)?;
+    reply.check(OP)
+}
+
 pub fn log_sense(file: &File, page: u8) -> Result<Vec<u8>, PassthroughError> {
     let op = match page {
         0x0d => "LOG SENSE 0x0d",
@@ -351,6 +390,23 @@ mod tests {
         let page = decode_caching_page(&b).unwrap();
         assert!(!page.write_cache_enabled);
         assert!(page.read_cache_disabled);
+    }
+
+    #[test]
+    fn builds_mode_select_from_mode_sense() {
+        let mut sense = vec![0u8; 8];
+        sense.extend_from_slice(&[
+            0x88, 0x12, 0x00, 0, 0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x80, 0x14, 0, 0, 0, 0,
+            0, 0,
+        ]);
+        sense[1] = (sense.len() - 2) as u8;
+        let p = caching_select_params(&sense, true).unwrap();
+        assert_eq!(&p[..8], &[0u8; 8]);
+        assert_eq!(p[8], 0x08, "PS bit cleared");
+        assert_eq!(p[10], 0x04);
+        assert_eq!(p.len(), 8 + 20);
+        assert_eq!(caching_select_params(&sense, false).unwrap()[10], 0);
+        assert!(caching_select_params(&sense[..12], true).is_err());
     }
 
     #[test]

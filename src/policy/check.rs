@@ -22,6 +22,30 @@ pub struct Finding {
     pub expected: String,
     pub actual: String,
     pub fix: Option<String>,
+    /// What `check --fix` can do about it, where it can.
+    #[serde(skip)]
+    pub action: Option<Action>,
+}
+
+/// A setting storcert itself can change without touching data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// The drive's volatile write cache.
+    WriteCache {
+        disk: String,
+        dev_path: String,
+        nvme: bool,
+        on: bool,
+    },
+    /// A MegaRAID virtual drive's cache policy (None: leave as it is).
+    VirtualDrive {
+        pci: String,
+        host: u32,
+        target: u8,
+        write: Option<String>,
+        read: Option<String>,
+        io: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -238,6 +262,35 @@ fn disk_label(d: &Disk) -> String {
     )
 }
 
+fn write_cache_action(inv: &Inventory, d: &Disk, on: bool) -> Option<Action> {
+    use crate::inventory::Transport::*;
+    match d.transport {
+        Nvme | Sata | Sas | Scsi | Usb => Some(Action::WriteCache {
+            disk: d.name.clone(),
+            dev_path: d.dev_path.clone(),
+            nvme: d.transport == Nvme,
+            on,
+        }),
+        // A logical drive's cache is its controller's write policy.
+        Raid => inv.controllers.iter().find_map(|c| {
+            let mr = c.megaraid.as_ref()?;
+            let vd = mr
+                .virtual_drives
+                .iter()
+                .find(|v| v.block_device.as_deref() == Some(d.name.as_str()))?;
+            Some(Action::VirtualDrive {
+                pci: c.pci_address.clone(),
+                host: mr.scsi_host,
+                target: vd.target_id,
+                write: Some(if on { "WB" } else { "WT" }.into()),
+                read: None,
+                io: None,
+            })
+        }),
+        _ => None,
+    }
+}
+
 fn write_cache_fix(d: &Disk, on: bool) -> Option<String> {
     use crate::inventory::Transport::*;
     let dev = &d.dev_path;
@@ -292,6 +345,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                             _ => "unknown (no source answered)".into(),
                         },
                         fix: write_cache_fix(d, want_on),
+                        action: write_cache_action(inv, d, want_on),
                     });
                 }
             }
@@ -311,6 +365,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         None => "unknown".into(),
                     },
                     fix: Some("update the drive's firmware with the vendor's tool".into()),
+                    action: None,
                 });
             }
         }
@@ -333,6 +388,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                     ),
                     actual: format!("{} bytes", d.capacity_bytes),
                     fix: None,
+                    action: None,
                 });
             }
         }
@@ -365,6 +421,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         } else {
                             "sg_format --size (destroys data), where the drive supports it".into()
                         }),
+                        action: None,
                     });
                 }
             }
@@ -388,6 +445,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                             actual
                         },
                         fix: Some("replace the drive".into()),
+                        action: None,
                     });
                 }
             };
@@ -487,6 +545,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         } else {
                             "update the controller firmware with the vendor's tool".into()
                         }),
+                        action: None,
                     });
                 }
             }
@@ -574,6 +633,16 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         fix: (!storcli.is_empty()).then(|| {
                             format!("storcli /cX/v{} set {storcli}={value}", vd.target_id)
                         }),
+                        action: (!storcli.is_empty() && storcli != "pdcache").then(|| {
+                            Action::VirtualDrive {
+                                pci: c.pci_address.clone(),
+                                host: mr.scsi_host,
+                                target: vd.target_id,
+                                write: (storcli == "wrcache").then(|| want.clone()),
+                                read: (storcli == "rdcache").then(|| want.clone()),
+                                io: (storcli == "iopolicy").then(|| want.clone()),
+                            }
+                        }),
                     });
                 }
             }
@@ -628,6 +697,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 expected,
                 actual: n.to_string(),
                 fix: None,
+                action: None,
             });
         }
     }

@@ -7,6 +7,7 @@
 //! sets it wins, so general rules go first and exceptions after them.
 
 pub mod check;
+pub mod fix;
 pub mod glob;
 
 use std::path::Path;

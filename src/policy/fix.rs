@@ -1,0 +1,179 @@
+//! `check --fix`: change the settings a policy wants that storcert can
+//! change itself without touching data — a drive's volatile write cache
+//! (MODE SELECT of the caching page, through SAT for SATA; NVMe Set
+//! Features 0x06) and a MegaRAID virtual drive's cache policy (MFI
+//! LD_SET_PROP) — and read each back to verify it took.
+
+use serde::Serialize;
+
+use super::check::{Action, Finding};
+use crate::inventory::probe::open_for_probe;
+use crate::passthrough::{ata, mfi, nvme, scsi};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FixResult {
+    pub device: String,
+    pub change: String,
+    pub method: String,
+    /// "verified", "not applied: …" (the device accepted the command but
+    /// reads back the old value) or "failed: …".
+    pub outcome: String,
+}
+
+/// What `--fix` will do, printed before it does anything.
+pub fn plan(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter_map(|f| {
+            f.action
+                .as_ref()
+                .map(|a| format!("{}: {}", f.device, describe(a).0))
+        })
+        .collect()
+}
+
+fn describe(a: &Action) -> (String, String) {
+    match a {
+        Action::WriteCache { on, nvme, .. } => (
+            format!("write cache {}", if *on { "on" } else { "off" }),
+            if *nvme {
+                "NVMe Set Features 0x06 (Volatile Write Cache)".into()
+            } else {
+                "SCSI MODE SELECT caching page (WCE)".into()
+            },
+        ),
+        Action::VirtualDrive {
+            target,
+            write,
+            read,
+            io,
+            ..
+        } => {
+            let parts: Vec<String> = [write, read, io]
+                .iter()
+                .filter_map(|x| x.as_ref().cloned())
+                .collect();
+            (
+                format!("virtual drive {target} cache policy {}", parts.join(" ")),
+                "MFI LD_SET_PROP".into(),
+            )
+        }
+    }
+}
+
+pub fn apply(findings: &[Finding]) -> Vec<FixResult> {
+    let mut done: Vec<&Action> = Vec::new();
+    let mut out = Vec::new();
+    for f in findings {
+        let Some(a) = &f.action else { continue };
+        if done.contains(&a) {
+            continue;
+        }
+        done.push(a);
+        let (change, method) = describe(a);
+        let outcome = match a {
+            Action::WriteCache {
+                dev_path,
+                nvme: true,
+                on,
+                ..
+            } => nvme_write_cache(dev_path, *on),
+            Action::WriteCache {
+                dev_path,
+                nvme: false,
+                on,
+                ..
+            } => scsi_write_cache(dev_path, *on),
+            Action::VirtualDrive {
+                host,
+                target,
+                write,
+                read,
+                io,
+                ..
+            } => vd_policy(
+                *host,
+                *target,
+                write.as_deref(),
+                read.as_deref(),
+                io.as_deref(),
+            ),
+        };
+        out.push(FixResult {
+            device: f.device.clone(),
+            change,
+            method,
+            outcome: outcome.unwrap_or_else(|e| format!("failed: {e}")),
+        });
+    }
+    out
+}
+
+fn verdict(wanted: bool, now: bool, what: &str) -> String {
+    if wanted == now {
+        "verified".into()
+    } else {
+        format!(
+            "not applied: {what} still reads {}",
+            if now { "on" } else { "off" }
+        )
+    }
+}
+
+fn nvme_write_cache(dev: &str, on: bool) -> Result<String, String> {
+    let f = open_for_probe(dev).map_err(|e| format!("open {dev}: {e}"))?;
+    nvme::set_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE, u32::from(on))
+        .map_err(|e| e.to_string())?;
+    let now =
+        nvme::get_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE).map_err(|e| e.to_string())?;
+    Ok(verdict(on, now & 1 != 0, "Get Features 0x06"))
+}
+
+fn scsi_write_cache(dev: &str, on: bool) -> Result<String, String> {
+    let f = open_for_probe(dev).map_err(|e| format!("open {dev}: {e}"))?;
+    let sense = scsi::mode_sense_caching(&f, false).map_err(|e| e.to_string())?;
+    let params = scsi::caching_select_params(&sense, on).map_err(|e| e.to_string())?;
+    scsi::mode_select(&f, &params).map_err(|e| e.to_string())?;
+    // The drive's own word where it speaks ATA, else the caching page.
+    if let Ok(id) = ata::identify(&f).and_then(|raw| ata::decode_identify(&raw)) {
+        return Ok(verdict(on, id.write_cache_enabled, "ATA IDENTIFY word 85"));
+    }
+    let page = scsi::mode_sense_caching(&f, false)
+        .and_then(|raw| scsi::decode_caching_page(&raw))
+        .map_err(|e| e.to_string())?;
+    Ok(verdict(on, page.write_cache_enabled, "the caching page"))
+}
+
+fn vd_policy(
+    host: u32,
+    target: u8,
+    write: Option<&str>,
+    read: Option<&str>,
+    io: Option<&str>,
+) -> Result<String, String> {
+    let node = mfi::MfiNode::open().map_err(|e| format!("megaraid_sas management node: {e}"))?;
+    let h = host as u16;
+    let info = node
+        .dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)
+        .map_err(|e| e.to_string())?;
+    let props = mfi::props_with_policy(&info, write, read, io).map_err(|e| e.to_string())?;
+    let wanted = mfi::CachePolicy(props[20]);
+    node.dcmd_write(h, mfi::DCMD_LD_SET_PROP, &props[..4], &props)
+        .map_err(|e| e.to_string())?;
+    let after = node
+        .dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)
+        .map_err(|e| e.to_string())?;
+    let now = mfi::decode_ld_info(&after)
+        .map_err(|e| e.to_string())?
+        .config
+        .current_cache_policy;
+    Ok(if now == wanted {
+        "verified".into()
+    } else {
+        format!(
+            "not applied: the controller accepted LD_SET_PROP but LD_GET_INFO still reads {} (wanted {})",
+            now.summary(),
+            wanted.summary()
+        )
+    })
+}
