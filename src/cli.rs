@@ -30,8 +30,8 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// Check drives, virtual drives and controllers against a policy
     Check(CheckArgs),
-    /// Provision spare area with a GPT partition (planned: issue 5)
-    Provision(PlannedArgs),
+    /// Over-provision: discard the device, then a GPT partition leaving spare area
+    Provision(ProvisionArgs),
     /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
     Act(ActArgs),
     /// Sequential write then read at full speed, fio-compatible results; or a filesystem pass
@@ -381,4 +381,29 @@ pub struct CheckArgs {
     /// virtual drive cache policy), verify it, and check again
     #[arg(long, conflicts_with = "inventory")]
     pub fix: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvisionArgs {
+    /// The device to provision (all data on it is lost)
+    #[arg(long, short = 'd', value_name = "DEV")]
+    pub device: PathBuf,
+    /// Share of the device to leave unpartitioned, as "21%" or "21"
+    #[arg(long, value_name = "PCT")]
+    pub spare: String,
+    /// The drive's factory spare, to report the total (as "12%")
+    #[arg(long, value_name = "PCT")]
+    pub factory_spare: Option<String>,
+    /// Do not discard (TRIM/deallocate) the device first
+    #[arg(long)]
+    pub no_discard: bool,
+    /// Print the result as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -9,5 +9,6 @@ pub mod inventory;
 pub mod output;
 pub mod passthrough;
 pub mod policy;
+pub mod provision;
 pub mod safety;
 pub mod stream;

@@ -68,7 +68,8 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
            --json act.json 2> act.err; \
          storcert check --policy /lab/fix.toml --fix --json > fix.json 2> fix.err; \
-         echo $? > fix.rc; true",
+         echo $? > fix.rc; \
+         storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; true",
         &[&fix_policy],
     );
     let topo = read_env(&out.path().join("topology.env"));
@@ -268,6 +269,31 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         err.starts_with("storcert check --fix will change (no data is touched):"),
         "{err}"
     );
+
+    // Provisioning on Debian's kernel: after BLKRRPART the kernel lists the
+    // partition exactly where the GPT put it (this machine's own kernel
+    // has no GPT support, so only the lab can show this).
+    let prov: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(results.join("provision.json")).unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}",
+            std::fs::read_to_string(results.join("provision.err")).unwrap_or_default()
+        )
+    });
+    let k = &prov["kernel"];
+    assert_eq!(k["partition"], "vda1");
+    assert_eq!(k["start_bytes"], 1 << 20);
+    assert_eq!(
+        k["size_bytes"].as_u64().unwrap(),
+        prov["partition_end_bytes"].as_u64().unwrap() - (1 << 20)
+    );
+    assert_eq!(
+        prov["partition_end_bytes"].as_u64().unwrap(),
+        (size("VIRTIO_SIZE") as f64 * 0.8) as u64 / (1 << 20) * (1 << 20)
+    );
+    assert!(prov["discard"]["ranges"].as_u64().unwrap() >= 1, "{prov}");
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

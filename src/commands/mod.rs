@@ -5,6 +5,7 @@ pub mod act;
 pub mod check;
 pub mod docs;
 pub mod inventory;
+pub mod provision;
 pub mod stream;
 
 use std::process::ExitCode;

@@ -1,0 +1,108 @@
+//! `storcert provision`: spare area with a partition.
+
+use std::process::ExitCode;
+
+use super::exit;
+use crate::cli::ProvisionArgs;
+use crate::provision::{self, Spec};
+use crate::safety::{self, Overrides};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert provision: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+fn pct(flag: &str, text: &str) -> Result<f64, String> {
+    text.trim()
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| format!("{flag} {text:?} is not a percentage like 21%"))
+}
+
+pub fn run(a: ProvisionArgs) -> ExitCode {
+    let spare = match pct("--spare", &a.spare) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let factory = match a
+        .factory_spare
+        .as_deref()
+        .map(|f| pct("--factory-spare", f))
+        .transpose()
+    {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    if !(spare > 0.0 && spare < 100.0) {
+        return fail(format!(
+            "--spare {spare}% must be more than 0% and less than 100%"
+        ));
+    }
+    let cleared = match safety::check_all(
+        std::slice::from_ref(&a.device),
+        &Overrides {
+            force_destroy: a.force_destroy.clone(),
+        },
+    ) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let action = format!(
+        "{}write a GPT with one partition leaving {spare}% unpartitioned",
+        if a.no_discard {
+            ""
+        } else {
+            "discard every block, then "
+        }
+    );
+    eprint!("{}", safety::plan(&action, &cleared));
+    if a.dry_run {
+        eprintln!("dry run: nothing written");
+        return ExitCode::SUCCESS;
+    }
+    let r = match provision::provision(&Spec {
+        device: a.device.clone(),
+        spare_pct: spare,
+        factory_spare_pct: factory,
+        discard: !a.no_discard,
+    }) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    } else {
+        if let Some(d) = &r.discard {
+            match &d.error {
+                None => println!("discarded {} bytes in {} ranges", d.bytes, d.ranges),
+                Some(e) => println!("discard refused ({e}); provisioning went on"),
+            }
+        }
+        println!(
+            "partition 1: bytes {}..{} ({} bytes); spare {} bytes = {:.2}% of {} bytes{}",
+            r.partition_start_bytes,
+            r.partition_end_bytes,
+            r.partition_size_bytes,
+            r.spare_bytes,
+            r.spare_pct,
+            r.size_bytes,
+            match (r.factory_spare_pct, r.total_spare_pct) {
+                (Some(f), Some(t)) => format!(" (+{f}% factory spare = {t:.2}% in all)"),
+                _ => String::new(),
+            }
+        );
+        match &r.kernel {
+            Some(k) => println!(
+                "the kernel sees {} at {} bytes, {} bytes long",
+                k.partition, k.start_bytes, k.size_bytes
+            ),
+            None => {}
+        }
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,279 @@
+//! Over-provisioning: discard the whole device (so the flash controller
+//! knows every block is free), then write a GPT with one partition that
+//! leaves the asked share of the device unpartitioned as spare area, have
+//! the kernel re-read the table, and check what it now sees.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+const MIB: u64 = 1 << 20;
+const BLKGETSIZE64: u64 = 0x8008_1272;
+const BLKSSZGET: u64 = 0x1268;
+const BLKDISCARD: u64 = 0x1277;
+const BLKRRPART: u64 = 0x125f;
+/// Discard in ranges of this size, so progress and failures are per range.
+const DISCARD_RANGE: u64 = 64 << 30;
+
+/// Linux filesystem data, as the GPT stores it (mixed endian).
+const LINUX_DATA: [u8; 16] = [
+    0xaf, 0x3d, 0xc6, 0x0f, 0x83, 0x84, 0x72, 0x47, 0x8e, 0x79, 0x3d, 0x69, 0xd8, 0x47, 0x7d, 0xe4,
+];
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub device: PathBuf,
+    /// Share of the device left unpartitioned, 0 < spare < 100.
+    pub spare_pct: f64,
+    /// Spare the drive has from the factory, as the policy states it.
+    pub factory_spare_pct: Option<f64>,
+    pub discard: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Discard {
+    pub ranges: u64,
+    pub bytes: u64,
+    /// Why the device refused discard (not fatal).
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelView {
+    pub partition: String,
+    pub start_bytes: u64,
+    pub size_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvisionResult {
+    pub device: String,
+    pub size_bytes: u64,
+    pub sector_size: u64,
+    pub discard: Option<Discard>,
+    pub partition_start_bytes: u64,
+    /// First byte after the partition.
+    pub partition_end_bytes: u64,
+    pub partition_size_bytes: u64,
+    /// Unpartitioned bytes after the partition.
+    pub spare_bytes: u64,
+    pub spare_pct: f64,
+    pub factory_spare_pct: Option<f64>,
+    /// Factory spare plus provisioned spare, as vendors add them up.
+    pub total_spare_pct: Option<f64>,
+    /// What the kernel sees after re-reading the table (None: it cannot
+    /// re-read this device's table).
+    pub kernel: Option<KernelView>,
+    pub notes: Vec<String>,
+}
+
+fn ioctl_u64(f: &File, req: u64) -> std::io::Result<u64> {
+    let mut v = 0u64;
+    // SAFETY: the request writes one u64.
+    unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), req, &mut v) }?;
+    Ok(v)
+}
+
+/// The partition layout for a device: 1 MiB-aligned start, and an end
+/// that leaves `spare_pct` of the device free, rounded down to 1 MiB.
+pub fn layout(size: u64, sector: u64, spare_pct: f64) -> Result<(u64, u64)> {
+    if !(spare_pct > 0.0 && spare_pct < 100.0) {
+        bail!("--spare {spare_pct}% must be more than 0% and less than 100%");
+    }
+    let start = MIB;
+    let wanted_end = ((size as f64) * (1.0 - spare_pct / 100.0)) as u64 / MIB * MIB;
+    // The backup GPT takes the last 33 sectors (with 128 entries).
+    let last_usable = size.saturating_sub(34 * sector);
+    let end = wanted_end.min(last_usable / MIB * MIB);
+    if end <= start {
+        bail!(
+            "the device ({size} bytes) is too small for a GPT and a 1 MiB-aligned partition leaving {spare_pct}% spare"
+        );
+    }
+    Ok((start, end))
+}
+
+fn random_guid() -> [u8; 16] {
+    let mut rng = crate::act::random::Rng::from_entropy();
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
+    g[8..].copy_from_slice(&rng.next_u64().to_le_bytes());
+    g[7] = (g[7] & 0x0f) | 0x40; // version 4
+    g[8] = (g[8] & 0x3f) | 0x80; // variant
+    g
+}
+
+fn discard(f: &File, size: u64) -> Discard {
+    let mut d = Discard {
+        ranges: 0,
+        bytes: 0,
+        error: None,
+    };
+    let mut off = 0u64;
+    while off < size {
+        let len = (size - off).min(DISCARD_RANGE);
+        let mut range = [off, len];
+        // SAFETY: BLKDISCARD reads two u64 (start, length).
+        match unsafe {
+            crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKDISCARD, range.as_mut_ptr())
+        } {
+            Ok(_) => {
+                d.ranges += 1;
+                d.bytes += len;
+            }
+            Err(e) => {
+                d.error = Some(format!("discard at offset {off}: {e}"));
+                break;
+            }
+        }
+        off += len;
+    }
+    d
+}
+
+/// The partition the kernel lists for `disk`, from sysfs.
+fn kernel_view(disk: &str) -> Option<KernelView> {
+    let dir = Path::new("/sys/block").join(disk);
+    for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+        let p = entry.path();
+        let number = std::fs::read_to_string(p.join("partition")).unwrap_or_default();
+        if number.trim() == "1" {
+            let num = |f: &str| -> Option<u64> {
+                std::fs::read_to_string(p.join(f)).ok()?.trim().parse().ok()
+            };
+            return Some(KernelView {
+                partition: entry.file_name().to_string_lossy().into_owned(),
+                start_bytes: num("start")? * 512,
+                size_bytes: num("size")? * 512,
+            });
+        }
+    }
+    None
+}
+
+pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
+    let path = &spec.device;
+    let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+    let is_block = meta.file_type().is_block_device();
+    // O_EXCL on a block device: refused while anything (a mount, md, dm)
+    // holds it.
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(if is_block { libc::O_EXCL } else { 0 })
+        .open(path)
+        .with_context(|| format!("open {} exclusively", path.display()))?;
+    let (size, sector) = if is_block {
+        (ioctl_u64(&f, BLKGETSIZE64)?, {
+            let mut ss: i32 = 0;
+            // SAFETY: BLKSSZGET writes an int.
+            unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKSSZGET, &mut ss) }?;
+            ss as u64
+        })
+    } else {
+        (meta.len(), 512)
+    };
+    let (start, end) = layout(size, sector, spec.spare_pct)?;
+    let mut notes = Vec::new();
+    let disc = if spec.discard {
+        if is_block {
+            Some(discard(&f, size))
+        } else {
+            notes.push("a regular file: discard is not issued".into());
+            None
+        }
+    } else {
+        None
+    };
+
+    let mut gpt = gptman::GPT::new_from(&mut f, sector, random_guid())
+        .map_err(|e| anyhow::anyhow!("build the GPT: {e}"))?;
+    gpt.align = MIB / sector;
+    gpt[1] = gptman::GPTPartitionEntry {
+        partition_type_guid: LINUX_DATA,
+        unique_partition_guid: random_guid(),
+        starting_lba: start / sector,
+        ending_lba: end / sector - 1,
+        attribute_bits: 0,
+        partition_name: "storcert".into(),
+    };
+    gptman::GPT::write_protective_mbr_into(&mut f, sector)
+        .map_err(|e| anyhow::anyhow!("write the protective MBR: {e}"))?;
+    gpt.write_into(&mut f)
+        .map_err(|e| anyhow::anyhow!("write the GPT: {e}"))?;
+    f.sync_all().context("fsync")?;
+
+    let mut kernel = None;
+    if is_block {
+        let name = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        // SAFETY: BLKRRPART takes no argument.
+        let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKRRPART as _, 0) };
+        if rc != 0 {
+            notes.push(format!(
+                "the kernel did not re-read the partition table: {}",
+                std::io::Error::last_os_error()
+            ));
+        } else {
+            kernel = kernel_view(&name);
+            match &kernel {
+                Some(k) if k.start_bytes == start && k.size_bytes == end - start => {}
+                Some(k) => bail!(
+                    "the kernel sees {} at {}+{} bytes, not the {}+{} written",
+                    k.partition,
+                    k.start_bytes,
+                    k.size_bytes,
+                    start,
+                    end - start
+                ),
+                None => notes.push("the kernel lists no partition after re-reading".into()),
+            }
+        }
+    }
+    let spare = size - end;
+    let spare_pct = spare as f64 * 100.0 / size as f64;
+    Ok(ProvisionResult {
+        device: path.display().to_string(),
+        size_bytes: size,
+        sector_size: sector,
+        discard: disc,
+        partition_start_bytes: start,
+        partition_end_bytes: end,
+        partition_size_bytes: end - start,
+        spare_bytes: spare,
+        spare_pct,
+        factory_spare_pct: spec.factory_spare_pct,
+        total_spare_pct: spec.factory_spare_pct.map(|f| f + spare_pct),
+        kernel,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_leaves_the_spare_at_the_end() {
+        let (s, e) = layout(1 << 30, 512, 21.0).unwrap();
+        assert_eq!(s, MIB);
+        assert_eq!(e, ((1u64 << 30) as f64 * 0.79) as u64 / MIB * MIB);
+        assert_eq!(e % MIB, 0);
+        assert!(layout(1 << 30, 512, 0.0).is_err());
+        assert!(layout(1 << 30, 512, 100.0).is_err());
+        assert!(
+            layout(2 * MIB, 512, 10.0).is_err(),
+            "no room for a partition"
+        );
+        // A tiny spare is capped by the backup GPT.
+        let (_, e) = layout(8 * MIB, 4096, 0.001).unwrap();
+        assert_eq!(e, 7 * MIB);
+    }
+}

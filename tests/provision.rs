@@ -1,0 +1,201 @@
+//! Over-provisioning on loop devices: the partition ends exactly where the
+//! spare begins, the GPT is valid (sgdisk -v), discard is issued (the
+//! backing file's blocks are freed) or its refusal reported, and the
+//! safety gate refuses a filesystem, a mounted one and a partitioned disk,
+//! leaving every byte as it was.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
+
+use common::{storcert, Loop};
+use serde_json::Value;
+
+fn checksum(path: &Path) -> u32 {
+    crc32fast::hash(&std::fs::read(path).unwrap())
+}
+
+fn provision(args: &[&str]) -> (std::process::Output, Option<Value>) {
+    let mut all = vec!["provision"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = storcert(&all);
+    let v = serde_json::from_slice(&out.stdout).ok();
+    (out, v)
+}
+
+fn sgdisk(args: &[&str], dev: &str) -> String {
+    let out = Command::new("sgdisk")
+        .args(args)
+        .arg(dev)
+        .output()
+        .expect("sgdisk (scripts/setup installs gdisk)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("p.img");
+    let lo = Loop::new(&img, 1 << 30);
+    // Some data first, so discard has something to free.
+    let data = vec![0xa5u8; 64 << 20];
+    std::fs::write(&lo.dev, &data).unwrap();
+    let before = std::fs::metadata(&img).unwrap().blocks();
+    let (out, v) = provision(&[
+        "--device",
+        &lo.dev,
+        "--spare",
+        "21%",
+        "--factory-spare",
+        "12%",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = v.unwrap();
+    let size = 1u64 << 30;
+    let end = (size as f64 * 0.79) as u64 / (1 << 20) * (1 << 20);
+    assert_eq!(v["partition_start_bytes"], 1 << 20);
+    assert_eq!(v["partition_end_bytes"].as_u64().unwrap(), end);
+    assert_eq!(v["spare_bytes"].as_u64().unwrap(), size - end);
+    let pct = v["spare_pct"].as_f64().unwrap();
+    assert!((21.0..21.2).contains(&pct), "{pct}");
+    assert!((v["total_spare_pct"].as_f64().unwrap() - (pct + 12.0)).abs() < 1e-9);
+    assert_eq!(v["discard"]["bytes"].as_u64().unwrap(), size);
+    assert!(v["discard"]["ranges"].as_u64().unwrap() >= 1);
+    let after = std::fs::metadata(&img).unwrap().blocks();
+    assert!(
+        after < before / 2,
+        "discard freed the backing file's blocks: {before} -> {after}"
+    );
+    // The GPT as sgdisk reads it.
+    assert!(sgdisk(&["-v"], &lo.dev).contains("No problems found"));
+    let info = sgdisk(&["-i", "1"], &lo.dev);
+    assert!(info.contains("First sector: 2048 "), "{info}");
+    assert!(
+        info.contains(&format!("Last sector: {} ", end / 512 - 1)),
+        "{info}"
+    );
+    assert!(info.contains("Partition name: 'storcert'"), "{info}");
+    // Provisioning again needs the operator's word: it has a GPT now.
+    let (out, _) = provision(&["--device", &lo.dev, "--spare", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    let (out, v) = provision(&[
+        "--device",
+        &lo.dev,
+        "--spare",
+        "10",
+        "--force-destroy",
+        &lo.dev,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        v.unwrap()["partition_end_bytes"].as_u64().unwrap(),
+        (size as f64 * 0.9) as u64 / (1 << 20) * (1 << 20)
+    );
+}
+
+#[test]
+fn a_device_that_refuses_discard_is_still_provisioned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("d.img"), 256 << 20);
+    let knob = format!(
+        "/sys/block/{}/queue/discard_max_bytes",
+        lo.dev.trim_start_matches("/dev/")
+    );
+    std::fs::write(&knob, "0").unwrap();
+    let (out, v) = provision(&["--device", &lo.dev, "--spare", "20%"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = v.unwrap();
+    let e = v["discard"]["error"].as_str().unwrap();
+    assert!(e.contains("Operation not supported"), "{e}");
+    assert_eq!(v["discard"]["ranges"], 0);
+    assert!(sgdisk(&["-v"], &lo.dev).contains("No problems found"));
+}
+
+#[test]
+fn the_safety_gate_refuses_and_leaves_every_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("s.img");
+    let lo = Loop::new(&img, 128 << 20);
+    let refused = |reason: &str| {
+        let sum = checksum(&img);
+        let (out, _) = provision(&["--device", &lo.dev, "--spare", "20%"]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(reason), "expected {reason:?} in: {err}");
+        assert_eq!(checksum(&img), sum, "bytes changed although refused");
+    };
+    // ext4
+    assert!(Command::new("mkfs.ext4")
+        .args(["-q", "-F", &lo.dev])
+        .status()
+        .unwrap()
+        .success());
+    refused("it holds a ext2/3/4 filesystem");
+    // ... mounted
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    assert!(Command::new("mount")
+        .arg(&lo.dev)
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success());
+    refused("mounted on");
+    assert!(Command::new("umount").arg(&mnt).status().unwrap().success());
+    // ... a partition table
+    std::fs::write(&lo.dev, vec![0u8; 1 << 20]).unwrap();
+    assert!(Command::new("sgdisk")
+        .args(["-n", "1:0:+10M"])
+        .arg(&lo.dev)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    refused("it holds a GPT partition table");
+}
+
+#[test]
+fn bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("b.img"), 64 << 20);
+    let err = |args: &[&str]| {
+        let (out, _) = provision(args);
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        err(&["--device", &lo.dev, "--spare", "0%"]),
+        "storcert provision: --spare 0% must be more than 0% and less than 100%"
+    );
+    assert_eq!(
+        err(&["--device", &lo.dev, "--spare", "100"]),
+        "storcert provision: --spare 100% must be more than 0% and less than 100%"
+    );
+    assert_eq!(
+        err(&["--device", &lo.dev, "--spare", "lots"]),
+        "storcert provision: --spare \"lots\" is not a percentage like 21%"
+    );
+    let tiny = Loop::new(&tmp.path().join("t.img"), 2 << 20);
+    assert!(err(&["--device", &tiny.dev, "--spare", "10%"]).contains("is too small for a GPT"));
+    assert!(err(&["--device", "/dev/nonexistent", "--spare", "10%"]).contains("/dev/nonexistent"));
+}
