@@ -93,12 +93,11 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
                 _ => String::new(),
             }
         );
-        match &r.kernel {
-            Some(k) => println!(
+        if let Some(k) = &r.kernel {
+            println!(
                 "the kernel sees {} at {} bytes, {} bytes long",
                 k.partition, k.start_bytes, k.size_bytes
-            ),
-            None => {}
+            );
         }
         for n in &r.notes {
             println!("note: {n}");
