@@ -30,6 +30,8 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// Check drives, virtual drives and controllers against a policy
     Check(CheckArgs),
+    /// Health snapshots before and after a run, and what degraded in between
+    Health(HealthArgs),
     /// Over-provision: discard the device, then a GPT partition leaving spare area
     Provision(ProvisionArgs),
     /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
@@ -133,6 +135,9 @@ pub struct ActRunArgs {
     /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
     #[arg(long, value_name = "SERIAL")]
     pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
@@ -222,6 +227,9 @@ pub struct ActPrepArgs {
     /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
     #[arg(long, value_name = "SERIAL")]
     pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
@@ -289,6 +297,9 @@ pub struct ActSearchArgs {
     /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
     #[arg(long, value_name = "SERIAL")]
     pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
@@ -349,6 +360,9 @@ pub struct StreamArgs {
     /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
     #[arg(long, value_name = "SERIAL")]
     pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
@@ -403,7 +417,29 @@ pub struct ProvisionArgs {
     /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
     #[arg(long, value_name = "SERIAL")]
     pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    /// Save every drive's health (SMART / NVMe log) to FILE
+    #[arg(long, value_name = "FILE", conflicts_with = "diff")]
+    pub snapshot: Option<PathBuf>,
+    /// Compare two snapshots: what degraded, and the writes in between
+    #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"])]
+    pub diff: Vec<PathBuf>,
+    /// Drive ratings (rated_dwpd, warranty_years) for the endurance arithmetic
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Only these devices (for --snapshot); repeatable
+    #[arg(long, short = 'd', value_name = "DEV")]
+    pub device: Vec<String>,
+    /// Print the diff as JSON
+    #[arg(long)]
+    pub json: bool,
 }

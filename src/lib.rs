@@ -5,6 +5,7 @@ pub mod act;
 pub mod cli;
 pub mod commands;
 pub mod engine;
+pub mod health;
 pub mod inventory;
 pub mod output;
 pub mod passthrough;

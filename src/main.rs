@@ -2,13 +2,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
-use storcert::commands::{self, act, check, docs, inventory, provision, stream};
+use storcert::commands::{self, act, check, docs, health, inventory, provision, stream};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Inventory(args) => inventory::run(args),
         Command::Check(args) => check::run(args),
+        Command::Health(args) => health::run(args),
         Command::Provision(args) => provision::run(args),
         Command::Act(args) => act::run(args),
         Command::Stream(args) => stream::run(args),

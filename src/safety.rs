@@ -17,8 +17,25 @@ use crate::inventory::{self, Disk, Roots, ScanOptions};
 /// Who is allowed to be destroyed, by the operator's explicit word.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// Serials, WWNs or paths named with --force-destroy.
+    /// Serials, WWNs or paths named with --force-destroy, and the serials
+    /// and WWNs a policy names with destroy = true.
     pub force_destroy: Vec<String>,
+}
+
+impl Overrides {
+    /// --force-destroy words plus the drives `policy` allows destroying
+    /// (rules with destroy = true match by exact serial or WWN alone).
+    pub fn new(force: &[String], policy: Option<&Path>) -> Result<Overrides, String> {
+        let mut force_destroy = force.to_vec();
+        if let Some(p) = policy {
+            let policy = crate::policy::Policy::from_file(p).map_err(|e| e.to_string())?;
+            for rule in policy.drives.iter().filter(|r| r.destroy == Some(true)) {
+                force_destroy.extend(rule.matches.serial.iter().cloned());
+                force_destroy.extend(rule.matches.wwn.iter().cloned());
+            }
+        }
+        Ok(Overrides { force_destroy })
+    }
 }
 
 /// A target the gate let through.

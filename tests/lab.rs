@@ -62,15 +62,28 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          [[virtual_drive]]\nmatch = { controller = \"megaraid_sas\" }\nwrite = \"WB\"\n",
     )
     .unwrap();
+    // The operator allows destroying the virtio disk, by its serial.
+    let destroy_policy = out.path().join("destroy.toml");
+    std::fs::write(
+        &destroy_policy,
+        "[[drive]]\nmatch = { serial = \"LABVIRTIO0001\" }\ndestroy = true\n",
+    )
+    .unwrap();
     run_lab(
         out.path(),
         "storcert inventory --json > inventory.json; storcert inventory > inventory.txt; \
+         storcert health --snapshot before.json 2> /dev/null; \
          storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
            --json act.json 2> act.err; \
+         storcert health --snapshot after.json 2> /dev/null; \
+         storcert health --diff before.json after.json --json > health.json; \
          storcert check --policy /lab/fix.toml --fix --json > fix.json 2> fix.err; \
          echo $? > fix.rc; \
-         storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; true",
-        &[&fix_policy],
+         storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; \
+         storcert provision --device /dev/vda --spare 30% > again.txt 2> again.err; echo $? > again.rc; \
+         storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml --json \
+           > again2.json 2> again2.err; true",
+        &[&fix_policy, &destroy_policy],
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -225,6 +238,25 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     assert_eq!(f.actual, "off (ATA IDENTIFY (words 82/85))");
     assert!(f.device.contains(&t("SATA_SERIAL")));
 
+    // Health around the ACT run: the NVMe drive counted the writes (qemu
+    // keeps data units written), nothing degraded.
+    let hd: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("health.json")).unwrap())
+            .unwrap();
+    assert_eq!(hd["degraded"], false, "{hd}");
+    let nvme_diff = hd["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["drive"].as_str().unwrap().contains(&t("NVME_SERIAL")))
+        .expect("the NVMe drive in the health diff");
+    let written = nvme_diff["endurance"]["host_bytes_written"]
+        .as_u64()
+        .unwrap();
+    // 4 s of 23.5 large-block writes/s of 128 KiB, give or take the
+    // 512,000-byte units the drive counts in.
+    assert!((8_000_000..20_000_000).contains(&written), "{written}");
+
     // check --fix: the SATA and NVMe caches change and read back changed;
     // qemu's MegaRAID accepts LD_SET_PROP but does nothing (its handler is
     // a stub), which the re-read catches and reports.
@@ -294,6 +326,36 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         (size("VIRTIO_SIZE") as f64 * 0.8) as u64 / (1 << 20) * (1 << 20)
     );
     assert!(prov["discard"]["ranges"].as_u64().unwrap() >= 1, "{prov}");
+
+    // Now partitioned, vda is refused; the policy naming its serial with
+    // destroy = true lets it through, and the plan says why.
+    assert_eq!(
+        std::fs::read_to_string(results.join("again.rc"))
+            .unwrap()
+            .trim(),
+        "2"
+    );
+    let again = std::fs::read_to_string(results.join("again.err")).unwrap();
+    assert!(
+        again.contains("vda has 1 partition(s)") && again.contains("GPT partition table"),
+        "{again}"
+    );
+    let again2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("again2.json")).unwrap())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{e}: {}",
+                    std::fs::read_to_string(results.join("again2.err")).unwrap()
+                )
+            });
+    assert_eq!(again2["kernel"]["partition"], "vda1");
+    let plan = std::fs::read_to_string(results.join("again2.err")).unwrap();
+    assert!(
+        plan.contains(
+            "allowed although vda has 1 partition(s) (named by --force-destroy LABVIRTIO0001)"
+        ),
+        "{plan}"
+    );
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

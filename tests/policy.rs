@@ -206,3 +206,17 @@ fn check_command_exit_status_and_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn drive_ratings_for_the_endurance_arithmetic() {
+    let p = Policy::parse(
+        "[[drive]]\nrated_dwpd = 1.0\nwarranty_years = 3\n\n[[drive]]\nmatch = { model = \"SAMSUNG*\" }\nrated_dwpd = 10.0\n",
+        "r.toml",
+    )
+    .unwrap();
+    let r = p.rating(Some("SAMSUNG MZ7WD"), Some("X")).unwrap();
+    assert_eq!((r.dwpd, r.warranty_years), (10.0, 3.0));
+    let r = p.rating(Some("OTHER"), None).unwrap();
+    assert_eq!((r.dwpd, r.warranty_years), (1.0, 3.0));
+    assert!(Policy::parse("[[drive]]\nrated_dwpd = 1.0\n", "r").unwrap().rating(None, None).is_none());
+}

@@ -109,16 +109,13 @@ fn gate(
     action: &str,
     devices: &[String],
     force: &[String],
+    policy: Option<&Path>,
     dry_run: bool,
 ) -> Result<(), ExitCode> {
     let paths: Vec<PathBuf> = devices.iter().map(PathBuf::from).collect();
-    let cleared = safety::check_all(
-        &paths,
-        &Overrides {
-            force_destroy: force.to_vec(),
-        },
-    )
-    .map_err(|e| fail(cmd, e))?;
+    let overrides =
+        Overrides::new(force, policy).map_err(|e| fail(cmd, format!("--destroy-policy: {e}")))?;
+    let cleared = safety::check_all(&paths, &overrides).map_err(|e| fail(cmd, e))?;
     eprint!("{}", safety::plan(action, &cleared));
     if dry_run {
         eprintln!("dry run: nothing written");
@@ -275,6 +272,7 @@ fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) ->
         action,
         w.device_names(),
         &run.force_destroy,
+        run.destroy_policy.as_deref(),
         run.dry_run,
     ) {
         return code;
@@ -291,6 +289,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
         "zero and then salt (ACT prep)",
         &names,
         &a.force_destroy,
+        a.destroy_policy.as_deref(),
         a.dry_run,
     ) {
         return code;
@@ -404,6 +403,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         "run ACT trials (random writes)",
         &base.device_names,
         &a.force_destroy,
+        a.destroy_policy.as_deref(),
         a.dry_run,
     ) {
         return code;

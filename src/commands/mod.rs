@@ -4,6 +4,7 @@
 pub mod act;
 pub mod check;
 pub mod docs;
+pub mod health;
 pub mod inventory;
 pub mod provision;
 pub mod stream;

@@ -42,8 +42,9 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
     }
     let cleared = match safety::check_all(
         std::slice::from_ref(&a.device),
-        &Overrides {
-            force_destroy: a.force_destroy.clone(),
+        &match Overrides::new(&a.force_destroy, a.destroy_policy.as_deref()) {
+            Ok(o) => o,
+            Err(e) => return fail(format!("--destroy-policy: {e}")),
         },
     ) {
         Ok(c) => c,

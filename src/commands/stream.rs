@@ -113,8 +113,9 @@ pub fn run(a: StreamArgs) -> ExitCode {
         let paths: Vec<PathBuf> = a.device.iter().map(PathBuf::from).collect();
         match safety::check_all(
             &paths,
-            &Overrides {
-                force_destroy: a.force_destroy.clone(),
+            &match Overrides::new(&a.force_destroy, a.destroy_policy.as_deref()) {
+                Ok(o) => o,
+                Err(e) => return fail(format!("--destroy-policy: {e}")),
             },
         ) {
             Ok(cleared) => eprint!("{}", safety::plan("stream sequential writes", &cleared)),

@@ -119,6 +119,9 @@ pub struct DriveRule {
     /// The safety gate may destroy matched drives (matched by serial or
     /// WWN only).
     pub destroy: Option<bool>,
+    /// Rated endurance, for `health --diff`'s arithmetic.
+    pub rated_dwpd: Option<f64>,
+    pub warranty_years: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -176,6 +179,38 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 impl Policy {
+    /// A drive's rating: the last matching rule that sets each part.
+    pub fn rating(
+        &self,
+        model: Option<&str>,
+        serial: Option<&str>,
+    ) -> Option<crate::health::Rating> {
+        let hit = |m: &Match| {
+            let f = |p: &Option<String>, v: Option<&str>| {
+                p.as_ref()
+                    .is_none_or(|p| v.is_some_and(|v| glob::matches(p, v)))
+            };
+            f(&m.model, model) && f(&m.serial, serial)
+        };
+        // The last matching rule that sets it wins.
+        let dwpd = self
+            .drives
+            .iter()
+            .rev()
+            .filter(|r| hit(&r.matches))
+            .find_map(|r| r.rated_dwpd)?;
+        let years = self
+            .drives
+            .iter()
+            .rev()
+            .filter(|r| hit(&r.matches))
+            .find_map(|r| r.warranty_years)?;
+        Some(crate::health::Rating {
+            dwpd,
+            warranty_years: years,
+        })
+    }
+
     pub fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
         let policy: Policy = toml::from_str(text).map_err(|e| {
             let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));

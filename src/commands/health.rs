@@ -1,0 +1,88 @@
+//! `storcert health`: snapshots and their diff.
+
+use std::process::ExitCode;
+
+use super::exit;
+use crate::cli::HealthArgs;
+use crate::health::{self, Snapshot};
+use crate::inventory::{scan, Roots, ScanOptions};
+use crate::policy::Policy;
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert health: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+fn load(path: &std::path::Path) -> Result<Snapshot, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let s: Snapshot = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}:{}:{}: not a health snapshot: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if s.schema_version != health::SCHEMA_VERSION {
+        return Err(format!(
+            "{}: snapshot schema {} (this storcert reads {})",
+            path.display(),
+            s.schema_version,
+            health::SCHEMA_VERSION
+        ));
+    }
+    Ok(s)
+}
+
+pub fn run(a: HealthArgs) -> ExitCode {
+    if let Some(path) = &a.snapshot {
+        let inv = scan(
+            &Roots::default(),
+            &ScanOptions {
+                devices: a.device.clone(),
+                ..Default::default()
+            },
+        );
+        if let Some(e) = inv.errors.iter().find(|e| e.starts_with("--device ")) {
+            return fail(e);
+        }
+        let snap = health::snapshot(&inv);
+        // Written whole and renamed into place: never a torn snapshot.
+        let tmp = path.with_extension("tmp");
+        let text = serde_json::to_string_pretty(&snap).unwrap_or_default() + "\n";
+        let write = std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+            .and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = write {
+            return fail(format!("{}: {e}", path.display()));
+        }
+        eprintln!(
+            "health snapshot of {} drives in {}",
+            snap.drives.len(),
+            path.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if a.diff.len() != 2 {
+        return fail("give --snapshot FILE, or --diff BEFORE AFTER");
+    }
+    let (before, after) = match (load(&a.diff[0]), load(&a.diff[1])) {
+        (Ok(b), Ok(a)) => (b, a),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let policy = match a.policy.as_deref().map(Policy::from_file).transpose() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let d = health::diff(&before, &after, |dr| {
+        policy
+            .as_ref()
+            .and_then(|p| p.rating(dr.model.as_deref(), dr.serial.as_deref()))
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+    } else {
+        print!("{}", health::render(&d));
+    }
+    ExitCode::from(if d.degraded { exit::FAIL } else { exit::PASS })
+}

@@ -1,0 +1,164 @@
+//! Health snapshots and their diff: what degraded, drives that went away,
+//! the endurance arithmetic, and the command's files and errors.
+
+mod common;
+
+use std::path::PathBuf;
+
+use storcert::health::{self, Rating, Snapshot};
+use storcert::inventory::Inventory;
+
+fn snapshot() -> Snapshot {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab/inventory.json");
+    let inv: Inventory = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let mut s = health::snapshot(&inv);
+    s.taken_at = 1_000_000;
+    s
+}
+
+#[test]
+fn an_unchanged_run_is_not_degraded() {
+    let before = snapshot();
+    let mut after = before.clone();
+    after.taken_at += 3600;
+    let d = health::diff(&before, &after, |_| None);
+    assert!(!d.degraded);
+    assert!(d.drives.iter().all(|dr| dr.changes.is_empty()));
+    assert!(d.unmatched.is_empty());
+    // Every drive of the snapshot is matched (by serial).
+    assert_eq!(d.drives.len(), before.drives.len());
+}
+
+#[test]
+fn new_media_errors_warnings_and_reallocations_are_degradation() {
+    let before = snapshot();
+    let mut after = before.clone();
+    after.taken_at += 86400;
+    for dr in &mut after.drives {
+        let h = dr.health.as_mut();
+        if let Some(n) = h.and_then(|h| h.nvme.as_mut()) {
+            n.media_errors += 2;
+            n.critical_warning = 0x04;
+            n.critical_warnings = vec!["NVM subsystem reliability degraded".into()];
+            n.percentage_used += 1;
+            n.bytes_written += 3_200_000_000_000;
+        }
+        let h = dr.health.as_mut();
+        if let Some(a) = h.and_then(|h| h.ata.as_mut()) {
+            a.reallocated_sectors = Some(8);
+        }
+        if dr.host_bytes_written.is_some() {
+            dr.host_bytes_written = dr.host_bytes_written.map(|w| w + 3_200_000_000_000);
+        }
+    }
+    let d = health::diff(&before, &after, |dr| {
+        dr.model
+            .as_deref()
+            .is_some_and(|m| m.starts_with("QEMU NVMe"))
+            .then_some(Rating {
+                dwpd: 1.0,
+                warranty_years: 5.0,
+            })
+    });
+    assert!(d.degraded);
+    let nvme = d
+        .drives
+        .iter()
+        .find(|dr| dr.drive.starts_with("nvme0n1"))
+        .unwrap();
+    let what: Vec<(&str, bool)> = nvme
+        .changes
+        .iter()
+        .map(|c| (c.what.as_str(), c.degraded))
+        .collect();
+    assert_eq!(
+        what,
+        vec![
+            ("NVMe media errors", true),
+            ("NVMe percentage used", false),
+            ("NVMe critical warning", true)
+        ]
+    );
+    assert_eq!(
+        nvme.changes[2].after,
+        "0x04 (NVM subsystem reliability degraded)"
+    );
+    // 3.2 TB in a day on a 2 GiB drive rated 1 DWPD: far beyond it.
+    let e = nvme.endurance.as_ref().unwrap();
+    assert_eq!(e.host_bytes_written, 3_200_000_000_000);
+    assert_eq!(e.within_rating, Some(false));
+    let sata = d
+        .drives
+        .iter()
+        .find(|dr| dr.drive.starts_with("sda"))
+        .unwrap();
+    assert_eq!(sata.changes[0].what, "reallocated sectors");
+    assert_eq!(
+        (
+            sata.changes[0].before.as_str(),
+            sata.changes[0].after.as_str()
+        ),
+        ("0", "8")
+    );
+    assert!(sata.degraded);
+    let text = health::render(&d);
+    assert!(
+        text.starts_with("health over 86400 s: DEGRADED\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  NVMe media errors: 0 -> 2 (degraded)\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_drive_that_went_away_is_degradation() {
+    let before = snapshot();
+    let mut after = before.clone();
+    after.drives.retain(|d| !d.name.starts_with("sdb"));
+    let d = health::diff(&before, &after, |_| None);
+    assert!(d.degraded);
+    assert_eq!(d.unmatched.len(), 1);
+    assert!(
+        d.unmatched[0].contains("only before (the drive went away)"),
+        "{:?}",
+        d.unmatched
+    );
+}
+
+#[test]
+fn snapshot_and_diff_commands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a.json");
+    let out = common::storcert(&["health", "--snapshot", a.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b = tmp.path().join("b.json");
+    std::fs::copy(&a, &b).unwrap();
+    let out = common::storcert(&[
+        "health",
+        "--diff",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["degraded"], false);
+    std::fs::write(&b, "{\"schema_version\": 1, \"taken_at\": 5}").unwrap();
+    let out = common::storcert(&["health", "--diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(&format!("storcert health: {}:1:", b.display())),
+        "{err}"
+    );
+    assert!(err.contains("missing field `drives`"), "{err}");
+    let out = common::storcert(&["health"]);
+    assert_eq!(out.status.code(), Some(2));
+}
