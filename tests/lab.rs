@@ -282,7 +282,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         outcome("virtual drive 0"),
         "not applied: the controller accepted LD_SET_PROP but LD_GET_INFO still reads WT NORA Direct (wanted WB NORA Direct)"
     );
-    let remaining: Vec<&str> = fix["report"]["findings"]
+    let remaining: Vec<&str> = fix["findings"]
         .as_array()
         .unwrap()
         .iter()

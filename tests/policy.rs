@@ -218,5 +218,8 @@ fn drive_ratings_for_the_endurance_arithmetic() {
     assert_eq!((r.dwpd, r.warranty_years), (10.0, 3.0));
     let r = p.rating(Some("OTHER"), None).unwrap();
     assert_eq!((r.dwpd, r.warranty_years), (1.0, 3.0));
-    assert!(Policy::parse("[[drive]]\nrated_dwpd = 1.0\n", "r").unwrap().rating(None, None).is_none());
+    assert!(Policy::parse("[[drive]]\nrated_dwpd = 1.0\n", "r")
+        .unwrap()
+        .rating(None, None)
+        .is_none());
 }

@@ -68,7 +68,9 @@ pub fn run(a: CheckArgs) -> ExitCode {
         }
     }
     if a.json {
-        let v = serde_json::json!({ "report": report, "fixes": fixes });
+        // The report's fields, and the fixes beside them.
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        v["fixes"] = serde_json::to_value(&fixes).unwrap_or_default();
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         for f in &fixes {
