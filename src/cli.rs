@@ -132,15 +132,8 @@ pub struct ActRunArgs {
     /// Seconds after which an outstanding I/O counts as stuck
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub io_timeout: u64,
-    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
-    #[arg(long, value_name = "SERIAL")]
-    pub force_destroy: Vec<String>,
-    /// Also allow the drives a policy names with destroy = true
-    #[arg(long = "destroy-policy", value_name = "FILE")]
-    pub destroy_policy: Option<PathBuf>,
-    /// Print what would be written, and stop
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
 }
 
 /// Every ACT storage setting as a flag; each overrides the config file.
@@ -224,15 +217,8 @@ pub struct ActPrepArgs {
     pub json: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: crate::engine::EngineKind,
-    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
-    #[arg(long, value_name = "SERIAL")]
-    pub force_destroy: Vec<String>,
-    /// Also allow the drives a policy names with destroy = true
-    #[arg(long = "destroy-policy", value_name = "FILE")]
-    pub destroy_policy: Option<PathBuf>,
-    /// Print what would be written, and stop
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
 }
 
 /// act_latency.py's options: -l LOG, -h HIST (repeatable), -t SLICE, -s, -n, -e, -x.
@@ -294,15 +280,8 @@ pub struct ActSearchArgs {
     pub json: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: crate::engine::EngineKind,
-    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
-    #[arg(long, value_name = "SERIAL")]
-    pub force_destroy: Vec<String>,
-    /// Also allow the drives a policy names with destroy = true
-    #[arg(long = "destroy-policy", value_name = "FILE")]
-    pub destroy_policy: Option<PathBuf>,
-    /// Print what would be written, and stop
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -357,15 +336,8 @@ pub struct StreamArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: crate::engine::EngineKind,
-    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
-    #[arg(long, value_name = "SERIAL")]
-    pub force_destroy: Vec<String>,
-    /// Also allow the drives a policy names with destroy = true
-    #[arg(long = "destroy-policy", value_name = "FILE")]
-    pub destroy_policy: Option<PathBuf>,
-    /// Print what would be written, and stop
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
     /// Filesystem pass in this directory (bonnie++-style) instead of devices
     #[arg(long, value_name = "DIR", conflicts_with = "device")]
     pub fs: Option<PathBuf>,
@@ -414,15 +386,8 @@ pub struct ProvisionArgs {
     /// Print the result as JSON
     #[arg(long)]
     pub json: bool,
-    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
-    #[arg(long, value_name = "SERIAL")]
-    pub force_destroy: Vec<String>,
-    /// Also allow the drives a policy names with destroy = true
-    #[arg(long = "destroy-policy", value_name = "FILE")]
-    pub destroy_policy: Option<PathBuf>,
-    /// Print what would be written, and stop
-    #[arg(long)]
-    pub dry_run: bool,
+    #[command(flatten)]
+    pub safety: SafetyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -442,4 +407,19 @@ pub struct HealthArgs {
     /// Print the diff as JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// What every command that writes to devices takes: the operator's word on
+/// what may be destroyed, and a dry run.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SafetyArgs {
+    /// Allow destroying a device the safety gate would refuse (by serial, WWN or path)
+    #[arg(long, value_name = "SERIAL")]
+    pub force_destroy: Vec<String>,
+    /// Also allow the drives a policy names with destroy = true
+    #[arg(long = "destroy-policy", value_name = "FILE")]
+    pub destroy_policy: Option<PathBuf>,
+    /// Print what would be written, and stop
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -103,7 +103,7 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
 
 #[test]
 fn planned_commands_say_so_and_exit_could_not_run() {
-    let out = storcert(&["provision", "--device", "/dev/null"]);
+    let out = storcert(&["bundle", "create", "dir"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("not available in this build"), "{err}");

@@ -4,31 +4,19 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::exit;
+use super::{exit, gate, stop_flag};
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
 use crate::act::runner::{Outcome, RunResult, Sinks};
 use crate::act::{self, analyze, search, RunOptions};
 use crate::cli::*;
-use crate::safety::{self, Overrides};
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert act {cmd}: {msg}");
     ExitCode::from(exit::COULD_NOT_RUN)
-}
-
-/// SIGINT and SIGTERM end a run cleanly: the log keeps every whole block.
-fn stop_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-    }
-    flag
 }
 
 pub fn run(args: ActArgs) -> ExitCode {
@@ -102,26 +90,6 @@ pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> Result<Stor
     }
     c.finish(&origin).map_err(|e| e.to_string())?;
     Ok(c)
-}
-
-fn gate(
-    cmd: &str,
-    action: &str,
-    devices: &[String],
-    force: &[String],
-    policy: Option<&Path>,
-    dry_run: bool,
-) -> Result<(), ExitCode> {
-    let paths: Vec<PathBuf> = devices.iter().map(PathBuf::from).collect();
-    let overrides =
-        Overrides::new(force, policy).map_err(|e| fail(cmd, format!("--destroy-policy: {e}")))?;
-    let cleared = safety::check_all(&paths, &overrides).map_err(|e| fail(cmd, e))?;
-    eprint!("{}", safety::plan(action, &cleared));
-    if dry_run {
-        eprintln!("dry run: nothing written");
-        return Err(ExitCode::SUCCESS);
-    }
-    Ok(())
 }
 
 fn run_options(r: &ActRunArgs) -> RunOptions {
@@ -267,14 +235,8 @@ fn index(a: ActIndexArgs) -> ExitCode {
 
 /// Gate, plan, then run a workload with its outputs wired up.
 fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) -> ExitCode {
-    if let Err(code) = gate(
-        cmd,
-        action,
-        w.device_names(),
-        &run.force_destroy,
-        run.destroy_policy.as_deref(),
-        run.dry_run,
-    ) {
+    let targets: Vec<PathBuf> = w.device_names().iter().map(PathBuf::from).collect();
+    if let Err(code) = gate(&format!("act {cmd}"), action, &targets, &run.safety) {
         return code;
     }
     let stop = stop_flag();
@@ -285,12 +247,10 @@ fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) ->
 fn prep(a: ActPrepArgs) -> ExitCode {
     let names: Vec<String> = a.devices.iter().map(|p| p.display().to_string()).collect();
     if let Err(code) = gate(
-        "prep",
+        "act prep",
         "zero and then salt (ACT prep)",
-        &names,
-        &a.force_destroy,
-        a.destroy_policy.as_deref(),
-        a.dry_run,
+        &a.devices,
+        &a.safety,
     ) {
         return code;
     }
@@ -398,13 +358,12 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         Ok(c) => c.unwrap_or(trial * 6),
         Err(e) => return fail("search", format!("--confirm: {e}")),
     };
+    let targets: Vec<PathBuf> = base.device_names.iter().map(PathBuf::from).collect();
     if let Err(code) = gate(
-        "search",
+        "act search",
         "run ACT trials (random writes)",
-        &base.device_names,
-        &a.force_destroy,
-        a.destroy_policy.as_deref(),
-        a.dry_run,
+        &targets,
+        &a.safety,
     ) {
         return code;
     }

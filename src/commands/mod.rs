@@ -9,7 +9,13 @@ pub mod inventory;
 pub mod provision;
 pub mod stream;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::cli::SafetyArgs;
+use crate::safety::{self, Overrides};
 
 /// Exit statuses that fleet tools act on (documented in the README).
 pub mod exit {
@@ -26,4 +32,33 @@ pub fn planned(name: &str, issue: u32) -> ExitCode {
         "storcert {name}: not available in this build (the {name} stage is tracked as issue {issue})"
     );
     ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+/// SIGINT and SIGTERM end a run cleanly (the caller checks the flag), so
+/// logs and results stay whole.
+pub fn stop_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
+    flag
+}
+
+/// The safety gate for a command about to write: every target cleared or
+/// a one-line refusal, the plan printed, and a dry run stopped here.
+/// `Err` carries the exit status the command returns at once.
+pub fn gate(cmd: &str, action: &str, targets: &[PathBuf], s: &SafetyArgs) -> Result<(), ExitCode> {
+    let refuse = |msg: String| {
+        eprintln!("storcert {cmd}: {msg}");
+        ExitCode::from(exit::COULD_NOT_RUN)
+    };
+    let overrides = Overrides::new(&s.force_destroy, s.destroy_policy.as_deref())
+        .map_err(|e| refuse(format!("--destroy-policy: {e}")))?;
+    let cleared = safety::check_all(targets, &overrides).map_err(|e| refuse(e.to_string()))?;
+    eprint!("{}", safety::plan(action, &cleared));
+    if s.dry_run {
+        eprintln!("dry run: nothing written");
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(())
 }

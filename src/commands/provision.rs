@@ -2,10 +2,9 @@
 
 use std::process::ExitCode;
 
-use super::exit;
+use super::{exit, gate};
 use crate::cli::ProvisionArgs;
 use crate::provision::{self, Spec};
-use crate::safety::{self, Overrides};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert provision: {msg}");
@@ -40,16 +39,6 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
             "--spare {spare}% must be more than 0% and less than 100%"
         ));
     }
-    let cleared = match safety::check_all(
-        std::slice::from_ref(&a.device),
-        &match Overrides::new(&a.force_destroy, a.destroy_policy.as_deref()) {
-            Ok(o) => o,
-            Err(e) => return fail(format!("--destroy-policy: {e}")),
-        },
-    ) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
     let action = format!(
         "{}write a GPT with one partition leaving {spare}% unpartitioned",
         if a.no_discard {
@@ -58,10 +47,13 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
             "discard every block, then "
         }
     );
-    eprint!("{}", safety::plan(&action, &cleared));
-    if a.dry_run {
-        eprintln!("dry run: nothing written");
-        return ExitCode::SUCCESS;
+    if let Err(code) = gate(
+        "provision",
+        &action,
+        std::slice::from_ref(&a.device),
+        &a.safety,
+    ) {
+        return code;
     }
     let r = match provision::provision(&Spec {
         device: a.device.clone(),

@@ -3,26 +3,15 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use super::exit;
+use super::{exit, gate, stop_flag};
 use crate::cli::{StreamArgs, StreamFormat};
 use crate::output::units::parse_size;
-use crate::safety::{self, Overrides};
 use crate::stream::{self, export, fs, Pass, Spec};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert stream: {msg}");
     ExitCode::from(exit::COULD_NOT_RUN)
-}
-
-fn stop_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-    }
-    flag
 }
 
 fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), ExitCode> {
@@ -111,19 +100,11 @@ pub fn run(a: StreamArgs) -> ExitCode {
     };
     if passes.contains(&Pass::Write) {
         let paths: Vec<PathBuf> = a.device.iter().map(PathBuf::from).collect();
-        match safety::check_all(
-            &paths,
-            &match Overrides::new(&a.force_destroy, a.destroy_policy.as_deref()) {
-                Ok(o) => o,
-                Err(e) => return fail(format!("--destroy-policy: {e}")),
-            },
-        ) {
-            Ok(cleared) => eprint!("{}", safety::plan("stream sequential writes", &cleared)),
-            Err(e) => return fail(e),
+        if let Err(code) = gate("stream", "stream sequential writes", &paths, &a.safety) {
+            return code;
         }
-    }
-    if a.dry_run {
-        eprintln!("dry run: nothing written");
+    } else if a.safety.dry_run {
+        eprintln!("dry run: a read-only pattern writes nothing");
         return ExitCode::SUCCESS;
     }
     let result = match stream::run(&spec, &stop) {
