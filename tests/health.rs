@@ -162,3 +162,50 @@ fn snapshot_and_diff_commands() {
     let out = common::storcert(&["health"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn write_amplification_where_the_drive_reports_media_writes() {
+    let mut before = snapshot();
+    for dr in &mut before.drives {
+        if dr.name == "nvme0n1" {
+            dr.media_bytes_written = Some(10_000_000_000);
+        }
+    }
+    let mut after = before.clone();
+    after.taken_at += 3600;
+    for dr in &mut after.drives {
+        if dr.name == "nvme0n1" {
+            dr.host_bytes_written = dr.host_bytes_written.map(|w| w + 1_000_000_000);
+            dr.media_bytes_written = Some(12_500_000_000);
+        }
+    }
+    let d = health::diff(&before, &after, |_| None);
+    let e = d
+        .drives
+        .iter()
+        .find(|x| x.drive.starts_with("nvme0n1"))
+        .unwrap()
+        .endurance
+        .as_ref()
+        .unwrap();
+    assert_eq!(e.write_amplification, Some(2.5));
+    assert!(
+        e.summary.ends_with("; write amplification 2.50"),
+        "{}",
+        e.summary
+    );
+    // Without media writes there is no amplification to report.
+    let d = health::diff(
+        &snapshot(),
+        &{
+            let mut s = snapshot();
+            s.taken_at += 10;
+            s
+        },
+        |_| None,
+    );
+    assert!(d.drives.iter().all(|x| x
+        .endurance
+        .as_ref()
+        .is_none_or(|e| e.write_amplification.is_none())));
+}

@@ -87,6 +87,19 @@ fn firmware_capacity_geometry_and_health_rules() {
         (f.check.as_str(), f.actual.as_str()),
         ("capacity", "536870912 bytes")
     );
+    assert!(findings(
+        "[[drive]]\nmatch = { transport = \"nvme\" }\nlba_format = 0\nmetadata_bytes = 0\n"
+    )
+    .is_empty());
+    let f = one("[[drive]]\nmatch = { transport = \"nvme\" }\nlba_format = 1\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str(), f.actual.as_str()),
+        ("NVMe LBA format", "1", "0")
+    );
+    assert_eq!(
+        f.fix.as_deref(),
+        Some("nvme format /dev/nvme0n1 --lbaf=N (destroys data)")
+    );
     let f = one("[[drive]]\nmatch = { name = \"sda\" }\nphysical_sector_size = 4096\n");
     assert_eq!(
         (f.check.as_str(), f.expected.as_str(), f.actual.as_str()),

@@ -87,6 +87,7 @@ fn nvme_identify_and_smart_log() {
     assert!(id.volatile_write_cache_present);
     let ns = nvme::decode_identify_namespace(&raw("nvme.nvme-identify-namespace.bin")).unwrap();
     assert_eq!(ns.size_blocks * ns.lba_size as u64, 2048 * 1024 * 1024);
+    assert_eq!((ns.lba_format_index, ns.metadata_size), (0, 0));
     let log = nvme::decode_smart_log(&raw("nvme.nvme-smart-log.bin")).unwrap();
     assert_eq!(log.critical_warning, 0);
     // qemu reports 0% spare with a 0% threshold (a naive "spare < 10%"

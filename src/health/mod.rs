@@ -29,6 +29,10 @@ pub struct DriveHealth {
     /// (NVMe data units written; ATA attribute 241 in sectors).
     pub host_bytes_written: Option<u128>,
     pub host_bytes_written_source: Option<String>,
+    /// Bytes written to the media (NVMe OCP extended SMART log), where
+    /// the drive reports it.
+    #[serde(default)]
+    pub media_bytes_written: Option<u128>,
 }
 
 fn host_written(d: &Disk) -> (Option<u128>, Option<String>) {
@@ -75,6 +79,11 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
                     health: d.health.clone(),
                     host_bytes_written: w,
                     host_bytes_written_source: src,
+                    media_bytes_written: d
+                        .health
+                        .as_ref()
+                        .and_then(|h| h.nvme.as_ref())
+                        .and_then(|n| n.media_bytes_written),
                 }
             })
             .collect(),
@@ -101,6 +110,9 @@ pub struct Endurance {
     /// this rate.
     pub years_at_this_rate: Option<f64>,
     pub within_rating: Option<bool>,
+    /// Media bytes over host bytes written in between, where the drive
+    /// reports its media writes.
+    pub write_amplification: Option<f64>,
     pub summary: String,
 }
 
@@ -135,6 +147,7 @@ pub fn endurance(written: u128, seconds: u64, capacity: u64, rating: Option<Rati
         warranty_years: rating.map(|r| r.warranty_years),
         years_at_this_rate: years,
         within_rating: within,
+        write_amplification: None,
         summary,
     }
 }
@@ -307,12 +320,24 @@ pub fn diff(
             (Some(x), Some(y)) => Some((x, y)),
             _ => None,
         };
-        let endurance = match (b.host_bytes_written, a.host_bytes_written) {
+        let mut endurance = match (b.host_bytes_written, a.host_bytes_written) {
             (Some(x), Some(y)) if y >= x && seconds > 0 => {
                 Some(endurance(y - x, seconds, a.capacity_bytes, rating_of(a)))
             }
             _ => None,
         };
+        if let (Some(e), Some(mb), Some(ma)) = (
+            endurance.as_mut(),
+            b.media_bytes_written,
+            a.media_bytes_written,
+        ) {
+            if ma >= mb && e.host_bytes_written > 0 {
+                let wa = (ma - mb) as f64 / e.host_bytes_written as f64;
+                e.write_amplification = Some(wa);
+                e.summary
+                    .push_str(&format!("; write amplification {wa:.2}"));
+            }
+        }
         let degraded = changes.iter().any(|c| c.degraded);
         drives.push(DriveDiff {
             drive: label,

@@ -531,6 +531,8 @@ fn read_disk(
         capacity_bytes,
         logical_sector_size,
         physical_sector_size,
+        lba_format: None,
+        metadata_bytes: None,
         rotational,
         queue_depth,
         read_only,

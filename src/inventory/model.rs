@@ -204,6 +204,10 @@ pub struct Disk {
     pub capacity_bytes: u64,
     pub logical_sector_size: Option<u32>,
     pub physical_sector_size: Option<u32>,
+    /// NVMe: the namespace's formatted LBA format (index) and metadata
+    /// bytes per block.
+    pub lba_format: Option<u8>,
+    pub metadata_bytes: Option<u16>,
     pub rotational: Option<bool>,
     /// The device's own queue depth (SCSI device queue_depth); for other
     /// devices the block layer's nr_requests.
@@ -300,6 +304,10 @@ pub struct NvmeHealth {
     pub data_units_read: u128,
     pub data_units_written: u128,
     pub bytes_written: u128,
+    /// Bytes written to the media, from the OCP extended SMART log (0xC0)
+    /// where the drive has one: with `bytes_written`, the write
+    /// amplification.
+    pub media_bytes_written: Option<u128>,
     pub power_cycles: u128,
     pub unsafe_shutdowns: u128,
     pub media_errors: u128,

@@ -115,6 +115,8 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
                 disk.eui64 = ns.eui64;
                 disk.nguid = ns.nguid;
                 disk.logical_sector_size = Some(ns.lba_size);
+                disk.lba_format = Some(ns.lba_format_index);
+                disk.metadata_bytes = Some(ns.metadata_size);
             }
         }
         let vwc = record(
@@ -150,6 +152,13 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
             nvme::decode_smart_log,
         ) {
             let warnings = nvme::critical_warning_names(log.critical_warning);
+            let ocp = step(
+                disk,
+                recorder,
+                "NVMe OCP extended SMART log 0xC0",
+                || nvme::ocp_smart_log(file),
+                nvme::decode_ocp_smart,
+            );
             disk.health = Some(Health {
                 overall: if log.critical_warning == 0 {
                     "passed"
@@ -169,6 +178,7 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
                     data_units_read: log.data_units_read,
                     data_units_written: log.data_units_written,
                     bytes_written: log.data_units_written.saturating_mul(512_000),
+                    media_bytes_written: ocp.map(|o| o.media_bytes_written),
                     power_cycles: log.power_cycles,
                     unsafe_shutdowns: log.unsafe_shutdowns,
                     media_errors: log.media_errors,

@@ -53,7 +53,10 @@ impl PassthroughError {
                 source.raw_os_error(),
                 Some(libc::ENOTTY) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
             ),
-            PassthroughError::Rejected { detail, .. } => detail.contains("ILLEGAL REQUEST"),
+            PassthroughError::Rejected { detail, .. } => {
+                detail.contains("ILLEGAL REQUEST")
+                    || detail.contains("not supported by the controller")
+            }
             PassthroughError::Malformed { .. } => false,
         }
     }

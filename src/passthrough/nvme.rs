@@ -159,6 +159,35 @@ pub fn decode_smart_log(buf: &[u8]) -> Result<SmartLog, PassthroughError> {
     })
 }
 
+/// The OCP Datacenter NVMe SSD "SMART / Health Information Extended" log
+/// (vendor log 0xC0), identified by its GUID; of it storcert reads what
+/// the standard log lacks: the bytes written to the media.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OcpSmart {
+    pub media_bytes_written: u128,
+    pub media_bytes_read: u128,
+}
+
+/// The log page GUID AFD514C9-7C6F-4F9C-A4F2-BFEA2810AFC5, little endian.
+const OCP_SMART_GUID: [u8; 16] = [
+    0xc5, 0xaf, 0x10, 0x28, 0xea, 0xbf, 0xf2, 0xa4, 0x9c, 0x4f, 0x6f, 0x7c, 0xc9, 0x14, 0xd5, 0xaf,
+];
+
+pub fn decode_ocp_smart(buf: &[u8]) -> Result<OcpSmart, PassthroughError> {
+    const OP: &str = "NVMe OCP extended SMART log 0xC0";
+    need_len(OP, buf, 512)?;
+    if buf[496..512] != OCP_SMART_GUID {
+        return Err(PassthroughError::malformed(
+            OP,
+            "no OCP log GUID (a vendor log of another kind)",
+        ));
+    }
+    Ok(OcpSmart {
+        media_bytes_written: le128(buf, 0),
+        media_bytes_read: le128(buf, 16),
+    })
+}
+
 /// Names the bits of the SMART log's critical warning byte.
 pub fn critical_warning_names(bits: u8) -> Vec<&'static str> {
     const NAMES: [&str; 6] = [
@@ -195,13 +224,21 @@ fn admin(
     let status = unsafe { ioctl_ptr(file.as_raw_fd(), NVME_IOCTL_ADMIN_CMD, cmd) }
         .map_err(|source| PassthroughError::Ioctl { op, source })?;
     if status != 0 {
+        // Invalid opcode, invalid field, invalid log page: the controller
+        // does not have this, as opposed to failing it.
+        let unsupported = matches!(status & 0x7ff, 0x001 | 0x002 | 0x109);
         return Err(PassthroughError::Rejected {
             op,
             detail: format!(
-                "NVMe status 0x{:04x} (type {}, code 0x{:02x})",
+                "NVMe status 0x{:04x} (type {}, code 0x{:02x}){}",
                 status,
                 (status >> 8) & 0x7,
-                status & 0xff
+                status & 0xff,
+                if unsupported {
+                    ", not supported by the controller"
+                } else {
+                    ""
+                }
             ),
         });
     }
@@ -266,15 +303,23 @@ pub fn set_feature(file: &File, fid: u8, value: u32) -> Result<u32, PassthroughE
 }
 
 pub fn smart_log(file: &File) -> Result<Vec<u8>, PassthroughError> {
+    log_page(file, "NVMe SMART log", 0x02)
+}
+
+pub fn ocp_smart_log(file: &File) -> Result<Vec<u8>, PassthroughError> {
+    log_page(file, "NVMe OCP extended SMART log 0xC0", 0xc0)
+}
+
+fn log_page(file: &File, op: &'static str, lid: u8) -> Result<Vec<u8>, PassthroughError> {
     let mut buf = vec![0u8; 512];
     let dwords = (buf.len() / 4 - 1) as u32;
     let mut cmd = NvmePassthru {
         opcode: OPC_GET_LOG_PAGE,
         nsid: 0xffff_ffff,
-        cdw10: (dwords << 16) | 0x02,
+        cdw10: (dwords << 16) | lid as u32,
         ..Default::default()
     };
-    admin(file, "NVMe SMART log", &mut cmd, Some(&mut buf))?;
+    admin(file, op, &mut cmd, Some(&mut buf))?;
     Ok(buf)
 }
 
@@ -327,6 +372,19 @@ mod tests {
         assert_eq!(ns.nguid, None);
         b[132..136].copy_from_slice(&(30u32 << 16).to_le_bytes());
         assert!(decode_identify_namespace(&b).is_err());
+    }
+
+    #[test]
+    fn decodes_the_ocp_log_only_with_its_guid() {
+        let mut b = vec![0u8; 512];
+        b[0..16].copy_from_slice(&7_000_000_000_000u128.to_le_bytes());
+        b[16..32].copy_from_slice(&5u128.to_le_bytes());
+        assert!(decode_ocp_smart(&b).is_err(), "no GUID, no OCP log");
+        b[496..512].copy_from_slice(&OCP_SMART_GUID);
+        let o = decode_ocp_smart(&b).unwrap();
+        assert_eq!(o.media_bytes_written, 7_000_000_000_000);
+        assert_eq!(o.media_bytes_read, 5);
+        assert!(decode_ocp_smart(&b[..100]).is_err());
     }
 
     #[test]

@@ -426,6 +426,41 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 }
             }
         }
+        for (key, want, actual) in [
+            (
+                "NVMe LBA format",
+                effective(rules, "drive", m, |r| r.lba_format.as_ref())
+                    .map(|(v, r, s)| (*v as u32, r, s)),
+                d.lba_format.map(u32::from),
+            ),
+            (
+                "metadata bytes per block",
+                effective(rules, "drive", m, |r| r.metadata_bytes.as_ref())
+                    .map(|(v, r, s)| (*v as u32, r, s)),
+                d.metadata_bytes.map(u32::from),
+            ),
+        ] {
+            if let Some((want, rule, severity)) = want {
+                checks += 1;
+                if actual != Some(want) {
+                    finding(Finding {
+                        severity,
+                        rule,
+                        device: label.clone(),
+                        check: key.into(),
+                        expected: want.to_string(),
+                        actual: actual
+                            .map(|a| a.to_string())
+                            .unwrap_or_else(|| "unknown".into()),
+                        fix: Some(format!(
+                            "nvme format {} --lbaf=N (destroys data)",
+                            d.dev_path
+                        )),
+                        action: None,
+                    });
+                }
+            }
+        }
         if let Some((g, rule, severity)) = effective(rules, "drive", m, |r| r.health.as_ref()) {
             let h = d.health.as_ref();
             let nvme = h.and_then(|h| h.nvme.as_ref());

@@ -115,6 +115,9 @@ pub struct DriveRule {
     pub capacity: Option<Range>,
     pub logical_sector_size: Option<u32>,
     pub physical_sector_size: Option<u32>,
+    /// NVMe: the formatted LBA format index, and metadata bytes per block.
+    pub lba_format: Option<u8>,
+    pub metadata_bytes: Option<u16>,
     pub health: Option<HealthGates>,
     /// The safety gate may destroy matched drives (matched by serial or
     /// WWN only).
