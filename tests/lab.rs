@@ -82,7 +82,8 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; \
          storcert provision --device /dev/vda --spare 30% > again.txt 2> again.err; echo $? > again.rc; \
          storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml --json \
-           > again2.json 2> again2.err; true",
+           > again2.json 2> again2.err; \
+         storcert stream --device /dev/vda --size 16M --output-format json > onpart.json 2> onpart.err; true",
         &[&fix_policy, &destroy_policy],
     );
     let topo = read_env(&out.path().join("topology.env"));
@@ -356,6 +357,20 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         ),
         "{plan}"
     );
+
+    // Later stages given the provisioned disk run on its partition.
+    let onpart: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("onpart.json")).unwrap())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{e}: {}",
+                    std::fs::read_to_string(results.join("onpart.err")).unwrap()
+                )
+            });
+    assert_eq!(onpart["targets"][0]["path"], "/dev/vda1");
+    assert!(std::fs::read_to_string(results.join("onpart.err"))
+        .unwrap()
+        .contains("/dev/vda is provisioned; using its partition /dev/vda1"));
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

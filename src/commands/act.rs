@@ -31,6 +31,15 @@ pub fn run(args: ActArgs) -> ExitCode {
 
 /// Applies flags over a config (file or defaults), then validates it.
 pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> Result<StorageConfig, String> {
+    let mut c = storage_config_as_given(config, s)?;
+    c.device_names = super::on_provisioned("act", &c.device_names);
+    Ok(c)
+}
+
+fn storage_config_as_given(
+    config: Option<&Path>,
+    s: &StorageSettings,
+) -> Result<StorageConfig, String> {
     let mut c = match config {
         Some(p) => StorageConfig::from_file_unchecked(p).map_err(|e| e.to_string())?,
         None => StorageConfig::default(),
@@ -223,12 +232,15 @@ fn storage(a: ActStorageArgs) -> ExitCode {
 
 fn index(a: ActIndexArgs) -> ExitCode {
     match IndexConfig::from_file(&a.config) {
-        Ok(cfg) => workload(
-            "index",
-            "run ACT's index workload (random 4 KiB writes)",
-            &cfg,
-            &a.run,
-        ),
+        Ok(mut cfg) => {
+            cfg.device_names = super::on_provisioned("act", &cfg.device_names);
+            workload(
+                "index",
+                "run ACT's index workload (random 4 KiB writes)",
+                &cfg,
+                &a.run,
+            )
+        }
         Err(e) => fail("index", e),
     }
 }

@@ -44,6 +44,26 @@ pub fn stop_flag() -> Arc<AtomicBool> {
     flag
 }
 
+/// Later stages run on the partition of a device storcert provisioned:
+/// a whole disk given to a workload is replaced by it, and said so.
+pub fn on_provisioned(cmd: &str, targets: &[String]) -> Vec<String> {
+    targets
+        .iter()
+        .map(
+            |t| match crate::provision::provisioned_partition(std::path::Path::new(t)) {
+                Some(p) => {
+                    eprintln!(
+                        "storcert {cmd}: {t} is provisioned; using its partition {}",
+                        p.display()
+                    );
+                    p.display().to_string()
+                }
+                None => t.clone(),
+            },
+        )
+        .collect()
+}
+
 /// The safety gate for a command about to write: every target cleared or
 /// a one-line refusal, the plan printed, and a dry run stopped here.
 /// `Err` carries the exit status the command returns at once.

@@ -83,8 +83,9 @@ pub fn run(a: StreamArgs) -> ExitCode {
     if a.verify && passes.first() != Some(&Pass::Write) && a.seed.is_none() {
         return fail("--verify needs a write pass first, or --seed of the run that wrote the data");
     }
+    let targets = super::on_provisioned("stream", &a.device);
     let spec = Spec {
-        targets: a.device.clone(),
+        targets: targets.clone(),
         size,
         percent: a.percent.unwrap_or(100),
         bs,
@@ -99,7 +100,7 @@ pub fn run(a: StreamArgs) -> ExitCode {
             .unwrap_or_else(|| crate::act::random::Rng::from_entropy().next_u64()),
     };
     if passes.contains(&Pass::Write) {
-        let paths: Vec<PathBuf> = a.device.iter().map(PathBuf::from).collect();
+        let paths: Vec<PathBuf> = targets.iter().map(PathBuf::from).collect();
         if let Err(code) = gate("stream", "stream sequential writes", &paths, &a.safety) {
             return code;
         }

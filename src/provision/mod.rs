@@ -155,6 +155,37 @@ fn kernel_view(disk: &str) -> Option<KernelView> {
     None
 }
 
+/// Where later stages run on a device storcert provisioned: its partition
+/// (the GPT's first entry, named "storcert", as the kernel lists it), or
+/// None when the device carries no such table or the kernel lists no
+/// partition for it.
+pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
+    let meta = std::fs::metadata(device).ok()?;
+    if !meta.file_type().is_block_device() {
+        return None;
+    }
+    let mut f = File::open(device).ok()?;
+    let sector = {
+        let mut ss: i32 = 0;
+        // SAFETY: BLKSSZGET writes an int.
+        unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKSSZGET, &mut ss) }.ok()?;
+        ss as u64
+    };
+    let gpt = gptman::GPT::read_from(&mut f, sector).ok()?;
+    let p = &gpt[1];
+    if !p.is_used() || p.partition_name.as_str() != "storcert" {
+        return None;
+    }
+    let disk = device
+        .canonicalize()
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    let k = kernel_view(&disk)?;
+    (k.start_bytes == p.starting_lba * sector).then(|| Path::new("/dev").join(k.partition))
+}
+
 pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
     let path = &spec.device;
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
