@@ -229,3 +229,61 @@ fn json_schema_round_trips() {
     assert_eq!(value["schema_version"], 1);
     assert_eq!(value["disks"][0]["transport"], "nvme");
 }
+
+#[test]
+fn a_device_mapper_volume_on_a_partition_holds_the_system_disk() {
+    // Stack dm-0 on sdc and mount it on /: sdc holds the running system
+    // through its holder.
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    let sys = tmp.path().join("sys");
+    let dm = sys.join("devices/virtual/block/dm-0");
+    std::fs::create_dir_all(dm.join("slaves")).unwrap();
+    std::fs::write(dm.join("dev"), "253:0\n").unwrap();
+    std::fs::write(dm.join("size"), "2048\n").unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../pci0000:00/0000:00:03.0/host6/target6:2:1/6:2:1:0/block/sdc",
+        dm.join("slaves/sdc"),
+    )
+    .unwrap();
+    let sdc = std::fs::canonicalize(sys.join("block/sdc")).unwrap();
+    std::fs::create_dir_all(sdc.join("holders")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../../../../../virtual/block/dm-0",
+        sdc.join("holders/dm-0"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/block/dm-0",
+        sys.join("class/block/dm-0"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../../devices/virtual/block/dm-0", sys.join("block/dm-0")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../devices/virtual/block/dm-0",
+        sys.join("dev/block/253:0"),
+    )
+    .unwrap();
+    let mountinfo = tmp.path().join("proc/self/mountinfo");
+    let mut text = std::fs::read_to_string(&mountinfo).unwrap();
+    text.push_str("40 1 253:0 / / rw,relatime - ext4 /dev/mapper/root rw\n");
+    std::fs::write(&mountinfo, text).unwrap();
+
+    let inv = scan(&roots(tmp.path()), &opts(true, &[]));
+    let sdc = disk(&inv, "sdc");
+    assert_eq!(sdc.holders, vec!["dm-0"]);
+    assert!(sdc.system_disk);
+    assert_eq!(sdc.role_reasons, vec!["dm-0 is mounted on /"]);
+    assert!(!disk(&inv, "sdb").system_disk);
+    // dm devices are listed only with --all.
+    assert!(inv.disks.iter().all(|d| d.name != "dm-0"));
+    let all = scan(
+        &roots(tmp.path()),
+        &ScanOptions {
+            all: true,
+            no_probe: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(disk(&all, "dm-0").transport, Transport::Dm);
+}
