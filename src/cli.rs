@@ -367,6 +367,9 @@ pub struct CheckArgs {
     /// virtual drive cache policy), verify it, and check again
     #[arg(long, conflicts_with = "inventory")]
     pub fix: bool,
+    /// For --fix: the safety gate's overrides, and --dry-run to stop after the plan
+    #[command(flatten)]
+    pub safety: SafetyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -380,6 +383,9 @@ pub struct ProvisionArgs {
     /// The drive's factory spare, to report the total (as "12%")
     #[arg(long, value_name = "PCT")]
     pub factory_spare: Option<String>,
+    /// Take the factory spare from this policy (factory_spare_pct of the drive's rule)
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Do not discard (TRIM/deallocate) the device first
     #[arg(long)]
     pub no_discard: bool,

@@ -81,7 +81,8 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          echo $? > fix.rc; \
          storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; \
          storcert provision --device /dev/vda --spare 30% > again.txt 2> again.err; echo $? > again.rc; \
-         storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml --json \
+         storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml \
+           --policy /lab/destroy.toml --json \
            > again2.json 2> again2.err; \
          storcert stream --device /dev/vda --size 16M --output-format json > onpart.json 2> onpart.err; true",
         &[&fix_policy, &destroy_policy],
@@ -350,6 +351,10 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
                 )
             });
     assert_eq!(again2["kernel"]["partition"], "vda1");
+    // The factory spare comes from the policy's rule for this drive.
+    assert_eq!(again2["factory_spare_pct"], 12.0);
+    let total = again2["total_spare_pct"].as_f64().unwrap();
+    assert!((total - 12.0 - again2["spare_pct"].as_f64().unwrap()).abs() < 1e-9);
     let plan = std::fs::read_to_string(results.join("again2.err")).unwrap();
     assert!(
         plan.contains(

@@ -236,3 +236,33 @@ fn drive_ratings_for_the_endurance_arithmetic() {
         .rating(None, None)
         .is_none());
 }
+
+#[test]
+fn fixes_the_safety_gate_refuses_touch_nothing() {
+    let policy = "[[drive]]\nmatch = { transport = \"sata\" }\nwrite_cache = \"on\"\n\n\
+                  [[virtual_drive]]\nwrite = \"WB\"\n";
+    let report = check(&Policy::parse(policy, "f.toml").unwrap(), &inventory());
+    let plan = storcert::policy::fix::plan(&report.findings);
+    assert_eq!(
+        plan,
+        vec![
+            "sda (STORCERT LAB SATA LABSATA0001): write cache on",
+            "0000:00:03.0 vd0 (sdb): virtual drive 0 cache policy WB",
+            "0000:00:03.0 vd1 (sdc): virtual drive 1 cache policy WB",
+        ]
+    );
+    let asked = std::cell::RefCell::new(Vec::new());
+    let fixes = storcert::policy::fix::apply(&report.findings, |dev| {
+        asked.borrow_mut().push(dev.to_string());
+        Err(format!("{dev} is mounted on /data"))
+    });
+    assert_eq!(*asked.borrow(), vec!["/dev/sda", "/dev/sdb", "/dev/sdc"]);
+    assert_eq!(fixes.len(), 3);
+    assert_eq!(
+        fixes[0].outcome,
+        "refused by the safety gate: /dev/sda is mounted on /data"
+    );
+    assert!(fixes
+        .iter()
+        .all(|f| f.outcome.starts_with("refused by the safety gate")));
+}

@@ -6,6 +6,7 @@ use super::exit;
 use crate::cli::CheckArgs;
 use crate::inventory::{scan, Inventory, Roots, ScanOptions};
 use crate::policy::{check, fix, Policy};
+use crate::safety::{self, Overrides};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert check: {msg}");
@@ -55,7 +56,21 @@ pub fn run(a: CheckArgs) -> ExitCode {
             for p in &plan {
                 eprintln!("  {p}");
             }
-            fixes = fix::apply(&report.findings);
+            if a.safety.dry_run {
+                eprintln!("dry run: nothing changed");
+                return ExitCode::SUCCESS;
+            }
+            let overrides =
+                match Overrides::new(&a.safety.force_destroy, a.safety.destroy_policy.as_deref()) {
+                    Ok(o) => o,
+                    Err(e) => return fail(format!("--destroy-policy: {e}")),
+                };
+            let roots = Roots::default();
+            fixes = fix::apply(&report.findings, |dev| {
+                safety::check(std::path::Path::new(dev), &roots, &overrides)
+                    .map(|_| ())
+                    .map_err(|e| e.reasons)
+            });
             // Check again what the devices say now.
             let after = scan(
                 &Roots::default(),

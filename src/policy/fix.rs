@@ -61,7 +61,16 @@ fn describe(a: &Action) -> (String, String) {
     }
 }
 
-pub fn apply(findings: &[Finding]) -> Vec<FixResult> {
+/// The device a fix changes, for the safety gate.
+pub fn device_of(a: &Action) -> Option<&str> {
+    match a {
+        Action::WriteCache { dev_path, .. } => Some(dev_path),
+        Action::VirtualDrive { dev_path, .. } => dev_path.as_deref(),
+    }
+}
+
+/// Applies every fix the gate allows (`allowed` says why not, per device).
+pub fn apply(findings: &[Finding], allowed: impl Fn(&str) -> Result<(), String>) -> Vec<FixResult> {
     let mut done: Vec<&Action> = Vec::new();
     let mut out = Vec::new();
     for f in findings {
@@ -71,6 +80,15 @@ pub fn apply(findings: &[Finding]) -> Vec<FixResult> {
         }
         done.push(a);
         let (change, method) = describe(a);
+        if let Some(Err(why)) = device_of(a).map(&allowed) {
+            out.push(FixResult {
+                device: f.device.clone(),
+                change,
+                method,
+                outcome: format!("refused by the safety gate: {why}"),
+            });
+            continue;
+        }
         let outcome = match a {
             Action::WriteCache {
                 dev_path,

@@ -122,6 +122,9 @@ pub struct DriveRule {
     /// The safety gate may destroy matched drives (matched by serial or
     /// WWN only).
     pub destroy: Option<bool>,
+    /// Spare area the drive has from the factory, in percent, for
+    /// `provision`'s total.
+    pub factory_spare_pct: Option<f64>,
     /// Rated endurance, for `health --diff`'s arithmetic.
     pub rated_dwpd: Option<f64>,
     pub warranty_years: Option<f64>,
@@ -183,35 +186,40 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 impl Policy {
     /// A drive's rating: the last matching rule that sets each part.
+    /// A setting of the last rule that matches a drive known only by
+    /// model and serial (as snapshots and single devices are) and sets it.
+    fn last_set<T>(
+        &self,
+        model: Option<&str>,
+        serial: Option<&str>,
+        get: impl Fn(&DriveRule) -> Option<T>,
+    ) -> Option<T> {
+        let f = |p: &Option<String>, v: Option<&str>| {
+            p.as_ref()
+                .is_none_or(|p| v.is_some_and(|v| glob::matches(p, v)))
+        };
+        self.drives
+            .iter()
+            .rev()
+            .filter(|r| f(&r.matches.model, model) && f(&r.matches.serial, serial))
+            .find_map(get)
+    }
+
+    /// A drive's rating, for `health --diff`.
     pub fn rating(
         &self,
         model: Option<&str>,
         serial: Option<&str>,
     ) -> Option<crate::health::Rating> {
-        let hit = |m: &Match| {
-            let f = |p: &Option<String>, v: Option<&str>| {
-                p.as_ref()
-                    .is_none_or(|p| v.is_some_and(|v| glob::matches(p, v)))
-            };
-            f(&m.model, model) && f(&m.serial, serial)
-        };
-        // The last matching rule that sets it wins.
-        let dwpd = self
-            .drives
-            .iter()
-            .rev()
-            .filter(|r| hit(&r.matches))
-            .find_map(|r| r.rated_dwpd)?;
-        let years = self
-            .drives
-            .iter()
-            .rev()
-            .filter(|r| hit(&r.matches))
-            .find_map(|r| r.warranty_years)?;
         Some(crate::health::Rating {
-            dwpd,
-            warranty_years: years,
+            dwpd: self.last_set(model, serial, |r| r.rated_dwpd)?,
+            warranty_years: self.last_set(model, serial, |r| r.warranty_years)?,
         })
+    }
+
+    /// A drive's factory spare (percent), for `provision`.
+    pub fn factory_spare(&self, model: Option<&str>, serial: Option<&str>) -> Option<f64> {
+        self.last_set(model, serial, |r| r.factory_spare_pct)
     }
 
     pub fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
