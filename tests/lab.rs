@@ -66,7 +66,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     let destroy_policy = out.path().join("destroy.toml");
     std::fs::write(
         &destroy_policy,
-        "[[drive]]\nmatch = { serial = \"LABVIRTIO0001\" }\ndestroy = true\n",
+        "[[drive]]\nmatch = { serial = \"LABVIRTIO0001\" }\ndestroy = true\nfactory_spare_pct = 12.0\n",
     )
     .unwrap();
     run_lab(

@@ -25,7 +25,7 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let factory = match a
+    let mut factory = match a
         .factory_spare
         .as_deref()
         .map(|f| pct("--factory-spare", f))
@@ -34,6 +34,23 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    if let (None, Some(path)) = (factory, &a.policy) {
+        let policy = match crate::policy::Policy::from_file(path) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        // The drive as it identifies itself.
+        let inv = crate::inventory::scan(
+            &crate::inventory::Roots::default(),
+            &crate::inventory::ScanOptions {
+                devices: vec![a.device.display().to_string()],
+                ..Default::default()
+            },
+        );
+        if let Some(d) = inv.disks.first() {
+            factory = policy.factory_spare(d.model.as_deref(), d.serial.as_deref());
+        }
+    }
     if !(spare > 0.0 && spare < 100.0) {
         return fail(format!(
             "--spare {spare}% must be more than 0% and less than 100%"
