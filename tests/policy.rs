@@ -108,6 +108,28 @@ fn firmware_capacity_geometry_and_health_rules() {
     // qemu's NVMe reports no warning and no media errors: the gates pass;
     // the virtio disk reports no health at all: "unknown" fails.
     assert!(findings("[[drive]]\nmatch = { transport = \"nvme\" }\nhealth = { passed = true, max_media_errors = 0, no_critical_warning = true, max_percentage_used = 90 }\n").is_empty());
+    // The SATA disk reports reallocated sectors (0) but no pending count;
+    // a limit on NVMe-only counters leaves an ATA drive "unknown".
+    assert!(findings(
+        "[[drive]]\nmatch = { transport = \"sata\" }\nhealth = { max_reallocated_sectors = 0 }\n"
+    )
+    .is_empty());
+    let f =
+        one("[[drive]]\nmatch = { transport = \"sata\" }\nhealth = { max_pending_sectors = 5 }\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str(), f.actual.as_str()),
+        (
+            "health: pending sectors",
+            "at most 5",
+            "unknown (not reported)"
+        )
+    );
+    let f =
+        one("[[drive]]\nmatch = { transport = \"sata\" }\nhealth = { max_percentage_used = 80 }\n");
+    assert_eq!(
+        (f.check.as_str(), f.expected.as_str()),
+        ("health: percentage used", "at most 80%")
+    );
     let f = one("[[drive]]\nmatch = { transport = \"virtio\" }\nhealth = { passed = true }\n");
     assert_eq!(
         (f.check.as_str(), f.actual.as_str()),

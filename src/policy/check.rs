@@ -496,41 +496,42 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                     overall.into(),
                 );
             }
-            if let Some(max) = g.max_media_errors {
-                let v = nvme.map(|n| n.media_errors as u64);
-                gate(
+            // Counters with an upper limit: one shape, so one loop.
+            let counters = [
+                (
                     "media errors",
-                    v.map(|v| v > max),
-                    format!("at most {max}"),
-                    format!("{}", v.unwrap_or(0)),
-                );
-            }
-            if let Some(max) = g.max_percentage_used {
-                let v = nvme.map(|n| n.percentage_used);
-                gate(
+                    g.max_media_errors,
+                    nvme.map(|n| u64::try_from(n.media_errors).unwrap_or(u64::MAX)),
+                    "",
+                ),
+                (
                     "percentage used",
-                    v.map(|v| v > max),
-                    format!("at most {max}%"),
-                    format!("{}%", v.unwrap_or(0)),
-                );
-            }
-            if let Some(max) = g.max_reallocated_sectors {
-                let v = ata.and_then(|a| a.reallocated_sectors);
-                gate(
+                    g.max_percentage_used.map(u64::from),
+                    nvme.map(|n| u64::from(n.percentage_used)),
+                    "%",
+                ),
+                (
                     "reallocated sectors",
-                    v.map(|v| v > max),
-                    format!("at most {max}"),
-                    format!("{}", v.unwrap_or(0)),
-                );
-            }
-            if let Some(max) = g.max_pending_sectors {
-                let v = ata.and_then(|a| a.pending_sectors);
-                gate(
+                    g.max_reallocated_sectors,
+                    ata.and_then(|a| a.reallocated_sectors),
+                    "",
+                ),
+                (
                     "pending sectors",
-                    v.map(|v| v > max),
-                    format!("at most {max}"),
-                    format!("{}", v.unwrap_or(0)),
-                );
+                    g.max_pending_sectors,
+                    ata.and_then(|a| a.pending_sectors),
+                    "",
+                ),
+            ];
+            for (name, max, value, unit) in counters {
+                if let Some(max) = max {
+                    gate(
+                        name,
+                        value.map(|v| v > max),
+                        format!("at most {max}{unit}"),
+                        format!("{}{unit}", value.unwrap_or(0)),
+                    );
+                }
             }
             if g.no_critical_warning == Some(true) {
                 let v = nvme.map(|n| n.critical_warning);
