@@ -353,20 +353,16 @@ pub fn run(
                 }
                 let lag = now.duration_since(due);
                 let lag_ns = lag.as_nanos() as u64;
-                if engine.in_flight() >= engine.capacity() {
-                    if !spec.max_lag.is_zero() && lag > spec.max_lag {
-                        outcome = Outcome::CouldNotKeepUp {
-                            stream: st.spec.label.clone(),
-                        };
-                        break 'run;
-                    }
-                    break;
-                }
                 if !spec.max_lag.is_zero() && lag > spec.max_lag {
                     outcome = Outcome::CouldNotKeepUp {
                         stream: st.spec.label.clone(),
                     };
                     break 'run;
+                }
+                // A full engine: the request waits, and its lag grows
+                // until the check above ends the run.
+                if engine.in_flight() >= engine.capacity() {
+                    break;
                 }
                 if st.spec.rate > 0.0 {
                     max_lag_ns = max_lag_ns.max(lag_ns);
