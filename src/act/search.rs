@@ -4,7 +4,7 @@
 //! what people qualifying drives do by hand.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -262,10 +262,6 @@ pub fn table(r: &SearchResult) -> String {
         (None, _) => "no load passed\n".to_string(),
     });
     s
-}
-
-pub fn default_out_dir() -> &'static Path {
-    Path::new("act-search")
 }
 
 #[cfg(test)]

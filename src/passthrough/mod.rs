@@ -99,10 +99,6 @@ pub(crate) fn be16(b: &[u8], off: usize) -> u16 {
     u16::from_be_bytes([b[off], b[off + 1]])
 }
 
-pub(crate) fn be64(b: &[u8], off: usize) -> u64 {
-    u64::from_be_bytes(b[off..off + 8].try_into().expect("8 bytes"))
-}
-
 /// Checks that a reply holds at least `need` bytes before any decoder
 /// indexes into it.
 pub(crate) fn need_len(op: &'static str, buf: &[u8], need: usize) -> Result<(), PassthroughError> {

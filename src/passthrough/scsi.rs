@@ -6,7 +6,7 @@
 use std::fs::File;
 
 use super::sg::{sg_io, Data, ScsiReply};
-use super::{ascii_field, be16, be64, hex, need_len, PassthroughError};
+use super::{ascii_field, be16, hex, need_len, PassthroughError};
 
 const TIMEOUT_MS: u32 = 10_000;
 
@@ -218,14 +218,6 @@ fn log_parameters<'a>(
     Ok(out)
 }
 
-/// READ CAPACITY(16): number of logical blocks and the block length.
-pub fn decode_read_capacity16(buf: &[u8]) -> Result<(u64, u32), PassthroughError> {
-    need_len("READ CAPACITY(16)", buf, 12)?;
-    let last_lba = be64(buf, 0);
-    let block_len = u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]);
-    Ok((last_lba + 1, block_len))
-}
-
 // --- transport -----------------------------------------------------------
 
 fn data_in(
@@ -312,11 +304,6 @@ pub fn log_sense(file: &File, page: u8) -> Result<Vec<u8>, PassthroughError> {
     // PC=01b: cumulative values.
     let cdb = [0x4d, 0, 0x40 | page, 0, 0, 0, 0, 0x01, 0x00, 0];
     data_in(file, op, &cdb, 256)
-}
-
-pub fn read_capacity16(file: &File) -> Result<Vec<u8>, PassthroughError> {
-    let cdb = [0x9e, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0];
-    data_in(file, "READ CAPACITY(16)", &cdb, 32)
 }
 
 #[cfg(test)]
