@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{exit, gate, stop_flag};
+use super::{exit, gate, stop_flag, write_json};
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
@@ -158,8 +158,7 @@ fn execute(
     };
     eprint!("{}", summary(&result));
     if let Some(path) = &r.json {
-        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
+        if let Err(e) = write_json(path, &result) {
             return fail(cmd, format!("--json {}: {e}", path.display()));
         }
     }
@@ -290,8 +289,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
         }
     }
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&results).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
+        if let Err(e) = write_json(path, &results) {
             return fail("prep", format!("--json {}: {e}", path.display()));
         }
     }
@@ -397,8 +395,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     };
     print!("{}", search::table(&result));
     if let Some(path) = &a.json {
-        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
+        if let Err(e) = write_json(path, &result) {
             return fail("search", format!("--json {}: {e}", path.display()));
         }
     }

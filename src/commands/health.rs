@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::exit;
+use super::{exit, write_json};
 use crate::cli::HealthArgs;
 use crate::health::{self, Snapshot};
 use crate::inventory::{scan, Roots, ScanOptions};
@@ -47,13 +47,7 @@ pub fn run(a: HealthArgs) -> ExitCode {
             return fail(e);
         }
         let snap = health::snapshot(&inv);
-        // Written whole and renamed into place: never a torn snapshot.
-        let tmp = path.with_extension("tmp");
-        let text = serde_json::to_string_pretty(&snap).unwrap_or_default() + "\n";
-        let write = std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
-            .and_then(|_| std::fs::rename(&tmp, path));
-        if let Err(e) = write {
+        if let Err(e) = write_json(path, &snap) {
             return fail(format!("{}: {e}", path.display()));
         }
         eprintln!(

@@ -9,7 +9,8 @@ pub mod inventory;
 pub mod provision;
 pub mod stream;
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -32,6 +33,36 @@ pub fn planned(name: &str, issue: u32) -> ExitCode {
         "storcert {name}: not available in this build (the {name} stage is tracked as issue {issue})"
     );
     ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+/// Writes a result file whole or not at all: a temporary beside it,
+/// fsync, rename into place, then fsync of the folder, so a crash or power
+/// loss leaves the old file or the new one, never a torn one.
+/// A path that exists and is not a regular file (/dev/stdout, a pipe) is
+/// written directly, as there is nothing to replace.
+pub fn write_durably(path: &Path, text: &str) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::write(path, text);
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// A result as pretty JSON through `write_durably`.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    write_durably(path, &(text + "\n"))
 }
 
 /// SIGINT and SIGTERM end a run cleanly (the caller checks the flag), so
@@ -81,4 +112,31 @@ pub fn gate(cmd: &str, action: &str, targets: &[PathBuf], s: &SafetyArgs) -> Res
         return Err(ExitCode::SUCCESS);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_durably_replaces_whole_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("result.json");
+        write_durably(&path, "old\n").unwrap();
+        write_json(&path, &serde_json::json!({"load": 3})).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\n  \"load\": 3\n}\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["result.json"]);
+        // Not a regular file: written in place, no temporary in /dev.
+        write_durably(Path::new("/dev/null"), "x").unwrap();
+        assert!(!Path::new("/dev/null.tmp").exists());
+        // A folder that does not exist: an error, not a panic.
+        assert!(write_durably(&dir.path().join("missing/r.json"), "x").is_err());
+    }
 }

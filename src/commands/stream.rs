@@ -16,7 +16,9 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 
 fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), ExitCode> {
     let r = match output {
-        Some(p) => std::fs::write(p, text).map_err(|e| format!("--output {}: {e}", p.display())),
+        Some(p) => {
+            super::write_durably(p, text).map_err(|e| format!("--output {}: {e}", p.display()))
+        }
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())
