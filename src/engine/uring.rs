@@ -51,6 +51,18 @@ impl UringEngine {
         })
     }
 
+    /// Marks the queued requests issued now: the kernel sees them at the
+    /// next io_uring_enter, which the caller makes straight after.
+    fn stamp_issued(&mut self) {
+        let now = Instant::now();
+        for &i in &self.unsubmitted {
+            if let Some(slot) = self.slots[i].as_mut() {
+                slot.issued_at = Some(now);
+            }
+        }
+        self.unsubmitted.clear();
+    }
+
     fn harvest(&mut self, out: &mut Vec<Completion>) {
         let now = Instant::now();
         for cqe in self.ring.completion() {
@@ -130,13 +142,7 @@ impl Engine for UringEngine {
         if self.unsubmitted.is_empty() {
             return Ok(());
         }
-        let now = Instant::now();
-        for &i in &self.unsubmitted {
-            if let Some(slot) = self.slots[i].as_mut() {
-                slot.issued_at = Some(now);
-            }
-        }
-        self.unsubmitted.clear();
+        self.stamp_issued();
         loop {
             match self.ring.submit() {
                 Ok(_) => return Ok(()),
@@ -164,13 +170,7 @@ impl Engine for UringEngine {
             return self.submit();
         };
         // Submit what is queued and wait, in one system call.
-        let now = Instant::now();
-        for &i in &self.unsubmitted {
-            if let Some(slot) = self.slots[i].as_mut() {
-                slot.issued_at = Some(now);
-            }
-        }
-        self.unsubmitted.clear();
+        self.stamp_issued();
         let result = match wait {
             Some(t) => {
                 let ts = types::Timespec::new()
