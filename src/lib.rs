@@ -2,6 +2,7 @@
 //! docs/ for the formats it reads and writes.
 
 pub mod act;
+pub mod blockdev;
 pub mod cli;
 pub mod commands;
 pub mod engine;

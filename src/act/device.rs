@@ -34,15 +34,6 @@ impl DeviceErrors {
     }
 }
 
-const BLKGETSIZE64: u64 = 0x8008_1272;
-
-fn block_device_size(file: &File) -> std::io::Result<u64> {
-    let mut size = 0u64;
-    // SAFETY: BLKGETSIZE64 writes one u64.
-    unsafe { crate::passthrough::ioctl_ptr(file.as_raw_fd(), BLKGETSIZE64, &mut size) }?;
-    Ok(size)
-}
-
 impl Device {
     /// Opens `name` read-write. `file_size` (ACT's file-size-mbytes) sizes a
     /// regular file, creating it if needed.
@@ -74,7 +65,8 @@ impl Device {
             Err(e) => return Err(e).with_context(|| format!("open {name}")),
         };
         let size_bytes = if is_block {
-            block_device_size(&file).with_context(|| format!("{name}: size (BLKGETSIZE64)"))?
+            crate::blockdev::size_bytes(&file)
+                .with_context(|| format!("{name}: size (BLKGETSIZE64)"))?
         } else {
             if file_size > 0 {
                 file.set_len(file_size)

@@ -4,18 +4,15 @@
 //! the kernel re-read the table, and check what it now sees.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::blockdev;
+
 const MIB: u64 = 1 << 20;
-const BLKGETSIZE64: u64 = 0x8008_1272;
-const BLKSSZGET: u64 = 0x1268;
-const BLKDISCARD: u64 = 0x1277;
-const BLKRRPART: u64 = 0x125f;
 /// Discard in ranges of this size, so progress and failures are per range.
 const DISCARD_RANGE: u64 = 64 << 30;
 
@@ -71,13 +68,6 @@ pub struct ProvisionResult {
     pub notes: Vec<String>,
 }
 
-fn ioctl_u64(f: &File, req: u64) -> std::io::Result<u64> {
-    let mut v = 0u64;
-    // SAFETY: the request writes one u64.
-    unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), req, &mut v) }?;
-    Ok(v)
-}
-
 /// The partition layout for a device: 1 MiB-aligned start, and an end
 /// that leaves `spare_pct` of the device free, rounded down to 1 MiB.
 pub fn layout(size: u64, sector: u64, spare_pct: f64) -> Result<(u64, u64)> {
@@ -116,11 +106,7 @@ fn discard(f: &File, size: u64) -> Discard {
     let mut off = 0u64;
     while off < size {
         let len = (size - off).min(DISCARD_RANGE);
-        let mut range = [off, len];
-        // SAFETY: BLKDISCARD reads two u64 (start, length).
-        match unsafe {
-            crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKDISCARD, range.as_mut_ptr())
-        } {
+        match blockdev::discard(f, off, len) {
             Ok(_) => {
                 d.ranges += 1;
                 d.bytes += len;
@@ -165,12 +151,7 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
         return None;
     }
     let mut f = File::open(device).ok()?;
-    let sector = {
-        let mut ss: i32 = 0;
-        // SAFETY: BLKSSZGET writes an int.
-        unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKSSZGET, &mut ss) }.ok()?;
-        ss as u64
-    };
+    let sector = u64::from(blockdev::logical_block_size(&f).ok()?);
     let gpt = gptman::GPT::read_from(&mut f, sector).ok()?;
     let p = &gpt[1];
     if !p.is_used() || p.partition_name.as_str() != "storcert" {
@@ -199,12 +180,10 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
         .open(path)
         .with_context(|| format!("open {} exclusively", path.display()))?;
     let (size, sector) = if is_block {
-        (ioctl_u64(&f, BLKGETSIZE64)?, {
-            let mut ss: i32 = 0;
-            // SAFETY: BLKSSZGET writes an int.
-            unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), BLKSSZGET, &mut ss) }?;
-            ss as u64
-        })
+        (
+            blockdev::size_bytes(&f)?,
+            u64::from(blockdev::logical_block_size(&f)?),
+        )
     } else {
         (meta.len(), 512)
     };
@@ -245,12 +224,9 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default();
-        // SAFETY: BLKRRPART takes no argument.
-        let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKRRPART as _, 0) };
-        if rc != 0 {
+        if let Err(e) = blockdev::reread_partitions(&f) {
             notes.push(format!(
-                "the kernel did not re-read the partition table: {}",
-                std::io::Error::last_os_error()
+                "the kernel did not re-read the partition table: {e}"
             ));
         } else {
             kernel = kernel_view(&name);

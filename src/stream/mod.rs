@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram as Hdr;
 use serde::Serialize;
 
+use crate::blockdev;
 use crate::engine::{self, BufferPools, EngineKind, Request};
 use crate::output::progress::Progress;
 
@@ -179,16 +180,10 @@ struct Opened {
 fn size_of(file: &File, path: &str) -> Result<(u64, u32, bool)> {
     let meta = file.metadata().with_context(|| format!("stat {path}"))?;
     if meta.file_type().is_block_device() {
-        let mut size = 0u64;
-        let mut lbs: i32 = 0;
-        // SAFETY: BLKGETSIZE64 writes a u64, BLKSSZGET an int.
-        unsafe {
-            crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x8008_1272, &mut size)
-                .with_context(|| format!("{path}: size"))?;
-            crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x1268, &mut lbs)
-                .with_context(|| format!("{path}: logical sector size"))?;
-        }
-        Ok((size, lbs.max(512) as u32, true))
+        let size = blockdev::size_bytes(file).with_context(|| format!("{path}: size"))?;
+        let lbs = blockdev::logical_block_size(file)
+            .with_context(|| format!("{path}: logical sector size"))?;
+        Ok((size, lbs.max(512), true))
     } else {
         Ok((meta.len(), 512, false))
     }
@@ -221,13 +216,8 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
                 _ => anyhow::anyhow!("open {path}: {e}"),
             })?;
         let (mut size, lbs, is_block) = size_of(&file, path)?;
-        if writes && is_block {
-            let mut ro: i32 = 0;
-            // SAFETY: BLKROGET writes an int.
-            let _ = unsafe { crate::passthrough::ioctl_ptr(file.as_raw_fd(), 0x125e, &mut ro) };
-            if ro != 0 {
-                bail!("{path} is read-only (the kernel marks it so); a read-only target takes --pattern read only");
-            }
+        if writes && is_block && blockdev::read_only(&file).unwrap_or(false) {
+            bail!("{path} is read-only (the kernel marks it so); a read-only target takes --pattern read only");
         }
         if !is_block && size == 0 {
             if let Some(want) = spec.size {
