@@ -38,12 +38,14 @@ pub enum Command {
     Act(ActArgs),
     /// Sequential write then read at full speed, fio-compatible results; or a filesystem pass
     Stream(StreamArgs),
-    /// Create and verify signed results bundles (planned: issue 6)
-    Bundle(PlannedArgs),
-    /// Upload results bundles (planned: issue 6)
-    Upload(PlannedArgs),
-    /// Run the collector that receives bundles (planned: issue 6)
-    Collect(PlannedArgs),
+    /// Make an Ed25519 signing key pair in minisign's format
+    Keygen(KeygenArgs),
+    /// Create, sign and verify results bundles
+    Bundle(BundleArgs),
+    /// Upload bundles (HTTP PUT) with retries, through a spool that keeps them until confirmed
+    Upload(UploadArgs),
+    /// Run the collector: receives and verifies bundles, stores them, serves the fleet's results
+    Collect(CollectArgs),
     /// Run a whole qualification from a profile (planned: issue 7)
     Run(PlannedArgs),
     /// Print a shell completion script
@@ -428,4 +430,127 @@ pub struct SafetyArgs {
     /// Print what would be written, and stop
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Where the secret key goes (mode 0600); the public key is written beside it as KEY.pub
+    #[arg(short = 's', long, value_name = "FILE", default_value = "storcert.key")]
+    pub secret: PathBuf,
+    /// Replace existing key files
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    #[command(subcommand)]
+    pub command: BundleCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Pack a results folder as a signed .tar.zst (with FILE.minisig and FILE.intoto.json)
+    Create(BundleCreateArgs),
+    /// Check a bundle's signatures and every file in it; prints who signed what and when
+    Verify(BundleVerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BundleCreateArgs {
+    /// The results folder of a run
+    pub dir: PathBuf,
+    /// The bundle file to write (.tar.zst)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Secret key to sign with (from `storcert keygen` or `minisign -G -W`)
+    #[arg(short, long, value_name = "FILE", required_unless_present = "unsigned")]
+    pub key: Option<PathBuf>,
+    /// Write the bundle without signatures (it cannot be verified or uploaded to a collector)
+    #[arg(long, conflicts_with = "key")]
+    pub unsigned: bool,
+    /// Also place the signed bundle in this spool folder for `storcert upload --spool`
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+    /// Print the summary as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleVerifyArgs {
+    /// The bundle; its signatures are read from FILE.minisig and FILE.intoto.json
+    pub file: PathBuf,
+    /// The signer's public key (a minisign .pub file, or several concatenated)
+    #[arg(short = 'p', long, value_name = "KEY.pub")]
+    pub pubkey: PathBuf,
+    /// Print the verified facts as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UploadArgs {
+    /// Bundles to upload (their .minisig and .intoto.json travel with them)
+    pub files: Vec<PathBuf>,
+    /// Where to: a collector or a folder-like PUT target (WebDAV, bucket URL) as
+    /// https://host/path/ (the file name is appended), or one presigned URL with a query
+    #[arg(long, value_name = "URL")]
+    pub to: String,
+    /// Keep bundles here until the receiver confirmed them: FILEs are placed in
+    /// it first, and everything pending in it is sent (oldest first)
+    #[arg(long, value_name = "DIR")]
+    pub spool: Option<PathBuf>,
+    /// Trust only this CA bundle (PEM) instead of the system's roots
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Accept only a server whose certificate's public key (SubjectPublicKeyInfo) has this
+    /// SHA-256, in base64 as curl's --pinnedpubkey takes it; repeatable. Replaces CA checks
+    #[arg(long, value_name = "BASE64")]
+    pub pin_sha256: Vec<String>,
+    /// A file holding a bearer token (also: STORCERT_UPLOAD_TOKEN)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Allow plain http:// (only where the profile says so)
+    #[arg(long)]
+    pub allow_http: bool,
+    /// Give up retrying after this long (the bundle stays in the spool)
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub deadline: String,
+    /// Longest wait between retries (backoff doubles from 1 s, with jitter)
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub max_backoff: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Address to listen on
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8420")]
+    pub listen: String,
+    /// Where bundles are stored: a folder, or s3://BUCKET[/PREFIX] (endpoint and
+    /// credentials from AWS_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)
+    #[arg(long, value_name = "URL", default_value = "collector-store")]
+    pub store: String,
+    /// The SQLite index (default: index.sqlite in the store folder, or in the
+    /// current folder for an object store)
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Public keys whose bundles are accepted (minisign .pub files concatenated)
+    #[arg(long, value_name = "FILE")]
+    pub trusted_keys: PathBuf,
+    /// Serve HTTPS with this certificate chain (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest bundle accepted, bytes (K/M/G suffixes)
+    #[arg(long, value_name = "SIZE", default_value = "256M")]
+    pub max_body: String,
+    /// Uploads per minute accepted from one client address
+    #[arg(long, value_name = "N", default_value_t = 120)]
+    pub rate: u32,
+    /// How often to pick up bundles other collectors stored in a shared store
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub sync_interval: String,
 }

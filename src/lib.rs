@@ -3,7 +3,9 @@
 
 pub mod act;
 pub mod blockdev;
+pub mod bundle;
 pub mod cli;
+pub mod collect;
 pub mod commands;
 pub mod engine;
 pub mod health;
@@ -14,3 +16,4 @@ pub mod policy;
 pub mod provision;
 pub mod safety;
 pub mod stream;
+pub mod upload;

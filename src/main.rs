@@ -2,10 +2,15 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
-use storcert::commands::{self, act, check, docs, health, inventory, provision, stream};
+use storcert::commands::{
+    self, act, bundle, check, collect, docs, health, inventory, provision, stream, upload,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Collect(_) | Command::Upload(_)) {
+        commands::die_quietly_on_closed_pipe();
+    }
     match cli.command {
         Command::Inventory(args) => inventory::run(args),
         Command::Check(args) => check::run(args),
@@ -13,9 +18,10 @@ fn main() -> ExitCode {
         Command::Provision(args) => provision::run(args),
         Command::Act(args) => act::run(args),
         Command::Stream(args) => stream::run(args),
-        Command::Bundle(_) => commands::planned("bundle", 6),
-        Command::Upload(_) => commands::planned("upload", 6),
-        Command::Collect(_) => commands::planned("collect", 6),
+        Command::Keygen(args) => bundle::keygen(args),
+        Command::Bundle(args) => bundle::run(args),
+        Command::Upload(args) => upload::run(args),
+        Command::Collect(args) => collect::run(args),
         Command::Run(_) => commands::planned("run", 7),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),

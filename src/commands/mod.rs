@@ -2,12 +2,15 @@
 //! prints through `output`. Each returns the process exit status.
 
 pub mod act;
+pub mod bundle;
 pub mod check;
+pub mod collect;
 pub mod docs;
 pub mod health;
 pub mod inventory;
 pub mod provision;
 pub mod stream;
+pub mod upload;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,20 +38,45 @@ pub fn planned(name: &str, issue: u32) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
+/// `storcert … | head` ends quietly, as other Unix tools do, instead of
+/// a panic in `println!` once the reader has gone. Not for the network
+/// commands, which must see EPIPE on a socket as an error to retry.
+pub fn die_quietly_on_closed_pipe() {
+    // SAFETY: resetting a signal to its default action before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Writes a result file whole or not at all: a temporary beside it,
 /// fsync, rename into place, then fsync of the folder, so a crash or power
 /// loss leaves the old file or the new one, never a torn one.
 /// A path that exists and is not a regular file (/dev/stdout, a pipe) is
 /// written directly, as there is nothing to replace.
-pub fn write_durably(path: &Path, text: &str) -> std::io::Result<()> {
+pub fn write_durably(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    write_durably_mode(path, data.as_ref(), 0o644)
+}
+
+/// `write_durably` for secrets: the file is 0600 from its creation on.
+pub fn write_secret(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    write_durably_mode(path, data.as_ref(), 0o600)
+}
+
+fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return std::fs::write(path, text);
+        return std::fs::write(path, data);
     }
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     let tmp = path.with_file_name(name);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)?;
+    f.write_all(data)?;
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, path)?;

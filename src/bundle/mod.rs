@@ -1,0 +1,356 @@
+//! Results bundles: every artefact of a run packed as a deterministic
+//! `.tar.zst` with a manifest of SHA-256 digests and a verdict summary,
+//! signed twice with one Ed25519 key (a minisign `.minisig` that stock
+//! `minisign -V` checks, and an in-toto statement in a DSSE envelope), and
+//! verified offline.
+//!
+//! Layout inside the archive, in this order: `manifest.json`,
+//! `summary.json`, `system.json`, then the results folder under
+//! `results/` in byte order of the paths. Every entry is a regular file
+//! with mode 0644, owner 0:0 and mtime 0, so the same inputs give the same
+//! bytes.
+
+pub mod attest;
+pub mod minisign;
+pub mod summary;
+pub mod system;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Component, Path};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use self::minisign::{PublicKey, SecretKey};
+use self::summary::Summary;
+use self::system::SystemIdentity;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const SUMMARY: &str = "summary.json";
+pub const SYSTEM: &str = "system.json";
+pub const RESULTS_PREFIX: &str = "results/";
+pub const MANIFEST_SCHEMA: u32 = 1;
+/// zstd level: logs compress ~10:1 here and a 24 h ACT log packs in
+/// seconds; higher levels buy little.
+const ZSTD_LEVEL: i32 = 10;
+/// The most a bundle may unpack to (a decompression bomb stops here).
+pub const MAX_UNPACKED: u64 = 4 << 30;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestEntry {
+    pub path: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub schema_version: u32,
+    pub storcert_version: String,
+    pub files: Vec<ManifestEntry>,
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// A bundle in memory: its bytes, digest and summary.
+pub struct Created {
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    pub summary: Summary,
+}
+
+/// Regular files under `dir`, as (path relative to `dir` with `/`, bytes),
+/// in byte order of the paths. A torn temporary of a durable write
+/// (`*.tmp`) is left out; anything but a regular file or folder is an
+/// error, so a link to a device is never read.
+fn collect_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .with_context(|| format!("{}", dir.display()))?
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{}", dir.display()))?;
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = e.path();
+            let ft = e
+                .file_type()
+                .with_context(|| format!("{}", path.display()))?;
+            if ft.is_dir() {
+                walk(root, &path, out)?;
+            } else if ft.is_file() {
+                let rel = path.strip_prefix(root).expect("under root");
+                let Some(rel) = rel.to_str() else {
+                    bail!("{}: file name is not UTF-8", path.display());
+                };
+                if rel.ends_with(".tmp") {
+                    eprintln!("storcert bundle: leaving out {rel} (an unfinished write)");
+                    continue;
+                }
+                let data = std::fs::read(&path).with_context(|| format!("{}", path.display()))?;
+                out.push((rel.to_string(), data));
+            } else {
+                bail!("{}: not a regular file or folder", path.display());
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out)?;
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Packs the results folder `dir`. The machine's identity is `dir`'s
+/// `system.json` when the run recorded one, else the running machine's.
+pub fn create(dir: &Path) -> Result<Created> {
+    let files = collect_files(dir)?;
+    if files.is_empty() {
+        bail!("{}: no result files", dir.display());
+    }
+    let system = match files.iter().find(|(p, _)| p == SYSTEM) {
+        Some((_, data)) => serde_json::from_slice::<SystemIdentity>(data)
+            .with_context(|| format!("{}/{SYSTEM}", dir.display()))?,
+        None => SystemIdentity::probe(Path::new("/")),
+    };
+    let mut builder = summary::Builder::new(system.machine());
+    for (path, data) in &files {
+        builder.add(&format!("{RESULTS_PREFIX}{path}"), data);
+    }
+    let summary = builder.finish();
+    let mut entries: Vec<(String, Vec<u8>)> = vec![
+        (SUMMARY.into(), pretty(&summary)),
+        (SYSTEM.into(), pretty(&system)),
+    ];
+    entries.extend(
+        files
+            .into_iter()
+            .map(|(p, d)| (format!("{RESULTS_PREFIX}{p}"), d)),
+    );
+    let manifest = Manifest {
+        schema_version: MANIFEST_SCHEMA,
+        storcert_version: env!("CARGO_PKG_VERSION").into(),
+        files: entries
+            .iter()
+            .map(|(path, data)| ManifestEntry {
+                path: path.clone(),
+                sha256: sha256_hex(data),
+                size: data.len() as u64,
+            })
+            .collect(),
+    };
+    entries.insert(0, (MANIFEST.into(), pretty(&manifest)));
+
+    let mut tar = tar::Builder::new(Vec::new());
+    tar.mode(tar::HeaderMode::Deterministic);
+    for (path, data) in &entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_uid(0);
+        h.set_gid(0);
+        tar.append_data(&mut h, path, data.as_slice())
+            .with_context(|| format!("packing {path}"))?;
+    }
+    let tar = tar.into_inner().context("finishing the tar")?;
+    let mut enc = zstd::Encoder::new(Vec::new(), ZSTD_LEVEL).context("zstd")?;
+    enc.include_checksum(true).context("zstd")?;
+    std::io::Write::write_all(&mut enc, &tar).context("zstd")?;
+    let bytes = enc.finish().context("zstd")?;
+    Ok(Created {
+        sha256: sha256_hex(&bytes),
+        bytes,
+        summary,
+    })
+}
+
+fn pretty(v: &impl Serialize) -> Vec<u8> {
+    let mut s = serde_json::to_vec_pretty(v).expect("result types serialise");
+    s.push(b'\n');
+    s
+}
+
+/// The two signature files of a bundle.
+pub struct Signatures {
+    pub minisig: String,
+    pub envelope: String,
+}
+
+pub fn minisig_path(bundle: &Path) -> std::path::PathBuf {
+    sibling(bundle, ".minisig")
+}
+
+pub fn envelope_path(bundle: &Path) -> std::path::PathBuf {
+    sibling(bundle, ".intoto.json")
+}
+
+fn sibling(bundle: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = bundle.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    bundle.with_file_name(name)
+}
+
+/// Signs bundle bytes named `name` (the file name recorded in both
+/// signatures).
+pub fn sign(bytes: &[u8], name: &str, summary: &Summary, key: &SecretKey) -> Signatures {
+    let now = std::time::SystemTime::now();
+    let unix = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let trusted = format!("timestamp:{unix}\tfile:{name}\thashed");
+    let signed_at = humantime::format_rfc3339_seconds(now).to_string();
+    let statement = attest::statement(name, &sha256_hex(bytes), summary, &signed_at);
+    Signatures {
+        minisig: key.sign_minisig(bytes, &trusted),
+        envelope: attest::seal(&statement, key),
+    }
+}
+
+/// The files of an unpacked bundle, by path.
+pub struct Unpacked {
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub manifest: Manifest,
+}
+
+/// Unpacks and checks the archive: regular files with plain relative
+/// paths, no duplicates, the manifest first and matching every other file
+/// exactly (digest and size), nothing unlisted.
+pub fn unpack(bytes: &[u8]) -> Result<Unpacked, String> {
+    let dec = zstd::Decoder::new(bytes).map_err(|e| format!("archive: not zstd: {e}"))?;
+    let mut limited = dec.take(MAX_UNPACKED + 1);
+    let mut tar_bytes = Vec::new();
+    limited
+        .read_to_end(&mut tar_bytes)
+        .map_err(|e| format!("archive: zstd stream damaged: {e}"))?;
+    if tar_bytes.len() as u64 > MAX_UNPACKED {
+        return Err(format!(
+            "archive: unpacks to more than {MAX_UNPACKED} bytes"
+        ));
+    }
+    let mut archive = tar::Archive::new(tar_bytes.as_slice());
+    let mut files = BTreeMap::new();
+    let mut first = None;
+    for entry in archive
+        .entries()
+        .map_err(|e| format!("archive: not a tar: {e}"))?
+    {
+        let mut entry = entry.map_err(|e| format!("archive: damaged tar entry: {e}"))?;
+        let path = entry
+            .path()
+            .map_err(|e| format!("archive: entry name: {e}"))?
+            .to_str()
+            .ok_or("archive: entry name is not UTF-8")?
+            .to_string();
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            return Err(format!("archive: {path}: not a regular file"));
+        }
+        if !Path::new(&path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        {
+            return Err(format!("archive: {path}: not a plain relative path"));
+        }
+        let mut data = Vec::new();
+        entry
+            .read_to_end(&mut data)
+            .map_err(|e| format!("archive: {path}: {e}"))?;
+        if first.is_none() {
+            first = Some(path.clone());
+        }
+        if files.insert(path.clone(), data).is_some() {
+            return Err(format!("archive: {path} appears twice"));
+        }
+    }
+    if first.as_deref() != Some(MANIFEST) {
+        return Err(format!("archive: {MANIFEST} is not the first entry"));
+    }
+    let manifest: Manifest =
+        serde_json::from_slice(&files[MANIFEST]).map_err(|e| format!("{MANIFEST}: {e}"))?;
+    let mut listed = std::collections::BTreeSet::new();
+    for f in &manifest.files {
+        let Some(data) = files.get(&f.path) else {
+            return Err(format!(
+                "{MANIFEST}: lists {} which is not in the archive",
+                f.path
+            ));
+        };
+        if data.len() as u64 != f.size || sha256_hex(data) != f.sha256 {
+            return Err(format!("{}: does not match its manifest entry", f.path));
+        }
+        listed.insert(f.path.as_str());
+    }
+    for path in files.keys() {
+        if path != MANIFEST && !listed.contains(path.as_str()) {
+            return Err(format!("archive: {path} is not in the manifest"));
+        }
+    }
+    Ok(Unpacked { files, manifest })
+}
+
+/// What a verified bundle says and who signed it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verified {
+    pub sha256: String,
+    pub key_id: String,
+    /// minisign's trusted comment: "timestamp:… file:… hashed".
+    pub trusted_comment: String,
+    pub signed_at: String,
+    pub signed_name: String,
+    pub files: usize,
+    pub summary: Summary,
+    pub subjects: Vec<String>,
+}
+
+/// Checks a bundle against its two signatures with `keys`: the minisign
+/// signature, the DSSE envelope (same key), the statement's subject digest,
+/// every manifest entry, and that the attested summary is the bundle's.
+/// The error names what failed.
+pub fn verify(
+    bytes: &[u8],
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+) -> Result<Verified, String> {
+    let (info, key) = minisign::verify_minisig(bytes, minisig, keys).map_err(|e| e.0)?;
+    let statement = attest::open(envelope, &key)?;
+    let sha256 = sha256_hex(bytes);
+    let Some(first) = statement.subject.first() else {
+        return Err("envelope: statement has no subject".into());
+    };
+    if first.digest.get("sha256") != Some(&sha256) {
+        return Err("envelope: statement's subject is another bundle (digest differs)".into());
+    }
+    let unpacked = unpack(bytes)?;
+    let summary: Summary = serde_json::from_slice(
+        unpacked
+            .files
+            .get(SUMMARY)
+            .ok_or(format!("archive: no {SUMMARY}"))?,
+    )
+    .map_err(|e| format!("{SUMMARY}: {e}"))?;
+    if summary != statement.predicate.storcert.summary {
+        return Err("envelope: attested summary differs from the bundle's".into());
+    }
+    Ok(Verified {
+        sha256,
+        key_id: key.id_hex(),
+        trusted_comment: info.trusted_comment,
+        signed_at: statement.predicate.storcert.signed_at.clone(),
+        signed_name: first.name.clone(),
+        files: unpacked.files.len(),
+        summary,
+        subjects: statement
+            .subject
+            .iter()
+            .skip(1)
+            .map(|s| s.name.clone())
+            .collect(),
+    })
+}

@@ -1,0 +1,200 @@
+//! `storcert keygen` and `storcert bundle create|verify`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::{exit, write_durably, write_secret};
+use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
+use crate::cli::{BundleArgs, BundleCommand, BundleCreateArgs, BundleVerifyArgs, KeygenArgs};
+
+fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert {cmd}: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+pub fn public_key_path(secret: &Path) -> PathBuf {
+    let mut name = secret.file_name().unwrap_or_default().to_os_string();
+    name.push(".pub");
+    secret.with_file_name(name)
+}
+
+/// Makes a key pair at `secret` (and `secret`.pub).
+pub fn make_key(secret: &Path, force: bool) -> Result<SecretKey, String> {
+    let public = public_key_path(secret);
+    for p in [secret, public.as_path()] {
+        if !force && p.exists() {
+            return Err(format!("{}: exists (--force replaces it)", p.display()));
+        }
+    }
+    let key = SecretKey::generate();
+    write_secret(secret, key.to_file()).map_err(|e| format!("{}: {e}", secret.display()))?;
+    write_durably(&public, key.public().to_file())
+        .map_err(|e| format!("{}: {e}", public.display()))?;
+    Ok(key)
+}
+
+pub fn keygen(args: KeygenArgs) -> ExitCode {
+    match make_key(&args.secret, args.force) {
+        Ok(key) => {
+            println!(
+                "key {} written: secret {} (keep it on the image or stick), public {}",
+                key.public().id_hex(),
+                args.secret.display(),
+                public_key_path(&args.secret).display()
+            );
+            println!(
+                "verify with: minisign -Vm BUNDLE -P {}",
+                key.public().to_base64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("keygen", e),
+    }
+}
+
+pub fn read_secret_key(path: &Path) -> Result<SecretKey, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    SecretKey::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn read_public_keys(path: &Path) -> Result<Vec<PublicKey>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    PublicKey::parse_many(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+pub fn run(args: BundleArgs) -> ExitCode {
+    match args.command {
+        BundleCommand::Create(a) => create(a),
+        BundleCommand::Verify(a) => verify(a),
+    }
+}
+
+/// Creates, signs and durably writes a bundle and its signatures
+/// (signatures first, so a bundle on disk always has them). Returns the
+/// bundle's digest and summary.
+pub fn create_signed(
+    dir: &Path,
+    output: &Path,
+    key: Option<&SecretKey>,
+) -> Result<bundle::Created, String> {
+    let created = bundle::create(dir).map_err(|e| format!("{e:#}"))?;
+    if let Some(key) = key {
+        let name = output
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("{}: not a file name", output.display()))?;
+        let sigs = bundle::sign(&created.bytes, name, &created.summary, key);
+        for (path, text) in [
+            (bundle::minisig_path(output), &sigs.minisig),
+            (bundle::envelope_path(output), &sigs.envelope),
+        ] {
+            write_durably(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    write_durably(output, &created.bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    Ok(created)
+}
+
+fn create(a: BundleCreateArgs) -> ExitCode {
+    const CMD: &str = "bundle create";
+    let key = match a.key.as_deref().map(read_secret_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail(CMD, format!("--key {e}")),
+    };
+    let created = match create_signed(&a.dir, &a.output, key.as_ref()) {
+        Ok(c) => c,
+        Err(e) => return fail(CMD, e),
+    };
+    if let Some(spool) = &a.spool {
+        if key.is_none() {
+            return fail(CMD, "--spool: an unsigned bundle cannot be uploaded");
+        }
+        match crate::upload::spool::Spool::open(spool).and_then(|s| s.put(&a.output)) {
+            Ok(p) => eprintln!("spooled as {}", p.display()),
+            Err(e) => return fail(CMD, format!("--spool {}: {e:#}", spool.display())),
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&created.summary).expect("serialises")
+        );
+    } else {
+        print!("{}", summary_text(&created.summary));
+        println!(
+            "bundle {} ({} bytes, sha256 {}){}",
+            a.output.display(),
+            created.bytes.len(),
+            created.sha256,
+            if key.is_some() {
+                ", signed"
+            } else {
+                ", unsigned"
+            }
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+pub fn summary_text(s: &bundle::summary::Summary) -> String {
+    let mut out = format!("verdict: {}\n", s.verdict.to_uppercase());
+    for r in &s.reasons {
+        out += &format!("  {r}\n");
+    }
+    for d in &s.drives {
+        out += &format!(
+            "  {} {} serial {} : {}{}\n",
+            d.device,
+            d.model.as_deref().unwrap_or("-"),
+            d.serial.as_deref().unwrap_or("-"),
+            d.verdict,
+            d.act_load_passed
+                .map(|l| format!(", ACT passed at {l}x"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
+
+fn verify(a: BundleVerifyArgs) -> ExitCode {
+    const CMD: &str = "bundle verify";
+    let keys = match read_public_keys(&a.pubkey) {
+        Ok(k) => k,
+        Err(e) => return fail(CMD, format!("--pubkey {e}")),
+    };
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read_text =
+        |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let inputs = read(&a.file).and_then(|b| {
+        Ok((
+            b,
+            read_text(&bundle::minisig_path(&a.file))?,
+            read_text(&bundle::envelope_path(&a.file))?,
+        ))
+    });
+    let (bytes, minisig, envelope) = match inputs {
+        Ok(x) => x,
+        Err(e) => return fail(CMD, e),
+    };
+    match bundle::verify(&bytes, &minisig, &envelope, &keys) {
+        Ok(v) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&v).expect("serialises"));
+            } else {
+                println!("{}: OK", a.file.display());
+                println!("  sha256     {}", v.sha256);
+                println!("  signed by  key {}", v.key_id);
+                println!("  signed at  {} (as {})", v.signed_at, v.signed_name);
+                println!("  minisign   {}", v.trusted_comment.replace('\t', " "));
+                println!("  files      {} (every manifest entry matches)", v.files);
+                println!("  covers     {}", v.subjects.join(", "));
+                print!("{}", summary_text(&v.summary));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("storcert {CMD}: {}: FAILED: {e}", a.file.display());
+            ExitCode::from(exit::FAIL)
+        }
+    }
+}

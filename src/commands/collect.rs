@@ -1,0 +1,59 @@
+//! `storcert collect`: the collector server.
+
+use std::process::ExitCode;
+
+use super::exit;
+use crate::cli::CollectArgs;
+use crate::collect::{self, index::Index, store::Store};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert collect: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+pub fn run(a: CollectArgs) -> ExitCode {
+    let trusted = match super::bundle::read_public_keys(&a.trusted_keys) {
+        Ok(k) => k,
+        Err(e) => return fail(format!("--trusted-keys {e}")),
+    };
+    let max_body = match crate::output::units::parse_size(&a.max_body) {
+        Ok(n) => n as usize,
+        Err(e) => return fail(format!("--max-body {:?}: {e}", a.max_body)),
+    };
+    let sync_interval = match humantime::parse_duration(&a.sync_interval) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("--sync-interval {:?}: {e}", a.sync_interval)),
+    };
+    let store = match Store::open(&a.store) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let db = a.db.clone().unwrap_or_else(|| match &store {
+        Store::Local(dir) => dir.join("index.sqlite"),
+        Store::Object { .. } => "collector-index.sqlite".into(),
+    });
+    let index = match Index::open(&db) {
+        Ok(i) => i,
+        Err(e) => return fail(format!("--db: {e:#}")),
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("runtime: {e}")),
+    };
+    let state = collect::Collector::new(collect::Config {
+        store,
+        index,
+        trusted,
+        max_body,
+        rate_per_minute: a.rate,
+        sync_interval,
+    });
+    let tls = a.tls_cert.clone().zip(a.tls_key.clone());
+    match rt.block_on(collect::serve(state, &a.listen, tls)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(format!("{e:#}")),
+    }
+}

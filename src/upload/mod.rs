@@ -1,0 +1,340 @@
+//! Uploads: HTTP PUT of signed bundles with retries until the receiver
+//! confirms the digest, then (with a spool) the move to `sent/`.
+//!
+//! Protocol. `--to` is either a folder-like base URL (the bundle's name is
+//! appended) or one exact URL with a query string (an S3 presigned URL).
+//! The bundle goes in one PUT whose headers carry its SHA-256 and both
+//! signatures (base64), so a storcert collector verifies and stores all of
+//! it atomically and answers with the digest it stored, which must match.
+//! Any other server (WebDAV, a bucket) gets the two signature files as
+//! further PUTs beside the bundle; there a 2xx (and, where the server
+//! returns an MD5 ETag, that ETag) is the confirmation. Every PUT is
+//! idempotent (same name, same bytes; the collector stores by digest), so
+//! a transfer cut at any point and retried ends with exactly one copy.
+
+pub mod spool;
+pub mod tls;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use md5::Digest as _;
+
+use crate::bundle;
+
+/// Headers of the bundle PUT.
+pub const H_SHA256: &str = "x-storcert-sha256";
+pub const H_MINISIG: &str = "x-storcert-minisig";
+pub const H_ENVELOPE: &str = "x-storcert-intoto";
+/// Set by the collector on its answers.
+pub const H_COLLECTOR: &str = "x-storcert-collector";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub to: String,
+    pub ca_file: Option<PathBuf>,
+    pub pins: Vec<[u8; 32]>,
+    pub token: Option<String>,
+    pub allow_http: bool,
+    pub deadline: Duration,
+    pub max_backoff: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The receiver confirmed the digest; `status` is what it said.
+    Confirmed { sha256: String, status: String },
+    /// The receiver refused it for good (4xx): retrying cannot help.
+    Rejected(String),
+    /// Still failing at the deadline: the bundle stays where it was.
+    GaveUp(String),
+}
+
+/// Progress of one bundle's body, for the caller to show.
+pub type ProgressFn = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
+
+pub struct Client {
+    http: reqwest::Client,
+    opts: Options,
+    base: reqwest::Url,
+    exact: bool,
+}
+
+#[derive(Debug)]
+enum Attempt {
+    Done(Outcome),
+    Retry(String, Option<Duration>),
+}
+
+impl Client {
+    pub fn new(opts: Options) -> Result<Client, String> {
+        let url = reqwest::Url::parse(&opts.to).map_err(|e| format!("--to {}: {e}", opts.to))?;
+        match url.scheme() {
+            "https" => {}
+            "http" if opts.allow_http => {}
+            "http" => {
+                return Err(format!(
+                    "--to {}: plain http is refused unless allowed (--allow-http)",
+                    opts.to
+                ))
+            }
+            s => return Err(format!("--to {}: unsupported scheme {s:?}", opts.to)),
+        }
+        let exact = url.query().is_some();
+        let base = if exact || url.path().ends_with('/') {
+            url
+        } else {
+            let mut u = url.clone();
+            u.set_path(&format!("{}/", url.path()));
+            u
+        };
+        let mut b = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(Duration::from_secs(60))
+            .user_agent(concat!("storcert/", env!("CARGO_PKG_VERSION")));
+        if !opts.pins.is_empty() {
+            b = b.tls_backend_preconfigured(tls::pinned_config(opts.pins.clone()));
+        } else if let Some(ca) = &opts.ca_file {
+            let pem = std::fs::read(ca).map_err(|e| format!("--ca-file {}: {e}", ca.display()))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("--ca-file {}: {e}", ca.display()))?;
+            if certs.is_empty() {
+                return Err(format!("--ca-file {}: no certificates", ca.display()));
+            }
+            b = b.tls_certs_only(certs);
+        }
+        let http = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(Client {
+            http,
+            opts,
+            base,
+            exact,
+        })
+    }
+
+    fn url_for(&self, name: &str) -> reqwest::Url {
+        if self.exact {
+            self.base.clone()
+        } else {
+            self.base
+                .join(&url_escape(name))
+                .unwrap_or_else(|_| self.base.clone())
+        }
+    }
+
+    /// Uploads one bundle (with its signature files beside it), retrying
+    /// with exponential backoff and jitter until confirmed, refused, or
+    /// `deadline` (an instant shared by every bundle of one command).
+    pub async fn upload(
+        &self,
+        path: &Path,
+        deadline: Instant,
+        progress: Option<ProgressFn>,
+    ) -> Outcome {
+        let name = match path.file_name().and_then(|n| n.to_str()) {
+            Some(n) => n.to_string(),
+            None => return Outcome::Rejected(format!("{}: not a file name", path.display())),
+        };
+        let read = |p: PathBuf| std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()));
+        let files = read(path.to_path_buf()).and_then(|b| {
+            Ok((
+                b,
+                read(bundle::minisig_path(path))?,
+                read(bundle::envelope_path(path))?,
+            ))
+        });
+        let (bytes, minisig, envelope) = match files {
+            Ok(f) => f,
+            Err(e) => return Outcome::Rejected(e),
+        };
+        let bytes = bytes::Bytes::from(bytes);
+        let sha256 = bundle::sha256_hex(&bytes);
+        let mut delay = Duration::from_secs(1);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let result = self
+                .attempt(
+                    &name,
+                    &bytes,
+                    &sha256,
+                    &minisig,
+                    &envelope,
+                    progress.clone(),
+                )
+                .await;
+            let (why, hint) = match result {
+                Attempt::Done(o) => return o,
+                Attempt::Retry(why, hint) => (why, hint),
+            };
+            // Equal jitter: half the backoff fixed, half random, so a rack
+            // of machines that lost the network together does not return
+            // in lockstep.
+            let jittered = delay / 2 + delay.mul_f64(rand::random::<f64>() / 2.0);
+            let wait = hint.unwrap_or(jittered).min(self.opts.max_backoff);
+            if Instant::now() + wait >= deadline {
+                return Outcome::GaveUp(format!(
+                    "{name}: attempt {attempt}: {why}; deadline reached"
+                ));
+            }
+            eprintln!(
+                "upload {name}: attempt {attempt}: {why}; retrying in {:.1} s",
+                wait.as_secs_f64()
+            );
+            tokio::time::sleep(wait).await;
+            delay = (delay * 2).min(self.opts.max_backoff);
+        }
+    }
+
+    fn put(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        let mut r = self.http.put(url);
+        if let Some(t) = &self.opts.token {
+            r = r.bearer_auth(t);
+        }
+        r
+    }
+
+    async fn attempt(
+        &self,
+        name: &str,
+        bytes: &bytes::Bytes,
+        sha256: &str,
+        minisig: &[u8],
+        envelope: &[u8],
+        progress: Option<ProgressFn>,
+    ) -> Attempt {
+        let total = bytes.len() as u64;
+        let chunks: Vec<bytes::Bytes> = (0..bytes.len())
+            .step_by(256 << 10)
+            .map(|i| bytes.slice(i..bytes.len().min(i + (256 << 10))))
+            .collect();
+        let label = name.to_string();
+        let mut sent = 0u64;
+        let body = futures_util::stream::iter(chunks.into_iter().map(move |c| {
+            sent += c.len() as u64;
+            if let Some(p) = &progress {
+                p(&label, sent, total);
+            }
+            Ok::<_, std::io::Error>(c)
+        }));
+        let req = self
+            .put(self.url_for(name))
+            .header(reqwest::header::CONTENT_TYPE, "application/zstd")
+            .header(reqwest::header::CONTENT_LENGTH, total)
+            .header(H_SHA256, sha256)
+            .header(H_MINISIG, B64.encode(minisig))
+            .header(H_ENVELOPE, B64.encode(envelope))
+            .body(reqwest::Body::wrap_stream(body));
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => return Attempt::Retry(error_chain(&e), None),
+        };
+        let status = resp.status();
+        if !status.is_success() {
+            return classify_failure(resp).await;
+        }
+        if resp.headers().contains_key(H_COLLECTOR) {
+            #[derive(serde::Deserialize)]
+            struct Stored {
+                sha256: String,
+                status: String,
+            }
+            return match resp.json::<Stored>().await {
+                Ok(s) if s.sha256 == sha256 => Attempt::Done(Outcome::Confirmed {
+                    sha256: s.sha256,
+                    status: s.status,
+                }),
+                Ok(s) => Attempt::Retry(
+                    format!("collector stored digest {}, not {sha256}", s.sha256),
+                    None,
+                ),
+                Err(e) => Attempt::Retry(format!("collector's answer: {e}"), None),
+            };
+        }
+        // A plain PUT target: an MD5 ETag (S3's for a single PUT) must match.
+        if let Some(etag) = resp
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+        {
+            let etag = etag.trim_matches('"');
+            if etag.len() == 32 && etag.bytes().all(|b| b.is_ascii_hexdigit()) {
+                let md5 = hex::encode(md5::Md5::digest(bytes));
+                if !etag.eq_ignore_ascii_case(&md5) {
+                    return Attempt::Retry(
+                        format!("server's ETag {etag} is not the MD5 {md5}"),
+                        None,
+                    );
+                }
+            }
+        }
+        if !self.exact {
+            for (suffix, data) in [(".minisig", minisig), (".intoto.json", envelope)] {
+                let url = self.url_for(&format!("{name}{suffix}"));
+                match self.put(url).body(data.to_vec()).send().await {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => return classify_failure(r).await,
+                    Err(e) => return Attempt::Retry(error_chain(&e), None),
+                }
+            }
+        }
+        Attempt::Done(Outcome::Confirmed {
+            sha256: sha256.to_string(),
+            status: format!("accepted ({status})"),
+        })
+    }
+}
+
+/// 408, 429 and 5xx are worth retrying; any other 4xx is final.
+async fn classify_failure(resp: reqwest::Response) -> Attempt {
+    let status = resp.status();
+    let retry_after = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let text = resp.text().await.unwrap_or_default();
+    let reason = text.lines().next().unwrap_or("").trim().to_string();
+    let what = format!(
+        "HTTP {status}{}",
+        if reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {reason}")
+        }
+    );
+    if status.is_server_error() || status.as_u16() == 408 || status.as_u16() == 429 {
+        Attempt::Retry(what, retry_after)
+    } else {
+        Attempt::Done(Outcome::Rejected(what))
+    }
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s += &format!(": {t}");
+        }
+        src = inner.source();
+    }
+    s
+}
+
+fn url_escape(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,173 @@
+//! The spool: where a signed bundle waits until a receiver has confirmed
+//! its digest. `pending/` holds what is still to be sent, `sent/` what was
+//! confirmed (kept, as the local copy of record). Every file arrives by
+//! temporary + fsync + rename, signatures before their bundle, so a
+//! bundle present in `pending/` always has both signatures; a torn
+//! temporary left by a power cut is removed when the spool is opened.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::bundle;
+use crate::commands::write_durably;
+
+pub const BUNDLE_SUFFIX: &str = ".tar.zst";
+
+pub struct Spool {
+    pub dir: PathBuf,
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("{}", dir.display()))
+}
+
+impl Spool {
+    pub fn open(dir: &Path) -> Result<Spool> {
+        for sub in ["pending", "sent"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .with_context(|| format!("{}", dir.join(sub).display()))?;
+        }
+        let spool = Spool {
+            dir: dir.to_path_buf(),
+        };
+        for entry in std::fs::read_dir(spool.pending_dir())? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "tmp") {
+                eprintln!(
+                    "spool: removing {} (torn by an interrupted write)",
+                    path.display()
+                );
+                std::fs::remove_file(&path).with_context(|| format!("{}", path.display()))?;
+            }
+        }
+        Ok(spool)
+    }
+
+    pub fn pending_dir(&self) -> PathBuf {
+        self.dir.join("pending")
+    }
+
+    pub fn sent_dir(&self) -> PathBuf {
+        self.dir.join("sent")
+    }
+
+    /// Copies a signed bundle into `pending/` (a no-op when the same bytes
+    /// are already there). Returns its path in the spool.
+    pub fn put(&self, bundle_path: &Path) -> Result<PathBuf> {
+        let name = bundle_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| n.ends_with(BUNDLE_SUFFIX))
+            .with_context(|| format!("{}: not a {BUNDLE_SUFFIX} file", bundle_path.display()))?;
+        let dest = self.pending_dir().join(name);
+        let bytes =
+            std::fs::read(bundle_path).with_context(|| format!("{}", bundle_path.display()))?;
+        if std::fs::read(&dest).is_ok_and(|b| b == bytes) {
+            return Ok(dest);
+        }
+        for (src, dst) in [
+            (
+                bundle::minisig_path(bundle_path),
+                bundle::minisig_path(&dest),
+            ),
+            (
+                bundle::envelope_path(bundle_path),
+                bundle::envelope_path(&dest),
+            ),
+        ] {
+            let data = std::fs::read(&src).with_context(|| {
+                format!("{}: a spooled bundle needs its signature", src.display())
+            })?;
+            write_durably(&dst, data).with_context(|| format!("{}", dst.display()))?;
+        }
+        write_durably(&dest, bytes).with_context(|| format!("{}", dest.display()))?;
+        Ok(dest)
+    }
+
+    /// Bundles waiting to be sent, oldest first.
+    pub fn pending(&self) -> Result<Vec<PathBuf>> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(self.pending_dir())? {
+            let entry = entry?;
+            let path = entry.path();
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(BUNDLE_SUFFIX))
+            {
+                let modified = entry.metadata()?.modified()?;
+                found.push((modified, path));
+            }
+        }
+        found.sort();
+        Ok(found.into_iter().map(|(_, p)| p).collect())
+    }
+
+    /// Moves a confirmed bundle to `sent/`: the bundle first, so `pending/`
+    /// never holds a bundle without its signatures.
+    pub fn confirm(&self, pending: &Path) -> Result<PathBuf> {
+        let name = pending.file_name().context("bundle path has no name")?;
+        let dest = self.sent_dir().join(name);
+        std::fs::rename(pending, &dest).with_context(|| format!("{}", pending.display()))?;
+        for (src, dst) in [
+            (bundle::minisig_path(pending), bundle::minisig_path(&dest)),
+            (bundle::envelope_path(pending), bundle::envelope_path(&dest)),
+        ] {
+            if src.exists() {
+                std::fs::rename(&src, &dst).with_context(|| format!("{}", src.display()))?;
+            }
+        }
+        sync_dir(&self.sent_dir())?;
+        sync_dir(&self.pending_dir())?;
+        Ok(dest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_bundle(dir: &Path, name: &str, body: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        std::fs::write(bundle::minisig_path(&p), "sig").unwrap();
+        std::fs::write(bundle::envelope_path(&p), "env").unwrap();
+        p
+    }
+
+    #[test]
+    fn put_pending_confirm_and_torn_cleanup() {
+        let src = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        let a = fake_bundle(src.path(), "a.tar.zst", b"one");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = fake_bundle(src.path(), "b.tar.zst", b"two");
+        let pa = spool.put(&a).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        spool.put(&b).unwrap();
+        spool.put(&a).unwrap(); // same bytes again: nothing changes
+        let names: Vec<_> = spool
+            .pending()
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["a.tar.zst", "b.tar.zst"]);
+        spool.confirm(&pa).unwrap();
+        assert_eq!(spool.pending().unwrap().len(), 1);
+        assert!(dir.path().join("sent/a.tar.zst.minisig").exists());
+        // A torn temporary from a power cut is removed on open.
+        std::fs::write(spool.pending_dir().join("c.tar.zst.tmp"), "torn").unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert!(!spool.pending_dir().join("c.tar.zst.tmp").exists());
+        // A bundle without signatures is refused.
+        let lone = src.path().join("lone.tar.zst");
+        std::fs::write(&lone, "x").unwrap();
+        let e = spool.put(&lone).unwrap_err();
+        assert!(format!("{e:#}").contains("signature"), "{e:#}");
+    }
+}

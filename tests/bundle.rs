@@ -1,0 +1,395 @@
+//! Signed bundles end to end: keygen → create → verify, the stock
+//! `minisign` (Debian's package) on our signatures and keys, determinism,
+//! summaries from real artefacts, and that any changed byte of the bundle,
+//! its manifest, the envelope or the signature fails verification.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::storcert;
+use storcert::bundle::{self, minisign::PublicKey, minisign::SecretKey};
+
+const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
+const INVENTORY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/qemu-lab/inventory.json"
+);
+
+/// A results folder: a passing ACT log (20x), the lab inventory, a
+/// recorded system identity, and a nested file.
+fn results(dir: &Path) -> PathBuf {
+    let r = dir.join("results");
+    std::fs::create_dir_all(r.join("act")).unwrap();
+    std::fs::copy(format!("{LOGS}/storcert-us-20x.log"), r.join("act/20x.log")).unwrap();
+    std::fs::copy(INVENTORY, r.join("inventory.json")).unwrap();
+    let system = serde_json::json!({
+        "schema_version": 1,
+        "dmi": {"sys_vendor": "Dell Inc.", "product_name": "PowerEdge R760",
+                "product_serial": "7XYZ123", "product_uuid": "4c4c4544-0000"},
+        "cpu_model": "Xeon", "cpu_count": 2, "memory_bytes": 1024,
+        "kernel": "6.1.0", "hostname": "lab", "storcert_version": "0.1.0",
+        "image_build_id": null
+    });
+    std::fs::write(r.join("system.json"), system.to_string()).unwrap();
+    r
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn keygen_create_verify_and_stock_minisign_agrees() {
+    let t = tempfile::tempdir().unwrap();
+    let key = t.path().join("k.key");
+    let pubkey = t.path().join("k.key.pub");
+    ok(&storcert(&["keygen", "-s", s(&key)]));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A second keygen does not overwrite a key.
+    let again = storcert(&["keygen", "-s", s(&key)]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+
+    let res = results(t.path());
+    let out = t.path().join("r760.tar.zst");
+    let text = ok(&storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&out),
+        "-k",
+        s(&key),
+    ]));
+    assert!(text.contains("verdict: PASS"), "{text}");
+    let text = ok(&storcert(&[
+        "bundle",
+        "verify",
+        s(&out),
+        "--pubkey",
+        s(&pubkey),
+    ]));
+    assert!(text.contains(": OK"), "{text}");
+    assert!(text.contains("machine:dmi-serial:7XYZ123"), "{text}");
+    assert!(text.contains("drive:serial:LABNVME0001"), "{text}");
+
+    let stock = Command::new("minisign")
+        .args(["-Vm", s(&out), "-p", s(&pubkey)])
+        .output()
+        .expect("minisign (Debian package minisign; scripts/setup installs it)");
+    assert!(
+        stock.status.success(),
+        "minisign -V: {}{}",
+        String::from_utf8_lossy(&stock.stdout),
+        String::from_utf8_lossy(&stock.stderr)
+    );
+    assert!(String::from_utf8_lossy(&stock.stdout).contains("file:r760.tar.zst"));
+    // And stock minisign signs with a key storcert made.
+    let note = t.path().join("note.txt");
+    std::fs::write(&note, "x").unwrap();
+    let signed = Command::new("minisign")
+        .args(["-S", "-s", s(&key), "-m", s(&note)])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    let checked = Command::new("minisign")
+        .args(["-Vm", s(&note), "-p", s(&pubkey)])
+        .output()
+        .unwrap();
+    assert!(checked.status.success());
+
+    // The archive is a plain tar.zst with the documented layout.
+    let mut tar = Vec::new();
+    zstd::Decoder::new(std::fs::File::open(&out).unwrap())
+        .unwrap()
+        .read_to_end(&mut tar)
+        .unwrap();
+    let names: Vec<String> = tar::Archive::new(tar.as_slice())
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap().path().unwrap().to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "manifest.json",
+            "summary.json",
+            "system.json",
+            "results/act/20x.log",
+            "results/inventory.json",
+            "results/system.json"
+        ]
+    );
+}
+
+#[test]
+fn a_stock_minisign_key_signs_and_a_password_key_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let (p, sk) = (t.path().join("m.pub"), t.path().join("m.key"));
+    let gen = Command::new("minisign")
+        .args(["-G", "-W", "-p", s(&p), "-s", s(&sk)])
+        .output()
+        .expect("minisign");
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    let res = results(t.path());
+    let out = t.path().join("b.tar.zst");
+    ok(&storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&out),
+        "-k",
+        s(&sk),
+    ]));
+    ok(&storcert(&["bundle", "verify", s(&out), "-p", s(&p)]));
+    let stock = Command::new("minisign")
+        .args(["-Vm", s(&out), "-p", s(&p)])
+        .output()
+        .unwrap();
+    assert!(stock.status.success());
+
+    // A password-protected key: one clear line, no prompt, nothing written.
+    let (p2, sk2) = (t.path().join("enc.pub"), t.path().join("enc.key"));
+    let mut child = Command::new("minisign")
+        .args(["-G", "-p", s(&p2), "-s", s(&sk2)])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"pw\npw\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let out2 = t.path().join("c.tar.zst");
+    let r = storcert(&["bundle", "create", s(&res), "-o", s(&out2), "-k", s(&sk2)]);
+    assert_eq!(r.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("password") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!out2.exists());
+}
+
+#[test]
+fn the_same_inputs_give_the_same_bytes() {
+    let t = tempfile::tempdir().unwrap();
+    let res = results(t.path());
+    let a = bundle::create(&res).unwrap();
+    // Touch every file: mtimes are not inputs.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let log = res.join("act/20x.log");
+    std::fs::write(&log, std::fs::read(&log).unwrap()).unwrap();
+    let b = bundle::create(&res).unwrap();
+    assert_eq!(a.sha256, b.sha256);
+    assert!(a.bytes == b.bytes);
+    // A changed input changes the digest.
+    std::fs::write(res.join("note.txt"), "x").unwrap();
+    assert_ne!(bundle::create(&res).unwrap().sha256, a.sha256);
+}
+
+#[test]
+fn summary_judges_each_drive_from_its_artefacts() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path().join("r");
+    std::fs::create_dir_all(&r).unwrap();
+    // 20x passes on loop0; the 2-device log fails (could not keep up).
+    std::fs::copy(format!("{LOGS}/storcert-us-20x.log"), r.join("a.log")).unwrap();
+    std::fs::copy(format!("{LOGS}/storcert-ms-2dev.log"), r.join("b.log")).unwrap();
+    // A policy report failing one SATA drive, a degraded health diff.
+    std::fs::write(
+        r.join("check.json"),
+        serde_json::json!({"schema_version": 1, "checks": 4, "pass": false, "findings": [
+            {"severity": "fail", "rule": "drive[1]", "device": "/dev/sda", "check": "write cache",
+             "expected": "off", "actual": "on", "fix": null}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        r.join("health-diff.json"),
+        serde_json::json!({"schema_version": 1, "seconds": 60, "unmatched": [], "degraded": true,
+            "drives": [{"drive": "/dev/nvme0n1", "degraded": true, "endurance": null,
+              "temperature_c": null, "changes": [{"what": "media errors", "before": "0",
+              "after": "3", "degraded": true}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::copy(INVENTORY, r.join("inventory.json")).unwrap();
+    let c = bundle::create(&r).unwrap();
+    let sm = &c.summary;
+    assert_eq!(sm.verdict, "fail");
+    let drive = |d: &str| sm.drives.iter().find(|x| x.device == d).unwrap();
+    assert_eq!(
+        drive("/dev/loop0").verdict,
+        "fail",
+        "{:?}",
+        drive("/dev/loop0")
+    );
+    assert_eq!(drive("/dev/sda").verdict, "fail");
+    assert!(drive("/dev/sda").reasons[0].contains("write cache"));
+    assert_eq!(drive("/dev/nvme0n1").verdict, "fail");
+    assert!(drive("/dev/nvme0n1").reasons[0].contains("media errors: 0 -> 3"));
+    assert_eq!(drive("/dev/sdb").verdict, "untested");
+    assert_eq!(drive("/dev/sdb").serial.as_deref(), Some("LABMEGA0001"));
+    assert_eq!(sm.loads_reached.get("/dev/loop0"), Some(&20.0));
+    assert_eq!(drive("/dev/loop0").act_load_passed, Some(20.0));
+    // Nothing judged: incomplete, not pass.
+    let e = t.path().join("e");
+    std::fs::create_dir_all(&e).unwrap();
+    std::fs::copy(INVENTORY, e.join("inventory.json")).unwrap();
+    assert_eq!(bundle::create(&e).unwrap().summary.verdict, "incomplete");
+}
+
+/// Flips one byte at `pos` (with a mask that varies with the position).
+fn flipped(data: &[u8], pos: usize) -> Vec<u8> {
+    let mut d = data.to_vec();
+    d[pos] ^= 1u8 << (pos % 8);
+    d
+}
+
+#[test]
+fn any_changed_byte_fails_verification() {
+    let t = tempfile::tempdir().unwrap();
+    let res = results(t.path());
+    let key = SecretKey::generate();
+    let keys = [key.public()];
+    let c = bundle::create(&res).unwrap();
+    let sigs = bundle::sign(&c.bytes, "b.tar.zst", &c.summary, &key);
+    bundle::verify(&c.bytes, &sigs.minisig, &sigs.envelope, &keys).unwrap();
+
+    // Positions spread over each file, plus the first and last bytes.
+    fn positions(len: usize, n: usize) -> Vec<usize> {
+        let mut p: Vec<usize> = (0..n).map(|i| i * len / n).collect();
+        p.push(len - 1);
+        p
+    }
+    for pos in positions(c.bytes.len(), 300) {
+        let bad = flipped(&c.bytes, pos);
+        assert!(
+            bundle::verify(&bad, &sigs.minisig, &sigs.envelope, &keys).is_err(),
+            "bundle byte {pos}"
+        );
+    }
+    for pos in positions(sigs.minisig.len(), 200) {
+        let bad = String::from_utf8_lossy(&flipped(sigs.minisig.as_bytes(), pos)).into_owned();
+        assert!(
+            bundle::verify(&c.bytes, &bad, &sigs.envelope, &keys).is_err(),
+            "minisig byte {pos}"
+        );
+    }
+    for pos in positions(sigs.envelope.len(), 400) {
+        let bad = String::from_utf8_lossy(&flipped(sigs.envelope.as_bytes(), pos)).into_owned();
+        assert!(
+            bundle::verify(&c.bytes, &sigs.minisig, &bad, &keys).is_err(),
+            "envelope byte {pos}"
+        );
+    }
+
+    // The manifest inside: change a byte of it in the tar and recompress.
+    // Unsigned, the signature fails; even re-signed by the key holder, a
+    // manifest that no longer matches its files fails by name.
+    let mut tar = Vec::new();
+    zstd::Decoder::new(c.bytes.as_slice())
+        .unwrap()
+        .read_to_end(&mut tar)
+        .unwrap();
+    let manifest_at = 512; // the first entry's data follows its header
+    let sha_at = tar[manifest_at..]
+        .windows(10)
+        .position(|w| w == b"\"sha256\": ")
+        .unwrap()
+        + manifest_at
+        + 11;
+    for pos in [manifest_at + 5, sha_at, sha_at + 40] {
+        let mut t2 = tar.clone();
+        t2[pos] = if t2[pos] == b'0' { b'1' } else { b'0' };
+        let bytes = zstd::encode_all(t2.as_slice(), 3).unwrap();
+        let e = bundle::verify(&bytes, &sigs.minisig, &sigs.envelope, &keys).unwrap_err();
+        assert!(e.contains("signature"), "{e}");
+        let resigned = bundle::sign(&bytes, "b.tar.zst", &c.summary, &key);
+        let e = bundle::verify(&bytes, &resigned.minisig, &resigned.envelope, &keys).unwrap_err();
+        assert!(!e.contains("signature"), "manifest byte {pos}: {e}");
+    }
+
+    // Another key: named as untrusted.
+    let other = [SecretKey::generate().public()];
+    let e = bundle::verify(&c.bytes, &sigs.minisig, &sigs.envelope, &other).unwrap_err();
+    assert!(e.contains("not trusted"), "{e}");
+    // A public key file with a bad line is an error naming the line.
+    let e = PublicKey::parse_many("# keys\nnot-a-key\n").unwrap_err();
+    assert!(e.0.starts_with("line 2:"), "{e}");
+}
+
+#[test]
+fn verify_names_what_failed_on_the_command_line() {
+    let t = tempfile::tempdir().unwrap();
+    let key = t.path().join("k.key");
+    ok(&storcert(&["keygen", "-s", s(&key)]));
+    let res = results(t.path());
+    let out = t.path().join("b.tar.zst");
+    ok(&storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&out),
+        "-k",
+        s(&key),
+    ]));
+    let env = bundle::envelope_path(&out);
+    let text = std::fs::read_to_string(&env).unwrap();
+    std::fs::write(&env, text.replacen("\"payloadType\"", "\"payloadtype\"", 1)).unwrap();
+    let r = storcert(&[
+        "bundle",
+        "verify",
+        s(&out),
+        "-p",
+        &format!("{}.pub", s(&key)),
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(err.contains("FAILED: envelope"), "{err}");
+    std::fs::remove_file(&env).unwrap();
+    let r = storcert(&[
+        "bundle",
+        "verify",
+        s(&out),
+        "-p",
+        &format!("{}.pub", s(&key)),
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains(".intoto.json"));
+    // A results folder holding a link to a device is refused, not read.
+    std::os::unix::fs::symlink("/dev/zero", res.join("zero")).unwrap();
+    let r = storcert(&["bundle", "create", s(&res), "-o", s(&out), "--unsigned"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("not a regular file"));
+}
