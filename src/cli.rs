@@ -498,9 +498,13 @@ pub struct UploadArgs {
     #[arg(long, value_name = "URL")]
     pub to: String,
     /// Keep bundles here until the receiver confirmed them: FILEs are placed in
-    /// it first, and everything pending in it is sent (oldest first)
+    /// it first, and everything pending in it is sent (oldest first). Default:
+    /// storcert/spool on the mounted partition labelled STORCERT, if any
     #[arg(long, value_name = "DIR")]
     pub spool: Option<PathBuf>,
+    /// Send the FILEs directly, without a spool
+    #[arg(long, conflicts_with = "spool")]
+    pub no_spool: bool,
     /// Trust only this CA bundle (PEM) instead of the system's roots
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,

@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 use common::storcert;
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
-const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/qemu-lab/inventory.json");
+const INVENTORY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/qemu-lab/inventory.json"
+);
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -49,7 +52,11 @@ impl Lab {
     fn bundle(&self, name: &str, passing: bool, noise: usize) -> PathBuf {
         let res = self.path(&format!("res-{name}"));
         std::fs::create_dir_all(&res).unwrap();
-        let log = if passing { "storcert-us-20x.log" } else { "storcert-ms-2dev.log" };
+        let log = if passing {
+            "storcert-us-20x.log"
+        } else {
+            "storcert-ms-2dev.log"
+        };
         std::fs::copy(format!("{LOGS}/{log}"), res.join("act.log")).unwrap();
         std::fs::copy(INVENTORY, res.join("inventory.json")).unwrap();
         let mut x = (name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -63,7 +70,15 @@ impl Lab {
             .collect();
         std::fs::write(res.join("noise.bin"), data).unwrap();
         let out = self.path(name);
-        let r = storcert(&["bundle", "create", s(&res), "-o", s(&out), "-k", s(&self.key)]);
+        let r = storcert(&[
+            "bundle",
+            "create",
+            s(&res),
+            "-o",
+            s(&out),
+            "-k",
+            s(&self.key),
+        ]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         out
     }
@@ -80,7 +95,13 @@ impl Collector {
         Self::start_on(lab, store, "127.0.0.1:0", extra, env)
     }
 
-    fn start_on(lab: &Lab, store: &str, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Collector {
+    fn start_on(
+        lab: &Lab,
+        store: &str,
+        listen: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Collector {
         let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
             .args(["collect", "--listen", listen, "--store", store])
             .args(["--trusted-keys", s(&lab.pubkey)])
@@ -97,7 +118,12 @@ impl Collector {
                 .expect("collector exited before listening")
                 .unwrap();
             if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().trim_end_matches('/').to_string();
+                break rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string();
             }
         };
         // Keep draining its log so it never blocks on a full pipe.
@@ -140,12 +166,21 @@ impl Drop for Collector {
 }
 
 /// A minimal HTTP/1.1 exchange for requests the client would never make.
-fn http(base: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+fn http(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
     let host = base.trim_start_matches("http://");
     let Ok(mut c) = TcpStream::connect(host) else {
         return (0, String::new());
     };
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req += &format!("{k}: {v}\r\n");
     }
@@ -182,11 +217,17 @@ fn text(o: &Output) -> String {
 fn api_count(c: &Collector) -> usize {
     let (code, body) = c.get("/api/bundles");
     assert_eq!(code, 200, "{body}");
-    serde_json::from_str::<Vec<serde_json::Value>>(&body).unwrap().len()
+    serde_json::from_str::<Vec<serde_json::Value>>(&body)
+        .unwrap()
+        .len()
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[test]
@@ -203,12 +244,20 @@ fn delivered_once_and_shown_in_the_api() {
     let copy = lab.path("renamed.tar.zst");
     for (from, to) in [
         (b.clone(), copy.clone()),
-        (storcert::bundle::minisig_path(&b), storcert::bundle::minisig_path(&copy)),
-        (storcert::bundle::envelope_path(&b), storcert::bundle::envelope_path(&copy)),
+        (
+            storcert::bundle::minisig_path(&b),
+            storcert::bundle::minisig_path(&copy),
+        ),
+        (
+            storcert::bundle::envelope_path(&b),
+            storcert::bundle::envelope_path(&copy),
+        ),
     ] {
         std::fs::copy(from, to).unwrap();
     }
-    assert!(upload(&[s(&copy), "--to", &c.upload_url()]).status.success());
+    assert!(upload(&[s(&copy), "--to", &c.upload_url()])
+        .status
+        .success());
     assert_eq!(c.stored_bundles().len(), 1);
     assert_eq!(api_count(&c), 1);
     let (_, list) = c.get("/api/bundles?q=LABNVME0001");
@@ -220,7 +269,12 @@ fn delivered_once_and_shown_in_the_api() {
     let (code, _) = c.get(&format!("/download/{sha}.tar.zst"));
     assert_eq!(code, 200);
     // Nothing else of the store is reachable.
-    for path in ["/download/index.sqlite", "/bundles/", "/download/..%2Findex.sqlite", "/summaries/x"] {
+    for path in [
+        "/download/index.sqlite",
+        "/bundles/",
+        "/download/..%2Findex.sqlite",
+        "/summaries/x",
+    ] {
         assert_eq!(c.get(path).0, 404, "{path}");
     }
     // Plain http without the explicit allowance is refused before any I/O.
@@ -269,9 +323,18 @@ fn a_connection_cut_mid_body_is_retried_and_stored_once() {
     let c = Collector::start(&lab, "store", &[], &[]);
     let b = lab.bundle("big.tar.zst", true, 2 << 20);
     let (proxy, conns) = cutting_proxy(c.addr.clone(), 1 << 20);
-    let o = upload(&[s(&b), "--to", &format!("{proxy}/upload/"), "--deadline", "60s"]);
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &format!("{proxy}/upload/"),
+        "--deadline",
+        "60s",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(conns.load(Ordering::SeqCst) >= 2, "the cut connection was retried");
+    assert!(
+        conns.load(Ordering::SeqCst) >= 2,
+        "the cut connection was retried"
+    );
     assert!(text(&o).contains("retrying"), "{}", text(&o));
     assert_eq!(c.stored_bundles().len(), 1);
     assert_eq!(api_count(&c), 1);
@@ -301,7 +364,15 @@ fn a_collector_that_starts_late_gets_the_bundle_once() {
     let url = format!("http://127.0.0.1:{port}/upload/");
     let spool = lab.path("spool");
     let mut up = Command::new(env!("CARGO_BIN_EXE_storcert"))
-        .args(["upload", s(&b), "--to", &url, "--allow-http", "--max-backoff", "1s"])
+        .args([
+            "upload",
+            s(&b),
+            "--to",
+            &url,
+            "--allow-http",
+            "--max-backoff",
+            "1s",
+        ])
         .args(["--deadline", "60s", "--spool", s(&spool)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -331,25 +402,51 @@ fn refusals_store_nothing_and_say_why() {
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
     std::fs::write(&bad, bytes).unwrap();
-    std::fs::copy(storcert::bundle::minisig_path(&b), storcert::bundle::minisig_path(&bad)).unwrap();
-    std::fs::copy(storcert::bundle::envelope_path(&b), storcert::bundle::envelope_path(&bad)).unwrap();
+    std::fs::copy(
+        storcert::bundle::minisig_path(&b),
+        storcert::bundle::minisig_path(&bad),
+    )
+    .unwrap();
+    std::fs::copy(
+        storcert::bundle::envelope_path(&b),
+        storcert::bundle::envelope_path(&bad),
+    )
+    .unwrap();
     let o = upload(&[s(&bad), "--to", &c.upload_url()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).contains("422") && text(&o).contains("signature"), "{}", text(&o));
+    assert!(
+        text(&o).contains("422") && text(&o).contains("signature"),
+        "{}",
+        text(&o)
+    );
 
     // Signed by a key the collector does not trust.
     let other = Lab::new();
     let foreign = other.bundle("f.tar.zst", true, 0);
     let o = upload(&[s(&foreign), "--to", &c.upload_url()]);
-    assert!(text(&o).contains("403") && text(&o).contains("not trusted"), "{}", text(&o));
+    assert!(
+        text(&o).contains("403") && text(&o).contains("not trusted"),
+        "{}",
+        text(&o)
+    );
 
     // Unsigned, a path for a name, oversized.
     let body = std::fs::read(&b).unwrap();
     let (code, why) = http(&c.addr, "PUT", "/upload/x.tar.zst", &[], &body);
     assert_eq!(code, 400, "{why}");
     assert!(why.contains("unsigned"), "{why}");
-    for path in ["/upload/..%2F..%2Fetc%2Fx.tar.zst", "/upload/.x.tar.zst", "/upload/x.exe"] {
-        let (code, why) = http(&c.addr, "PUT", path, &[("x-storcert-minisig", "eA==")], &body);
+    for path in [
+        "/upload/..%2F..%2Fetc%2Fx.tar.zst",
+        "/upload/.x.tar.zst",
+        "/upload/x.exe",
+    ] {
+        let (code, why) = http(
+            &c.addr,
+            "PUT",
+            path,
+            &[("x-storcert-minisig", "eA==")],
+            &body,
+        );
         assert!(code == 400 || code == 404, "{path}: {code} {why}");
     }
     let big = lab.bundle("big.tar.zst", true, 300 << 10);
@@ -378,7 +475,15 @@ fn the_spool_keeps_a_bundle_until_confirmed_even_across_a_kill() {
     let spool = lab.path("spool");
     // Nobody listening, short deadline: not delivered, kept.
     let dead = format!("http://127.0.0.1:{}/upload/", free_port());
-    let o = upload(&[s(&b), "--to", &dead, "--spool", s(&spool), "--deadline", "3s"]);
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &dead,
+        "--spool",
+        s(&spool),
+        "--deadline",
+        "3s",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("kept in the spool"));
     assert!(spool.join("pending/s.tar.zst").exists());
@@ -402,7 +507,14 @@ fn the_spool_keeps_a_bundle_until_confirmed_even_across_a_kill() {
         }
     });
     let mut up = Command::new(env!("CARGO_BIN_EXE_storcert"))
-        .args(["upload", "--to", &hole, "--allow-http", "--spool", s(&spool)])
+        .args([
+            "upload",
+            "--to",
+            &hole,
+            "--allow-http",
+            "--spool",
+            s(&spool),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -433,26 +545,71 @@ fn openssl(args: &[&str], dir: &Path) {
         .current_dir(dir)
         .output()
         .expect("openssl");
-    assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
 fn tls_with_a_ca_file_and_with_a_pinned_key() {
     let lab = Lab::new();
     let d = lab.dir.path();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
     let mut ca = vec!["req", "-x509"];
     ca.extend(ec);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=storcert test CA"]);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=storcert test CA",
+    ]);
     openssl(&ca, d);
     let mut csr = vec!["req"];
     csr.extend(ec);
-    csr.extend(["-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=collector"]);
+    csr.extend([
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+        "-subj",
+        "/CN=collector",
+    ]);
     openssl(&csr, d);
-    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    std::fs::write(
+        d.join("ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
     openssl(
-        &["x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-          "-out", "srv.pem", "-days", "2", "-extfile", "ext"],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
         d,
     );
     let pin = Command::new("sh")
@@ -465,7 +622,12 @@ fn tls_with_a_ca_file_and_with_a_pinned_key() {
     let c = Collector::start(
         &lab,
         "store",
-        &["--tls-cert", s(&d.join("srv.pem")), "--tls-key", s(&d.join("srv.key"))],
+        &[
+            "--tls-cert",
+            s(&d.join("srv.pem")),
+            "--tls-key",
+            s(&d.join("srv.key")),
+        ],
         &[],
     );
     assert!(c.addr.starts_with("https://"), "{}", c.addr);
@@ -473,13 +635,27 @@ fn tls_with_a_ca_file_and_with_a_pinned_key() {
     let b = lab.bundle("tls.tar.zst", true, 0);
     let b2 = lab.bundle("tls2.tar.zst", false, 0);
     let ok = |o: &Output| assert!(o.status.success(), "{}", text(o));
-    ok(&upload(&[s(&b), "--to", &url, "--ca-file", s(&d.join("ca.pem"))]));
+    ok(&upload(&[
+        s(&b),
+        "--to",
+        &url,
+        "--ca-file",
+        s(&d.join("ca.pem")),
+    ]));
     ok(&upload(&[s(&b2), "--to", &url, "--pin-sha256", &pin]));
     // The system roots do not know this CA; a wrong pin is refused.
     let o = upload(&[s(&b), "--to", &url, "--deadline", "2s"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let wrong = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
-    let o = upload(&[s(&b), "--to", &url, "--pin-sha256", wrong, "--deadline", "2s"]);
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &url,
+        "--pin-sha256",
+        wrong,
+        "--deadline",
+        "2s",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("not pinned"), "{}", text(&o));
     assert_eq!(c.stored_bundles().len(), 2);
@@ -495,8 +671,17 @@ fn two_collectors_share_one_s3_bucket() {
     let s3_port = free_port();
     let mut ports = (0..5).map(|_| free_port().to_string());
     let mut weed = Command::new("weed")
-        .args(["mini", &format!("-dir={}", s(&data)), "-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
-        .args(["-bucket=fleet", "-admin.ui=false", &format!("-s3.port={s3_port}")])
+        .args([
+            "mini",
+            &format!("-dir={}", s(&data)),
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+        ])
+        .args([
+            "-bucket=fleet",
+            "-admin.ui=false",
+            &format!("-s3.port={s3_port}"),
+        ])
         .arg(format!("-master.port={}", ports.next().unwrap()))
         .arg(format!("-volume.port={}", ports.next().unwrap()))
         .arg(format!("-filer.port={}", ports.next().unwrap()))
@@ -517,7 +702,10 @@ fn two_collectors_share_one_s3_bucket() {
     let endpoint = format!("http://127.0.0.1:{s3_port}");
     let start = Instant::now();
     while http(&endpoint, "GET", "/fleet", &[], b"").0 != 200 {
-        assert!(start.elapsed() < Duration::from_secs(60), "SeaweedFS did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "SeaweedFS did not start"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
     let env = [
@@ -595,12 +783,20 @@ fn the_fleet_page_renders_in_headless_chromium() {
             .find(|r| r.contains(name))
             .unwrap_or_else(|| panic!("{name} not in {dom}"));
         let cell = row.split("class=\"bundle-verdict\">").nth(1).unwrap();
-        assert!(cell.contains(&format!(">{verdict}</span>")), "{name}: {cell}");
+        assert!(
+            cell.contains(&format!(">{verdict}</span>")),
+            "{name}: {cell}"
+        );
         assert!(row.contains("LABNVME0001"), "{row}");
     }
     // Search narrows the table.
     let dom = chromium(&["--dump-dom", &format!("{}/?q=r760-fail", c.addr)]);
-    assert_eq!(String::from_utf8_lossy(&dom.stdout).matches("<tr data-sha=").count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&dom.stdout)
+            .matches("<tr data-sha=")
+            .count(),
+        1
+    );
 
     // A screenshot of the fleet page is kept for people to look at.
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
@@ -623,5 +819,8 @@ fn the_fleet_page_renders_in_headless_chromium() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(dom.contains("id=\"drives\""), "{dom}");
     assert!(dom.contains("/dev/loop0"), "{dom}");
-    assert!(dom.contains("could not keep up") || dom.contains("must be &lt; 5%"), "{dom}");
+    assert!(
+        dom.contains("could not keep up") || dom.contains("must be &lt; 5%"),
+        "{dom}"
+    );
 }

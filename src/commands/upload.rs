@@ -1,14 +1,14 @@
 //! `storcert upload`: the files given and everything pending in the
 //! spool, each until the receiver confirmed its digest.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::exit;
 use crate::cli::UploadArgs;
+use crate::output::progress::Progress;
 use crate::upload::{self, spool::Spool, Outcome};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -56,7 +56,17 @@ pub fn run(a: UploadArgs) -> ExitCode {
     };
     // With a spool, the given files are placed in it first (so they are
     // safe before any byte leaves), and pending ones go out oldest first.
-    let spool = match a.spool.as_deref().map(Spool::open).transpose() {
+    let spool_dir = match (&a.spool, a.no_spool) {
+        (Some(d), _) => Some(d.clone()),
+        (None, true) => None,
+        (None, false) => crate::upload::spool::default_dir().inspect(|d| {
+            eprintln!(
+                "storcert upload: spooling on the results partition, {}",
+                d.display()
+            )
+        }),
+    };
+    let spool = match spool_dir.as_deref().map(Spool::open).transpose() {
         Ok(s) => s,
         Err(e) => return fail(format!("--spool: {e:#}")),
     };
@@ -79,13 +89,6 @@ pub fn run(a: UploadArgs) -> ExitCode {
         eprintln!("storcert upload: nothing to send");
         return ExitCode::SUCCESS;
     }
-    let progress: upload::ProgressFn = if std::io::stderr().is_terminal() {
-        Arc::new(|name, done, total| {
-            eprint!("\rupload {name}: {}%   ", done * 100 / total.max(1));
-        })
-    } else {
-        Arc::new(|_, _, _| {})
-    };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -95,7 +98,23 @@ pub fn run(a: UploadArgs) -> ExitCode {
     };
     let mut worst = exit::PASS;
     for path in queue {
-        let outcome = rt.block_on(client.upload(&path, deadline, Some(progress.clone())));
+        // A bar on a terminal, a plain line every 10 s elsewhere.
+        let bar: Arc<Mutex<Option<Progress>>> = Arc::new(Mutex::new(None));
+        let shown = bar.clone();
+        let progress: upload::ProgressFn = Arc::new(move |name, done, total| {
+            let mut p = shown.lock().unwrap_or_else(|e| e.into_inner());
+            p.get_or_insert_with(|| Progress::bytes(&format!("upload {name}"), total))
+                .set(done);
+        });
+        let outcome = rt.block_on(client.upload(&path, deadline, Some(progress)));
+        if let Some(p) = bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let total = std::fs::metadata(&path).map_or(0, |m| m.len());
+            p.finish(if matches!(outcome, Outcome::Confirmed { .. }) {
+                total
+            } else {
+                0
+            });
+        }
         match outcome {
             Outcome::Confirmed { sha256, status } => {
                 println!("{}: delivered, sha256 {sha256} ({status})", path.display());

@@ -162,7 +162,7 @@ pub fn swap_devnums(roots: &Roots) -> BTreeSet<String> {
         .collect()
 }
 
-fn devnum_of_path(path: &Path) -> Option<String> {
+pub fn devnum_of_path(path: &Path) -> Option<String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = fs::metadata(path).ok()?;
     if !meta.file_type().is_block_device() {

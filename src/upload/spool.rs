@@ -13,6 +13,25 @@ use crate::bundle;
 use crate::commands::write_durably;
 
 pub const BUNDLE_SUFFIX: &str = ".tar.zst";
+/// The filesystem label of the USB stick's results partition.
+pub const RESULTS_LABEL: &str = "STORCERT";
+
+/// Where the results partition (the filesystem labelled STORCERT, found
+/// through udev's by-label link) is mounted, if it is.
+pub fn results_partition(roots: &crate::inventory::Roots) -> Option<PathBuf> {
+    use crate::inventory::sysfs;
+    let devnum = sysfs::devnum_of_path(&roots.dev.join("disk/by-label").join(RESULTS_LABEL))?;
+    sysfs::mounts_by_devnum(roots)
+        .get(&devnum)?
+        .first()
+        .map(PathBuf::from)
+}
+
+/// The spool on the results partition, when the machine has one mounted:
+/// bundles then survive a reboot and leave with the stick.
+pub fn default_dir() -> Option<PathBuf> {
+    results_partition(&crate::inventory::Roots::default()).map(|m| m.join("storcert/spool"))
+}
 
 pub struct Spool {
     pub dir: PathBuf,
@@ -136,6 +155,41 @@ mod tests {
         std::fs::write(bundle::minisig_path(&p), "sig").unwrap();
         std::fs::write(bundle::envelope_path(&p), "env").unwrap();
         p
+    }
+
+    #[test]
+    fn finds_the_mounted_results_partition_by_label() {
+        use std::os::unix::fs::MetadataExt;
+        // Any block device node will do for the link's target.
+        let Some(dev) = ["/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1"]
+            .into_iter()
+            .find(|d| std::path::Path::new(d).exists())
+        else {
+            return;
+        };
+        let rdev = std::fs::metadata(dev).unwrap().rdev();
+        let root = tempfile::tempdir().unwrap();
+        let roots = crate::inventory::Roots {
+            sys: root.path().join("sys"),
+            proc: root.path().join("proc"),
+            dev: root.path().join("dev"),
+            udev_data: root.path().join("udev"),
+        };
+        std::fs::create_dir_all(roots.dev.join("disk/by-label")).unwrap();
+        std::fs::create_dir_all(roots.proc.join("self")).unwrap();
+        assert_eq!(results_partition(&roots), None, "no label, no partition");
+        std::os::unix::fs::symlink(dev, roots.dev.join("disk/by-label/STORCERT")).unwrap();
+        assert_eq!(results_partition(&roots), None, "labelled but not mounted");
+        let line = format!(
+            "36 25 {}:{} / /run/storcert\\040results rw,relatime shared:1 - vfat {dev} rw\n",
+            libc::major(rdev),
+            libc::minor(rdev)
+        );
+        std::fs::write(roots.proc.join("self/mountinfo"), line).unwrap();
+        assert_eq!(
+            results_partition(&roots),
+            Some(PathBuf::from("/run/storcert results"))
+        );
     }
 
     #[test]
