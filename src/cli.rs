@@ -554,6 +554,10 @@ pub struct CollectArgs {
     /// Uploads per minute accepted from one client address
     #[arg(long, value_name = "N", default_value_t = 120)]
     pub rate: u32,
+    /// Accept uploads only with this bearer token (a file holding it; also
+    /// STORCERT_COLLECT_TOKEN)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// How often to pick up bundles other collectors stored in a shared store
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub sync_interval: String,

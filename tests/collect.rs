@@ -732,6 +732,46 @@ fn two_collectors_share_one_s3_bucket() {
     // Exactly one copy of each in the bucket.
     let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=lab/bundles/", &[], b"");
     assert_eq!(listing.matches(".tar.zst</Key>").count(), 2, "{listing}");
+    // A plain bucket URL (no collector): the bundle and its two
+    // signatures as objects, confirmed by S3's MD5 ETag; a URL with a
+    // query (as a presigned one) gets the bundle alone.
+    ok(&upload(&[
+        s(&x),
+        "--to",
+        &format!("{endpoint}/fleet/direct/"),
+        "--no-spool",
+    ]));
+    let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=direct/", &[], b"");
+    for key in [
+        "direct/x.tar.zst<",
+        "direct/x.tar.zst.minisig<",
+        "direct/x.tar.zst.intoto.json<",
+    ] {
+        assert!(listing.contains(key), "{key} in {listing}");
+    }
+    let (code, body) = http(
+        &endpoint,
+        "GET",
+        "/fleet/direct/x.tar.zst.minisig",
+        &[],
+        b"",
+    );
+    assert_eq!(code, 200);
+    assert_eq!(
+        body,
+        std::fs::read_to_string(storcert::bundle::minisig_path(&x)).unwrap()
+    );
+    ok(&upload(&[
+        s(&y),
+        "--to",
+        &format!("{endpoint}/fleet/one.tar.zst?X-Amz-Expires=60"),
+        "--no-spool",
+    ]));
+    let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=one", &[], b"");
+    assert!(
+        listing.contains("<Key>one.tar.zst</Key>") && !listing.contains("minisig"),
+        "{listing}"
+    );
     // A collector restarted with an empty index rebuilds it from the bucket.
     drop(a);
     let a2 = Collector::start(&lab, "s3://fleet/lab", &["--db", "a2.sqlite"], &env);
@@ -823,4 +863,34 @@ fn the_fleet_page_renders_in_headless_chromium() {
         dom.contains("could not keep up") || dom.contains("must be &lt; 5%"),
         "{dom}"
     );
+}
+
+#[test]
+fn a_collector_with_a_token_refuses_uploads_without_it() {
+    let lab = Lab::new();
+    std::fs::write(lab.path("token"), "s3cret-token\n").unwrap();
+    std::fs::write(lab.path("wrong"), "s3cret-tokex\n").unwrap();
+    let c = Collector::start(&lab, "store", &["--token-file", s(&lab.path("token"))], &[]);
+    let b = lab.bundle("tok.tar.zst", true, 0);
+    let o = upload(&[s(&b), "--to", &c.upload_url(), "--no-spool"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("401"), "{}", text(&o));
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &c.upload_url(),
+        "--token-file",
+        s(&lab.path("wrong")),
+    ]);
+    assert!(text(&o).contains("401"), "{}", text(&o));
+    assert!(c.stored_bundles().is_empty());
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &c.upload_url(),
+        "--token-file",
+        s(&lab.path("token")),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(c.stored_bundles().len(), 1);
 }

@@ -42,6 +42,8 @@ pub struct Config {
     /// Uploads per minute per client address.
     pub rate_per_minute: u32,
     pub sync_interval: Duration,
+    /// The bearer token uploads must carry, if one is set.
+    pub token: Option<String>,
 }
 
 pub struct Collector {
@@ -277,6 +279,26 @@ async fn receive(
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return Ok(r);
     }
+    if let Some(want) = &c.cfg.token {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        // Compared in constant time: the token is a secret.
+        let ok = given.is_some_and(|g| {
+            g.len() == want.len()
+                && g.bytes()
+                    .zip(want.bytes())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0
+        });
+        if !ok {
+            return Err(Refusal(
+                StatusCode::UNAUTHORIZED,
+                "no valid bearer token (upload --token-file)".into(),
+            ));
+        }
+    }
     if !valid_name(&name) {
         return Err(Refusal(
             StatusCode::BAD_REQUEST,
@@ -402,25 +424,38 @@ pub async fn serve(
             }
         }
     });
+    // The certificate is loaded before the address is announced, so a
+    // bad one is an error at start, not a listener that fails handshakes.
+    let tls_config = match tls {
+        Some((cert, key)) => {
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+            Some(
+                axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
+                    .await
+                    .with_context(|| {
+                        format!(
+                            "--tls-cert {} / --tls-key {}",
+                            cert.display(),
+                            key.display()
+                        )
+                    })?,
+            )
+        }
+        None => None,
+    };
     let app = router(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    let scheme = if tls_config.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!(
         "collect: listening on {scheme}://{addr}/ (store: {}, {} trusted key(s))",
         state.cfg.store.describe(),
         state.cfg.trusted.len()
     );
-    match tls {
-        Some((cert, key)) => {
-            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-            let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-                .await
-                .with_context(|| {
-                    format!(
-                        "--tls-cert {} / --tls-key {}",
-                        cert.display(),
-                        key.display()
-                    )
-                })?;
+    match tls_config {
+        Some(config) => {
             axum_server::tls_rustls::from_tcp_rustls(listener, config)?
                 .serve(app)
                 .await?;

@@ -24,6 +24,14 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(format!("--sync-interval {:?}: {e}", a.sync_interval)),
     };
+    let token = match &a.token_file {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(t) => Some(t.trim().to_string()),
+            Err(e) => return fail(format!("--token-file {}: {e}", p.display())),
+        },
+        None => std::env::var("STORCERT_COLLECT_TOKEN").ok(),
+    }
+    .filter(|t| !t.is_empty());
     let store = match Store::open(&a.store) {
         Ok(s) => s,
         Err(e) => return fail(format!("{e:#}")),
@@ -49,6 +57,7 @@ pub fn run(a: CollectArgs) -> ExitCode {
         trusted,
         max_body,
         rate_per_minute: a.rate,
+        token,
         sync_interval,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
