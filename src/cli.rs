@@ -46,8 +46,10 @@ pub enum Command {
     Upload(UploadArgs),
     /// Run the collector: receives and verifies bundles, stores them, serves the fleet's results
     Collect(CollectArgs),
-    /// Run a whole qualification from a profile (planned: issue 7)
-    Run(PlannedArgs),
+    /// Run a whole qualification from a profile, unattended and resumable
+    Run(RunArgs),
+    /// Render a bundle's report: self-contained HTML, Markdown or text
+    Report(ReportArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Print the man page (roff), or write one page per command into a folder
@@ -71,13 +73,6 @@ pub struct InventoryArgs {
     /// Save every raw passthrough reply into DIR (for fixtures and support cases)
     #[arg(long, value_name = "DIR", hide = true)]
     pub record_raw: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct PlannedArgs {
-    /// Arguments of the planned command
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -561,4 +556,54 @@ pub struct CollectArgs {
     /// How often to pick up bundles other collectors stored in a shared store
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub sync_interval: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A profile file, http(s) URL, or built-in name (quick, field-check, burn-in,
+    /// qualify). Default: storcert.profile= on the kernel command line, then
+    /// profile.toml on the STORCERT partition, then the built-in quick
+    #[arg(long, value_name = "FILE|URL|NAME")]
+    pub profile: Option<String>,
+    /// Where runs keep their results (default: the profile's, the STORCERT
+    /// partition's storcert/results, or ./storcert-results)
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// The signing key (default: the profile's, or storcert.key beside the results,
+    /// made on first use)
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Plain progress lines even on a terminal
+    #[arg(long)]
+    pub plain: bool,
+    /// Abandon an unfinished earlier run instead of resuming it
+    #[arg(long)]
+    pub fresh: bool,
+    /// Read the kernel command line from this file instead of /proc/cmdline
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub cmdline: Option<PathBuf>,
+    /// Print the resolved profile and stop
+    #[arg(long)]
+    pub show_profile: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A bundle (.tar.zst) or a results folder
+    pub input: PathBuf,
+    /// Where to write (default: standard output)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: ReportFormat,
+    /// Verify the bundle's signatures with this public key first
+    #[arg(short = 'p', long, value_name = "KEY.pub")]
+    pub pubkey: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Md,
+    Txt,
 }

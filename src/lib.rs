@@ -14,6 +14,8 @@ pub mod output;
 pub mod passthrough;
 pub mod policy;
 pub mod provision;
+pub mod report;
+pub mod run;
 pub mod safety;
 pub mod stream;
 pub mod upload;

@@ -3,7 +3,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use storcert::cli::{Cli, Command};
 use storcert::commands::{
-    self, act, bundle, check, collect, docs, health, inventory, provision, stream, upload,
+    self, act, bundle, check, collect, docs, health, inventory, provision, report, run, stream,
+    upload,
 };
 
 fn main() -> ExitCode {
@@ -22,7 +23,8 @@ fn main() -> ExitCode {
         Command::Bundle(args) => bundle::run(args),
         Command::Upload(args) => upload::run(args),
         Command::Collect(args) => collect::run(args),
-        Command::Run(_) => commands::planned("run", 7),
+        Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

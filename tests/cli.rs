@@ -102,11 +102,11 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
 }
 
 #[test]
-fn planned_commands_say_so_and_exit_could_not_run() {
-    let out = storcert(&["bundle", "create", "dir"]);
+fn a_bundle_is_signed_unless_asked_not_to_be() {
+    let out = storcert(&["bundle", "create", "dir", "-o", "x.tar.zst"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("not available in this build"), "{err}");
+    assert!(err.contains("--key"), "{err}");
 }
 
 #[test]

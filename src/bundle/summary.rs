@@ -75,6 +75,8 @@ enum Artefact {
     Policy(Value),
     HealthDiff(Value),
     Inventory(Box<Inventory>),
+    /// `storcert run`'s list of what it tested (paths).
+    Targets(Vec<String>),
     Config,
     Other,
 }
@@ -92,6 +94,16 @@ fn classify(path: &str, data: &[u8]) -> Artefact {
     let Ok(v) = serde_json::from_slice::<Value>(data) else {
         return Artefact::Other;
     };
+    if let Some(list) = v.as_array() {
+        let paths: Vec<String> = list
+            .iter()
+            .filter(|t| t.get("label").is_some())
+            .filter_map(|t| t.get("path")?.as_str().map(String::from))
+            .collect();
+        if !paths.is_empty() && paths.len() == list.len() {
+            return Artefact::Targets(paths);
+        }
+    }
     let has = |k: &str| v.get(k).is_some();
     if has("disks") && has("controllers") && has("host") {
         if let Ok(inv) = serde_json::from_value::<Inventory>(v.clone()) {
@@ -137,6 +149,7 @@ fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
 pub struct Builder {
     summary: Summary,
     inventory: Option<Inventory>,
+    targets: Option<Vec<String>>,
 }
 
 fn judge(s: &mut Summary, name: String, pass: bool, detail: String, devices: Vec<String>) {
@@ -160,6 +173,7 @@ impl Builder {
                 ..Summary::default()
             },
             inventory: None,
+            targets: None,
         }
     }
 
@@ -366,6 +380,7 @@ impl Builder {
                 judge(s, format!("health ({path})"), pass, detail, devices);
             }
             Artefact::Inventory(inv) => self.inventory = Some(*inv),
+            Artefact::Targets(t) => self.targets = Some(t),
             Artefact::Config => {
                 use sha2::Digest;
                 s.configuration
@@ -393,6 +408,19 @@ impl Builder {
                 .collect(),
             None => Vec::new(),
         };
+        // A run names what it tested: the other disks of the machine are
+        // not part of its verdict.
+        if let Some(targets) = &self.targets {
+            drives.retain(|d| targets.iter().any(|t| names_same(&d.device, t)));
+            for t in targets {
+                if !drives.iter().any(|d| names_same(&d.device, t)) {
+                    drives.push(DriveVerdict {
+                        device: t.clone(),
+                        ..DriveVerdict::default()
+                    });
+                }
+            }
+        }
         for t in &s.tests {
             for dev in &t.devices {
                 if !drives.iter().any(|d| names_same(&d.device, dev)) {

@@ -9,6 +9,8 @@ pub mod docs;
 pub mod health;
 pub mod inventory;
 pub mod provision;
+pub mod report;
+pub mod run;
 pub mod stream;
 pub mod upload;
 
@@ -27,15 +29,6 @@ pub mod exit {
     pub const FAIL: u8 = 1;
     pub const COULD_NOT_RUN: u8 = 2;
     pub const INTERRUPTED: u8 = 3;
-}
-
-/// A command whose place in the tree is fixed but whose stage is not built
-/// yet: says so plainly and exits "could not run".
-pub fn planned(name: &str, issue: u32) -> ExitCode {
-    eprintln!(
-        "storcert {name}: not available in this build (the {name} stage is tracked as issue {issue})"
-    );
-    ExitCode::from(exit::COULD_NOT_RUN)
 }
 
 /// `storcert … | head` ends quietly, as other Unix tools do, instead of

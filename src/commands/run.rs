@@ -1,0 +1,65 @@
+//! `storcert run`: resolves the profile, runs it, prints the banner.
+
+use std::process::ExitCode;
+
+use super::{exit, stop_flag};
+use crate::cli::RunArgs;
+use crate::run::{self, console, source};
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert run: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+pub fn run(a: RunArgs) -> ExitCode {
+    let cmdline_path = a.cmdline.clone().unwrap_or_else(|| "/proc/cmdline".into());
+    let cmdline_text = std::fs::read_to_string(&cmdline_path).unwrap_or_default();
+    let cmdline = match source::Cmdline::parse(&cmdline_text) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let partition = crate::upload::spool::results_partition(&crate::inventory::Roots::default());
+    // The whole profile is validated here, before any device is touched.
+    let resolved = match source::resolve(a.profile.as_deref(), &cmdline, partition.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if a.show_profile {
+        println!("# {}", resolved.source);
+        print!("{}", toml::to_string(&resolved.profile).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let opts = run::Options {
+        profile: resolved.profile,
+        source: resolved.source,
+        results_root: a.results.clone(),
+        key: a.key.clone(),
+        plain: a.plain,
+        fresh: a.fresh,
+    };
+    let ending = match run::run(&opts, stop_flag()) {
+        Ok(e) => e,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let mut lines = ending.reasons.clone();
+    if let (Some(b), Some(sha)) = (&ending.bundle, &ending.bundle_sha256) {
+        lines.push(format!("bundle {} ", b.display()));
+        lines.push(format!("sha256 {sha}"));
+    }
+    for to in &ending.delivered_to {
+        lines.push(format!("delivered to {to}"));
+    }
+    lines.push(format!("results {}", ending.run_dir.display()));
+    lines.push(format!(
+        "report {}",
+        ending.run_dir.join("report.html").display()
+    ));
+    eprint!("{}", console::banner(&ending.verdict, &lines));
+    if ending.done_action != "none" {
+        eprintln!(
+            "storcert.done={}: the image's unit acts on the exit status",
+            ending.done_action
+        );
+    }
+    ExitCode::from(ending.exit_code())
+}

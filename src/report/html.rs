@@ -1,0 +1,397 @@
+//! The HTML report: one page, inline CSS and SVG, nothing fetched.
+
+use std::fmt::Write;
+
+use super::plot::{line_chart, Series};
+use super::{ActSection, Report};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn verdict(v: &str) -> String {
+    format!(
+        "<span class=\"verdict v-{0}\">{1}</span>",
+        esc(v),
+        esc(&v.to_uppercase())
+    )
+}
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
+h1{margin-bottom:.2em}h2{border-bottom:2px solid #eee;padding-bottom:.2em;margin-top:1.6em}\
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
+.v-pass{background:#d7f5d7;color:#075e07}.v-fail{background:#fbd5d5;color:#8a0b0b}\
+.v-incomplete,.v-untested,.v-interrupted{background:#eee;color:#555}\
+td.bad{background:#fbd5d5;color:#8a0b0b;font-weight:bold}#banner{font-size:2.2em;padding:.3em .6em;\
+border-radius:6px;display:inline-block}#banner.v-pass{background:#d7f5d7}#banner.v-fail{background:#fbd5d5}\
+.chart{display:block;margin:.6em 0}code{font-size:12px}";
+
+/// The limit of ACT's rule at this column's edge (ms, or µs ×1024), if any.
+fn rule_limit(threshold: u64, micro: bool) -> Option<(f64, &'static str)> {
+    let ms = if micro { threshold / 1024 } else { threshold };
+    if micro && threshold % 1024 != 0 {
+        return None;
+    }
+    match ms {
+        1 => Some((5.0, "> 1 ms")),
+        8 => Some((1.0, "> 8 ms")),
+        64 => Some((0.1, "> 64 ms")),
+        _ => None,
+    }
+}
+
+fn act_table(out: &mut String, a: &ActSection, idx: usize) {
+    let micro = a.analysis.scale.contains("us") || a.analysis.scale.contains("micro");
+    for (hi, h) in a.analysis.histograms.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<table class=\"act\" id=\"act-{idx}-{hi}\"><thead><tr><th class=\"l\">{}</th>",
+            esc(&h.name)
+        );
+        for t in &h.thresholds {
+            let label = if micro {
+                format!("{:.3} ms", *t as f64 / 1000.0)
+            } else {
+                format!("{t} ms")
+            };
+            let _ = write!(out, "<th>% &gt; {label}</th>");
+        }
+        out.push_str("<th>rate/s</th></tr></thead><tbody>");
+        for row in &h.slices {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">slice {} (to {} s)</td>",
+                row.slice, row.end_s
+            );
+            for (i, v) in row.overs.iter().enumerate() {
+                let failing = a.analysis.verdict.failures.iter().any(|f| {
+                    f.histogram == h.name
+                        && f.slice == row.slice
+                        && rule_limit(h.thresholds[i], micro)
+                            .is_some_and(|(_, r)| f.rule.starts_with(r))
+                });
+                let _ = write!(
+                    out,
+                    "<td{}>{v:.2}</td>",
+                    if failing { " class=\"bad\"" } else { "" }
+                );
+            }
+            let _ = write!(out, "<td>{:.1}</td></tr>", row.rate);
+        }
+        let _ = write!(out, "<tr><td class=\"l\">avg</td>");
+        for v in &h.avg {
+            let _ = write!(out, "<td>{v:.2}</td>");
+        }
+        out.push_str("<td></td></tr><tr><td class=\"l\">max</td>");
+        for v in &h.max {
+            let _ = write!(out, "<td>{v:.2}</td>");
+        }
+        out.push_str("<td></td></tr></tbody></table>");
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>storcert report {}</title>\
+         <style>{STYLE}</style></head><body>",
+        esc(&r.title)
+    );
+    let _ = write!(
+        out,
+        "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p><div id=\"banner\" class=\"v-{}\">{}</div><ul>",
+        esc(&r.title),
+        esc(&s.verdict),
+        esc(&s.verdict.to_uppercase())
+    );
+    for reason in &s.reasons {
+        let _ = write!(out, "<li>{}</li>", esc(reason));
+    }
+    out.push_str("</ul></section>");
+
+    out.push_str("<section id=\"machine\"><h2>Machine</h2><table>");
+    let m = &s.machine;
+    let mut row = |k: &str, v: Option<String>| {
+        let _ = write!(
+            out,
+            "<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>",
+            esc(v.as_deref().unwrap_or("–"))
+        );
+    };
+    row("vendor", m.vendor.clone());
+    row("product", m.product.clone());
+    row("serial", m.serial.clone());
+    row("UUID", m.uuid.clone());
+    row("host", m.hostname.clone());
+    if let Some(sys) = &r.system {
+        row(
+            "BIOS",
+            sys.dmi
+                .bios_version
+                .clone()
+                .map(|v| format!("{} {v}", sys.dmi.bios_vendor.clone().unwrap_or_default())),
+        );
+        row(
+            "CPU",
+            sys.cpu_model
+                .clone()
+                .map(|c| format!("{c} ({} threads)", sys.cpu_count)),
+        );
+        row(
+            "memory",
+            sys.memory_bytes.map(crate::output::units::decimal_bytes),
+        );
+        row("kernel", sys.kernel.clone());
+        row("storcert", Some(sys.storcert_version.clone()));
+        row("image", sys.image_build_id.clone());
+    }
+    out.push_str("</table></section>");
+
+    out.push_str("<section id=\"drives\"><h2>Drives</h2><table><thead><tr><th class=\"l\">device</th><th class=\"l\">model</th>\
+                  <th class=\"l\">serial</th><th class=\"l\">WWN</th><th class=\"l\">firmware</th><th>verdict</th>\
+                  <th>ACT passed</th><th class=\"l\">why</th></tr></thead><tbody>");
+    for d in &s.drives {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\"><code>{}</code></td>\
+             <td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(&d.device),
+            esc(d.model.as_deref().unwrap_or("–")),
+            esc(d.serial.as_deref().unwrap_or("–")),
+            esc(d.wwn.as_deref().unwrap_or("–")),
+            esc(d.firmware.as_deref().unwrap_or("–")),
+            verdict(&d.verdict),
+            d.act_load_passed.map(|l| format!("{l}x")).unwrap_or_else(|| "–".into()),
+            esc(&d.reasons.join("; "))
+        );
+    }
+    out.push_str("</tbody></table></section>");
+
+    out.push_str("<section id=\"policy\"><h2>Policy findings</h2>");
+    if r.findings.is_empty() {
+        out.push_str("<p>No policy findings (or no policy checked).</p>");
+    } else {
+        out.push_str("<table><thead><tr><th class=\"l\">severity</th><th class=\"l\">device</th><th class=\"l\">check</th>\
+                      <th class=\"l\">expected</th><th class=\"l\">found</th></tr></thead><tbody>");
+        for f in &r.findings {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                if f.severity == "fail" { " bad" } else { "" },
+                esc(&f.severity),
+                esc(&f.device),
+                esc(&f.check),
+                esc(&f.expected),
+                esc(&f.actual)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</section>");
+
+    out.push_str("<section id=\"act\"><h2>ACT</h2>");
+    if r.act.is_empty() {
+        out.push_str("<p>No ACT run in these results.</p>");
+    }
+    for (i, a) in r.act.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<h3>{} {} — {}</h3><p><code>{}</code>; ACT {}, {} slices of {} s. Pass: every slice &lt; 5% &gt; 1 ms, &lt; 1% &gt; 8 ms, &lt; 0.1% &gt; 64 ms.</p>",
+            esc(&a.devices.join(", ")),
+            a.load.map(|l| format!("at {l}x")).unwrap_or_default(),
+            verdict(if a.analysis.verdict.pass { "pass" } else { "fail" }),
+            esc(&a.path),
+            esc(&a.analysis.act_version),
+            a.analysis.histograms.first().map_or(0, |h| h.slices.len()),
+            a.analysis.slice_seconds
+        );
+        act_table(&mut out, a, i);
+        for f in &a.analysis.verdict.failures {
+            let _ = write!(
+                out,
+                "<p class=\"failure\">slice {} of {}: {:.2}% {}</p>",
+                f.slice,
+                esc(&f.histogram),
+                f.percent,
+                esc(&f.rule)
+            );
+        }
+        if let Some(h) = a.analysis.histograms.first() {
+            let micro = a.analysis.scale.contains("us") || a.analysis.scale.contains("micro");
+            let series: Vec<Series> = h
+                .thresholds
+                .iter()
+                .enumerate()
+                .filter_map(|(ci, t)| rule_limit(*t, micro).map(|(_, name)| (ci, name)))
+                .map(|(ci, name)| Series {
+                    name: format!("% {name}"),
+                    points: h
+                        .slices
+                        .iter()
+                        .map(|row| (row.slice as f64, row.overs[ci]))
+                        .collect(),
+                })
+                .collect();
+            out.push_str(&line_chart(
+                &format!("act-slices-{i}"),
+                &format!("{}: % of reads over 1/8/64 ms per slice", h.name),
+                "slice",
+                "%",
+                &series,
+                &[],
+                &[(5.0, "5% limit (> 1 ms)")],
+            ));
+        }
+        if !a.timeline.is_empty() {
+            let p99: Vec<(f64, f64)> = a
+                .timeline
+                .iter()
+                .map(|s| (s.t as f64, s.read_p99_us / 1000.0))
+                .collect();
+            let over: Vec<(f64, f64)> = a
+                .timeline
+                .iter()
+                .map(|s| (s.t as f64, s.read_pct_over_1ms))
+                .collect();
+            let marks: Vec<f64> = a
+                .spikes
+                .as_ref()
+                .map(|s| s.seconds.iter().map(|&t| t as f64).collect())
+                .unwrap_or_default();
+            out.push_str(&line_chart(
+                &format!("act-timeline-{i}"),
+                "per-second read latency (p99 ms, % > 1 ms); spikes marked",
+                "seconds",
+                "ms / %",
+                &[
+                    Series {
+                        name: "p99 ms".into(),
+                        points: p99,
+                    },
+                    Series {
+                        name: "% > 1 ms".into(),
+                        points: over,
+                    },
+                ],
+                &marks,
+                &[],
+            ));
+            if let Some(sp) = &a.spikes {
+                let _ = write!(
+                    out,
+                    "<p class=\"spikes\">{} spike second(s){}</p>",
+                    sp.seconds.len(),
+                    sp.period_s
+                        .map(|p| format!(", recurring every {p} s"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+    }
+    out.push_str("</section>");
+
+    out.push_str("<section id=\"stream\"><h2>Streaming</h2>");
+    if r.streams.is_empty() {
+        out.push_str("<p>No streaming run in these results.</p>");
+    }
+    for (i, st) in r.streams.iter().enumerate() {
+        let _ = write!(out, "<p>{} (<code>{}</code>)</p><table><thead><tr><th class=\"l\">pass</th><th>bytes</th><th>aggregate bandwidth</th></tr></thead><tbody>", esc(&st.targets.join(", ")), esc(&st.path));
+        for p in &st.passes {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}/s</td></tr>",
+                esc(&p.name),
+                crate::output::units::decimal_bytes(p.bytes),
+                crate::output::units::decimal_bytes(p.aggr_bw_bytes as u64)
+            );
+        }
+        out.push_str("</tbody></table>");
+        let series: Vec<Series> = st
+            .passes
+            .iter()
+            .map(|p| Series {
+                name: p.name.clone(),
+                points: p
+                    .bw_timeline
+                    .iter()
+                    .enumerate()
+                    .map(|(s, b)| (s as f64 + 1.0, *b as f64 / 1e6))
+                    .collect(),
+            })
+            .collect();
+        out.push_str(&line_chart(
+            &format!("stream-bw-{i}"),
+            "bandwidth per second",
+            "seconds",
+            "MB/s",
+            &series,
+            &[],
+            &[],
+        ));
+    }
+    out.push_str("</section>");
+
+    out.push_str("<section id=\"health\"><h2>Health</h2>");
+    if r.health.is_empty() && r.endurance.is_empty() {
+        out.push_str("<p>No health change recorded (or no health snapshots taken).</p>");
+    }
+    if !r.health.is_empty() {
+        out.push_str("<table><thead><tr><th class=\"l\">drive</th><th class=\"l\">what</th><th>before</th><th>after</th></tr></thead><tbody>");
+        for c in &r.health {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td{}>{}</td></tr>",
+                esc(&c.drive),
+                esc(&c.what),
+                esc(&c.before),
+                if c.degraded { " class=\"bad\"" } else { "" },
+                esc(&c.after)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    if !r.endurance.is_empty() {
+        out.push_str("<h3>Endurance projection</h3><table><thead><tr><th class=\"l\">drive</th><th>drive writes/day at this rate</th><th>rated DWPD</th><th>years at this rate</th><th>within rating</th></tr></thead><tbody>");
+        for e in &r.endurance {
+            let _ =
+                write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&e.drive),
+                e.drive_writes_per_day,
+                e.rated_dwpd.map(|v| format!("{v}")).unwrap_or_else(|| "–".into()),
+                e.years_at_this_rate.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into()),
+                e.within_rating.map(|v| if v { "yes" } else { "NO" }).unwrap_or("–")
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</section>");
+
+    out.push_str("<section id=\"tests\"><h2>Every test</h2><table><thead><tr><th class=\"l\">test</th><th>result</th><th class=\"l\">detail</th></tr></thead><tbody>");
+    for t in &s.tests {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            esc(&t.name),
+            verdict(if t.pass { "pass" } else { "fail" }),
+            esc(&t.detail)
+        );
+    }
+    out.push_str("</tbody></table>");
+    if !r.notes.is_empty() {
+        out.push_str("<h3>Run notes</h3><ul id=\"notes\">");
+        for n in &r.notes {
+            let _ = write!(out, "<li>{}</li>", esc(n));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section></body></html>\n");
+    out
+}

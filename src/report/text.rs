@@ -1,0 +1,142 @@
+//! The report as Markdown (tickets) or plain text (terminals).
+
+use std::fmt::Write;
+
+use super::Report;
+
+pub fn markdown(r: &Report) -> String {
+    render(r, true)
+}
+
+pub fn plain(r: &Report) -> String {
+    render(r, false)
+}
+
+fn render(r: &Report, md: bool) -> String {
+    let s = &r.summary;
+    let h = |level: usize, t: &str| {
+        if md {
+            format!("{} {t}\n\n", "#".repeat(level))
+        } else {
+            format!(
+                "{t}\n{}\n\n",
+                if level == 1 { "=" } else { "-" }.repeat(t.chars().count())
+            )
+        }
+    };
+    let row = |cells: &[String]| {
+        if md {
+            format!("| {} |\n", cells.join(" | "))
+        } else {
+            format!("  {}\n", cells.join("  "))
+        }
+    };
+    let sep = |n: usize| {
+        if md {
+            format!("|{}\n", "---|".repeat(n))
+        } else {
+            String::new()
+        }
+    };
+    let mut out = h(1, &format!("storcert report: {}", r.title));
+    let _ = writeln!(
+        out,
+        "{}\n",
+        if md {
+            format!("**Verdict: {}**", s.verdict.to_uppercase())
+        } else {
+            format!("VERDICT: {}", s.verdict.to_uppercase())
+        }
+    );
+    for reason in &s.reasons {
+        let _ = writeln!(out, "- {reason}");
+    }
+    if !s.reasons.is_empty() {
+        out.push('\n');
+    }
+    let m = &s.machine;
+    let _ = writeln!(
+        out,
+        "Machine: {} {}, serial {}, host {}\n",
+        m.vendor.as_deref().unwrap_or("–"),
+        m.product.as_deref().unwrap_or(""),
+        m.serial.as_deref().unwrap_or("–"),
+        m.hostname.as_deref().unwrap_or("–")
+    );
+    out += &h(2, "Drives");
+    out += &row(&["device", "model", "serial", "verdict", "ACT passed", "why"].map(String::from));
+    out += &sep(6);
+    for d in &s.drives {
+        out += &row(&[
+            d.device.clone(),
+            d.model.clone().unwrap_or_else(|| "–".into()),
+            d.serial.clone().unwrap_or_else(|| "–".into()),
+            d.verdict.to_uppercase(),
+            d.act_load_passed
+                .map(|l| format!("{l}x"))
+                .unwrap_or_else(|| "–".into()),
+            d.reasons.join("; "),
+        ]);
+    }
+    out.push('\n');
+    if !r.findings.is_empty() {
+        out += &h(2, "Policy findings");
+        for f in &r.findings {
+            let _ = writeln!(
+                out,
+                "- {} {} {}: expected {}, found {}",
+                f.severity, f.device, f.check, f.expected, f.actual
+            );
+        }
+        out.push('\n');
+    }
+    for a in &r.act {
+        out += &h(
+            2,
+            &format!(
+                "ACT {} {}",
+                a.devices.join(", "),
+                a.load.map(|l| format!("at {l}x")).unwrap_or_default()
+            ),
+        );
+        let _ = writeln!(out, "{}", if md { "```" } else { "" });
+        out += &a.analysis.text;
+        out += &a.analysis.verdict_text();
+        let _ = writeln!(out, "{}", if md { "```\n" } else { "" });
+    }
+    for st in &r.streams {
+        out += &h(2, &format!("Streaming {}", st.targets.join(", ")));
+        for p in &st.passes {
+            let _ = writeln!(
+                out,
+                "- {}: {} at {}/s",
+                p.name,
+                crate::output::units::decimal_bytes(p.bytes),
+                crate::output::units::decimal_bytes(p.aggr_bw_bytes as u64)
+            );
+        }
+        out.push('\n');
+    }
+    if !r.health.is_empty() {
+        out += &h(2, "Health changes");
+        for c in &r.health {
+            let _ = writeln!(
+                out,
+                "- {} {}: {} -> {}{}",
+                c.drive,
+                c.what,
+                c.before,
+                c.after,
+                if c.degraded { " (DEGRADED)" } else { "" }
+            );
+        }
+        out.push('\n');
+    }
+    if !r.notes.is_empty() {
+        out += &h(2, "Run notes");
+        for n in &r.notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out
+}

@@ -1,0 +1,868 @@
+//! `storcert run`: a whole qualification from a profile, unattended.
+//!
+//! inventory → policy → health before → provision → ACT prep → ACT
+//! storage / search / index → stream → health after → report → bundle
+//! (signed, spooled) → upload. Every stage is journalled (journal.rs);
+//! a run started again after a kill or power loss continues from the
+//! last finished stage. Drives run in parallel where the stage allows
+//! (one thread per drive for ACT and prep; stream drives all at once).
+
+pub mod console;
+pub mod journal;
+pub mod profile;
+pub mod source;
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use sha2::Digest;
+
+use self::console::Console;
+use self::journal::Journal;
+use self::profile::Profile;
+use crate::act::config::{
+    parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
+};
+use crate::commands::{exit, write_json};
+use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
+use crate::output::units::parse_size;
+
+/// Name of the marker naming the unfinished run in the results root.
+const CURRENT: &str = "current";
+/// The scratch file of a profile with `devices.scratch`.
+pub const SCRATCH: &str = "storcert-scratch.img";
+
+pub struct Options {
+    pub profile: Profile,
+    pub source: String,
+    /// Overrides the profile's results root.
+    pub results_root: Option<PathBuf>,
+    /// Overrides the profile's signing key.
+    pub key: Option<PathBuf>,
+    /// Plain progress lines even on a terminal.
+    pub plain: bool,
+    /// Abandon an unfinished run instead of resuming it.
+    pub fresh: bool,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ending {
+    /// "pass", "fail", "incomplete", "interrupted", "could not run".
+    pub verdict: String,
+    pub reasons: Vec<String>,
+    pub run_dir: PathBuf,
+    pub bundle: Option<PathBuf>,
+    pub bundle_sha256: Option<String>,
+    pub delivered_to: Vec<String>,
+    pub done_action: String,
+}
+
+impl Ending {
+    pub fn exit_code(&self) -> u8 {
+        match self.verdict.as_str() {
+            "pass" => exit::PASS,
+            "fail" => exit::FAIL,
+            "interrupted" => exit::INTERRUPTED,
+            _ => exit::COULD_NOT_RUN,
+        }
+    }
+}
+
+/// One drive (or the scratch file) under test.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub path: String,
+    /// Short, file-name-safe ("nvme0n1", "scratch").
+    pub label: String,
+    pub serial: Option<String>,
+    pub model: Option<String>,
+    /// Bytes of a scratch file (ACT's file-size-mbytes).
+    pub file_size: u64,
+}
+
+fn label_of(path: &str) -> String {
+    path.rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn sha_hex(data: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+/// The results root: the profile's, else the results partition's, else
+/// ./storcert-results.
+fn results_root(opts: &Options) -> PathBuf {
+    opts.results_root
+        .clone()
+        .or_else(|| opts.profile.results.clone())
+        .or_else(|| {
+            crate::upload::spool::results_partition(&Roots::default())
+                .map(|m| m.join("storcert/results"))
+        })
+        .unwrap_or_else(|| PathBuf::from("storcert-results"))
+}
+
+/// The run folder: the unfinished run of the same profile (resumed), or a
+/// new one.
+fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journal, bool)> {
+    std::fs::create_dir_all(root).with_context(|| format!("results folder {}", root.display()))?;
+    let marker = root.join(CURRENT);
+    if let Ok(name) = std::fs::read_to_string(&marker) {
+        let dir = root.join(name.trim());
+        if let Some(mut j) = Journal::load(&dir).map_err(|e| anyhow!(e))? {
+            if j.finished_at.is_none() {
+                if opts.fresh {
+                    j.finished_at = Some(journal::now());
+                    j.save().map_err(|e| anyhow!(e))?;
+                } else if j.profile_digest != digest {
+                    bail!(
+                        "{} holds an unfinished run of another profile ({}); run that profile again \
+                         to resume it, or pass --fresh to abandon it",
+                        dir.display(),
+                        j.profile_name
+                    );
+                } else {
+                    j.starts += 1;
+                    j.save().map_err(|e| anyhow!(e))?;
+                    return Ok((dir, j, true));
+                }
+            }
+        }
+    }
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "");
+    let mut name = format!("run-{stamp}");
+    let mut n = 1;
+    while root.join(&name).exists() {
+        n += 1;
+        name = format!("run-{stamp}-{n}");
+    }
+    let dir = root.join(&name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
+    let j = Journal::new(&dir, &opts.profile.name, digest, &opts.source);
+    j.save().map_err(|e| anyhow!(e))?;
+    crate::commands::write_durably(&marker, format!("{name}\n"))
+        .with_context(|| format!("{}", marker.display()))?;
+    Ok((dir, j, false))
+}
+
+/// The drives of the profile, after the data-safety gate for a profile
+/// that writes. Refused drives are named with the gate's reason.
+fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec<Target>> {
+    let d = &p.devices;
+    if let Some(size) = &d.scratch {
+        let size = parse_size(size).map_err(|e| anyhow!(e))?;
+        let path = std::env::current_dir()?.join(SCRATCH);
+        return Ok(vec![Target {
+            path: path.display().to_string(),
+            label: "scratch".into(),
+            serial: None,
+            model: Some("scratch file".into()),
+            file_size: size,
+        }]);
+    }
+    let all = d.select.as_deref() == Some("all");
+    let overrides = crate::safety::Overrides::new(&d.destroy, None).map_err(|e| anyhow!(e))?;
+    let mut out = Vec::new();
+    for disk in &inv.disks {
+        let named = d
+            .paths
+            .iter()
+            .any(|p| p == &disk.dev_path || disk.by_id.contains(p))
+            || disk.serial.as_ref().is_some_and(|s| d.serials.contains(s))
+            || disk
+                .model
+                .as_ref()
+                .is_some_and(|m| d.models.iter().any(|g| crate::policy::glob::matches(g, m)));
+        if !(all || named) {
+            continue;
+        }
+        if !p.read_only {
+            let roots = crate::inventory::Roots::default();
+            if let Err(refusal) =
+                crate::safety::check(Path::new(&disk.dev_path), &roots, &overrides)
+            {
+                console.say(&format!("skipping {}: {refusal}", disk.dev_path));
+                continue;
+            }
+        }
+        out.push(Target {
+            path: disk.dev_path.clone(),
+            label: label_of(&disk.dev_path),
+            serial: disk.serial.clone(),
+            model: disk.model.clone(),
+            file_size: 0,
+        });
+    }
+    for path in &d.paths {
+        if !out.iter().any(|t| &t.path == path)
+            && !inv
+                .disks
+                .iter()
+                .any(|x| &x.dev_path == path || x.by_id.contains(path))
+        {
+            bail!("devices.paths: {path} is not a disk in the inventory");
+        }
+    }
+    Ok(out)
+}
+
+/// The state every stage shares.
+struct Ctx<'a> {
+    profile: &'a Profile,
+    dir: PathBuf,
+    journal: Mutex<Journal>,
+    console: Arc<Console>,
+    stop: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Ctx<'_> {
+    fn note(&self, text: String) {
+        self.console.say(&text);
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
+
+    fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
+        self.journal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Runs stage `id` unless the journal has it done. `work` returns a
+    /// note (or an error, which fails the stage but not the run).
+    fn stage(
+        &self,
+        id: &str,
+        destructive: bool,
+        work: impl FnOnce(u64) -> Result<String>,
+    ) -> Result<()> {
+        if self.journal().is_done(id) {
+            self.console
+                .say(&format!("[{id}] done in an earlier start: not repeated"));
+            return Ok(());
+        }
+        if self.stopped() {
+            return Ok(());
+        }
+        if let Some(d) = self.deadline {
+            if Instant::now() > d {
+                self.note(format!("[{id}] not run: the time budget is spent"));
+                return Ok(());
+            }
+        }
+        let earlier = self
+            .journal()
+            .start(id, destructive)
+            .map_err(|e| anyhow!(e))?;
+        if earlier > 0 {
+            self.note(format!(
+                "[{id}] restarted from the beginning: an earlier attempt was interrupted after {earlier} s"
+            ));
+        }
+        self.console.say(&format!("[{id}] started"));
+        let result = work(earlier);
+        if self.stopped() {
+            self.console.say(&format!("[{id}] interrupted"));
+            return Ok(());
+        }
+        let (ok, note) = match result {
+            Ok(n) => (true, n),
+            Err(e) => (false, format!("{e:#}")),
+        };
+        self.journal()
+            .finish(id, ok, &note)
+            .map_err(|e| anyhow!(e))?;
+        self.console.say(&format!(
+            "[{id}] {}{}",
+            if ok { "done" } else { "FAILED" },
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!(": {note}")
+            }
+        ));
+        if !ok {
+            self.notes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("{id}: {note}"));
+        }
+        Ok(())
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+}
+
+fn file(path: &Path) -> Result<BufWriter<std::fs::File>> {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p)?;
+    }
+    Ok(BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
+    ))
+}
+
+/// One ACT workload run on one target, its log, result and timeline in
+/// the results folder, progress to the console.
+fn act_run(
+    ctx: &Ctx,
+    key: &str,
+    w: &dyn crate::act::Workload,
+    base: &str,
+    total_s: u64,
+) -> Result<String> {
+    let mut log = file(&ctx.path(&format!("{base}.log")))?;
+    let mut timeline = file(&ctx.path(&format!("{base}.timeline.jsonl")))?;
+    let console = ctx.console.clone();
+    let key_s = key.to_string();
+    let mut last_save = Instant::now();
+    let mut progress = |secs: u64, rate: f64, over: f64| {
+        console.update(
+            &key_s,
+            secs,
+            total_s,
+            "s",
+            format!("reads {rate:.0}/s, {over:.2}% > 1 ms"),
+        );
+        if last_save.elapsed() > Duration::from_secs(10) {
+            last_save = Instant::now();
+            let _ = ctx.journal().progress(&key_s, secs);
+        }
+    };
+    let mut sinks = crate::act::runner::Sinks {
+        log: &mut log,
+        timeline: Some(&mut timeline),
+        progress: Some(&mut progress),
+    };
+    let result =
+        crate::act::run_workload(w, &crate::act::RunOptions::default(), &ctx.stop, &mut sinks);
+    ctx.console.end(key);
+    log.flush()?;
+    timeline.flush()?;
+    let result = result?;
+    write_json(&ctx.path(&format!("{base}.json")), &result)?;
+    match &result.outcome {
+        crate::act::runner::Outcome::Completed => {
+            Ok(format!("max lag {:.1} ms", result.max_lag_ms))
+        }
+        crate::act::runner::Outcome::Interrupted => Ok("interrupted".into()),
+        other => Err(anyhow!(
+            "{}",
+            serde_json::to_string(other).unwrap_or_default()
+        )),
+    }
+}
+
+fn storage_config(t: &Target, load: f64, secs: u64) -> Result<StorageConfig> {
+    let mut c = StorageConfig {
+        device_names: vec![t.path.clone()],
+        ..StorageConfig::default()
+    };
+    let (r, w) = rates_for_load(load, 1);
+    c.read_reqs_per_sec = r;
+    c.write_reqs_per_sec = w;
+    c.test_duration_sec = secs;
+    c.file_size_bytes = t.file_size;
+    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
+    Ok(c)
+}
+
+/// Runs `f` for every target at once, one thread each.
+fn each_parallel(targets: &[Target], f: impl Fn(&Target) -> Result<()> + Sync) -> Result<()> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = targets.iter().map(|t| s.spawn(|| f(t))).collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow!("a stage thread panicked")))
+        })
+    })
+}
+
+fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
+    let p = ctx.profile;
+    if let Some(pr) = &p.provision {
+        each_parallel(targets, |t| {
+            ctx.stage(&format!("provision {}", t.label), true, |_| {
+                let r = crate::provision::provision(&crate::provision::Spec {
+                    device: PathBuf::from(&t.path),
+                    spare_pct: pr.spare_pct,
+                    factory_spare_pct: None,
+                    discard: true,
+                })?;
+                write_json(&ctx.path(&format!("provision/{}.json", t.label)), &r)?;
+                Ok(format!(
+                    "partition of {} bytes, {} spare",
+                    r.partition_size_bytes, r.spare_bytes
+                ))
+            })
+        })?;
+        // Later stages run on the partition storcert made.
+        for t in targets.iter_mut() {
+            if let Some(part) = crate::provision::provisioned_partition(Path::new(&t.path)) {
+                t.path = part.display().to_string();
+            }
+        }
+    }
+    if let Some(act) = &p.act {
+        if act.prep {
+            each_parallel(targets, |t| {
+                ctx.stage(&format!("act prep {}", t.label), true, |_| {
+                    if t.file_size > 0 {
+                        // A scratch file is created at its size first.
+                        crate::act::device::Device::open(&t.path, false, t.file_size)?;
+                    }
+                    let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+                    let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
+                    let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop)?;
+                    write_json(&ctx.path(&format!("act/prep-{}.json", t.label)), &r)?;
+                    Ok(String::new())
+                })
+            })?;
+        }
+        for tl in &act.storage {
+            let load = parse_load(&tl.load).map_err(|e| anyhow!(e))?;
+            let secs = parse_duration_secs(&tl.duration).map_err(|e| anyhow!(e))?;
+            each_parallel(targets, |t| {
+                let id = format!("act {} {}", tl.load, t.label);
+                ctx.stage(&id, true, |_| {
+                    let c = storage_config(t, load, secs)?;
+                    act_run(ctx, &id, &c, &format!("act/{}-{}", t.label, tl.load), secs)
+                })
+            })?;
+        }
+        if let Some(s) = &act.search {
+            let trial = parse_duration_secs(&s.trial).map_err(|e| anyhow!(e))?;
+            let confirm = parse_duration_secs(&s.confirm).map_err(|e| anyhow!(e))?;
+            each_parallel(targets, |t| {
+                ctx.stage(&format!("act search {}", t.label), true, |_| {
+                    let spec = crate::act::search::SearchSpec {
+                        base: storage_config(t, 1.0, trial)?,
+                        max_load: s.max_load,
+                        trial_secs: trial,
+                        confirm_secs: confirm,
+                        out_dir: ctx.path(&format!("act/search-{}", t.label)),
+                    };
+                    let r = crate::act::search::search(
+                        &spec,
+                        &crate::act::RunOptions::default(),
+                        &ctx.stop,
+                    )?;
+                    write_json(&ctx.path(&format!("act/search-{}.json", t.label)), &r)?;
+                    Ok(match r.highest_passing_load {
+                        Some(l) => format!("highest passing load {l}x"),
+                        None => "no load passed".into(),
+                    })
+                })
+            })?;
+        }
+        if let Some(ix) = &act.index {
+            let load = parse_load(&ix.load).map_err(|e| anyhow!(e))?;
+            let secs = parse_duration_secs(&ix.duration).map_err(|e| anyhow!(e))?;
+            each_parallel(targets, |t| {
+                let id = format!("act index {} {}", ix.load, t.label);
+                ctx.stage(&id, true, |_| {
+                    let mut c = IndexConfig {
+                        device_names: vec![t.path.clone()],
+                        ..IndexConfig::default()
+                    };
+                    let (r, w) = rates_for_load(load, 1);
+                    c.read_reqs_per_sec = r;
+                    c.write_reqs_per_sec = w;
+                    c.test_duration_sec = secs;
+                    c.file_size_bytes = t.file_size;
+                    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
+                    act_run(
+                        ctx,
+                        &id,
+                        &c,
+                        &format!("act/index-{}-{}", t.label, ix.load),
+                        secs,
+                    )
+                })
+            })?;
+        }
+    }
+    if let Some(s) = &p.stream {
+        let writes = s
+            .pattern
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|x| x == "write"));
+        ctx.stage("stream", writes, |_| {
+            let passes = match &s.pattern {
+                Some(v) => v
+                    .iter()
+                    .map(|x| {
+                        if x == "read" {
+                            crate::stream::Pass::Read
+                        } else {
+                            crate::stream::Pass::Write
+                        }
+                    })
+                    .collect(),
+                None => vec![crate::stream::Pass::Write, crate::stream::Pass::Read],
+            };
+            let spec = crate::stream::Spec {
+                targets: targets.iter().map(|t| t.path.clone()).collect(),
+                size: s
+                    .size
+                    .as_deref()
+                    .map(parse_size)
+                    .transpose()
+                    .map_err(|e| anyhow!(e))?,
+                percent: s.percent.unwrap_or(100),
+                bs: s
+                    .bs
+                    .as_deref()
+                    .map(parse_size)
+                    .transpose()
+                    .map_err(|e| anyhow!(e))?
+                    .unwrap_or(1 << 20) as u32,
+                qd: s.qd.unwrap_or(32),
+                jobs: s.jobs.unwrap_or(1),
+                passes,
+                verify: s.verify,
+                direct: true,
+                engine: crate::engine::EngineKind::Auto,
+                seed: rand::random(),
+            };
+            let r = crate::stream::run(&spec, &ctx.stop)?;
+            write_json(&ctx.path("stream.json"), &r)?;
+            if r.failed() {
+                bail!("a stream pass failed (see stream.json)");
+            }
+            Ok(String::new())
+        })?;
+    }
+    Ok(())
+}
+
+fn scan(targets: Option<&[Target]>) -> Inventory {
+    let named = targets.is_some_and(|t| t.iter().any(|t| t.path.starts_with("/dev/loop")));
+    let opts = ScanOptions {
+        all: named,
+        devices: targets
+            .map(|t| {
+                t.iter()
+                    .filter(|t| t.file_size == 0)
+                    .map(|t| t.path.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ..ScanOptions::default()
+    };
+    inventory::scan(&Roots::default(), &opts)
+}
+
+/// Runs the profile. Errors are "could not run" (bad setup, nothing to
+/// test); verdicts come back in `Ending`.
+pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
+    let p = &opts.profile;
+    let digest = sha_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
+    let root = results_root(opts);
+    let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
+    let interval = p
+        .progress_interval
+        .as_deref()
+        .map(|i| parse_duration_secs(i).map_err(|e| anyhow!(e)))
+        .transpose()?
+        .unwrap_or(10);
+    let console = Console::new(Duration::from_secs(interval.max(1)), opts.plain);
+    console.say(&format!("profile: {} — {}", p.name, opts.source));
+    console.say(&format!(
+        "results: {}{}",
+        dir.display(),
+        if resumed {
+            format!(" (resumed; start {})", journal.starts)
+        } else {
+            String::new()
+        }
+    ));
+    let ctx = Ctx {
+        profile: p,
+        dir: dir.clone(),
+        journal: Mutex::new(journal),
+        console: console.clone(),
+        stop,
+        deadline: p
+            .time_budget
+            .as_deref()
+            .and_then(|b| parse_duration_secs(b).ok())
+            .map(|s| Instant::now() + Duration::from_secs(s)),
+        notes: Mutex::new(Vec::new()),
+    };
+    let result = run_stages(&ctx, opts);
+    console.close();
+    let mut ending = result?;
+    if ctx.stopped() {
+        ending.verdict = "interrupted".into();
+        ending
+            .reasons
+            .push("interrupted: run again to continue from the last finished stage".into());
+    } else {
+        let mut j = ctx.journal();
+        j.finished_at = Some(journal::now());
+        j.save().map_err(|e| anyhow!(e))?;
+        let _ = std::fs::remove_file(root.join(CURRENT));
+    }
+    Ok(ending)
+}
+
+fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
+    let p = ctx.profile;
+    // The machine's identity and the inventory come first; they are cheap
+    // and read-only, so they are taken again on every start.
+    let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
+    write_json(&ctx.path("system.json"), &system)?;
+    // Named loop, md or dm devices are only in an inventory that lists all.
+    let inv = inventory::scan(
+        &Roots::default(),
+        &ScanOptions {
+            all: !p.devices.paths.is_empty(),
+            ..ScanOptions::default()
+        },
+    );
+    write_json(&ctx.path("inventory.json"), &inv)?;
+    let mut targets = select_targets(p, &inv, &ctx.console)?;
+    if targets.is_empty() {
+        bail!("no drive to test: the profile's devices matched none the safety gate clears");
+    }
+    write_json(&ctx.path("targets.json"), &targets)?;
+    if p.read_only {
+        ctx.console
+            .say("read-only profile: nothing is written but the results");
+    }
+    ctx.console.say(&format!(
+        "testing: {}",
+        targets
+            .iter()
+            .map(|t| t.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if let Some(t) = targets.iter().find(|t| t.file_size > 0) {
+        if !Path::new(&t.path).exists() {
+            // Sparse: the scratch file takes no space until written.
+            let f = std::fs::File::create(&t.path).with_context(|| t.path.clone())?;
+            f.set_len(t.file_size)?;
+        }
+    }
+    if let Some(pol) = &p.policy {
+        ctx.stage("policy", false, |_| {
+            let policy = match (&pol.file, &pol.inline) {
+                (Some(f), _) => crate::policy::Policy::from_file(f).map_err(|e| anyhow!("{e}"))?,
+                (None, Some(t)) => {
+                    crate::policy::Policy::parse(t, "policy.inline").map_err(|e| anyhow!("{e}"))?
+                }
+                _ => bail!("no policy"),
+            };
+            let report = crate::policy::check::check(&policy, &inv);
+            write_json(&ctx.path("policy.json"), &report)?;
+            Ok(format!(
+                "{} checks, {} findings",
+                report.checks,
+                report.findings.len()
+            ))
+        })?;
+    }
+    let health = p.health.as_ref().is_some_and(|h| h.enabled);
+    if health {
+        ctx.stage("health before", false, |_| {
+            write_json(
+                &ctx.path("health-before.json"),
+                &crate::health::snapshot(&scan(Some(&targets))),
+            )?;
+            Ok(String::new())
+        })?;
+    }
+    suites(ctx, &mut targets)?;
+    if health && !ctx.stopped() {
+        ctx.stage("health after", false, |_| {
+            let after = crate::health::snapshot(&scan(Some(&targets)));
+            write_json(&ctx.path("health-after.json"), &after)?;
+            let before: crate::health::Snapshot =
+                serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
+            let d = crate::health::diff(&before, &after, |_| None);
+            write_json(&ctx.path("health-diff.json"), &d)?;
+            Ok(if d.degraded {
+                "a drive degraded".into()
+            } else {
+                String::new()
+            })
+        })?;
+    }
+    let mut ending = Ending {
+        verdict: "incomplete".into(),
+        reasons: Vec::new(),
+        run_dir: ctx.dir.clone(),
+        bundle: None,
+        bundle_sha256: None,
+        delivered_to: Vec::new(),
+        done_action: p.done.clone(),
+    };
+    if ctx.stopped() {
+        return Ok(ending);
+    }
+    // Notes of this and earlier starts go into the results and the report.
+    let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let journal_copy = ctx.journal().clone();
+    write_json(
+        &ctx.path("run-notes.json"),
+        &serde_json::json!({
+            "profile": p.name, "source": opts.source, "starts": journal_copy.starts, "notes": notes,
+            "stages": journal_copy.stages,
+        }),
+    )?;
+    crate::report::write_for_results(&ctx.dir).context("report")?;
+
+    // Bundle and spool: the results are safe on disk before any upload.
+    let spool_dir = p
+        .bundle
+        .spool
+        .clone()
+        .or_else(crate::upload::spool::default_dir)
+        .unwrap_or_else(|| ctx.dir.parent().unwrap_or(Path::new(".")).join("spool"));
+    let spool = crate::upload::spool::Spool::open(&spool_dir)?;
+    let key_path = opts
+        .key
+        .clone()
+        .or_else(|| p.bundle.key.clone())
+        .unwrap_or_else(|| {
+            ctx.dir
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("storcert.key")
+        });
+    let key = if key_path.exists() {
+        crate::commands::bundle::read_secret_key(&key_path).map_err(|e| anyhow!(e))?
+    } else {
+        let k = crate::commands::bundle::make_key(&key_path, false).map_err(|e| anyhow!(e))?;
+        ctx.console.say(&format!(
+            "made signing key {} ({})",
+            k.public().id_hex(),
+            key_path.display()
+        ));
+        k
+    };
+    let machine = crate::bundle::system::SystemIdentity::probe(Path::new("/"))
+        .dmi
+        .product_serial
+        .unwrap_or_else(|| "machine".into());
+    let run_name = ctx
+        .dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("run")
+        .to_string();
+    let bundle_name = format!(
+        "storcert-{}-{}-{run_name}.tar.zst",
+        label_of(&machine),
+        p.name
+    );
+    let out = ctx
+        .dir
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("bundles")
+        .join(&bundle_name);
+    std::fs::create_dir_all(out.parent().expect("has a parent"))?;
+    let created = crate::commands::bundle::create_signed(&ctx.dir, &out, Some(&key))
+        .map_err(|e| anyhow!(e))?;
+    let spooled = spool.put(&out)?;
+    ending.verdict = created.summary.verdict.clone();
+    ending.reasons = created.summary.reasons.clone();
+    ending.bundle = Some(spooled.clone());
+    ending.bundle_sha256 = Some(created.sha256.clone());
+
+    if let Some(u) = &p.upload {
+        let deadline = u
+            .deadline
+            .as_deref()
+            .map(humantime::parse_duration)
+            .transpose()
+            .map_err(|e| anyhow!("upload.deadline: {e}"))?
+            .unwrap_or(Duration::from_secs(600));
+        let token = u
+            .token_file
+            .as_ref()
+            .map(|f| std::fs::read_to_string(f).map(|t| t.trim().to_string()))
+            .transpose()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let mut clients = Vec::new();
+        for to in &u.to {
+            let pins = u
+                .pin_sha256
+                .iter()
+                .map(|x| crate::upload::tls::parse_pin(x))
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow!(e))?;
+            let client = crate::upload::Client::new(crate::upload::Options {
+                to: to.clone(),
+                ca_file: u.ca_file.clone(),
+                pins,
+                token: token.clone(),
+                allow_http: u.allow_http,
+                deadline,
+                max_backoff: Duration::from_secs(60),
+            })
+            .map_err(|e| anyhow!(e))?;
+            clients.push((to.clone(), client));
+        }
+        let until = Instant::now() + deadline;
+        // Pending bundles of earlier runs go first; a bundle leaves the
+        // spool once every target confirmed it.
+        for pending in spool.pending()? {
+            let mut everywhere = true;
+            for (to, client) in &clients {
+                ctx.console
+                    .say(&format!("uploading {} to {to}", pending.display()));
+                match rt.block_on(client.upload(&pending, until, None)) {
+                    crate::upload::Outcome::Confirmed { status, .. } => {
+                        ctx.console.say(&format!("delivered to {to} ({status})"));
+                        if pending == spooled {
+                            ending.delivered_to.push(to.clone());
+                        }
+                    }
+                    other => {
+                        everywhere = false;
+                        ctx.note(format!(
+                            "upload of {} to {to}: {other:?}; kept in the spool",
+                            pending.display()
+                        ));
+                    }
+                }
+            }
+            if everywhere {
+                spool.confirm(&pending)?;
+            }
+        }
+    }
+    Ok(ending)
+}
