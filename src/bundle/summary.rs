@@ -77,6 +77,8 @@ enum Artefact {
     Inventory(Box<Inventory>),
     /// `storcert run`'s list of what it tested (paths).
     Targets(Vec<String>),
+    /// `storcert run`'s stage journal.
+    Journal(Value),
     Config,
     Other,
 }
@@ -109,6 +111,9 @@ fn classify(path: &str, data: &[u8]) -> Artefact {
         if let Ok(inv) = serde_json::from_value::<Inventory>(v.clone()) {
             return Artefact::Inventory(Box::new(inv));
         }
+    }
+    if has("stages") && has("profile_digest") {
+        return Artefact::Journal(v);
     }
     if has("outcome") && has("histograms") && has("devices") {
         Artefact::ActRun(v)
@@ -150,6 +155,7 @@ pub struct Builder {
     summary: Summary,
     inventory: Option<Inventory>,
     targets: Option<Vec<String>>,
+    journal: Option<Value>,
 }
 
 fn judge(s: &mut Summary, name: String, pass: bool, detail: String, devices: Vec<String>) {
@@ -174,6 +180,7 @@ impl Builder {
             },
             inventory: None,
             targets: None,
+            journal: None,
         }
     }
 
@@ -381,6 +388,7 @@ impl Builder {
             }
             Artefact::Inventory(inv) => self.inventory = Some(*inv),
             Artefact::Targets(t) => self.targets = Some(t),
+            Artefact::Journal(v) => self.journal = Some(v),
             Artefact::Config => {
                 use sha2::Digest;
                 s.configuration
@@ -392,6 +400,29 @@ impl Builder {
 
     pub fn finish(mut self) -> Summary {
         let s = &mut self.summary;
+        if let Some(v) = &self.journal {
+            // A stage that failed outright (no result file to judge) fails
+            // the run; its note says why.
+            for st in v["stages"].as_array().into_iter().flatten() {
+                if st["state"] == "failed" {
+                    let id = st["id"].as_str().unwrap_or("?");
+                    let devices = self
+                        .targets
+                        .iter()
+                        .flatten()
+                        .filter(|t| id.ends_with(t.rsplit('/').next().unwrap_or(t)))
+                        .cloned()
+                        .collect();
+                    judge(
+                        s,
+                        format!("stage {id}"),
+                        false,
+                        st["note"].as_str().unwrap_or("failed").to_string(),
+                        devices,
+                    );
+                }
+            }
+        }
         // Drives: the inventory's, or else every device a test named.
         let mut drives: Vec<DriveVerdict> = match &self.inventory {
             Some(inv) => inv

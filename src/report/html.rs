@@ -395,3 +395,111 @@ pub fn render(r: &Report) -> String {
     out.push_str("</section></body></html>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// The points of the first polyline drawn after `id`'s grid (the
+    /// first series: circles come first, then the line).
+    fn series_points(html: &str, id: &str) -> Vec<(f64, f64)> {
+        let svg = &html[html
+            .find(&format!("<svg id=\"{id}\""))
+            .expect("chart present")..];
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        // The thick (width 2) polylines are the data; thin ones the mesh.
+        let line = svg
+            .split("<polyline")
+            .skip(1)
+            .find(|p| p.contains("stroke-width=\"2\""))
+            .expect("a data line");
+        let pts = line
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        pts.split_whitespace()
+            .map(|p| {
+                let (x, y) = p.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_timeline_plot_draws_the_run_s_seconds() {
+        let log = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-us-20x.log"
+        ))
+        .unwrap();
+        // A known timeline: p99 of 0.2 ms, one second of 9 ms at t = 4.
+        let mut tl = String::new();
+        for t in 1..=8u64 {
+            let p99 = if t == 4 { 9000.0 } else { 200.0 };
+            tl += &format!(
+                "{{\"t\":{t},\"reads\":100,\"writes\":50,\"large_block_reads\":1,\"large_block_writes\":1,\
+                 \"read_p50_us\":100.0,\"read_p99_us\":{p99},\"read_p999_us\":{p99},\"read_max_us\":{p99},\
+                 \"read_pct_over_1ms\":0.0,\"read_pct_over_8ms\":0.0,\"read_pct_over_64ms\":0.0,\"max_lag_ms\":0.1}}\n"
+            );
+        }
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("act/d-20x.log".to_string(), log),
+            ("act/d-20x.timeline.jsonl".to_string(), tl.into_bytes()),
+        ]
+        .into();
+        let summary = crate::bundle::summary::Summary::default();
+        let r = Report::build("t", summary, &files);
+        assert_eq!(r.act.len(), 1);
+        assert_eq!(r.act[0].timeline.len(), 8);
+        let html = render(&r);
+        let pts = series_points(&html, "act-timeline-0");
+        assert_eq!(pts.len(), 8, "{pts:?}");
+        // x grows with t; the highest point (smallest SVG y) is t = 4.
+        assert!(pts.windows(2).all(|w| w[1].0 > w[0].0));
+        let top = pts
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
+            .unwrap()
+            .0;
+        assert_eq!(top, 3);
+        let flat: Vec<f64> = pts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 3)
+            .map(|(_, p)| p.1)
+            .collect();
+        assert!(
+            flat.windows(2).all(|w| (w[0] - w[1]).abs() < 0.5),
+            "the other seconds are level"
+        );
+        // The per-slice chart and the ACT table are there, failing cells
+        // (none here) unmarked.
+        assert!(html.contains("<svg id=\"act-slices-0\""));
+        assert!(html.contains("<table class=\"act\""));
+        assert!(!html.contains("class=\"bad\""));
+    }
+
+    #[test]
+    fn failing_act_cells_are_marked() {
+        let log = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+        ))
+        .unwrap();
+        let files: BTreeMap<String, Vec<u8>> = [("act/x.log".to_string(), log)].into();
+        let r = Report::build("t", crate::bundle::summary::Summary::default(), &files);
+        assert!(!r.act[0].analysis.verdict.pass);
+        let html = render(&r);
+        // 30.80% > 1 ms, 28.70% > 8 ms, 12.97% > 64 ms: all three rules.
+        for v in ["30.80", "28.70", "12.97"] {
+            assert!(html.contains(&format!("<td class=\"bad\">{v}</td>")), "{v}");
+        }
+        assert!(html.contains("<td>") && !html.contains("class=\"bad\">0.00"));
+    }
+}

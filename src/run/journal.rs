@@ -89,13 +89,15 @@ impl Journal {
         self.get(id).is_some_and(|s| s.state == "done")
     }
 
-    /// Marks a stage started (again); returns seconds an interrupted
-    /// earlier attempt had done.
-    pub fn start(&mut self, id: &str, destructive: bool) -> Result<u64, String> {
+    /// Marks a stage started (again); when an earlier attempt was
+    /// interrupted, returns the seconds it had done (as last journalled).
+    pub fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, String> {
+        let mut interrupted = false;
         let rec = match self.stages.iter_mut().find(|s| s.id == id) {
             Some(r) => {
                 if r.state == "running" {
                     r.interrupted_seconds += r.seconds_done;
+                    interrupted = true;
                 }
                 r
             }
@@ -118,7 +120,7 @@ impl Journal {
         rec.attempts += 1;
         rec.started_at = now();
         rec.seconds_done = 0;
-        let earlier = rec.interrupted_seconds;
+        let earlier = interrupted.then_some(rec.interrupted_seconds);
         self.save()?;
         Ok(earlier)
     }

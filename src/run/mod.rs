@@ -258,7 +258,7 @@ impl Ctx<'_> {
         &self,
         id: &str,
         destructive: bool,
-        work: impl FnOnce(u64) -> Result<String>,
+        work: impl FnOnce() -> Result<String>,
     ) -> Result<()> {
         if self.journal().is_done(id) {
             self.console
@@ -278,13 +278,14 @@ impl Ctx<'_> {
             .journal()
             .start(id, destructive)
             .map_err(|e| anyhow!(e))?;
-        if earlier > 0 {
+        if let Some(secs) = earlier {
             self.note(format!(
-                "[{id}] restarted from the beginning: an earlier attempt was interrupted after {earlier} s"
+                "[{id}] restarted from the beginning: an earlier attempt was interrupted \
+                 (about {secs} s of it had been done)"
             ));
         }
         self.console.say(&format!("[{id}] started"));
-        let result = work(earlier);
+        let result = work();
         if self.stopped() {
             self.console.say(&format!("[{id}] interrupted"));
             return Ok(());
@@ -316,6 +317,15 @@ impl Ctx<'_> {
 
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
+    }
+
+    /// A result file in the run folder (folders made as needed).
+    fn write(&self, rel: &str, value: &impl Serialize) -> Result<()> {
+        let path = self.path(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        write_json(&path, value).with_context(|| format!("{}", path.display()))
     }
 }
 
@@ -366,7 +376,7 @@ fn act_run(
     log.flush()?;
     timeline.flush()?;
     let result = result?;
-    write_json(&ctx.path(&format!("{base}.json")), &result)?;
+    ctx.write(&format!("{base}.json"), &result)?;
     match &result.outcome {
         crate::act::runner::Outcome::Completed => {
             Ok(format!("max lag {:.1} ms", result.max_lag_ms))
@@ -408,14 +418,14 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
     let p = ctx.profile;
     if let Some(pr) = &p.provision {
         each_parallel(targets, |t| {
-            ctx.stage(&format!("provision {}", t.label), true, |_| {
+            ctx.stage(&format!("provision {}", t.label), true, || {
                 let r = crate::provision::provision(&crate::provision::Spec {
                     device: PathBuf::from(&t.path),
                     spare_pct: pr.spare_pct,
                     factory_spare_pct: None,
                     discard: true,
                 })?;
-                write_json(&ctx.path(&format!("provision/{}.json", t.label)), &r)?;
+                ctx.write(&format!("provision/{}.json", t.label), &r)?;
                 Ok(format!(
                     "partition of {} bytes, {} spare",
                     r.partition_size_bytes, r.spare_bytes
@@ -432,7 +442,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
     if let Some(act) = &p.act {
         if act.prep {
             each_parallel(targets, |t| {
-                ctx.stage(&format!("act prep {}", t.label), true, |_| {
+                ctx.stage(&format!("act prep {}", t.label), true, || {
                     if t.file_size > 0 {
                         // A scratch file is created at its size first.
                         crate::act::device::Device::open(&t.path, false, t.file_size)?;
@@ -440,7 +450,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
                     let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
                     let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
                     let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop)?;
-                    write_json(&ctx.path(&format!("act/prep-{}.json", t.label)), &r)?;
+                    ctx.write(&format!("act/prep-{}.json", t.label), &r)?;
                     Ok(String::new())
                 })
             })?;
@@ -450,7 +460,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             let secs = parse_duration_secs(&tl.duration).map_err(|e| anyhow!(e))?;
             each_parallel(targets, |t| {
                 let id = format!("act {} {}", tl.load, t.label);
-                ctx.stage(&id, true, |_| {
+                ctx.stage(&id, true, || {
                     let c = storage_config(t, load, secs)?;
                     act_run(ctx, &id, &c, &format!("act/{}-{}", t.label, tl.load), secs)
                 })
@@ -460,7 +470,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             let trial = parse_duration_secs(&s.trial).map_err(|e| anyhow!(e))?;
             let confirm = parse_duration_secs(&s.confirm).map_err(|e| anyhow!(e))?;
             each_parallel(targets, |t| {
-                ctx.stage(&format!("act search {}", t.label), true, |_| {
+                ctx.stage(&format!("act search {}", t.label), true, || {
                     let spec = crate::act::search::SearchSpec {
                         base: storage_config(t, 1.0, trial)?,
                         max_load: s.max_load,
@@ -473,7 +483,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
                         &crate::act::RunOptions::default(),
                         &ctx.stop,
                     )?;
-                    write_json(&ctx.path(&format!("act/search-{}.json", t.label)), &r)?;
+                    ctx.write(&format!("act/search-{}.json", t.label), &r)?;
                     Ok(match r.highest_passing_load {
                         Some(l) => format!("highest passing load {l}x"),
                         None => "no load passed".into(),
@@ -486,7 +496,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             let secs = parse_duration_secs(&ix.duration).map_err(|e| anyhow!(e))?;
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.load, t.label);
-                ctx.stage(&id, true, |_| {
+                ctx.stage(&id, true, || {
                     let mut c = IndexConfig {
                         device_names: vec![t.path.clone()],
                         ..IndexConfig::default()
@@ -513,7 +523,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             .pattern
             .as_ref()
             .is_none_or(|v| v.iter().any(|x| x == "write"));
-        ctx.stage("stream", writes, |_| {
+        ctx.stage("stream", writes, || {
             let passes = match &s.pattern {
                 Some(v) => v
                     .iter()
@@ -552,7 +562,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
                 seed: rand::random(),
             };
             let r = crate::stream::run(&spec, &ctx.stop)?;
-            write_json(&ctx.path("stream.json"), &r)?;
+            ctx.write("stream.json", &r)?;
             if r.failed() {
                 bail!("a stream pass failed (see stream.json)");
             }
@@ -638,7 +648,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // The machine's identity and the inventory come first; they are cheap
     // and read-only, so they are taken again on every start.
     let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
-    write_json(&ctx.path("system.json"), &system)?;
+    ctx.write("system.json", &system)?;
     // Named loop, md or dm devices are only in an inventory that lists all.
     let inv = inventory::scan(
         &Roots::default(),
@@ -647,12 +657,12 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             ..ScanOptions::default()
         },
     );
-    write_json(&ctx.path("inventory.json"), &inv)?;
+    ctx.write("inventory.json", &inv)?;
     let mut targets = select_targets(p, &inv, &ctx.console)?;
     if targets.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
     }
-    write_json(&ctx.path("targets.json"), &targets)?;
+    ctx.write("targets.json", &targets)?;
     if p.read_only {
         ctx.console
             .say("read-only profile: nothing is written but the results");
@@ -673,7 +683,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         }
     }
     if let Some(pol) = &p.policy {
-        ctx.stage("policy", false, |_| {
+        ctx.stage("policy", false, || {
             let policy = match (&pol.file, &pol.inline) {
                 (Some(f), _) => crate::policy::Policy::from_file(f).map_err(|e| anyhow!("{e}"))?,
                 (None, Some(t)) => {
@@ -682,7 +692,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 _ => bail!("no policy"),
             };
             let report = crate::policy::check::check(&policy, &inv);
-            write_json(&ctx.path("policy.json"), &report)?;
+            ctx.write("policy.json", &report)?;
             Ok(format!(
                 "{} checks, {} findings",
                 report.checks,
@@ -692,9 +702,9 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     }
     let health = p.health.as_ref().is_some_and(|h| h.enabled);
     if health {
-        ctx.stage("health before", false, |_| {
-            write_json(
-                &ctx.path("health-before.json"),
+        ctx.stage("health before", false, || {
+            ctx.write(
+                "health-before.json",
                 &crate::health::snapshot(&scan(Some(&targets))),
             )?;
             Ok(String::new())
@@ -702,13 +712,13 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     }
     suites(ctx, &mut targets)?;
     if health && !ctx.stopped() {
-        ctx.stage("health after", false, |_| {
+        ctx.stage("health after", false, || {
             let after = crate::health::snapshot(&scan(Some(&targets)));
-            write_json(&ctx.path("health-after.json"), &after)?;
+            ctx.write("health-after.json", &after)?;
             let before: crate::health::Snapshot =
                 serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
             let d = crate::health::diff(&before, &after, |_| None);
-            write_json(&ctx.path("health-diff.json"), &d)?;
+            ctx.write("health-diff.json", &d)?;
             Ok(if d.degraded {
                 "a drive degraded".into()
             } else {
@@ -731,8 +741,8 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // Notes of this and earlier starts go into the results and the report.
     let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let journal_copy = ctx.journal().clone();
-    write_json(
-        &ctx.path("run-notes.json"),
+    ctx.write(
+        "run-notes.json",
         &serde_json::json!({
             "profile": p.name, "source": opts.source, "starts": journal_copy.starts, "notes": notes,
             "stages": journal_copy.stages,

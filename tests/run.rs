@@ -1,0 +1,310 @@
+//! `storcert run` end to end on loop devices: a multi-stage profile killed
+//! (SIGKILL) in the middle and restarted resumes without repeating the
+//! destructive stage and ends with a complete bundle that verifies; its
+//! serial-console output has no control characters and one progress line
+//! per drive per interval; the HTML report renders every section in
+//! headless Chromium; bad profiles are refused before any I/O.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{storcert, Loop};
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn run_cmd(profile: &Path, results: &Path, key: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_storcert"));
+    c.args([
+        "run",
+        "--profile",
+        s(profile),
+        "--results",
+        s(results),
+        "--key",
+        s(key),
+    ])
+    .args(["--cmdline", "/dev/null"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
+    let t = tempfile::tempdir().unwrap();
+    let a = Loop::new(&t.path().join("a.img"), 128 << 20);
+    let b = Loop::new(&t.path().join("b.img"), 128 << 20);
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"kill-test\"\nprogress_interval = \"1s\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
+             [act]\nprep = true\nstorage = [{{ load = \"1x\", duration = \"6s\" }}]\n\
+             [stream]\nsize = \"32M\"\n",
+            a.dev, b.dev
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let la = a.dev.trim_start_matches("/dev/").to_string();
+    let lb = b.dev.trim_start_matches("/dev/").to_string();
+
+    // First start: killed once ACT storage is under way (prep finished).
+    let mut first = run_cmd(&profile, &results, &key).spawn().unwrap();
+    let lines = BufReader::new(first.stderr.take().unwrap()).lines();
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    for line in lines {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.starts_with("[act 1x") && line.ends_with("started") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "{seen:#?}");
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let current = std::fs::read_to_string(results.join("current")).unwrap();
+    let run_dir = results.join(current.trim());
+    let journal: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("journal.json")).unwrap()).unwrap();
+    let state = |j: &serde_json::Value, id: &str| {
+        j["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} not in {j:#}"))
+    };
+    assert_eq!(state(&journal, &format!("act prep {la}"))["state"], "done");
+    assert_eq!(state(&journal, &format!("act 1x {la}"))["state"], "running");
+
+    // Second start: resumes the same run.
+    let out = run_cmd(&profile, &results, &key).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("(resumed; start 2)"), "{err}");
+    for l in [&la, &lb] {
+        assert!(
+            err.contains(&format!(
+                "[act prep {l}] done in an earlier start: not repeated"
+            )),
+            "{err}"
+        );
+        assert!(
+            !err.contains(&format!("[act prep {l}] started")),
+            "prep repeated:\n{err}"
+        );
+    }
+    let journal: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("journal.json")).unwrap()).unwrap();
+    assert_eq!(state(&journal, &format!("act prep {la}"))["attempts"], 1);
+    assert_eq!(state(&journal, &format!("act 1x {la}"))["attempts"], 2);
+    assert_eq!(state(&journal, "stream")["state"], "done");
+    assert!(journal["finished_at"].is_string());
+    assert!(!results.join("current").exists());
+
+    // The serial console (a pipe here): no control characters, and one
+    // progress line per drive per interval.
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    let count = |l: &str| {
+        err.lines()
+            .filter(|x| x.starts_with(&format!("act 1x {l}: ")))
+            .count()
+    };
+    let (ca, cb) = (count(&la), count(&lb));
+    assert!(
+        (3..=7).contains(&ca) && ca.abs_diff(cb) <= 1,
+        "{ca} {cb}\n{err}"
+    );
+
+    // The bundle: complete (the first start's prep results too) and verified.
+    let bundle = std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .expect("a spooled bundle");
+    let pubkey = PathBuf::from(format!("{}.pub", s(&key)));
+    let v = storcert(&["bundle", "verify", s(&bundle), "-p", s(&pubkey), "--json"]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(v["summary"]["verdict"], "pass", "{v:#}");
+    let bytes = std::fs::read(&bundle).unwrap();
+    let files = storcert::bundle::unpack(&bytes).unwrap().files;
+    for l in [&la, &lb] {
+        for f in [
+            format!("act/prep-{l}.json"),
+            format!("act/{l}-1x.log"),
+            format!("act/{l}-1x.timeline.jsonl"),
+        ] {
+            assert!(
+                files.contains_key(&format!("results/{f}")),
+                "{f} missing: {:?}",
+                files.keys()
+            );
+        }
+    }
+    for f in [
+        "results/stream.json",
+        "results/report.html",
+        "results/journal.json",
+        "summary.json",
+    ] {
+        assert!(files.contains_key(f), "{f}");
+    }
+    let drives: Vec<&str> = v["summary"]["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(drives.len(), 2, "only the tested drives: {drives:?}");
+    // The report says the stage was restarted.
+    let html = String::from_utf8_lossy(&files["results/report.html"]).into_owned();
+    assert!(
+        html.contains("restarted from the beginning"),
+        "resume note missing"
+    );
+
+    // storcert report renders the bundle; Chromium shows every section.
+    let report = t.path().join("report.html");
+    let r = storcert(&["report", s(&bundle), "-o", s(&report), "-p", s(&pubkey)]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let dom = chromium(&["--dump-dom", &format!("file://{}", s(&report))]);
+    for id in [
+        "verdict", "machine", "drives", "policy", "act", "stream", "health", "tests",
+    ] {
+        assert!(
+            dom.contains(&format!("<section id=\"{id}\"")),
+            "section {id} missing"
+        );
+    }
+    assert!(dom.contains("id=\"banner\" class=\"v-pass\""), "banner");
+    assert_eq!(
+        dom.matches("<table class=\"act\"").count(),
+        2,
+        "one ACT table per drive"
+    );
+    assert!(dom.matches("<svg").count() >= 5, "plots");
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let png = shots.join("run-report.png");
+    let _ = std::fs::remove_file(&png);
+    chromium(&[
+        &format!("--screenshot={}", s(&png)),
+        "--window-size=1200,3000",
+        &format!("file://{}", s(&report)),
+    ]);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    // Markdown and text too.
+    let md = storcert(&["report", s(&bundle), "--format", "md"]);
+    assert!(String::from_utf8_lossy(&md.stdout).contains("**Verdict: PASS**"));
+}
+
+fn chromium(args: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+        ])
+        .args([
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", s(profile.path())))
+        .args(args)
+        .output()
+        .expect("chromium");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn bad_profiles_are_refused_before_any_io() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("results");
+    for (text, want) in [
+        (
+            "name = \"x\"\n[devices]\nscratch = \"1G\"\nbogus = 1\n",
+            "line 4: unknown field `bogus`",
+        ),
+        (
+            "name = \"x\"\n[devices]\nscratch = \"2 bananas\"\n",
+            "devices.scratch",
+        ),
+        (
+            "name = \"x\"\n[devices]\npaths = [\"/dev/no-such-disk\"]\n",
+            "/dev/no-such-disk: no such device",
+        ),
+        (
+            "name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n[act]\nprep = true\n",
+            "contradicts read_only",
+        ),
+    ] {
+        let p = t.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        let out = storcert(&[
+            "run",
+            "--profile",
+            s(&p),
+            "--results",
+            s(&results),
+            "--cmdline",
+            "/dev/null",
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(want) && err.lines().count() == 1,
+            "{want}: {err}"
+        );
+        assert!(
+            !results.exists(),
+            "nothing may be written for a bad profile"
+        );
+    }
+    // The kernel command line: an unknown key, and a profile chosen there.
+    let cmdline = t.path().join("cmdline");
+    std::fs::write(&cmdline, "quiet storcert.profle=burn-in\n").unwrap();
+    let out = storcert(&["run", "--cmdline", s(&cmdline), "--show-profile"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key storcert.profle"));
+    std::fs::write(
+        &cmdline,
+        "quiet storcert.profile=field-check storcert.done=poweroff\n",
+    )
+    .unwrap();
+    let out = storcert(&["run", "--cmdline", s(&cmdline), "--show-profile"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("name = \"field-check\"") && text.contains("done = \"poweroff\""),
+        "{text}"
+    );
+    assert!(
+        text.starts_with("# built-in profile field-check (kernel command line"),
+        "{text}"
+    );
+    // --profile wins over the kernel command line.
+    let out = storcert(&[
+        "run",
+        "--cmdline",
+        s(&cmdline),
+        "--profile",
+        "quick",
+        "--show-profile",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"quick\""));
+}
