@@ -393,3 +393,34 @@ fn verify_names_what_failed_on_the_command_line() {
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("not a regular file"));
 }
+
+#[test]
+fn a_search_is_judged_by_its_result_not_by_its_failing_trials() {
+    let t = tempfile::tempdir().unwrap();
+    let r = t.path().join("r");
+    let dir = r.join("act/search-loop0");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        format!("{LOGS}/storcert-us-20x.log"),
+        dir.join("trial-01-20x.log"),
+    )
+    .unwrap();
+    std::fs::copy(
+        format!("{LOGS}/storcert-ms-2dev.log"),
+        dir.join("trial-02-40x.log"),
+    )
+    .unwrap();
+    let search = serde_json::json!({
+        "highest_passing_load": 20, "confirmed": true, "interrupted": false,
+        "trials": [
+            {"load": 20, "purpose": "escalate", "result": "passing", "max_lag_ms": 1.0,
+             "log": "/somewhere/else/act/search-loop0/trial-01-20x.log"},
+            {"load": 40, "purpose": "escalate", "result": "could not keep up", "max_lag_ms": 1.0,
+             "log": "/somewhere/else/act/search-loop0/trial-02-40x.log"}]});
+    std::fs::write(r.join("act/search-loop0.json"), search.to_string()).unwrap();
+    let sm = bundle::create(&r).unwrap().summary;
+    assert_eq!(sm.verdict, "pass", "{sm:#?}");
+    assert_eq!(sm.tests.len(), 1, "the trials are not tests of their own");
+    assert_eq!(sm.loads_reached.get("/dev/loop0"), Some(&20.0));
+    assert_eq!(sm.drives[0].act_load_passed, Some(20.0));
+}

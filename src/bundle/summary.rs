@@ -156,6 +156,9 @@ pub struct Builder {
     inventory: Option<Inventory>,
     targets: Option<Vec<String>>,
     journal: Option<Value>,
+    /// ACT logs, judged at the end unless a search owns them.
+    act_logs: Vec<(String, Vec<u8>)>,
+    searches: Vec<(String, Value)>,
 }
 
 fn judge(s: &mut Summary, name: String, pass: bool, detail: String, devices: Vec<String>) {
@@ -181,6 +184,8 @@ impl Builder {
             inventory: None,
             targets: None,
             journal: None,
+            act_logs: Vec::new(),
+            searches: Vec::new(),
         }
     }
 
@@ -188,70 +193,7 @@ impl Builder {
     pub fn add(&mut self, path: &str, data: &[u8]) {
         let s = &mut self.summary;
         match classify(path, data) {
-            Artefact::ActLog => {
-                let text = String::from_utf8_lossy(data);
-                let (devices, load) = act_log_setup(&text);
-                // ACT's hourly slices; a run shorter than an hour is judged
-                // as one slice of its whole length.
-                let last = text
-                    .lines()
-                    .filter_map(|l| {
-                        l.strip_prefix("after ")?
-                            .strip_suffix(" sec:")?
-                            .parse::<u64>()
-                            .ok()
-                    })
-                    .max()
-                    .unwrap_or(0);
-                let opts = analyze::Options {
-                    log: path.to_string(),
-                    slice: if last > 0 && last < 3600 { last } else { 3600 },
-                    ..analyze::Options::default()
-                };
-                let load_text = load.map(|l| {
-                    format!("{l:.3}")
-                        .trim_end_matches('0')
-                        .trim_end_matches('.')
-                        .to_string()
-                        + "x"
-                });
-                let name = format!(
-                    "act-storage {} ({path})",
-                    load_text.clone().unwrap_or_else(|| "index".into())
-                );
-                match analyze::analyze(&text, &opts, path) {
-                    Ok(a) => {
-                        let detail = if a.verdict.pass {
-                            format!(
-                                "{} hourly slice(s) within ACT's limits",
-                                a.histograms.first().map_or(0, |h| h.slices.len())
-                            )
-                        } else {
-                            a.verdict
-                                .failures
-                                .iter()
-                                .map(|f| {
-                                    format!(
-                                        "{} slice {}: {:.2}% {}",
-                                        f.histogram, f.slice, f.percent, f.rule
-                                    )
-                                })
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        };
-                        if a.verdict.pass {
-                            if let Some(l) = load {
-                                for d in &devices {
-                                    let e = s.loads_reached.entry(d.clone()).or_insert(l);
-                                    *e = e.max(l);
-                                }
-                            }
-                        }
-                        judge(s, name, a.verdict.pass, detail, devices);
-                    }
-                    Err(e) => judge(s, name, false, format!("log unreadable: {e}"), devices),
-                }
-            }
+            Artefact::ActLog => self.act_logs.push((path.to_string(), data.to_vec())),
             Artefact::ActRun(v) => {
                 let outcome = v["outcome"]["outcome"]
                     .as_str()
@@ -273,27 +215,7 @@ impl Builder {
                     devices,
                 );
             }
-            Artefact::ActSearch(v) => {
-                let best = v["highest_passing_load"].as_f64();
-                let detail = match best {
-                    Some(l) => format!(
-                        "highest passing load {l}x{}",
-                        if v["confirmed"].as_bool() == Some(true) {
-                            ", confirmed"
-                        } else {
-                            ", not confirmed"
-                        }
-                    ),
-                    None => "no load passed".into(),
-                };
-                judge(
-                    s,
-                    format!("act-search ({path})"),
-                    best.is_some(),
-                    detail,
-                    Vec::new(),
-                );
-            }
+            Artefact::ActSearch(v) => self.searches.push((path.to_string(), v)),
             Artefact::Stream(v) => {
                 let mut bad = Vec::new();
                 for p in v["passes"].as_array().into_iter().flatten() {
@@ -398,7 +320,132 @@ impl Builder {
         }
     }
 
+    fn judge_log(&mut self, path: &str, data: &[u8]) {
+        let s = &mut self.summary;
+        let text = String::from_utf8_lossy(data);
+        let (devices, load) = act_log_setup(&text);
+        // ACT's hourly slices; a run shorter than an hour is judged
+        // as one slice of its whole length.
+        let last = text
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("after ")?
+                    .strip_suffix(" sec:")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        let opts = analyze::Options {
+            log: path.to_string(),
+            slice: if last > 0 && last < 3600 { last } else { 3600 },
+            ..analyze::Options::default()
+        };
+        let load_text = load.map(|l| {
+            format!("{l:.3}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+                + "x"
+        });
+        let name = format!(
+            "act-storage {} ({path})",
+            load_text.clone().unwrap_or_else(|| "index".into())
+        );
+        match analyze::analyze(&text, &opts, path) {
+            Ok(a) => {
+                let detail = if a.verdict.pass {
+                    format!(
+                        "{} hourly slice(s) within ACT's limits",
+                        a.histograms.first().map_or(0, |h| h.slices.len())
+                    )
+                } else {
+                    a.verdict
+                        .failures
+                        .iter()
+                        .map(|f| {
+                            format!(
+                                "{} slice {}: {:.2}% {}",
+                                f.histogram, f.slice, f.percent, f.rule
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                if a.verdict.pass {
+                    if let Some(l) = load {
+                        for d in &devices {
+                            let e = s.loads_reached.entry(d.clone()).or_insert(l);
+                            *e = e.max(l);
+                        }
+                    }
+                }
+                judge(s, name, a.verdict.pass, detail, devices);
+            }
+            Err(e) => judge(s, name, false, format!("log unreadable: {e}"), devices),
+        }
+    }
+
+    /// A search's trials are its own business (failing the loads above
+    /// the highest passing one is how a search works): it is judged by
+    /// its result, on the devices its trial logs name.
+    fn judge_search(&mut self, path: &str, v: &Value) {
+        let best = v["highest_passing_load"].as_f64();
+        let mut devices: Vec<String> = Vec::new();
+        for t in v["trials"].as_array().into_iter().flatten() {
+            let Some(log) = t["log"].as_str() else {
+                continue;
+            };
+            if let Some((_, data)) = self.act_logs.iter().find(|(p, _)| same_log(p, log)) {
+                for d in act_log_setup(&String::from_utf8_lossy(data)).0 {
+                    if !devices.contains(&d) {
+                        devices.push(d);
+                    }
+                }
+            }
+        }
+        let s = &mut self.summary;
+        let detail = match best {
+            Some(l) => {
+                for d in &devices {
+                    let e = s.loads_reached.entry(d.clone()).or_insert(l);
+                    *e = e.max(l);
+                }
+                format!(
+                    "highest passing load {l}x{}",
+                    if v["confirmed"].as_bool() == Some(true) {
+                        ", confirmed"
+                    } else {
+                        ", not confirmed"
+                    }
+                )
+            }
+            None => "no load passed".into(),
+        };
+        judge(
+            s,
+            format!("act-search ({path})"),
+            best.is_some(),
+            detail,
+            devices,
+        );
+    }
+
     pub fn finish(mut self) -> Summary {
+        let searches = std::mem::take(&mut self.searches);
+        let owned: Vec<String> = searches
+            .iter()
+            .flat_map(|(_, v)| v["trials"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["log"].as_str().map(String::from))
+            .collect();
+        for (path, v) in &searches {
+            self.judge_search(path, v);
+        }
+        for (path, data) in std::mem::take(&mut self.act_logs) {
+            if !owned.iter().any(|o| same_log(&path, o)) {
+                self.judge_log(&path, &data);
+            }
+        }
         let s = &mut self.summary;
         if let Some(v) = &self.journal {
             // A stage that failed outright (no result file to judge) fails
@@ -499,6 +546,15 @@ impl Builder {
         .into();
         self.summary
     }
+}
+
+/// A log in the bundle ("results/act/search-sdb/trial-2.log") and the path
+/// a search recorded for it: the same when their last two components agree.
+fn same_log(in_bundle: &str, recorded: &str) -> bool {
+    fn tail(p: &str) -> Vec<&str> {
+        p.rsplit('/').take(2).collect()
+    }
+    tail(in_bundle) == tail(recorded)
 }
 
 /// "/dev/sda" and "sda" name the same drive.
