@@ -9,6 +9,7 @@ pub mod collect;
 pub mod commands;
 pub mod engine;
 pub mod health;
+pub mod input;
 pub mod inventory;
 pub mod output;
 pub mod passthrough;

@@ -276,6 +276,37 @@ fn bad_profiles_are_refused_before_any_io() {
             "nothing may be written for a bad profile"
         );
     }
+    // A device or FIFO named as a profile or policy: refused, not read.
+    let out = storcert(&[
+        "run",
+        "--profile",
+        "/dev/zero",
+        "--results",
+        s(&results),
+        "--cmdline",
+        "/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    let p = t.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "name = \"x\"\n[devices]\nscratch = \"1G\"\n[policy]\nfile = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    let out = storcert(&[
+        "run",
+        "--profile",
+        s(&p),
+        "--results",
+        s(&results),
+        "--cmdline",
+        "/dev/null",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+        "{out:?}"
+    );
     // The kernel command line: an unknown key, and a profile chosen there.
     let cmdline = t.path().join("cmdline");
     std::fs::write(&cmdline, "quiet storcert.profle=burn-in\n").unwrap();

@@ -134,12 +134,14 @@ impl Default for IndexConfig {
 }
 
 fn read_config(path: &Path) -> Result<String, ConfigError> {
-    let bytes = std::fs::read(path).map_err(|e| ConfigError {
-        origin: path.display().to_string(),
-        line: 0,
-        key: "(file)".into(),
-        reason: e.to_string(),
-    })?;
+    let bytes = crate::input::read_text(path)
+        .map(String::into_bytes)
+        .map_err(|e| ConfigError {
+            origin: path.display().to_string(),
+            line: 0,
+            key: "(file)".into(),
+            reason: e.to_string(),
+        })?;
     String::from_utf8(bytes).map_err(|e| ConfigError {
         origin: path.display().to_string(),
         line: 0,

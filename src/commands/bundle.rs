@@ -53,12 +53,12 @@ pub fn keygen(args: KeygenArgs) -> ExitCode {
 }
 
 pub fn read_secret_key(path: &Path) -> Result<SecretKey, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
     SecretKey::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn read_public_keys(path: &Path) -> Result<Vec<PublicKey>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
     PublicKey::parse_many(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -164,7 +164,7 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
     };
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let read_text =
-        |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+        |p: &Path| crate::input::read_text(p).map_err(|e| format!("{}: {e}", p.display()));
     let inputs = read(&a.file).and_then(|b| {
         Ok((
             b,

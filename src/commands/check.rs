@@ -20,7 +20,7 @@ pub fn run(a: CheckArgs) -> ExitCode {
     };
     let inventory: Inventory = match &a.inventory {
         Some(path) => {
-            let text = match std::fs::read_to_string(path) {
+            let text = match crate::input::read_text(path) {
                 Ok(t) => t,
                 Err(e) => return fail(format!("{}: {e}", path.display())),
             };

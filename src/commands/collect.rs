@@ -25,7 +25,7 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Err(e) => return fail(format!("--sync-interval {:?}: {e}", a.sync_interval)),
     };
     let token = match &a.token_file {
-        Some(p) => match std::fs::read_to_string(p) {
+        Some(p) => match crate::input::read_text(p) {
             Ok(t) => Some(t.trim().to_string()),
             Err(e) => return fail(format!("--token-file {}: {e}", p.display())),
         },

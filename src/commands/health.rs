@@ -14,7 +14,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn load(path: &std::path::Path) -> Result<Snapshot, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let s: Snapshot = serde_json::from_str(&text).map_err(|e| {
         format!(
             "{}:{}:{}: not a health snapshot: {e}",

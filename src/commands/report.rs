@@ -26,7 +26,7 @@ pub fn run(a: ReportArgs) -> ExitCode {
                 Err(e) => return fail(format!("--pubkey {e}")),
             };
             let read = |p: std::path::PathBuf| {
-                std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))
+                crate::input::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))
             };
             let checked = read(bundle::minisig_path(&a.input)).and_then(|m| {
                 let env = read(bundle::envelope_path(&a.input))?;

@@ -22,7 +22,7 @@ pub fn options(a: &UploadArgs) -> Result<upload::Options, String> {
     };
     let token = match &a.token_file {
         Some(p) => Some(
-            std::fs::read_to_string(p)
+            crate::input::read_text(p)
                 .map_err(|e| format!("--token-file {}: {e}", p.display()))?
                 .trim()
                 .to_string(),

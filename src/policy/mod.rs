@@ -238,7 +238,7 @@ impl Policy {
 
     pub fn from_file(path: &Path) -> Result<Policy, PolicyError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+        let text = crate::input::read_text(path).map_err(|e| PolicyError {
             origin: origin.clone(),
             line: 0,
             column: 0,

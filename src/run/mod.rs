@@ -820,7 +820,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         let token = u
             .token_file
             .as_ref()
-            .map(|f| std::fs::read_to_string(f).map(|t| t.trim().to_string()))
+            .map(|f| crate::input::read_text(f).map(|t| t.trim().to_string()))
             .transpose()?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -176,7 +176,7 @@ fn load(spec: &str, how: &str) -> Result<Resolved, ProfileError> {
             source: format!("{spec} ({how})"),
         });
     }
-    let text = std::fs::read_to_string(spec)
+    let text = crate::input::read_text(Path::new(spec))
         .map_err(|e| ProfileError(format!("profile {spec}: {e} (not a file, URL or built-in name: quick, field-check, burn-in, qualify)")))?;
     Ok(Resolved {
         profile: Profile::parse(&text, spec)?,
@@ -200,7 +200,7 @@ pub fn resolve(
         .map(|p| p.join("profile.toml"))
         .filter(|f| f.exists())
     {
-        let text = std::fs::read_to_string(&file)
+        let text = crate::input::read_text(&file)
             .map_err(|e| ProfileError(format!("{}: {e}", file.display())))?;
         Resolved {
             profile: Profile::parse(&text, &file.display().to_string())?,
