@@ -553,6 +553,13 @@ pub struct CollectArgs {
     /// STORCERT_COLLECT_TOKEN)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Uploads received at once (more are answered 503 and retried); with
+    /// --max-body this bounds the memory uploads can hold
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_uploads: usize,
+    /// The longest one upload may take, body included
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub request_timeout: String,
     /// How often to pick up bundles other collectors stored in a shared store
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub sync_interval: String,

@@ -59,7 +59,9 @@ impl Lab {
         };
         std::fs::copy(format!("{LOGS}/{log}"), res.join("act.log")).unwrap();
         std::fs::copy(INVENTORY, res.join("inventory.json")).unwrap();
-        let mut x = (name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut x = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+        }) | 1;
         let data: Vec<u8> = (0..noise)
             .map(|_| {
                 x ^= x << 13;
@@ -69,6 +71,7 @@ impl Lab {
             })
             .collect();
         std::fs::write(res.join("noise.bin"), data).unwrap();
+        std::fs::write(res.join("name.txt"), name).unwrap();
         let out = self.path(name);
         let r = storcert(&[
             "bundle",
@@ -893,4 +896,181 @@ fn a_collector_with_a_token_refuses_uploads_without_it() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(c.stored_bundles().len(), 1);
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Many clients at once, slow-loris heads, stalled bodies, oversized and
+/// garbage bodies, replays and a foreign key: the collector stays up,
+/// answers each with the right status, stores exactly the valid bundles
+/// once, and its memory stays bounded.
+#[test]
+fn the_collector_survives_load_and_abuse() {
+    let lab = Lab::new();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &[
+            "--max-body",
+            "1M",
+            "--max-uploads",
+            "4",
+            "--request-timeout",
+            "3s",
+            "--rate",
+            "100000",
+        ],
+        &[],
+    );
+    let host = c.addr.trim_start_matches("http://").to_string();
+    // 40 slow-loris connections: half a request head, then nothing.
+    let loris: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut s = TcpStream::connect(&host).unwrap();
+            s.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    // 6 stalled bodies: a whole head, then a byte now and then.
+    let stalled: Vec<_> = (0..6)
+        .map(|_| {
+            let host = host.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(&host).unwrap();
+                s.write_all(b"PUT /upload/s.tar.zst HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\n").unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+                let mut resp = Vec::new();
+                for _ in 0..60 {
+                    if s.write_all(b"x").is_err() {
+                        break;
+                    }
+                    let mut buf = [0u8; 512];
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            resp.extend_from_slice(&buf[..n]);
+                            break;
+                        }
+                        Err(_) => {}
+                    }
+                }
+                String::from_utf8_lossy(&resp).into_owned()
+            })
+        })
+        .collect();
+    // Valid uploads from 24 clients, 8 at a time (503s are retried).
+    let bundles: Vec<PathBuf> = (0..24)
+        .map(|i| lab.bundle(&format!("v{i}.tar.zst"), i % 2 == 0, 64 << 10))
+        .collect();
+    let started = Instant::now();
+    for chunk in bundles.chunks(8) {
+        let kids: Vec<_> = chunk
+            .iter()
+            .map(|b| {
+                Command::new(env!("CARGO_BIN_EXE_storcert"))
+                    .args([
+                        "upload",
+                        s(b),
+                        "--to",
+                        &c.upload_url(),
+                        "--allow-http",
+                        "--no-spool",
+                    ])
+                    .args(["--max-backoff", "1s", "--deadline", "60s"])
+                    .output_spawn()
+            })
+            .collect();
+        for k in kids {
+            let o = k.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+        }
+    }
+    let took = started.elapsed();
+    // Replays of every valid bundle: "already stored", no second copy.
+    for b in bundles.iter().take(4) {
+        let o = upload(&[s(b), "--to", &c.upload_url(), "--no-spool"]);
+        assert!(text(&o).contains("already stored"), "{}", text(&o));
+    }
+    // Oversized, garbage, foreign key.
+    let big = lab.bundle("big.tar.zst", true, 2 << 20);
+    assert!(text(&upload(&[s(&big), "--to", &c.upload_url(), "--no-spool"])).contains("413"));
+    for garbage in [&b"\x28\xb5\x2f\xfd garbage"[..], b"", &[0u8; 4096][..]] {
+        let (code, why) = http(
+            &c.addr,
+            "PUT",
+            "/upload/g.tar.zst",
+            &[
+                ("x-storcert-minisig", "dW50cnVzdGVkIGNvbW1lbnQ6IHgKeAp4Cng="),
+                ("x-storcert-intoto", "e30="),
+            ],
+            garbage,
+        );
+        assert!(code == 400 || code == 422, "{code} {why}");
+    }
+    let other = Lab::new();
+    let foreign = other.bundle("f.tar.zst", true, 0);
+    assert!(text(&upload(&[
+        s(&foreign),
+        "--to",
+        &c.upload_url(),
+        "--no-spool"
+    ]))
+    .contains("403"));
+    // The stalled bodies were cut off by the request deadline.
+    for h in stalled {
+        let resp = h.join().unwrap();
+        assert!(
+            resp.is_empty() || resp.contains(" 408 ") || resp.contains(" 503 "),
+            "{resp}"
+        );
+    }
+    // Exactly the valid bundles, once each; the collector is alive.
+    assert_eq!(c.stored_bundles().len(), 24);
+    assert_eq!(api_count(&c), 24);
+    // Slow-loris heads are dropped after the 10 s head deadline.
+    let mut first = loris.into_iter().next().unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let closed = match first.read(&mut buf) {
+        Ok(_) => true, // closed (0) or answered
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    };
+    assert!(
+        closed,
+        "a slow-loris connection was still open after the head deadline"
+    );
+    let peak = vm_hwm_kib(c.child.id());
+    println!(
+        "collector: 24 uploads in {:.1} s beside 40 slow-loris and 6 stalled clients; peak RSS {} MiB",
+        took.as_secs_f64(),
+        peak / 1024
+    );
+    // 4 upload slots × 1 MiB bodies, plus the runtime: far below 256 MiB.
+    assert!(peak < 256 * 1024, "peak RSS {peak} KiB");
+}
+
+trait SpawnOutput {
+    fn output_spawn(&mut self) -> Child;
+}
+
+impl SpawnOutput for Command {
+    fn output_spawn(&mut self) -> Child {
+        self.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
 }

@@ -44,15 +44,24 @@ pub struct Config {
     pub sync_interval: Duration,
     /// The bearer token uploads must carry, if one is set.
     pub token: Option<String>,
+    /// Uploads in progress at once (each holds its body in memory, so
+    /// this times the body limit bounds the memory); more get 503.
+    pub max_uploads: usize,
+    /// The longest an upload may take, body included (slow clients).
+    pub request_timeout: Duration,
 }
 
 pub struct Collector {
     cfg: Config,
+    uploads: Arc<tokio::sync::Semaphore>,
     buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
     last_sync: tokio::sync::Mutex<Option<Instant>>,
 }
 
 type Shared = Arc<Collector>;
+
+/// How long a client may take to send a request's head.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A refusal: status and a one-line reason (the body, as text).
 struct Refusal(StatusCode, String);
@@ -102,6 +111,7 @@ fn is_sha(s: &str) -> bool {
 impl Collector {
     pub fn new(cfg: Config) -> Shared {
         Arc::new(Collector {
+            uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_uploads.max(1))),
             cfg,
             buckets: Mutex::new(HashMap::new()),
             last_sync: tokio::sync::Mutex::new(None),
@@ -176,7 +186,9 @@ pub fn router(state: Shared) -> Router {
         .route("/download/{file}", get(download))
         .route(
             "/upload/{name}",
-            put(receive).layer(DefaultBodyLimit::max(max_body)),
+            put(receive).layer(DefaultBodyLimit::max(max_body)).layer(
+                axum::middleware::from_fn_with_state(state.clone(), upload_guard),
+            ),
         )
         .with_state(state)
 }
@@ -241,6 +253,37 @@ async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response
             .into_response(),
         Ok(None) => Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response(),
         Err(e) => internal(e).into_response(),
+    }
+}
+
+/// Before an upload's body is read: a free upload slot (else 503 with
+/// Retry-After, which clients retry) and a deadline for the whole request
+/// (else 408), so slow or stalled clients cannot hold memory or slots.
+async fn upload_guard(
+    State(c): State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Ok(_slot) = c.uploads.clone().try_acquire_owned() else {
+        let mut r = Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{} uploads in progress; try again", c.cfg.max_uploads),
+        )
+        .into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+        return r;
+    };
+    match tokio::time::timeout(c.cfg.request_timeout, next.run(req)).await {
+        Ok(r) => r,
+        Err(_) => Refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the upload took longer than {} s",
+                c.cfg.request_timeout.as_secs()
+            ),
+        )
+        .into_response(),
     }
 }
 
@@ -454,16 +497,24 @@ pub async fn serve(
         state.cfg.store.describe(),
         state.cfg.trusted.len()
     );
+    // Both on hyper-util's server, with a bound on reading the request
+    // head (slow-loris clients are dropped after it).
     match tls_config {
         Some(config) => {
-            axum_server::tls_rustls::from_tcp_rustls(listener, config)?
-                .serve(app)
-                .await?;
+            let mut server = axum_server::tls_rustls::from_tcp_rustls(listener, config)?;
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            server.serve(app).await?;
         }
         None => {
-            listener.set_nonblocking(true)?;
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            axum::serve(listener, app).await?;
+            let mut server = axum_server::from_tcp(listener)?;
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            server.serve(app).await?;
         }
     }
     Ok(())

@@ -32,6 +32,10 @@ pub fn run(a: CollectArgs) -> ExitCode {
         None => std::env::var("STORCERT_COLLECT_TOKEN").ok(),
     }
     .filter(|t| !t.is_empty());
+    let request_timeout = match humantime::parse_duration(&a.request_timeout) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("--request-timeout {:?}: {e}", a.request_timeout)),
+    };
     let store = match Store::open(&a.store) {
         Ok(s) => s,
         Err(e) => return fail(format!("{e:#}")),
@@ -58,6 +62,8 @@ pub fn run(a: CollectArgs) -> ExitCode {
         max_body,
         rate_per_minute: a.rate,
         token,
+        max_uploads: a.max_uploads,
+        request_timeout,
         sync_interval,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
