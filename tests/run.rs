@@ -91,7 +91,9 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     // Second start: resumes the same run.
     let out = run_cmd(&profile, &results, &key).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    // A verdict either way: loop devices on a busy host may miss ACT's
+    // limits, which is the workload's business, not this test's.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     assert!(err.contains("(resumed; start 2)"), "{err}");
     for l in [&la, &lb] {
         assert!(
@@ -137,7 +139,8 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let v = storcert(&["bundle", "verify", s(&bundle), "-p", s(&pubkey), "--json"]);
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
     let v: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
-    assert_eq!(v["summary"]["verdict"], "pass", "{v:#}");
+    let verdict = v["summary"]["verdict"].as_str().unwrap().to_string();
+    assert!(verdict == "pass" || verdict == "fail", "{v:#}");
     let bytes = std::fs::read(&bundle).unwrap();
     let files = storcert::bundle::unpack(&bytes).unwrap().files;
     for l in [&la, &lb] {
@@ -188,7 +191,10 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
             "section {id} missing"
         );
     }
-    assert!(dom.contains("id=\"banner\" class=\"v-pass\""), "banner");
+    assert!(
+        dom.contains(&format!("id=\"banner\" class=\"v-{verdict}\"")),
+        "banner"
+    );
     assert_eq!(
         dom.matches("<table class=\"act\"").count(),
         2,
@@ -207,7 +213,8 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
     // Markdown and text too.
     let md = storcert(&["report", s(&bundle), "--format", "md"]);
-    assert!(String::from_utf8_lossy(&md.stdout).contains("**Verdict: PASS**"));
+    let want = format!("**Verdict: {}**", verdict.to_uppercase());
+    assert!(String::from_utf8_lossy(&md.stdout).contains(&want));
 }
 
 fn chromium(args: &[&str]) -> String {
@@ -338,4 +345,128 @@ fn bad_profiles_are_refused_before_any_io() {
         "--show-profile",
     ]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("name = \"quick\""));
+}
+
+/// SIGKILL at many points of a multi-stage run (a fixed pseudo-random
+/// sequence, so a failure can be replayed): after each kill the journal
+/// still parses; after the last, the run finishes, and every stage the
+/// journal calls done has its results in the final, verified bundle.
+#[test]
+fn killed_at_many_points_every_finished_result_reaches_the_bundle() {
+    let t = tempfile::tempdir().unwrap();
+    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"kill-loop\"\nprogress_interval = \"1s\"\n[devices]\npaths = [\"{}\"]\n[health]\nenabled = true\n\
+             [act]\nprep = true\nstorage = [{{ load = \"1x\", duration = \"3s\" }}, {{ load = \"2x\", duration = \"3s\" }}]\n\
+             [stream]\nsize = \"16M\"\n",
+            a.dev
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let label = a.dev.trim_start_matches("/dev/").to_string();
+    let mut seed = 0x5eed_u64;
+    let mut kills = 0;
+    for i in 0..8u64 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // Random within a window that moves later each time, so kills land
+        // in every stage from prep to the bundle.
+        let delay = Duration::from_millis(300 + (seed >> 33) % 1500 + i * 600);
+        let mut child = run_cmd(&profile, &results, &key)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_some() {
+            break; // the run finished before this kill point
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+        // Whatever the moment, the journal is whole (durable writes).
+        if let Ok(cur) = std::fs::read_to_string(results.join("current")) {
+            let j = results.join(cur.trim()).join("journal.json");
+            if j.exists() {
+                let _: serde_json::Value = serde_json::from_slice(&std::fs::read(&j).unwrap())
+                    .unwrap_or_else(|e| panic!("torn journal after a kill at {delay:?}: {e}"));
+            }
+        }
+    }
+    assert!(kills >= 3, "only {kills} kills landed");
+    if results.join("current").exists() {
+        let out = run_cmd(&profile, &results, &key).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // A verdict either way (a loop device on a busy host may miss
+        // ACT's limits); never "could not run" or "interrupted".
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    }
+    let runs: Vec<_> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("run-"))
+        .collect();
+    assert_eq!(runs.len(), 1, "every start resumed the same run: {runs:?}");
+    let run_dir = results.join(&runs[0]);
+    let journal: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("journal.json")).unwrap()).unwrap();
+    assert!(journal["starts"].as_u64().unwrap() >= 2);
+    let prep = journal["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == format!("act prep {label}"))
+        .unwrap();
+    assert_eq!(prep["state"], "done");
+    let bundle = std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .unwrap();
+    let pubkey = format!("{}.pub", s(&key));
+    assert!(storcert(&["bundle", "verify", s(&bundle), "-p", &pubkey])
+        .status
+        .success());
+    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
+        .unwrap()
+        .files;
+    let expect = |id: &str| -> Vec<String> {
+        match id {
+            i if i.starts_with("act prep") => vec![format!("act/prep-{label}.json")],
+            i if i.starts_with("act 1x") => vec![
+                format!("act/{label}-1x.log"),
+                format!("act/{label}-1x.json"),
+            ],
+            i if i.starts_with("act 2x") => vec![
+                format!("act/{label}-2x.log"),
+                format!("act/{label}-2x.json"),
+            ],
+            "stream" => vec!["stream.json".into()],
+            "health before" => vec!["health-before.json".into()],
+            "health after" => vec!["health-after.json".into(), "health-diff.json".into()],
+            other => panic!("unexpected stage {other}"),
+        }
+    };
+    let stages = journal["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 6, "{stages:#?}");
+    for st in stages {
+        assert_eq!(st["state"], "done", "{st}");
+        for f in expect(st["id"].as_str().unwrap()) {
+            assert!(
+                files.contains_key(&format!("results/{f}")),
+                "{f} of {} missing",
+                st["id"]
+            );
+        }
+    }
+    println!(
+        "{kills} kills survived; the run resumed {} times",
+        journal["starts"].as_u64().unwrap() - 1
+    );
 }
