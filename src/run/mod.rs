@@ -181,11 +181,19 @@ fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec
     let all = d.select.as_deref() == Some("all");
     let overrides = crate::safety::Overrides::new(&d.destroy, None).map_err(|e| anyhow!(e))?;
     let mut out = Vec::new();
+    // Named paths by device number too: /dev/mapper/x, by-path links and
+    // nodes made without udev all name their disk that way.
+    let numbers: Vec<String> = d
+        .paths
+        .iter()
+        .filter_map(|p| crate::inventory::sysfs::devnum_of_path(Path::new(p)))
+        .collect();
     for disk in &inv.disks {
         let named = d
             .paths
             .iter()
             .any(|p| p == &disk.dev_path || disk.by_id.contains(p))
+            || numbers.contains(&disk.major_minor)
             || disk.serial.as_ref().is_some_and(|s| d.serials.contains(s))
             || disk
                 .model
@@ -212,12 +220,11 @@ fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec
         });
     }
     for path in &d.paths {
-        if !out.iter().any(|t| &t.path == path)
-            && !inv
-                .disks
-                .iter()
-                .any(|x| &x.dev_path == path || x.by_id.contains(path))
-        {
+        let number = crate::inventory::sysfs::devnum_of_path(Path::new(path));
+        let known = inv.disks.iter().any(|x| {
+            &x.dev_path == path || x.by_id.contains(path) || number.as_ref() == Some(&x.major_minor)
+        });
+        if !known {
             bail!("devices.paths: {path} is not a disk in the inventory");
         }
     }
@@ -377,15 +384,38 @@ fn act_run(
     timeline.flush()?;
     let result = result?;
     ctx.write(&format!("{base}.json"), &result)?;
+    use crate::act::runner::Outcome;
+    let errors: Vec<String> = result
+        .devices
+        .iter()
+        .filter(|d| d.read_errors + d.write_errors > 0)
+        .map(|d| {
+            format!(
+                "{}: {} read and {} write errors{}",
+                d.name,
+                d.read_errors,
+                d.write_errors,
+                d.first_errors
+                    .first()
+                    .map(|e| format!(", first: {e}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
     match &result.outcome {
-        crate::act::runner::Outcome::Completed => {
+        Outcome::Completed if errors.is_empty() => {
             Ok(format!("max lag {:.1} ms", result.max_lag_ms))
         }
-        crate::act::runner::Outcome::Interrupted => Ok("interrupted".into()),
-        other => Err(anyhow!(
-            "{}",
-            serde_json::to_string(other).unwrap_or_default()
+        Outcome::Completed => Err(anyhow!("{}", errors.join("; "))),
+        Outcome::Interrupted => Ok("interrupted".into()),
+        Outcome::DeviceErrors { errors: n } => Err(anyhow!(
+            "stopped after {n} device errors: {}",
+            errors.join("; ")
         )),
+        Outcome::StuckIo { device, seconds } => Err(anyhow!(
+            "an I/O on {device} did not complete in {seconds} s"
+        )),
+        Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
     }
 }
 
@@ -564,7 +594,29 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             let r = crate::stream::run(&spec, &ctx.stop)?;
             ctx.write("stream.json", &r)?;
             if r.failed() {
-                bail!("a stream pass failed (see stream.json)");
+                let why: Vec<String> = r
+                    .passes
+                    .iter()
+                    .flat_map(|p| {
+                        p.jobs.iter().filter_map(|j| {
+                            j.error.as_ref().map(|e| {
+                                format!(
+                                    "{} {}: {e}",
+                                    r.targets.get(j.target).map_or("?", |t| t.path.as_str()),
+                                    j.name
+                                )
+                            })
+                        })
+                    })
+                    .collect();
+                bail!(
+                    "a stream pass failed: {}",
+                    if why.is_empty() {
+                        "verify found bad blocks".into()
+                    } else {
+                        why.join("; ")
+                    }
+                );
             }
             Ok(String::new())
         })?;

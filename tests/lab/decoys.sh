@@ -1,0 +1,15 @@
+# Guest side of the decoy test: every disk but the one blank target holds
+# something the safety gate must refuse. Checksums before and after a
+# destructive "all eligible drives" run must agree.
+set -u
+insmod_all() { :; }
+mdadm --create /dev/md0 --level=1 --raid-devices=2 /dev/vdf missing --run --force --metadata=1.2 >> /results/setup.log 2>&1
+mdadm --stop /dev/md0 >> /results/setup.log 2>&1
+mkdir -p /mnt/ro
+mount -o ro -t ext4 /dev/vdh /mnt/ro >> /results/setup.log 2>&1 || echo "mount failed" >> /results/setup.log
+for d in /dev/vd?; do echo "$(sha256sum < $d | cut -d' ' -f1) $d"; done > /results/before.txt
+storcert run --profile /lab/decoy.toml --results /tmp/r --key /tmp/k.key --cmdline /dev/null --plain > /results/run.out 2> /results/run.err
+echo $? > /results/run.rc
+for d in /dev/vd?; do echo "$(sha256sum < $d | cut -d' ' -f1) $d"; done > /results/after.txt
+cp /tmp/r/run-*/targets.json /results/ 2>/dev/null
+grep -c . /proc/mounts > /dev/null

@@ -1,0 +1,22 @@
+# Device faults: a dm-flakey device that errors half the time, a dm-delay
+# device with 1.5 s of latency, and a SCSI disk deleted in the middle of a
+# two-drive run. Each run must end (no hang) with a verdict and a bundle.
+set -u
+export DM_DISABLE_UDEV=1
+N=$(blockdev --getsz /dev/vda)
+dmsetup create flaky --noudevsync --table "0 $N flakey /dev/vda 0 1 1" > /results/dm.log 2>&1
+N=$(blockdev --getsz /dev/vdb)
+dmsetup create slow --noudevsync --table "0 $N delay /dev/vdb 0 1500" >> /results/dm.log 2>&1
+dmsetup mknodes >> /results/dm.log 2>&1
+ls -l /dev/mapper >> /results/dm.log 2>&1
+for p in flaky slow unplug; do
+  if [ "$p" = unplug ]; then
+    ( sleep 6; echo 1 > /sys/block/sda/device/delete; echo "deleted sda" > /results/unplug.log ) &
+  fi
+  timeout 240 storcert run --profile /lab/$p.toml --results /tmp/$p --key /tmp/k.key --cmdline /dev/null --plain \
+    > /results/$p.out 2> /results/$p.err
+  echo $? > /results/$p.rc
+  mkdir -p /results/$p-bundle
+  cp /tmp/$p/spool/pending/*.tar.zst /results/$p-bundle/ 2>/dev/null
+done
+cp /tmp/k.key.pub /results/

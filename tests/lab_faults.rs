@@ -1,0 +1,221 @@
+//! Faults and decoys in the qemu lab (Debian's kernel, static binary):
+//! dm-flakey errors, dm-delay latency and a disk deleted mid-run end in a
+//! verdict and a bundle, never a hang; a destructive "all eligible drives"
+//! run leaves every decoy disk byte-identical; a power cut while a bundle
+//! is spooled to the stick leaves the whole bundle or none. Run through
+//! scripts/test (or `cargo test -- --ignored`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn lab(out: &Path, args: &[&str], guest: &str) -> std::process::ExitStatus {
+    let binary = repo().join("target/x86_64-unknown-linux-musl/release/storcert");
+    assert!(binary.exists(), "build the static binary first (scripts/build-static)");
+    let mut add = Vec::new();
+    for f in std::fs::read_dir(repo().join("tests/lab")).unwrap() {
+        let f = f.unwrap().path();
+        add.push("--add".to_string());
+        add.push(f.display().to_string());
+    }
+    Command::new(repo().join("scripts/lab"))
+        .arg("--out")
+        .arg(out)
+        .args(&add)
+        .args(args)
+        .args(["--", guest])
+        .status()
+        .expect("scripts/lab")
+}
+
+fn sh(cmd: &str) {
+    let st = Command::new("sh").arg("-c").arg(cmd).status().unwrap();
+    assert!(st.success(), "{cmd}");
+}
+
+fn sha(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn sums(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(h, d)| (d.to_string(), h.to_string()))
+        .collect()
+}
+
+#[test]
+#[ignore = "boots a qemu guest; run through scripts/test or with --ignored"]
+fn a_destructive_run_leaves_every_decoy_disk_byte_identical() {
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    let mb = |n: &str, size: u64| {
+        let f = std::fs::File::create(d(n)).unwrap();
+        f.set_len(size << 20).unwrap();
+    };
+    for (n, s) in [("blank", 64), ("ext4", 64), ("xfs", 320), ("lvm", 64), ("swap", 64), ("md", 64), ("gpt", 64), ("mounted", 64)] {
+        mb(n, s);
+    }
+    let p = |n: &str| d(n).display().to_string();
+    sh(&format!("mkfs.ext4 -q -F {}", p("ext4")));
+    sh(&format!("mkfs.xfs -q -f {}", p("xfs")));
+    sh(&format!("L=$(losetup -f --show {}) && pvcreate -qq -ff -y $L 3>&- 4>&- 5>&-; r=$?; losetup -d $L; exit $r", p("lvm")));
+    sh(&format!("mkswap -q {}", p("swap")));
+    sh(&format!("sgdisk -q -n 1:2048:+16M -n 2:0:0 {}", p("gpt")));
+    sh(&format!("mkfs.ext4 -q -F {} && echo data | debugfs -w -R 'write /dev/stdin note' {} >/dev/null 2>&1 || true", p("mounted"), p("mounted")));
+    let names = ["blank", "ext4", "xfs", "lvm", "swap", "md", "gpt", "mounted"];
+    let before: Vec<String> = names.iter().map(|n| sha(&d(n))).collect();
+    let out = d("out");
+    let mut args: Vec<String> = vec!["--only-disks".into(), "--timeout".into(), "400".into()];
+    for n in names {
+        args.push("--disk".into());
+        args.push(format!("{},serial=DECOY-{}", p(n), n.to_uppercase()));
+    }
+    args.extend(["--modules", "ext4 md_mod raid1", "--bin", "/usr/sbin/mdadm"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert!(lab(&out, &args, "sh /lab/decoys.sh").success());
+    let r = out.join("results");
+    let setup = std::fs::read_to_string(r.join("setup.log")).unwrap_or_default();
+    let err = read(&r.join("run.err"));
+    // The run found exactly one eligible disk and refused every decoy.
+    let targets: serde_json::Value = serde_json::from_str(&read(&r.join("targets.json"))).unwrap();
+    assert_eq!(targets.as_array().unwrap().len(), 1, "{targets}\n{err}");
+    assert_eq!(targets[0]["path"], "/dev/vda", "{err}");
+    for (dev, why) in [
+        ("vdb", "ext2/3/4"),
+        ("vdc", "xfs"),
+        ("vdd", "LVM2"),
+        ("vde", "swap"),
+        ("vdf", "mdraid"),
+        ("vdg", "partition"),
+        ("vdh", "mounted"),
+    ] {
+        let line = err.lines().find(|l| l.starts_with(&format!("skipping /dev/{dev}"))).unwrap_or_else(|| panic!("/dev/{dev} not refused:\n{err}\n{setup}"));
+        assert!(line.contains(why), "{line}");
+    }
+    // Byte-identical, seen from inside the guest and on the host.
+    let (b, a) = (sums(&read(&r.join("before.txt"))), sums(&read(&r.join("after.txt"))));
+    for dev in ["/dev/vdb", "/dev/vdc", "/dev/vdd", "/dev/vde", "/dev/vdf", "/dev/vdg", "/dev/vdh"] {
+        assert_eq!(b.get(dev), a.get(dev), "{dev} changed in the guest");
+    }
+    assert_ne!(b.get("/dev/vda"), a.get("/dev/vda"), "the target was written");
+    let mut unchanged = 0u64;
+    for (i, n) in names.iter().enumerate().skip(1) {
+        if *n == "md" {
+            continue; // its superblock was written in the guest, before the run
+        }
+        assert_eq!(sha(&d(n)), before[i], "{n} changed on the host");
+        unchanged += std::fs::metadata(d(n)).unwrap().len();
+    }
+    println!("decoys: 7 refused, {} MiB of decoy images byte-identical", unchanged >> 20);
+}
+
+#[test]
+#[ignore = "boots a qemu guest; run through scripts/test or with --ignored"]
+fn a_power_cut_while_spooling_leaves_the_whole_bundle_or_none() {
+    let t = tempfile::tempdir().unwrap();
+    let mut outcomes = Vec::new();
+    for delay in ["300", "900", "2000"] {
+        let stick = t.path().join(format!("stick-{delay}.img"));
+        sh(&format!("mkfs.vfat -n STORCERT -C {} 98304 >/dev/null", stick.display()));
+        let out = t.path().join(format!("cut-{delay}"));
+        let disk = format!("{},serial=STICK", stick.display());
+        let mods = "vfat nls_cp437 nls_ascii nls_utf8";
+        let st = lab(&out, &["--only-disks", "--disk", &disk, "--modules", mods, "--quit-on", "SPOOL-NOW", "--quit-delay", delay], "sh /lab/spool-cut.sh");
+        assert!(st.success(), "first boot");
+        let out2 = t.path().join(format!("check-{delay}"));
+        let st = lab(&out2, &["--only-disks", "--disk", &disk, "--modules", mods], "sh /lab/spool-check.sh");
+        assert!(st.success(), "second boot");
+        let r = out2.join("results");
+        let before = read(&r.join("pending-before.txt"));
+        let after = read(&r.join("pending-after.txt"));
+        assert!(!after.contains(".tmp"), "a torn temporary survived the spool's opening:\n{after}");
+        let bundles = after.lines().filter(|l| l.ends_with(".tar.zst")).count();
+        match bundles {
+            0 => outcomes.push(format!("{delay} ms: none")),
+            1 => {
+                assert_eq!(read(&r.join("verify.rc")).trim(), "0", "{}", read(&r.join("verify.out")));
+                outcomes.push(format!("{delay} ms: whole"));
+            }
+            n => panic!("{n} bundles in the spool"),
+        }
+        if before.contains(".tmp") {
+            outcomes.push(format!("{delay} ms: torn temporary removed"));
+        }
+    }
+    println!("power cuts: {}", outcomes.join(", "));
+}
+
+#[test]
+#[ignore = "boots a qemu guest; run through scripts/test or with --ignored"]
+fn device_faults_end_in_a_verdict_and_a_bundle_never_a_hang() {
+    let t = tempfile::tempdir().unwrap();
+    let img = |n: &str| {
+        let p = t.path().join(n);
+        std::fs::File::create(&p).unwrap().set_len(128 << 20).unwrap();
+        p.display().to_string()
+    };
+    let (flaky, slow, healthy, scsi) = (img("flaky"), img("slow"), img("healthy"), img("scsi"));
+    let out = t.path().join("out");
+    let args = [
+        "--only-disks",
+        "--timeout", "600",
+        "--disk", &format!("{flaky},serial=FLAKY"),
+        "--disk", &format!("{slow},serial=SLOW"),
+        "--disk", &format!("{healthy},serial=HEALTHY"),
+        "--disk", &format!("{scsi},if=scsi,serial=UNPLUG"),
+        "--modules", "dm_mod dm_flakey dm_delay virtio_scsi",
+        "--bin", "/usr/sbin/dmsetup",
+    ];
+    assert!(lab(&out, &args, "sh /lab/faults.sh").success());
+    let r = out.join("results");
+    let dm = std::fs::read_to_string(r.join("dm.log")).unwrap_or_default();
+    let key = r.join("k.key.pub");
+    let verify = |name: &str| -> serde_json::Value {
+        let dir = r.join(format!("{name}-bundle"));
+        let bundle = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{name}: no bundle ({e}):\n{}\n{dm}", read(&r.join(format!("{name}.err")))))
+            .next()
+            .unwrap_or_else(|| panic!("{name}: no bundle:\n{}\n{dm}", read(&r.join(format!("{name}.err")))))
+            .unwrap()
+            .path();
+        let o = Command::new(env!("CARGO_BIN_EXE_storcert"))
+            .args(["bundle", "verify"])
+            .arg(&bundle)
+            .arg("-p")
+            .arg(&key)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // dm-flakey: errors counted with the device named; FAIL; a bundle.
+    assert_eq!(read(&r.join("flaky.rc")).trim(), "1", "{}", read(&r.join("flaky.err")));
+    let v = verify("flaky");
+    assert_eq!(v["summary"]["verdict"], "fail");
+    let reasons = v["summary"]["reasons"].to_string();
+    assert!(reasons.contains("/dev/dm-0") && reasons.contains("errors"), "{reasons}");
+    // dm-delay: the latency is reported (ACT's limits fail), no hang.
+    assert_eq!(read(&r.join("slow.rc")).trim(), "1", "{}", read(&r.join("slow.err")));
+    let v = verify("slow");
+    assert!(v["summary"]["reasons"].to_string().contains("> 64 ms"), "{v:#}");
+    // The deleted disk is reported; the other drive finished its run.
+    assert!(read(&r.join("unplug.log")).contains("deleted sda"));
+    assert_eq!(read(&r.join("unplug.rc")).trim(), "1", "{}", read(&r.join("unplug.err")));
+    let v = verify("unplug");
+    let drives = v["summary"]["drives"].as_array().unwrap();
+    let verdict = |dev: &str| drives.iter().find(|d| d["device"] == dev).map(|d| d["verdict"].as_str().unwrap().to_string());
+    assert_eq!(verdict("/dev/sda").as_deref(), Some("fail"), "{v:#}");
+    assert_eq!(verdict("/dev/vdc").as_deref(), Some("pass"), "{v:#}");
+    println!("faults: dm-flakey errors, dm-delay 1.5 s, hot-unplug: each a FAIL verdict and a verified bundle");
+}
