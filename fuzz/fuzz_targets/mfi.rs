@@ -1,14 +1,3 @@
-//! MegaRAID MFI DCMD replies: controller info, LD list/info, config, PD
-//! list/info.
+//! MegaRAID MFI replies: controller, LD, PD, config (see storcert::fuzz::mfi).
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use storcert::passthrough::mfi;
-
-fuzz_target!(|data: &[u8]| {
-    let _ = mfi::decode_ctrl_info(data);
-    let _ = mfi::decode_ld_list(data);
-    let _ = mfi::decode_ld_info(data);
-    let _ = mfi::decode_config(data);
-    let _ = mfi::decode_pd_list(data);
-    let _ = mfi::decode_pd_info(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| storcert::fuzz::mfi(data));

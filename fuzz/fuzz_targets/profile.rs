@@ -1,12 +1,3 @@
-//! `storcert run` profiles.
+//! storcert run profiles (see storcert::fuzz::profile).
 #![no_main]
-use libfuzzer_sys::fuzz_target;
-use storcert::run::profile::Profile;
-
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(p) = Profile::parse(text, "fuzz.toml") {
-            let _ = p.timed_seconds();
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| storcert::fuzz::profile(data));

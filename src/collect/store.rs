@@ -71,7 +71,7 @@ impl Store {
                 let path = dir.join(key);
                 tokio::task::spawn_blocking(move || {
                     if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent)?;
+                        crate::commands::create_dir_durably(parent)?;
                     }
                     crate::commands::write_durably(&path, &data)
                 })

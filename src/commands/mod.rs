@@ -80,6 +80,27 @@ fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()
     std::fs::File::open(dir)?.sync_all()
 }
 
+/// Creates `dir` and any missing parents so that they survive a power
+/// cut: each new folder's parent is fsynced after the folder is made (a
+/// fresh folder on vfat is otherwise lost with everything written in it).
+pub fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    create_dir_durably(parent)?;
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    std::fs::File::open(dir)?.sync_all()?;
+    std::fs::File::open(parent)?.sync_all()
+}
+
 /// A result as pretty JSON through `write_durably`.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
@@ -159,5 +180,10 @@ mod tests {
         assert!(!Path::new("/dev/null.tmp").exists());
         // A folder that does not exist: an error, not a panic.
         assert!(write_durably(&dir.path().join("missing/r.json"), "x").is_err());
+        // Folders made durably, parents included; existing ones are fine.
+        let deep = dir.path().join("a/b/c");
+        create_dir_durably(&deep).unwrap();
+        create_dir_durably(&deep).unwrap();
+        assert!(deep.is_dir());
     }
 }

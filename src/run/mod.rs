@@ -121,7 +121,8 @@ fn results_root(opts: &Options) -> PathBuf {
 /// The run folder: the unfinished run of the same profile (resumed), or a
 /// new one.
 fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journal, bool)> {
-    std::fs::create_dir_all(root).with_context(|| format!("results folder {}", root.display()))?;
+    crate::commands::create_dir_durably(root)
+        .with_context(|| format!("results folder {}", root.display()))?;
     let marker = root.join(CURRENT);
     if let Ok(name) = std::fs::read_to_string(&marker) {
         let dir = root.join(name.trim());
@@ -155,7 +156,7 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
         name = format!("run-{stamp}-{n}");
     }
     let dir = root.join(&name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
+    crate::commands::create_dir_durably(&dir).with_context(|| format!("{}", dir.display()))?;
     let j = Journal::new(&dir, &opts.profile.name, digest, &opts.source);
     j.save().map_err(|e| anyhow!(e))?;
     crate::commands::write_durably(&marker, format!("{name}\n"))
@@ -330,7 +331,7 @@ impl Ctx<'_> {
     fn write(&self, rel: &str, value: &impl Serialize) -> Result<()> {
         let path = self.path(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            crate::commands::create_dir_durably(parent)?;
         }
         write_json(&path, value).with_context(|| format!("{}", path.display()))
     }
@@ -338,7 +339,7 @@ impl Ctx<'_> {
 
 fn file(path: &Path) -> Result<BufWriter<std::fs::File>> {
     if let Some(p) = path.parent() {
-        std::fs::create_dir_all(p)?;
+        crate::commands::create_dir_durably(p)?;
     }
     Ok(BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
@@ -852,7 +853,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         .unwrap_or(Path::new("."))
         .join("bundles")
         .join(&bundle_name);
-    std::fs::create_dir_all(out.parent().expect("has a parent"))?;
+    crate::commands::create_dir_durably(out.parent().expect("has a parent"))?;
     let created = crate::commands::bundle::create_signed(&ctx.dir, &out, Some(&key))
         .map_err(|e| anyhow!(e))?;
     let spooled = spool.put(&out)?;

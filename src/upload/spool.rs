@@ -46,7 +46,7 @@ fn sync_dir(dir: &Path) -> Result<()> {
 impl Spool {
     pub fn open(dir: &Path) -> Result<Spool> {
         for sub in ["pending", "sent"] {
-            std::fs::create_dir_all(dir.join(sub))
+            crate::commands::create_dir_durably(&dir.join(sub))
                 .with_context(|| format!("{}", dir.join(sub).display()))?;
         }
         let spool = Spool {

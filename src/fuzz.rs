@@ -1,0 +1,284 @@
+//! Entry points of the fuzz targets (fuzz/fuzz_targets/*), one per parser
+//! that reads outside input. They live here so that the committed seeds
+//! and every input a fuzzer once crashed on are replayed by the ordinary
+//! test suite (tests/fuzz_inputs.rs) through the very same code.
+#![doc(hidden)]
+
+use std::sync::OnceLock;
+
+use crate::act::analyze::{analyze, Options};
+use crate::act::config::{IndexConfig, StorageConfig};
+use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
+use crate::passthrough::{ata, mfi, nvme, scsi};
+
+pub fn act_config(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(c) = StorageConfig::parse(text, "fuzz") {
+            let _ = c.echo();
+        }
+        if let Ok(c) = IndexConfig::parse(text, "fuzz") {
+            let _ = c.echo();
+        }
+    }
+}
+
+pub fn act_log(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for (slice, start_bucket, extra) in [(3600, 0, false), (1, 10, true)] {
+        let opts = Options {
+            log: "fuzz.log".into(),
+            slice,
+            start_bucket,
+            extra,
+            ..Options::default()
+        };
+        if let Ok(a) = analyze(&text, &opts, "-l fuzz.log") {
+            let _ = a.verdict_text();
+        }
+    }
+}
+
+pub fn policy(data: &[u8]) {
+    static INVENTORY: OnceLock<crate::inventory::model::Inventory> = OnceLock::new();
+    let inv = INVENTORY.get_or_init(|| {
+        serde_json::from_str(include_str!("../tests/fixtures/qemu-lab/inventory.json"))
+            .expect("the recorded inventory parses")
+    });
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(p) = crate::policy::Policy::parse(text, "fuzz.toml") {
+            let _ = crate::policy::check::check(&p, inv);
+        }
+    }
+}
+
+pub fn profile(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(p) = crate::run::profile::Profile::parse(text, "fuzz.toml") {
+            let _ = p.timed_seconds();
+        }
+    }
+}
+
+pub fn cmdline(data: &[u8]) {
+    use crate::run::source::{resolve, Cmdline};
+    let text = String::from_utf8_lossy(data);
+    if let Ok(c) = Cmdline::parse(&text) {
+        // Only built-in or absent profiles: a URL would reach the network.
+        let local = c
+            .profile
+            .as_deref()
+            .is_none_or(|p| crate::run::profile::Profile::built_in(p).is_some());
+        if local {
+            let _ = resolve(None, &c, None);
+        }
+    }
+}
+
+struct Seed {
+    bytes: Vec<u8>,
+    minisig: String,
+    envelope: String,
+    key: PublicKey,
+}
+
+fn seed() -> &'static Seed {
+    static SEED: OnceLock<Seed> = OnceLock::new();
+    SEED.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("storcert-fuzz-seed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("note.json"), "{\"a\": 1}").expect("write");
+        std::fs::write(
+            dir.join("system.json"),
+            "{\"schema_version\":1,\"dmi\":{},\"cpu_count\":1,\"storcert_version\":\"0\"}",
+        )
+        .expect("write");
+        let c = bundle::create(&dir).expect("a bundle");
+        let _ = std::fs::remove_dir_all(&dir);
+        let key = SecretKey::generate();
+        let s = bundle::sign(&c.bytes, "f.tar.zst", &c.summary, &key);
+        Seed {
+            bytes: c.bytes,
+            minisig: s.minisig,
+            envelope: s.envelope,
+            key: key.public(),
+        }
+    })
+}
+
+/// The first byte picks what is fuzzed; the other parts are a valid
+/// signed bundle's. A changed part must never verify.
+pub fn bundle(data: &[u8]) {
+    let s = seed();
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let keys = [s.key.clone()];
+    match mode % 4 {
+        0 => {
+            let r = bundle::verify(rest, &s.minisig, &s.envelope, &keys);
+            assert!(
+                r.is_err() || rest == s.bytes.as_slice(),
+                "a changed bundle verified"
+            );
+        }
+        1 => {
+            let text = String::from_utf8_lossy(rest);
+            let r = bundle::verify(&s.bytes, &text, &s.envelope, &keys);
+            assert!(
+                r.is_err() || text == s.minisig,
+                "a changed signature verified"
+            );
+        }
+        2 => {
+            let text = String::from_utf8_lossy(rest);
+            let r = bundle::verify(&s.bytes, &s.minisig, &text, &keys);
+            assert!(
+                r.is_err() || text == s.envelope,
+                "a changed envelope verified"
+            );
+        }
+        _ => {
+            let _ = bundle::unpack(rest);
+            let _ = PublicKey::parse_many(&String::from_utf8_lossy(rest));
+            let _ = SecretKey::parse_file(&String::from_utf8_lossy(rest));
+        }
+    }
+}
+
+struct World {
+    rt: tokio::runtime::Runtime,
+    router: axum::Router,
+    store: std::path::PathBuf,
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        use crate::collect::{self, index::Index, store::Store};
+        let dir =
+            std::env::temp_dir().join(format!("storcert-fuzz-collect-{}", std::process::id()));
+        let store = dir.join("store");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let key = SecretKey::generate();
+        let state = collect::Collector::new(collect::Config {
+            store: Store::open(store.to_str().expect("utf-8")).expect("store"),
+            index: Index::open(&dir.join("index.sqlite")).expect("index"),
+            trusted: vec![key.public()],
+            max_body: 1 << 20,
+            rate_per_minute: u32::MAX,
+            sync_interval: std::time::Duration::from_secs(3600),
+            token: None,
+            max_uploads: 4,
+            request_timeout: std::time::Duration::from_secs(10),
+        });
+        World {
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
+            router: collect::router(state),
+            store,
+        }
+    })
+}
+
+/// A request to the collector: a method line, a path line, header lines,
+/// an empty line, then the body. Nothing fuzzed carries a trusted
+/// signature, so nothing may ever be stored.
+pub fn collect_request(data: &[u8]) {
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use axum::http::Request;
+    use tower::ServiceExt;
+    let w = world();
+    let end = data
+        .windows(2)
+        .position(|x| x == b"\n\n")
+        .unwrap_or(data.len());
+    let head = String::from_utf8_lossy(&data[..end]);
+    let body = data.get(end + 2..).unwrap_or(&[]).to_vec();
+    let mut lines = head.lines();
+    let method = match lines.next().unwrap_or("") {
+        "GET" => "GET",
+        "POST" => "POST",
+        "DELETE" => "DELETE",
+        _ => "PUT",
+    };
+    let path = lines.next().unwrap_or("/");
+    let mut req = Request::builder()
+        .method(method)
+        .uri(if path.starts_with('/') { path } else { "/" });
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            req = req.header(k.trim(), v.trim());
+        }
+    }
+    let Ok(mut req) = req.body(Body::from(body)) else {
+        return;
+    };
+    req.extensions_mut()
+        .insert(ConnectInfo(std::net::SocketAddr::from(([127, 0, 0, 1], 9))));
+    let resp =
+        w.rt.block_on(w.router.clone().oneshot(req))
+            .expect("the router answers");
+    assert!(
+        !(resp.status().is_success() && method == "PUT"),
+        "a fuzzed upload was accepted"
+    );
+    let stored = std::fs::read_dir(w.store.join("bundles"))
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false);
+    assert!(!stored, "a fuzzed upload was stored");
+}
+
+pub fn scsi(data: &[u8]) {
+    let _ = scsi::decode_inquiry(data);
+    let _ = scsi::decode_vpd_serial(data);
+    let _ = scsi::decode_vpd_device_ids(data);
+    let _ = scsi::decode_caching_page(data);
+    let _ = scsi::caching_select_params(data, true);
+    let _ = scsi::decode_temperature_log(data);
+    let _ = scsi::decode_ie_log(data);
+}
+
+pub fn ata(data: &[u8]) {
+    let _ = ata::decode_identify(data);
+    let _ = ata::decode_smart_data(data);
+    if data.len() >= 2 {
+        let _ = ata::decode_smart_status(data[0], data[1]);
+    }
+}
+
+pub fn nvme(data: &[u8]) {
+    let _ = nvme::decode_identify_controller(data);
+    let _ = nvme::decode_identify_namespace(data);
+    let _ = nvme::decode_smart_log(data);
+    let _ = nvme::decode_ocp_smart(data);
+}
+
+pub fn mfi(data: &[u8]) {
+    let _ = mfi::decode_ctrl_info(data);
+    let _ = mfi::decode_ld_list(data);
+    let _ = mfi::decode_ld_info(data);
+    let _ = mfi::decode_config(data);
+    let _ = mfi::decode_pd_list(data);
+    let _ = mfi::decode_pd_info(data);
+}
+
+/// A fuzz target's entry point.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, for the replay test and scripts.
+pub const TARGETS: [(&str, Target); 11] = [
+    ("act_config", act_config),
+    ("act_log", act_log),
+    ("policy", policy),
+    ("profile", profile),
+    ("cmdline", cmdline),
+    ("bundle", bundle),
+    ("collect_request", collect_request),
+    ("scsi", scsi),
+    ("ata", ata),
+    ("nvme", nvme),
+    ("mfi", mfi),
+];
