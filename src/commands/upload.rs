@@ -49,11 +49,6 @@ pub fn run(a: UploadArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let deadline = Instant::now() + opts.deadline;
-    let client = match upload::Client::new(opts) {
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
     // With a spool, the given files are placed in it first (so they are
     // safe before any byte leaves), and pending ones go out oldest first.
     let spool_dir = match (&a.spool, a.no_spool) {
@@ -85,6 +80,12 @@ pub fn run(a: UploadArgs) -> ExitCode {
         }
         None => queue.extend(a.files.iter().cloned()),
     }
+    // The client only after the files are safe in the spool.
+    let deadline = Instant::now() + opts.deadline;
+    let client = match upload::Client::new(opts) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
     if queue.is_empty() {
         eprintln!("storcert upload: nothing to send");
         return ExitCode::SUCCESS;

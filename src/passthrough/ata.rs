@@ -65,10 +65,28 @@ pub fn decode_identify(buf: &[u8]) -> Result<Identify, PassthroughError> {
     if valid(w106) {
         if w106 & (1 << 12) != 0 {
             let words = (word(buf, 117) as u32) | ((word(buf, 118) as u32) << 16);
-            logical = words * 2;
+            logical = words
+                .checked_mul(2)
+                .filter(|b| (512..=1 << 20).contains(b))
+                .ok_or_else(|| {
+                    PassthroughError::malformed(
+                        "ATA IDENTIFY",
+                        format!(
+                            "words 117-118 give an implausible logical sector of {words} words"
+                        ),
+                    )
+                })?;
         }
         physical = if w106 & (1 << 13) != 0 {
-            logical << (w106 & 0x0f)
+            logical
+                .checked_shl((w106 & 0x0f) as u32)
+                .filter(|b| *b <= 1 << 24)
+                .ok_or_else(|| {
+                    PassthroughError::malformed(
+                        "ATA IDENTIFY",
+                        "word 106 gives an implausible physical sector size",
+                    )
+                })?
         } else {
             logical
         };

@@ -273,6 +273,12 @@ pub fn caching_select_params(sense_reply: &[u8], wce: bool) -> Result<Vec<u8>, P
         ));
     }
     let len = sense_reply[start + 1] as usize + 2;
+    if len < 3 {
+        return Err(PassthroughError::malformed(
+            OP,
+            "the caching page has no flags byte",
+        ));
+    }
     need_len(OP, sense_reply, start + len)?;
     let mut params = vec![0u8; 8];
     let mut page = sense_reply[start..start + len].to_vec();

@@ -91,10 +91,13 @@ impl Client {
             u.set_path(&format!("{}/", url.path()));
             u
         };
-        let mut b = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .read_timeout(Duration::from_secs(60))
-            .user_agent(concat!("storcert/", env!("CARGO_PKG_VERSION")));
+        let builder = || {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .read_timeout(Duration::from_secs(60))
+                .user_agent(concat!("storcert/", env!("CARGO_PKG_VERSION")))
+        };
+        let mut b = builder();
         if !opts.pins.is_empty() {
             b = b.tls_backend_preconfigured(tls::pinned_config(opts.pins.clone()));
         } else if let Some(ca) = &opts.ca_file {
@@ -106,7 +109,21 @@ impl Client {
             }
             b = b.tls_certs_only(certs);
         }
-        let http = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let http = match b.build() {
+            Ok(c) => c,
+            // The system's roots are missing (a minimal boot image without
+            // ca-certificates): Mozilla's roots, built in, instead.
+            Err(_) if opts.pins.is_empty() && opts.ca_file.is_none() => {
+                let roots = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+                    .iter()
+                    .filter_map(|c| reqwest::Certificate::from_der(c.as_ref()).ok());
+                builder()
+                    .tls_certs_only(roots)
+                    .build()
+                    .map_err(|e| format!("HTTP client: {}", error_chain(&e)))?
+            }
+            Err(e) => return Err(format!("HTTP client: {}", error_chain(&e))),
+        };
         Ok(Client {
             http,
             opts,
