@@ -73,6 +73,11 @@ fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()
     f.sync_all()?;
     drop(f);
     std::fs::rename(&tmp, path)?;
+    // vfat writes a renamed file's new directory entry with size 0 and no
+    // first cluster until the file itself is written back: without this
+    // second fsync a power cut leaves an empty file under the final name
+    // (found by the lab's power-cut test on a STORCERT stick).
+    std::fs::File::open(path)?.sync_all()?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -43,6 +43,12 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("{}", dir.display()))
 }
 
+fn sync_file(path: &Path) -> Result<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .with_context(|| format!("{}", path.display()))
+}
+
 impl Spool {
     pub fn open(dir: &Path) -> Result<Spool> {
         for sub in ["pending", "sent"] {
@@ -131,12 +137,16 @@ impl Spool {
         let name = pending.file_name().context("bundle path has no name")?;
         let dest = self.sent_dir().join(name);
         std::fs::rename(pending, &dest).with_context(|| format!("{}", pending.display()))?;
+        // A renamed file is fsynced again: vfat writes its new entry's
+        // size and first cluster only then (see write_durably).
+        sync_file(&dest)?;
         for (src, dst) in [
             (bundle::minisig_path(pending), bundle::minisig_path(&dest)),
             (bundle::envelope_path(pending), bundle::envelope_path(&dest)),
         ] {
             if src.exists() {
                 std::fs::rename(&src, &dst).with_context(|| format!("{}", src.display()))?;
+                sync_file(&dst)?;
             }
         }
         sync_dir(&self.sent_dir())?;
