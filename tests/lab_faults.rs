@@ -321,8 +321,9 @@ fn device_faults_end_in_a_verdict_and_a_bundle_never_a_hang() {
         read(&r.join("slow.err"))
     );
     let v = verify("slow");
+    let why = v["summary"]["reasons"].to_string();
     assert!(
-        v["summary"]["reasons"].to_string().contains("> 64 ms"),
+        why.contains("> 64 ms") || why.contains("could not keep up"),
         "{v:#}"
     );
     // The deleted disk is reported; the other drive finished its run.

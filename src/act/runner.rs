@@ -529,6 +529,27 @@ pub fn run(
     for line in error_lines.drain(..) {
         writeln!(sinks.log, "{line}")?;
     }
+    // A run in which requests went out on time but most never came back
+    // (a device stalling every I/O for seconds) has empty histograms and
+    // would pass act_latency.py's rules; ACT never sees this because it
+    // only watches the issue lag. Fewer than half the requests a stream
+    // should have completed is "could not keep up".
+    if outcome == Outcome::Completed {
+        let secs = elapsed.as_secs_f64();
+        if let Some(s) = streams.iter().find(|s| {
+            let expected = s.spec.rate * secs;
+            expected >= 10.0 && (s.completed as f64) < expected / 2.0
+        }) {
+            outcome = Outcome::CouldNotKeepUp {
+                stream: format!(
+                    "{} ({} of {:.0} completed)",
+                    s.spec.label,
+                    s.completed,
+                    s.spec.rate * secs
+                ),
+            };
+        }
+    }
     match &outcome {
         Outcome::CouldNotKeepUp { stream } => {
             writeln!(sinks.log, "ERROR: {stream} can't keep up")?;

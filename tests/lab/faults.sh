@@ -17,6 +17,6 @@ for p in flaky slow unplug; do
     > /results/$p.out 2> /results/$p.err
   echo $? > /results/$p.rc
   mkdir -p /results/$p-bundle
-  cp /tmp/$p/spool/pending/*.tar.zst /results/$p-bundle/ 2>/dev/null
+  cp /tmp/$p/spool/pending/* /results/$p-bundle/ 2>/dev/null
 done
 cp /tmp/k.key.pub /results/
