@@ -130,8 +130,28 @@ fn classify(path: &str, data: &[u8]) -> Artefact {
     }
 }
 
+/// ACT's hourly slices; a run shorter than an hour is judged as one slice
+/// of its whole length (act_latency.py needs a whole slice of data).
+pub fn judging_slice(text: &str) -> u64 {
+    let last = text
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("after ")?
+                .strip_suffix(" sec:")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0);
+    if last > 0 && last < 3600 {
+        last
+    } else {
+        3600
+    }
+}
+
 /// Loads and devices from an ACT log's configuration echo.
-fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
+pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
     let mut devices = Vec::new();
     let mut reads = None;
     for line in text.lines().take(200) {
@@ -324,21 +344,9 @@ impl Builder {
         let s = &mut self.summary;
         let text = String::from_utf8_lossy(data);
         let (devices, load) = act_log_setup(&text);
-        // ACT's hourly slices; a run shorter than an hour is judged
-        // as one slice of its whole length.
-        let last = text
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("after ")?
-                    .strip_suffix(" sec:")?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .max()
-            .unwrap_or(0);
         let opts = analyze::Options {
             log: path.to_string(),
-            slice: if last > 0 && last < 3600 { last } else { 3600 },
+            slice: judging_slice(&text),
             ..analyze::Options::default()
         };
         let load_text = load.map(|l| {

@@ -196,43 +196,18 @@ impl Report {
 /// logs shown at the 1.024-65.536 ms edges, the ms-equivalent columns).
 fn act_section(path: &str, data: &[u8], files: &BTreeMap<String, Vec<u8>>) -> Option<ActSection> {
     let text = String::from_utf8_lossy(data);
-    let last = text
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("after ")?
-                .strip_suffix(" sec:")?
-                .parse::<u64>()
-                .ok()
-        })
-        .max()
-        .unwrap_or(0);
     let micro = text
         .lines()
         .take(60)
         .any(|l| l.trim() == "microsecond-histograms: yes");
     let opts = analyze::Options {
         log: path.to_string(),
-        slice: if last > 0 && last < 3600 { last } else { 3600 },
+        slice: crate::bundle::summary::judging_slice(&text),
         start_bucket: if micro { 10 } else { 0 },
         ..analyze::Options::default()
     };
     let analysis = analyze::analyze(&text, &opts, path).ok()?;
-    let mut devices = Vec::new();
-    let mut reads = None;
-    for line in text.lines().take(200) {
-        if let Some(d) = line.strip_prefix("device-names: ") {
-            devices = d
-                .split([',', ' '])
-                .filter(|x| !x.is_empty())
-                .map(String::from)
-                .collect();
-        } else if let Some(v) = line.strip_prefix("read-reqs-per-sec: ") {
-            reads = v.trim().parse::<f64>().ok();
-        }
-    }
-    let load = reads
-        .filter(|_| !devices.is_empty())
-        .map(|r| r / 2000.0 / devices.len() as f64);
+    let (devices, load) = crate::bundle::summary::act_log_setup(&text);
     let timeline: Vec<Second> = files
         .get(&path.replace(".log", ".timeline.jsonl"))
         .map(|t| {
