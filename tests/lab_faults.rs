@@ -275,15 +275,14 @@ fn device_faults_end_in_a_verdict_and_a_bundle_never_a_hang() {
                     read(&r.join(format!("{name}.err")))
                 )
             })
-            .next()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
             .unwrap_or_else(|| {
                 panic!(
                     "{name}: no bundle:\n{}\n{dm}",
                     read(&r.join(format!("{name}.err")))
                 )
-            })
-            .unwrap()
-            .path();
+            });
         let o = Command::new(env!("CARGO_BIN_EXE_storcert"))
             .args(["bundle", "verify"])
             .arg(&bundle)
