@@ -23,18 +23,41 @@ pub struct UringEngine {
     in_flight: usize,
 }
 
+/// Whether the running kernel is at least `major.minor` (uname's release).
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
 impl UringEngine {
     pub fn new(depth: u32) -> io::Result<UringEngine> {
         let depth = depth.clamp(1, 4096);
         let entries = depth.next_power_of_two();
         // One thread submits and reaps: let the kernel run completion work
-        // only when we wait for it (no interrupting IPIs), where supported
-        // (Linux 6.1), else cooperatively (5.19), else plainly.
-        let ring = IoUring::builder()
-            .setup_clamp()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(entries)
+        // only when we wait for it (no interrupting IPIs), else
+        // cooperatively (5.19), else plainly. DEFER_TASKRUN appeared in
+        // 6.1, but there (Debian 12's 6.1.0-57, in the lab) requests punted
+        // to io-wq once the device queue is full never complete: hundreds
+        // in flight on null_blk or dm-delay stalled for good. It is used
+        // from 6.6 on, where that does not happen.
+        let defer = kernel_at_least(6, 6);
+        let ring = if defer {
+            IoUring::builder()
+                .setup_clamp()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .build(entries)
+        } else {
+            Err(io::Error::other("DEFER_TASKRUN not used before Linux 6.6"))
+        };
+        let ring = ring
             .or_else(|_| {
                 IoUring::builder()
                     .setup_clamp()
