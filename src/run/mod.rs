@@ -420,18 +420,23 @@ fn act_run(
     }
 }
 
+/// One drive's ACT configuration (storage or index) at `load` for `secs`:
+/// both config types carry the same fields for this.
+macro_rules! drive_config {
+    ($ty:ty, $t:expr, $load:expr, $secs:expr) => {{
+        let mut c = <$ty>::default();
+        c.device_names = vec![$t.path.clone()];
+        let (r, w) = rates_for_load($load, 1);
+        c.read_reqs_per_sec = r;
+        c.write_reqs_per_sec = w;
+        c.test_duration_sec = $secs;
+        c.file_size_bytes = $t.file_size;
+        c.finish("profile").map_err(|e| anyhow!("{e}")).map(|_| c)
+    }};
+}
+
 fn storage_config(t: &Target, load: f64, secs: u64) -> Result<StorageConfig> {
-    let mut c = StorageConfig {
-        device_names: vec![t.path.clone()],
-        ..StorageConfig::default()
-    };
-    let (r, w) = rates_for_load(load, 1);
-    c.read_reqs_per_sec = r;
-    c.write_reqs_per_sec = w;
-    c.test_duration_sec = secs;
-    c.file_size_bytes = t.file_size;
-    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
-    Ok(c)
+    drive_config!(StorageConfig, t, load, secs)
 }
 
 /// Runs `f` for every target at once, one thread each.
@@ -528,16 +533,7 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.load, t.label);
                 ctx.stage(&id, true, || {
-                    let mut c = IndexConfig {
-                        device_names: vec![t.path.clone()],
-                        ..IndexConfig::default()
-                    };
-                    let (r, w) = rates_for_load(load, 1);
-                    c.read_reqs_per_sec = r;
-                    c.write_reqs_per_sec = w;
-                    c.test_duration_sec = secs;
-                    c.file_size_bytes = t.file_size;
-                    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
+                    let c = drive_config!(IndexConfig, t, load, secs)?;
                     act_run(
                         ctx,
                         &id,
