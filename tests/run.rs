@@ -335,6 +335,29 @@ fn bad_profiles_are_refused_before_any_io() {
         text.starts_with("# built-in profile field-check (kernel command line"),
         "{text}"
     );
+    // A profile from an http URL (a PXE server), served once here.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/burn.toml", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut c, _) = l.accept().unwrap();
+        let mut buf = [0u8; 2048];
+        let _ = c.read(&mut buf);
+        let body = "name = \"from-pxe\"\n[devices]\nscratch = \"1G\"\n";
+        let _ = write!(
+            c,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    std::fs::write(&cmdline, format!("storcert.profile={url}\n")).unwrap();
+    let out = storcert(&["run", "--cmdline", s(&cmdline), "--show-profile"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("name = \"from-pxe\"") && text.contains(&url),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // --profile wins over the kernel command line.
     let out = storcert(&[
         "run",

@@ -356,9 +356,18 @@ impl Builder {
                 .to_string()
                 + "x"
         });
+        let kind = if text
+            .lines()
+            .take(5)
+            .any(|l| l.starts_with("Index device IO test"))
+        {
+            "act-index"
+        } else {
+            "act-storage"
+        };
         let name = format!(
-            "act-storage {} ({path})",
-            load_text.clone().unwrap_or_else(|| "index".into())
+            "{kind} {} ({path})",
+            load_text.clone().unwrap_or_else(|| "?x".into())
         );
         match analyze::analyze(&text, &opts, path) {
             Ok(a) => {
