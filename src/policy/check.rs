@@ -395,52 +395,41 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 });
             }
         }
-        for (key, want, actual) in [
+        // Format settings: changing any of them means reformatting.
+        let sector_fix = if d.transport == crate::inventory::Transport::Nvme {
+            "nvme format with the wanted LBA format (destroys data)".to_string()
+        } else {
+            "sg_format --size (destroys data), where the drive supports it".to_string()
+        };
+        let lbaf_fix = format!("nvme format {} --lbaf=N (destroys data)", d.dev_path);
+        for (key, want, actual, fix) in [
             (
                 "logical sector size",
-                effective(rules, "drive", m, |r| r.logical_sector_size.as_ref()),
+                effective(rules, "drive", m, |r| r.logical_sector_size.as_ref())
+                    .map(|(v, r, s)| (*v, r, s)),
                 d.logical_sector_size,
+                &sector_fix,
             ),
             (
                 "physical sector size",
-                effective(rules, "drive", m, |r| r.physical_sector_size.as_ref()),
+                effective(rules, "drive", m, |r| r.physical_sector_size.as_ref())
+                    .map(|(v, r, s)| (*v, r, s)),
                 d.physical_sector_size,
+                &sector_fix,
             ),
-        ] {
-            if let Some((want, rule, severity)) = want {
-                checks += 1;
-                if actual != Some(*want) {
-                    finding(Finding {
-                        severity,
-                        rule,
-                        device: label.clone(),
-                        check: key.into(),
-                        expected: want.to_string(),
-                        actual: actual
-                            .map(|a| a.to_string())
-                            .unwrap_or_else(|| "unknown".into()),
-                        fix: Some(if d.transport == crate::inventory::Transport::Nvme {
-                            "nvme format with the wanted LBA format (destroys data)".into()
-                        } else {
-                            "sg_format --size (destroys data), where the drive supports it".into()
-                        }),
-                        action: None,
-                    });
-                }
-            }
-        }
-        for (key, want, actual) in [
             (
                 "NVMe LBA format",
                 effective(rules, "drive", m, |r| r.lba_format.as_ref())
                     .map(|(v, r, s)| (*v as u32, r, s)),
                 d.lba_format.map(u32::from),
+                &lbaf_fix,
             ),
             (
                 "metadata bytes per block",
                 effective(rules, "drive", m, |r| r.metadata_bytes.as_ref())
                     .map(|(v, r, s)| (*v as u32, r, s)),
                 d.metadata_bytes.map(u32::from),
+                &lbaf_fix,
             ),
         ] {
             if let Some((want, rule, severity)) = want {
@@ -455,10 +444,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         actual: actual
                             .map(|a| a.to_string())
                             .unwrap_or_else(|| "unknown".into()),
-                        fix: Some(format!(
-                            "nvme format {} --lbaf=N (destroys data)",
-                            d.dev_path
-                        )),
+                        fix: Some(fix.clone()),
                         action: None,
                     });
                 }
