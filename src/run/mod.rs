@@ -828,9 +828,10 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         ));
         k
     };
-    let machine = crate::bundle::system::SystemIdentity::probe(Path::new("/"))
+    let machine = system
         .dmi
         .product_serial
+        .clone()
         .unwrap_or_else(|| "machine".into());
     let run_name = ctx
         .dir
