@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::storcert;
+use common::{chromium, storcert};
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
@@ -783,27 +783,6 @@ fn two_collectors_share_one_s3_bucket() {
 
 fn weed_take(c: &mut Child) -> Child {
     std::mem::replace(c, Command::new("true").spawn().unwrap())
-}
-
-/// Debian's chromium, headless, as the machine notes say it must start.
-fn chromium(args: &[&str]) -> Output {
-    let profile = tempfile::tempdir().unwrap();
-    Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", s(profile.path())))
-        .args(args)
-        .output()
-        .expect("chromium (Debian package chromium; scripts/setup installs it)")
 }
 
 #[test]

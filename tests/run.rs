@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{storcert, Loop};
+use common::{chromium, storcert, Loop};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -183,6 +183,7 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let r = storcert(&["report", s(&bundle), "-o", s(&report), "-p", s(&pubkey)]);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let dom = chromium(&["--dump-dom", &format!("file://{}", s(&report))]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
     for id in [
         "verdict", "machine", "drives", "policy", "act", "stream", "health", "tests",
     ] {
@@ -215,28 +216,6 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let md = storcert(&["report", s(&bundle), "--format", "md"]);
     let want = format!("**Verdict: {}**", verdict.to_uppercase());
     assert!(String::from_utf8_lossy(&md.stdout).contains(&want));
-}
-
-fn chromium(args: &[&str]) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-        ])
-        .args([
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ])
-        .arg(format!("--user-data-dir={}", s(profile.path())))
-        .args(args)
-        .output()
-        .expect("chromium");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]

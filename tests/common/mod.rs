@@ -12,6 +12,28 @@ pub fn storcert(args: &[&str]) -> Output {
         .expect("run storcert")
 }
 
+/// Debian's chromium, headless, started as this machine needs it (no
+/// sandbox as root, no background connections), with a fresh profile.
+pub fn chromium(args: &[&str]) -> Output {
+    let profile = tempfile::tempdir().unwrap();
+    Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .expect("chromium (Debian package chromium; scripts/setup installs it)")
+}
+
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
