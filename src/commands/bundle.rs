@@ -187,7 +187,12 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
                 println!("  signed at  {} (as {})", v.signed_at, v.signed_name);
                 println!("  minisign   {}", v.trusted_comment.replace('\t', " "));
                 println!("  files      {} (every manifest entry matches)", v.files);
-                println!("  covers     {}", v.subjects.join(", "));
+                if v.subjects.is_empty() {
+                    // A scratch file on a machine without a DMI serial has nothing to name.
+                    println!("  covers     the bundle only (no DMI serial, no drive serial or WWN)");
+                } else {
+                    println!("  covers     {}", v.subjects.join(", "));
+                }
                 print!("{}", summary_text(&v.summary));
             }
             ExitCode::SUCCESS
