@@ -574,7 +574,37 @@ fn same_log(in_bundle: &str, recorded: &str) -> bool {
     tail(in_bundle) == tail(recorded)
 }
 
-/// "/dev/sda" and "sda" name the same drive.
-fn names_same(a: &str, b: &str) -> bool {
-    a == b || a.strip_prefix("/dev/") == Some(b) || b.strip_prefix("/dev/") == Some(a)
+/// Whether `dev` is the drive `drive` or a partition on it: "/dev/sda" and
+/// "sda" name the same drive, and a run that provisioned spare area tests
+/// "/dev/sda1" or "/dev/nvme0n1p1", whose results are the drive's.
+fn names_same(drive: &str, dev: &str) -> bool {
+    let drive = drive.strip_prefix("/dev/").unwrap_or(drive);
+    let dev = dev.strip_prefix("/dev/").unwrap_or(dev);
+    let Some(rest) = dev.strip_prefix(drive) else {
+        return false;
+    };
+    // The kernel puts a 'p' between a name ending in a digit and the number.
+    let number = if drive.ends_with(|c: char| c.is_ascii_digit()) {
+        rest.strip_prefix('p').unwrap_or("x")
+    } else {
+        rest
+    };
+    rest.is_empty() || (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod partition_tests {
+    use super::names_same;
+
+    #[test]
+    fn a_partition_names_its_drive() {
+        assert!(names_same("/dev/sda", "sda"));
+        assert!(names_same("/dev/sda", "/dev/sda1"));
+        assert!(names_same("/dev/nvme0n1", "/dev/nvme0n1p1"));
+        assert!(names_same("vda", "/dev/vda12"));
+        assert!(!names_same("/dev/sda", "/dev/sdab"));
+        assert!(!names_same("/dev/nvme0n1", "/dev/nvme0n11"));
+        assert!(!names_same("/dev/nvme0n1", "/dev/nvme0n1p"));
+        assert!(!names_same("/dev/sda1", "/dev/sda"));
+    }
 }
