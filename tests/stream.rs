@@ -603,3 +603,44 @@ fn own_json_matches_the_documented_schema() {
     assert!(doc.passes[1].verify.as_ref().unwrap().bad_blocks == 0);
     assert!(doc.passes[0].verify.is_none());
 }
+
+#[test]
+fn a_file_where_o_direct_is_refused_is_streamed_buffered_and_says_so() {
+    // Some filesystems refuse O_DIRECT with EINVAL: ramfs always, tmpfs
+    // before Linux 6.6 (the boot image's /var/lib is one). The pass still
+    // runs, through the page cache, and the results record it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("fs");
+    std::fs::create_dir(&dir).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "ramfs", "ramfs"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mount ramfs (the test needs root)");
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&dir);
+    let file = dir.join("scratch.img");
+    let (out, v) = run_json(&[
+        "stream",
+        "--device",
+        file.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--verify",
+        "--output-format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["direct"], false, "{v}");
+    assert_eq!(v["passes"][1]["verify"]["bad_blocks"], 0, "{v}");
+}

@@ -175,6 +175,8 @@ impl StreamResult {
 struct Opened {
     file: File,
     info: TargetInfo,
+    /// Opened with O_DIRECT (a file on tmpfs cannot be: it goes buffered).
+    direct: bool,
 }
 
 fn size_of(file: &File, path: &str) -> Result<(u64, u32, bool)> {
@@ -200,21 +202,32 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
         let is_block = std::fs::metadata(path)
             .map(|m| m.file_type().is_block_device())
             .unwrap_or(false);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writes)
-            .create(writes && !is_block && spec.size.is_some())
-            .truncate(false)
-            .custom_flags(flags)
-            .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::EROFS) | Some(libc::EACCES) if writes => {
-                    anyhow::anyhow!(
-                        "{path} is read-only ({e}); a read-only target takes --pattern read only"
-                    )
-                }
-                _ => anyhow::anyhow!("open {path}: {e}"),
-            })?;
+        let open = |flags: i32| {
+            OpenOptions::new()
+                .read(true)
+                .write(writes)
+                .create(writes && !is_block && spec.size.is_some())
+                .truncate(false)
+                .custom_flags(flags)
+                .open(path)
+        };
+        // Filesystems without O_DIRECT (tmpfs) refuse it with EINVAL: a
+        // file there is streamed through the page cache, and the results
+        // say so (`direct: false`).
+        let (opened, direct) = match open(flags) {
+            Err(e) if spec.direct && !is_block && e.raw_os_error() == Some(libc::EINVAL) => {
+                (open(flags & !libc::O_DIRECT), false)
+            }
+            r => (r, spec.direct),
+        };
+        let file = opened.map_err(|e| match e.raw_os_error() {
+            Some(libc::EROFS) | Some(libc::EACCES) if writes => {
+                anyhow::anyhow!(
+                    "{path} is read-only ({e}); a read-only target takes --pattern read only"
+                )
+            }
+            _ => anyhow::anyhow!("open {path}: {e}"),
+        })?;
         let (mut size, lbs, is_block) = size_of(&file, path)?;
         if writes && is_block && blockdev::read_only(&file).unwrap_or(false) {
             bail!("{path} is read-only (the kernel marks it so); a read-only target takes --pattern read only");
@@ -249,6 +262,7 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
                 logical_sector_size: lbs,
             },
             file,
+            direct,
         });
     }
     Ok(out)
@@ -309,7 +323,7 @@ pub fn run(spec: &Spec, stop: &Arc<AtomicBool>) -> Result<StreamResult> {
         bs: spec.bs,
         qd: spec.qd,
         jobs_per_target: spec.jobs,
-        direct: spec.direct,
+        direct: targets.iter().all(|t| t.direct),
         targets: targets.into_iter().map(|t| t.info).collect(),
         passes,
     })
@@ -481,7 +495,7 @@ fn run_pass(
                 let e = std::io::Error::last_os_error();
                 bail!("fsync {}: {e}", t.info.path);
             }
-            if !spec.direct {
+            if !t.direct {
                 unsafe { libc::posix_fadvise(t.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
             }
         }
