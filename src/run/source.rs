@@ -95,16 +95,20 @@ impl Cmdline {
         }
         if self.load.is_some() || self.duration.is_some() {
             let act = p.act.get_or_insert_with(Default::default);
-            if act.storage.is_empty() {
-                act.storage.push(TimedLoad {
-                    load: "1x".into(),
-                    duration: "1h".into(),
-                });
+            // storcert.load= names the one load to run: it replaces the
+            // profile's list (two equal loads would be one stage run once).
+            if let Some(l) = &self.load {
+                let duration = act
+                    .storage
+                    .first()
+                    .map(|t| t.duration.clone())
+                    .unwrap_or_else(|| "1h".into());
+                act.storage = vec![TimedLoad {
+                    load: l.clone(),
+                    duration,
+                }];
             }
             for t in &mut act.storage {
-                if let Some(l) = &self.load {
-                    t.load = l.clone();
-                }
                 if let Some(d) = &self.duration {
                     t.duration = d.clone();
                 }
@@ -276,6 +280,12 @@ mod tests {
         let r = resolve(Some("burn-in"), &cmd, None).unwrap();
         assert_eq!(r.profile.act.as_ref().unwrap().storage[0].load, "12x");
         assert_eq!(r.profile.done, "reboot");
+        // On a profile with several loads (quick: 1x and 10x) it is the one load.
+        let one = Cmdline::parse("storcert.load=3x").unwrap();
+        let r = resolve(Some("quick"), &one, None).unwrap();
+        let storage = &r.profile.act.as_ref().unwrap().storage;
+        assert_eq!(storage.len(), 1, "{storage:?}");
+        assert_eq!(storage[0].load, "3x");
         let bad = Cmdline::parse("storcert.load=lots").unwrap();
         assert!(resolve(Some("burn-in"), &bad, None).is_err());
         let bad = Cmdline::parse("storcert.upload=http://c/").unwrap();
