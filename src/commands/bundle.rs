@@ -189,7 +189,9 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
                 println!("  files      {} (every manifest entry matches)", v.files);
                 if v.subjects.is_empty() {
                     // A scratch file on a machine without a DMI serial has nothing to name.
-                    println!("  covers     the bundle only (no DMI serial, no drive serial or WWN)");
+                    println!(
+                        "  covers     the bundle only (no DMI serial, no drive serial or WWN)"
+                    );
                 } else {
                     println!("  covers     {}", v.subjects.join(", "));
                 }
