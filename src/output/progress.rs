@@ -2,6 +2,7 @@
 //! periodic lines (no control characters) on a serial console or a pipe.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,11 +17,20 @@ pub struct Progress {
     every: Duration,
 }
 
+/// Set once by `storcert run --plain` (the boot image's unit): a serial
+/// console is a terminal to the process but a log to whoever reads it, so
+/// every pass then prints plain lines, like the run's own console.
+static PLAIN: AtomicBool = AtomicBool::new(false);
+
+/// Plain lines from now on, even on a terminal.
+pub fn force_plain() {
+    PLAIN.store(true, Ordering::Relaxed);
+}
+
 /// Several bars drawn together on a terminal (one per device); nothing
 /// otherwise.
 pub fn multi() -> Option<MultiProgress> {
-    std::io::stderr()
-        .is_terminal()
+    (std::io::stderr().is_terminal() && !PLAIN.load(Ordering::Relaxed))
         .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
 }
 

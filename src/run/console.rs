@@ -35,6 +35,9 @@ fn fmt_eta(secs: u64) -> String {
 impl Console {
     /// `plain` forces plain lines even on a terminal.
     pub fn new(interval: Duration, plain: bool) -> Arc<Console> {
+        if plain {
+            crate::output::progress::force_plain();
+        }
         let tty = std::io::stderr().is_terminal() && !plain;
         let c = Arc::new(Console {
             multi: tty.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
