@@ -7,6 +7,7 @@
 //! last finished stage. Drives run in parallel where the stage allows
 //! (one thread per drive for ACT and prep; stream drives all at once).
 
+pub mod boot;
 pub mod console;
 pub mod journal;
 pub mod profile;
@@ -77,7 +78,11 @@ impl Ending {
 /// One drive (or the scratch file) under test.
 #[derive(Debug, Clone, Serialize)]
 pub struct Target {
+    /// What the tests run on: the drive, or after provisioning the
+    /// partition storcert made on it.
     pub path: String,
+    /// The drive itself (health snapshots, verdicts), whatever `path` became.
+    pub disk: String,
     /// Short, file-name-safe ("nvme0n1", "scratch").
     pub label: String,
     pub serial: Option<String>,
@@ -173,6 +178,7 @@ fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec
         let path = std::env::current_dir()?.join(SCRATCH);
         return Ok(vec![Target {
             path: path.display().to_string(),
+            disk: path.display().to_string(),
             label: "scratch".into(),
             serial: None,
             model: Some("scratch file".into()),
@@ -203,6 +209,21 @@ fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec
         if !(all || named) {
             continue;
         }
+        // "All drives" means the machine's drives: never the medium storcert
+        // booted from or keeps its results on, nor the system disk, even
+        // for reading (a drive named outright is still read when asked).
+        if !named && (disk.boot_medium || disk.system_disk) {
+            console.say(&format!(
+                "skipping {}: {}",
+                disk.dev_path,
+                if disk.role_reasons.is_empty() {
+                    "the system disk or boot medium".to_string()
+                } else {
+                    disk.role_reasons.join("; ")
+                }
+            ));
+            continue;
+        }
         if !p.read_only {
             let roots = crate::inventory::Roots::default();
             if let Err(refusal) =
@@ -214,6 +235,7 @@ fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec
         }
         out.push(Target {
             path: disk.dev_path.clone(),
+            disk: disk.dev_path.clone(),
             label: label_of(&disk.dev_path),
             serial: disk.serial.clone(),
             model: disk.model.clone(),
@@ -450,7 +472,7 @@ fn each_parallel(targets: &[Target], f: impl Fn(&Target) -> Result<()> + Sync) -
     })
 }
 
-fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
+fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let p = ctx.profile;
     if let Some(pr) = &p.provision {
         each_parallel(targets, |t| {
@@ -468,12 +490,32 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
                 ))
             })
         })?;
-        // Later stages run on the partition storcert made.
-        for t in targets.iter_mut() {
-            if let Some(part) = crate::provision::provisioned_partition(Path::new(&t.path)) {
-                t.path = part.display().to_string();
+        // Later stages run on the partition storcert made, never on the
+        // whole drive (that would write over the table and the spare area):
+        // the kernel may show the partition late (udev still probing the
+        // drive holds off the re-read), so it is asked again for a while.
+        targets.retain_mut(|t| {
+            if t.file_size > 0 {
+                return true;
             }
-        }
+            let disk = Path::new(&t.disk);
+            for _ in 0..100 {
+                if let Some(part) = crate::provision::provisioned_partition(disk) {
+                    t.path = part.display().to_string();
+                    return true;
+                }
+                if let Ok(f) = std::fs::File::open(disk) {
+                    let _ = crate::blockdev::reread_partitions(&f);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            ctx.note(format!(
+                "{}: no storcert partition to test after provisioning; later stages skip \
+                 this drive rather than test the whole drive in its place",
+                t.disk
+            ));
+            false
+        });
     }
     if let Some(act) = &p.act {
         if act.prep {
@@ -622,14 +664,14 @@ fn suites(ctx: &Ctx, targets: &mut [Target]) -> Result<()> {
 }
 
 fn scan(targets: Option<&[Target]>) -> Inventory {
-    let named = targets.is_some_and(|t| t.iter().any(|t| t.path.starts_with("/dev/loop")));
+    let named = targets.is_some_and(|t| t.iter().any(|t| t.disk.starts_with("/dev/loop")));
     let opts = ScanOptions {
         all: named,
         devices: targets
             .map(|t| {
                 t.iter()
                     .filter(|t| t.file_size == 0)
-                    .map(|t| t.path.clone())
+                    .map(|t| t.disk.clone())
                     .collect()
             })
             .unwrap_or_default(),
@@ -698,6 +740,18 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // and read-only, so they are taken again on every start.
     let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
     ctx.write("system.json", &system)?;
+    // In the boot image (the unit sets STORCERT_IN_IMAGE), the time from
+    // kernel start to the first command sent to a device: the image's boot
+    // cost, which the boot tests print and hold to a target.
+    if crate::commands::run::in_image() {
+        if let Some(up) = std::fs::read_to_string("/proc/uptime")
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+        {
+            ctx.console
+                .say(&format!("first device I/O {up:.1} s after kernel start"));
+        }
+    }
     // Named loop, md or dm devices are only in an inventory that lists all.
     let inv = inventory::scan(
         &Roots::default(),
@@ -910,10 +964,10 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                             ending.delivered_to.push(to.clone());
                         }
                     }
-                    other => {
+                    crate::upload::Outcome::Rejected(why) | crate::upload::Outcome::GaveUp(why) => {
                         everywhere = false;
                         ctx.note(format!(
-                            "upload of {} to {to}: {other:?}; kept in the spool",
+                            "upload of {} to {to}: {why}; kept in the spool",
                             pending.display()
                         ));
                     }
