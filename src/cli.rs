@@ -52,6 +52,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
+    /// The boot image's systemd generator: end action and shells from the kernel command line
+    #[command(hide = true)]
+    Generator(GeneratorArgs),
     /// Print the man page (roff), or write one page per command into a folder
     Man(ManArgs),
 }
@@ -592,6 +595,16 @@ pub struct RunArgs {
     /// Print the resolved profile and stop
     #[arg(long)]
     pub show_profile: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GeneratorArgs {
+    /// systemd's normal generator folder (then the early and late ones, unused)
+    #[arg(value_name = "DIR", num_args = 1..=3, required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Read the kernel command line from this file instead of /proc/cmdline
+    #[arg(long, value_name = "FILE")]
+    pub cmdline: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
         Command::Completions(args) => docs::completions(args),
+        Command::Generator(args) => run::generator(args),
         Command::Man(args) => docs::man(args),
     }
 }
