@@ -1,0 +1,562 @@
+//! End-to-end boots of the image that scripts/build-image made (in
+//! image-out/, or $STORCERT_IMAGE_DIR), under qemu TCG, each under a
+//! timeout and ending by the guest powering itself off:
+//!
+//! - PXE: iPXE fetches storcert.ipxe, the kernel, the initrd and a site
+//!   overlay (key and profile) from qemu's built-in TFTP; the guest qualifies
+//!   NVMe, SATA, two MegaRAID and a virtio disk, refuses a decoy holding
+//!   ext4, and uploads to a collector on the host's 127.0.0.1 (10.0.2.2).
+//! - USB: the stick image under OVMF as a usb-storage device, first with
+//!   no network (the bundle stays on the stick's STORCERT partition), then
+//!   with one (the spooled bundle is delivered and leaves the spool).
+//! - A bad profile on the kernel command line: the error on the console,
+//!   the failure exit, power off, no disk touched.
+//!
+//! Ignored for a plain `cargo test`: scripts/test builds the image first.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn image_dir() -> PathBuf {
+    let dir = std::env::var_os("STORCERT_IMAGE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("image-out"));
+    assert!(
+        dir.join("initrd.img").exists(),
+        "no image in {} (run scripts/build-image)",
+        dir.display()
+    );
+    dir
+}
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sha(path: &Path) -> String {
+    sh(&format!("sha256sum {}", s(path)))[..64].to_string()
+}
+
+fn sparse(path: &Path, mib: u64) {
+    std::fs::File::create(path)
+        .unwrap()
+        .set_len(mib << 20)
+        .unwrap();
+}
+
+/// A finished guest: whether qemu ended by itself (the guest powered off)
+/// and what the console showed.
+struct Guest {
+    powered_off: bool,
+    console: String,
+    secs: u64,
+}
+
+/// Runs qemu (TCG, q35, no display, console on the first serial port)
+/// under `timeout`; the guest must power off by itself.
+fn boot(name: &str, dir: &Path, timeout_s: u64, args: &[String]) -> Guest {
+    let console = match std::env::var_os("STORCERT_BOOT_LOGS") {
+        Some(keep) => Path::new(&keep).join(format!("{name}.console.log")),
+        None => dir.join(format!("{name}.console.log")),
+    };
+    let started = Instant::now();
+    let status = Command::new("timeout")
+        .args([
+            "--kill-after=10",
+            &timeout_s.to_string(),
+            "qemu-system-x86_64",
+        ])
+        .args([
+            "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "2",
+        ])
+        // -nographic: the firmware (SeaBIOS, iPXE, OVMF) writes to the serial
+        // port too, so the console log shows the whole boot.
+        .args(["-m", "2048", "-nographic", "-no-reboot", "-monitor", "none"])
+        .stdin(Stdio::null())
+        .args(["-serial", &format!("file:{}", s(&console))])
+        .args(args)
+        .status()
+        .unwrap();
+    let secs = started.elapsed().as_secs();
+    let text = String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default()).into_owned();
+    eprintln!("boot {name}: qemu ended after {secs} s ({status})");
+    Guest {
+        powered_off: status.success(),
+        console: text,
+        secs,
+    }
+}
+
+fn disk(file: &Path, id: &str, device: &str) -> Vec<String> {
+    vec![
+        "-drive".into(),
+        format!("if=none,id={id},file={},format=raw,cache=unsafe", s(file)),
+        "-device".into(),
+        format!("{device},drive={id}"),
+    ]
+}
+
+/// "first device I/O 9.0 s after kernel start", printed by storcert in the image.
+fn first_io(console: &str) -> Option<f64> {
+    console
+        .lines()
+        .find_map(|l| l.split("first device I/O ").nth(1))
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+}
+
+fn report(name: &str, g: &Guest) {
+    match first_io(&g.console) {
+        Some(t) => eprintln!(
+            "boot {name}: kernel start to first device I/O {t:.1} s (target <= 20 s); whole boot {} s",
+            g.secs
+        ),
+        None => eprintln!("boot {name}: storcert sent no I/O; whole boot {} s", g.secs),
+    }
+}
+
+struct Collector {
+    child: Child,
+    port: u16,
+    store: PathBuf,
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Collector {
+    fn start(dir: &Path, trusted: &Path) -> Collector {
+        let store = dir.join("store");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+            .args(["collect", "--listen", "127.0.0.1:0", "--store", s(&store)])
+            .args([
+                "--trusted-keys",
+                s(trusted),
+                "--db",
+                s(&dir.join("index.db")),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = loop {
+            let line = lines.next().expect("collector exited").unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('/');
+                break addr.rsplit(':').next().unwrap().parse().unwrap();
+            }
+        };
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                eprintln!("  {l}");
+            }
+        });
+        Collector { child, port, store }
+    }
+
+    fn bundles(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.store.join("bundles"))
+            .map(|rd| {
+                rd.map(|e| e.unwrap().path())
+                    .filter(|p| s(p).ends_with(".tar.zst"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+fn verify(bundle: &Path, public: &Path) -> serde_json::Value {
+    let out = common::storcert(&[
+        "bundle",
+        "verify",
+        s(bundle),
+        "--pubkey",
+        s(public),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
+    let key = dir.join("site.key");
+    let out = common::storcert(&["keygen", "-s", s(&key)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (key.clone(), dir.join("site.key.pub"))
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
+    let image = image_dir();
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    let (key, public) = keygen(t.path());
+    let collector = Collector::start(t.path(), &public);
+
+    // The disks, and a decoy whose every byte must survive.
+    for (n, mib) in [
+        ("nvme", 1024),
+        ("sata", 1024),
+        ("mega0", 1024),
+        ("mega1", 1024),
+        ("virtio", 1024),
+        ("decoy", 128),
+    ] {
+        sparse(&d(n), mib);
+    }
+    sh(&format!(
+        "mkfs.ext4 -q -F -L precious {0} && echo 'customer data' > {1} && debugfs -w -R 'write {1} note' {0} >/dev/null 2>&1",
+        s(&d("decoy")),
+        s(&d("note"))
+    ));
+    let decoy_before = sha(&d("decoy"));
+
+    // TFTP: the image's artefacts, a site overlay (key and profile) and the
+    // operator's wrapper script that sets the command line and chains
+    // storcert.ipxe.
+    let tftp = d("tftp");
+    std::fs::create_dir(&tftp).unwrap();
+    for f in ["vmlinuz", "initrd.img", "storcert.ipxe"] {
+        std::fs::copy(image.join(f), tftp.join(f)).unwrap();
+    }
+    let overlay = d("overlay/etc/storcert");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::copy(&key, overlay.join("storcert.key")).unwrap();
+    std::fs::write(overlay.join("pxe.toml"), include_str!("boot/pxe.toml")).unwrap();
+    sh(&format!(
+        "cd {} && find . | cpio --quiet -o -H newc > {}",
+        s(&d("overlay")),
+        s(&tftp.join("site.cpio"))
+    ));
+    let args = format!(
+        "storcert.profile=/etc/storcert/pxe.toml storcert.upload=http://10.0.2.2:{}/upload/ storcert.allow_http",
+        collector.port
+    );
+    std::fs::write(
+        tftp.join("boot.ipxe"),
+        format!("#!ipxe\nset storcert-args {args}\nset storcert-overlay site.cpio\nchain storcert.ipxe\n"),
+    )
+    .unwrap();
+
+    let mut q: Vec<String> = vec![
+        "-boot".into(),
+        "n".into(),
+        "-nic".into(),
+        format!(
+            "user,model=virtio-net-pci,tftp={},bootfile=boot.ipxe",
+            s(&tftp)
+        ),
+    ];
+    q.extend(disk(&d("nvme"), "nvme", "nvme,serial=E2ENVME0001"));
+    q.extend(["-device".into(), "ahci,id=ahci0".into()]);
+    q.extend(disk(
+        &d("sata"),
+        "sata",
+        "ide-hd,bus=ahci0.0,model=STORCERT E2E SATA,serial=E2ESATA0001,write-cache=off",
+    ));
+    q.extend(["-device".into(), "megasas-gen2,id=mega".into()]);
+    q.extend(disk(
+        &d("mega0"),
+        "mega0",
+        "scsi-hd,bus=mega.0,scsi-id=0,lun=0,serial=E2EMEGA0001",
+    ));
+    q.extend(disk(
+        &d("mega1"),
+        "mega1",
+        "scsi-hd,bus=mega.0,scsi-id=1,lun=0,serial=E2EMEGA0002",
+    ));
+    q.extend(disk(
+        &d("virtio"),
+        "virtio",
+        "virtio-blk-pci,serial=E2EVIRTIO01",
+    ));
+    q.extend(disk(
+        &d("decoy"),
+        "decoy",
+        "virtio-blk-pci,serial=E2EDECOY01",
+    ));
+    let g = boot("pxe", t.path(), 420, &q);
+    report("pxe", &g);
+    let c = &g.console;
+    assert!(g.powered_off, "the guest did not power off by itself:\n{c}");
+    assert!(
+        c.contains("storcert: loading the image"),
+        "iPXE never ran storcert.ipxe:\n{c}"
+    );
+    assert!(
+        c.contains("E2EDECOY01") || c.contains("skipping /dev/vdb"),
+        "the decoy was not named as refused:\n{c}"
+    );
+    assert!(c.contains("delivered to"), "no delivery:\n{c}");
+
+    // Exactly one copy arrived, and it verifies with the site's key.
+    let stored = collector.bundles();
+    assert_eq!(stored.len(), 1, "{stored:?}\n{c}");
+    let v = verify(&stored[0], &public);
+    let drives = v["summary"]["drives"].as_array().unwrap();
+    for serial in [
+        "E2ENVME0001",
+        "E2ESATA0001",
+        "E2EMEGA0001",
+        "E2EMEGA0002",
+        "E2EVIRTIO01",
+    ] {
+        let drive = drives
+            .iter()
+            .find(|x| x["serial"] == serial)
+            .unwrap_or_else(|| panic!("{serial} is not in the bundle: {drives:?}"));
+        let verdict = drive["verdict"].as_str().unwrap();
+        assert!(
+            ["pass", "fail"].contains(&verdict),
+            "{serial}: {verdict}: {drive}"
+        );
+    }
+    assert!(
+        !drives.iter().any(|x| x["serial"] == "E2EDECOY01"),
+        "the decoy was tested: {drives:?}"
+    );
+    // The stages the profile asked for all ran.
+    let bundle = std::fs::read(&stored[0]).unwrap();
+    let unpacked = d("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    sh(&format!(
+        "zstd -dc {} | tar -x -C {}",
+        s(&stored[0]),
+        s(&unpacked)
+    ));
+    drop(bundle);
+    let listing = sh(&format!("cd {} && find . -type f | sort", s(&unpacked)));
+    for want in [
+        "policy",
+        "health",
+        "provision",
+        "act",
+        "stream",
+        "inventory.json",
+        "system.json",
+    ] {
+        assert!(
+            listing.contains(want),
+            "no {want} in the bundle:\n{listing}"
+        );
+    }
+    assert_eq!(sha(&d("decoy")), decoy_before, "the decoy disk changed");
+}
+
+/// The STORCERT partition's byte offset in the stick image, from its GPT.
+fn data_partition(img: &Path) -> u64 {
+    let table = sh(&format!("sgdisk -p {}", s(img)));
+    let line = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap_or_else(|| panic!("no partition 2:\n{table}"));
+    let start: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    start * 512
+}
+
+fn mtools(img: &Path, offset: u64, cmd: &str, args: &str) -> String {
+    sh(&format!("{cmd} -i {}@@{offset} {args}", s(img)))
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn usb_stick_keeps_the_bundle_offline_and_delivers_it_once_online() {
+    let image = image_dir();
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    let (key, public) = keygen(t.path());
+    let collector = Collector::start(t.path(), &public);
+    let stick = d("stick.img");
+    sh(&format!(
+        "cp --sparse=always {} {}",
+        s(&image.join("storcert-usb.img")),
+        s(&stick)
+    ));
+    let at = data_partition(&stick);
+    // What a user does on any computer: edit profile.toml and put the
+    // signing key on the stick.
+    let profile = include_str!("boot/usb.toml").replace("@PORT@", &collector.port.to_string());
+    std::fs::write(d("profile.toml"), profile).unwrap();
+    mtools(
+        &stick,
+        at,
+        "mcopy",
+        &format!("-o {} ::/profile.toml", s(&d("profile.toml"))),
+    );
+    mtools(&stick, at, "mmd", "::/storcert ::/storcert/results");
+    mtools(
+        &stick,
+        at,
+        "mcopy",
+        &format!("{} ::/storcert/results/storcert.key", s(&key)),
+    );
+    sparse(&d("target"), 1024);
+    let vars = d("vars.fd");
+    std::fs::copy("/usr/share/OVMF/OVMF_VARS_4M.fd", &vars).unwrap();
+    let machine = |network: bool| {
+        let mut q: Vec<String> = vec![
+            "-drive".into(),
+            "if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd".into(),
+            "-drive".into(),
+            format!("if=pflash,format=raw,file={}", s(&vars)),
+            "-device".into(),
+            "qemu-xhci,id=xhci".into(),
+        ];
+        q.extend(disk(
+            &stick,
+            "stick",
+            "usb-storage,bus=xhci.0,bootindex=0,serial=E2EUSB0001",
+        ));
+        q.extend(disk(
+            &d("target"),
+            "target",
+            "virtio-blk-pci,serial=E2ETARGET01",
+        ));
+        q.extend([
+            "-nic".into(),
+            if network {
+                "user,model=virtio-net-pci".into()
+            } else {
+                "none".into()
+            },
+        ]);
+        q
+    };
+
+    // Offline: the bundle is signed and stays on the stick.
+    let g = boot("usb-offline", t.path(), 420, &machine(false));
+    report("usb-offline", &g);
+    assert!(
+        g.powered_off,
+        "the guest did not power off by itself:\n{}",
+        g.console
+    );
+    assert!(
+        g.console.contains("/mnt/storcert/profile.toml"),
+        "{}",
+        g.console
+    );
+    let pending = mtools(&stick, at, "mdir", "-b ::/storcert/spool/pending");
+    let first: Vec<&str> = pending
+        .lines()
+        .filter(|l| l.ends_with(".tar.zst"))
+        .collect();
+    assert_eq!(first.len(), 1, "{pending}\n{}", g.console);
+    let name = first[0].rsplit('/').next().unwrap().to_string();
+    mtools(
+        &stick,
+        at,
+        "mcopy",
+        &format!("::/storcert/spool/pending/{name}* {}", s(t.path())),
+    );
+    verify(&d(&name), &public);
+    assert!(collector.bundles().is_empty());
+    // The stick itself was not tested: the run names only the target.
+    assert!(!g.console.contains("testing: /dev/sda"), "{}", g.console);
+
+    // Online: the spooled bundle goes first and leaves the spool.
+    let g = boot("usb-online", t.path(), 420, &machine(true));
+    report("usb-online", &g);
+    assert!(
+        g.powered_off,
+        "the guest did not power off by itself:\n{}",
+        g.console
+    );
+    let pending = mtools(&stick, at, "mdir", "-b ::/storcert/spool/pending");
+    assert!(
+        !pending.contains(".tar.zst"),
+        "still pending:\n{pending}\n{}",
+        g.console
+    );
+    let sent = mtools(&stick, at, "mdir", "-b ::/storcert/spool/sent");
+    assert!(sent.contains(&name), "{sent}");
+    let first_sha = sha(&d(&name));
+    let stored: Vec<String> = collector
+        .bundles()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        stored.iter().filter(|n| n.starts_with(&first_sha)).count(),
+        1,
+        "the offline bundle is not stored exactly once: {stored:?}"
+    );
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn a_bad_profile_on_the_command_line_powers_off_with_the_failure_and_touches_nothing() {
+    let image = image_dir();
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    sparse(&d("disk"), 256);
+    sh(&format!(
+        "head -c 1M /dev/urandom | dd of={} conv=notrunc status=none",
+        s(&d("disk"))
+    ));
+    let before = sha(&d("disk"));
+    let cmdline =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("image/cmdline"))
+            .unwrap();
+    let mut q: Vec<String> = vec![
+        "-kernel".into(),
+        s(&image.join("vmlinuz")).into(),
+        "-initrd".into(),
+        s(&image.join("initrd.img")).into(),
+        "-append".into(),
+        format!("{} storcert.devices=all storcert.load=lots", cmdline.trim()),
+        "-nic".into(),
+        "none".into(),
+    ];
+    q.extend(disk(
+        &d("disk"),
+        "disk",
+        "virtio-blk-pci,serial=E2EBYSTANDER",
+    ));
+    let g = boot("bad-profile", t.path(), 300, &q);
+    let c = &g.console;
+    assert!(g.powered_off, "the guest did not power off by itself:\n{c}");
+    let error = c
+        .lines()
+        .find(|l| l.contains("storcert run:"))
+        .unwrap_or_else(|| panic!("no error line:\n{c}"));
+    assert!(error.contains("lots"), "{error}");
+    assert!(
+        c.contains("storcert.service: Main process exited, code=exited, status=2"),
+        "not the could-not-run exit:\n{c}"
+    );
+    assert!(first_io(c).is_none(), "storcert touched a device:\n{c}");
+    assert_eq!(sha(&d("disk")), before);
+}
