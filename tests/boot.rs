@@ -362,7 +362,10 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     let listing = sh(&format!("cd {} && find . -type f | sort", s(&unpacked)));
     // The bundle records the image it ran on.
     let manifest = common::json(&image.join("manifest.json"));
-    let system = sh(&format!("find {} -name system.json | head -n 1", s(&unpacked)));
+    let system = sh(&format!(
+        "find {} -name system.json | head -n 1",
+        s(&unpacked)
+    ));
     let system = common::json(Path::new(system.trim()));
     assert_eq!(system["image_build_id"], manifest["build_id"], "{system}");
     for want in [
@@ -565,5 +568,96 @@ fn a_bad_profile_on_the_command_line_powers_off_with_the_failure_and_touches_not
         "not the could-not-run exit:\n{c}"
     );
     assert!(first_io(c).is_none(), "storcert touched a device:\n{c}");
+    // No storcert.done=shell, no shell.
+    assert!(
+        !c.contains("the run has ended"),
+        "a shell was started:\n{c}"
+    );
     assert_eq!(sha(&d("disk")), before);
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn done_shell_gives_a_root_shell_on_the_console_after_the_run_and_poweroff_ends_it() {
+    use std::io::Write;
+    let image = image_dir();
+    let cmdline =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("image/cmdline"))
+            .unwrap();
+    // The console on qemu's stdio: the test types into the shell.
+    let mut qemu = Command::new("timeout")
+        .args(["--kill-after=10", "240", "qemu-system-x86_64"])
+        .args([
+            "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "1024",
+        ])
+        .args([
+            "-nographic",
+            "-no-reboot",
+            "-monitor",
+            "none",
+            "-nic",
+            "none",
+        ])
+        .args([
+            "-kernel",
+            s(&image.join("vmlinuz")),
+            "-initrd",
+            s(&image.join("initrd.img")),
+        ])
+        .args([
+            "-append",
+            &format!("{} storcert.done=shell storcert.load=bad", cmdline.trim()),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = qemu.stdin.take().unwrap();
+    let stdout = qemu.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut out = BufReader::new(stdout);
+        let mut raw = Vec::new();
+        while out
+            .read_until(b'\n', &mut raw)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {
+            let _ = tx.send(String::from_utf8_lossy(&raw).into_owned());
+            raw.clear();
+        }
+    });
+    let mut console = String::new();
+    let mut ended = false;
+    let mut answered = false;
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(2)) {
+            Ok(line) => {
+                ended |= line.contains("the run has ended");
+                // The product of 6 and 7 is only printed if a shell ran it.
+                answered |= line.trim() == "SHELL-42";
+                console.push_str(&line);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        // The shell hangs up the console as it starts (input typed before
+        // is dropped): ask until it answers, then power off.
+        if ended && !answered {
+            let _ = input.write_all(b"echo SHELL-$((6*7))\n");
+        } else if answered {
+            let _ = input.write_all(b"poweroff\n");
+        }
+        let _ = input.flush();
+    }
+    let status = qemu.wait().unwrap();
+    assert!(
+        status.success(),
+        "qemu did not end by a poweroff ({status}):\n{console}"
+    );
+    assert!(console.contains("status=2/INVALIDARGUMENT"), "{console}");
+    assert!(
+        console.contains("SHELL-42"),
+        "no shell ran the command:\n{console}"
+    );
 }
