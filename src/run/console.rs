@@ -4,11 +4,10 @@
 //! Stages report through `Console::update`; nothing else prints progress.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 #[derive(Debug, Clone, Default)]
 struct Line {
@@ -38,9 +37,11 @@ impl Console {
         if plain {
             crate::output::progress::force_plain();
         }
-        let tty = std::io::stderr().is_terminal() && !plain;
+        // One place decides bars or plain lines, for the run and its passes.
+        let multi = crate::output::progress::multi();
+        let tty = multi.is_some();
         let c = Arc::new(Console {
-            multi: tty.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            multi,
             bars: Mutex::new(BTreeMap::new()),
             lines: Mutex::new(BTreeMap::new()),
             interval,
