@@ -11,39 +11,6 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-/// Whether this is the boot image's `storcert.service` (it sets
-/// STORCERT_IN_IMAGE=1).
-pub fn in_image() -> bool {
-    std::env::var_os("STORCERT_IN_IMAGE").is_some()
-}
-
-/// The mounted results partition. In the image, a partition labelled
-/// STORCERT that udev has seen but systemd has not mounted yet (a USB stick
-/// comes up late, and its mount is started from the udev event) is waited
-/// for, up to 15 s: its profile.toml decides what this run does.
-fn results_partition() -> Option<std::path::PathBuf> {
-    let roots = crate::inventory::Roots::default();
-    let label = roots
-        .dev
-        .join("disk/by-label")
-        .join(crate::upload::spool::RESULTS_LABEL);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    loop {
-        let found = crate::upload::spool::results_partition(&roots);
-        if found.is_some() || !in_image() || !label.exists() {
-            return found;
-        }
-        if std::time::Instant::now() > deadline {
-            eprintln!(
-                "storcert run: {} is not mounted after 15 s; going on without it",
-                label.display()
-            );
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-}
-
 pub fn run(a: RunArgs) -> ExitCode {
     let cmdline_path = a.cmdline.clone().unwrap_or_else(|| "/proc/cmdline".into());
     let cmdline_text = std::fs::read_to_string(&cmdline_path).unwrap_or_default();
@@ -51,7 +18,7 @@ pub fn run(a: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let partition = results_partition();
+    let partition = run::boot::results_partition();
     // The whole profile is validated here, before any device is touched.
     let resolved = match source::resolve(a.profile.as_deref(), &cmdline, partition.as_deref()) {
         Ok(r) => r,

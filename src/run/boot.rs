@@ -13,6 +13,9 @@
 //! Nothing else in the image starts a shell or a login. A generator must
 //! never fail the boot: a command line it cannot read gets the default
 //! (poweroff), and `storcert run` reports the error itself.
+//!
+//! Also what `storcert run` does differently as the image's service
+//! (`in_image`): it waits for a late results partition's mount.
 
 use std::path::Path;
 
@@ -70,6 +73,37 @@ pub fn generate(cmdline_text: &str, dir: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(notes)
+}
+
+/// Whether this is the boot image's `storcert.service` (it sets
+/// STORCERT_IN_IMAGE=1).
+pub fn in_image() -> bool {
+    std::env::var_os("STORCERT_IN_IMAGE").is_some()
+}
+
+/// The mounted results partition. In the image, a partition labelled
+/// STORCERT that udev has seen but systemd has not mounted yet (a USB stick
+/// comes up late, and its mount is started from the udev event) is waited
+/// for, up to 15 s: its profile.toml decides what this run does.
+pub fn results_partition() -> Option<std::path::PathBuf> {
+    use crate::upload::spool;
+    let roots = crate::inventory::Roots::default();
+    let label = spool::results_label_link(&roots);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let found = spool::results_partition(&roots);
+        if found.is_some() || !in_image() || !label.exists() {
+            return found;
+        }
+        if std::time::Instant::now() > deadline {
+            eprintln!(
+                "storcert run: {} is not mounted after 15 s; going on without it",
+                label.display()
+            );
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 }
 
 #[cfg(test)]

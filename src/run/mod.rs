@@ -743,7 +743,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // In the boot image (the unit sets STORCERT_IN_IMAGE), the time from
     // kernel start to the first command sent to a device: the image's boot
     // cost, which the boot tests print and hold to a target.
-    if crate::commands::run::in_image() {
+    if boot::in_image() {
         if let Some(up) = std::fs::read_to_string("/proc/uptime")
             .ok()
             .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())

@@ -16,11 +16,17 @@ pub const BUNDLE_SUFFIX: &str = ".tar.zst";
 /// The filesystem label of the USB stick's results partition.
 pub const RESULTS_LABEL: &str = "STORCERT";
 
+/// udev's by-label link of the results partition (present once udev has
+/// read a filesystem labelled STORCERT, mounted or not).
+pub fn results_label_link(roots: &crate::inventory::Roots) -> PathBuf {
+    roots.dev.join("disk/by-label").join(RESULTS_LABEL)
+}
+
 /// Where the results partition (the filesystem labelled STORCERT, found
 /// through udev's by-label link) is mounted, if it is.
 pub fn results_partition(roots: &crate::inventory::Roots) -> Option<PathBuf> {
     use crate::inventory::sysfs;
-    let devnum = sysfs::devnum_of_path(&roots.dev.join("disk/by-label").join(RESULTS_LABEL))?;
+    let devnum = sysfs::devnum_of_path(&results_label_link(roots))?;
     sysfs::mounts_by_devnum(roots)
         .get(&devnum)?
         .first()
