@@ -1,26 +1,41 @@
-# Sourced by scripts/lab and scripts/build-image: Debian's stock kernel
-# (the package linux-image-amd64 points at), its .deb unpacked once into
-# CACHE/kernel. Sets kver, kernel_root, vmlinuz and kernel_package (name
-# and version of the .deb).
+# Sourced by scripts/lab, scripts/build-image and scripts/build-kernel:
+# Debian's stock kernel and its source, as the metapackages point at them.
+
+# Prints the versioned package a Debian metapackage depends on
+# (linux-image-amd64 -> linux-image-6.1.0-NN-amd64, linux-source ->
+# linux-source-6.1), refreshing apt's lists once if it knows none.
+#
+# usage: debian_dependency META PREFIX
+debian_dependency() {
+  local meta=$1 prefix=$2 dep
+  pick() { apt-cache depends "$meta" 2>/dev/null | awk -v re="Depends: $prefix[0-9]" '$0 ~ re {print $2; exit}'; }
+  dep=$(pick)
+  if [ -z "$dep" ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    dep=$(pick)
+  fi
+  [ -n "$dep" ] || { echo "kernel: apt-cache knows no $prefix* for $meta (run apt-get update)" >&2; return 2; }
+  echo "$dep"
+}
+
+# Debian's stock kernel, its .deb unpacked once into CACHE/kernel. Sets
+# kver, kernel_root, vmlinuz and kernel_package (name and version of the
+# .deb).
 #
 # usage: debian_kernel CACHE
 debian_kernel() {
   local cache=$1 meta=linux-image-amd64 dep
   kernel_root="$cache/kernel"
-  if [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package" ]; then
+  if [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package-version" ]; then
     echo "kernel: fetching Debian's $meta into $cache" >&2
     rm -rf "$kernel_root" "$cache/debs"
     mkdir -p "$cache/debs" "$kernel_root"
-    dep=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-    if [ -z "$dep" ]; then
-      apt-get update -qq >/dev/null 2>&1 || true
-      dep=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-    fi
-    [ -n "$dep" ] || { echo "kernel: apt-cache knows no linux-image for $meta (run apt-get update)" >&2; return 2; }
+    dep=$(debian_dependency "$meta" linux-image-) || return 2
     (cd "$cache/debs" && apt-get download "$dep" >/dev/null 2>&1) \
       || { echo "kernel: apt-get download $dep failed" >&2; return 2; }
     dpkg-deb -x "$cache"/debs/linux-image-*.deb "$kernel_root"
-    dpkg-deb -f "$cache"/debs/linux-image-*.deb Package Version | paste -sd' ' - > "$kernel_root/package"
+    dpkg-deb --show --showformat='${Package} ${Version}\n' "$cache"/debs/linux-image-*.deb \
+      > "$kernel_root/package-version"
     rm -rf "$cache/debs"
     kver=$(ls "$kernel_root/lib/modules")
     depmod -b "$kernel_root" "$kver"
@@ -28,7 +43,7 @@ debian_kernel() {
   fi
   kver=$(cat "$kernel_root/ready")
   vmlinuz="$kernel_root/boot/vmlinuz-$kver"
-  kernel_package=$(cat "$kernel_root/package")
+  kernel_package=$(cat "$kernel_root/package-version")
 }
 
 # Prints the .ko files MODULES... need, dependencies first, each once.
