@@ -21,9 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{s, sh, sha256_file as sha};
 
 fn image_dir() -> PathBuf {
     let dir = std::env::var_os("STORCERT_IMAGE_DIR")
@@ -35,20 +33,6 @@ fn image_dir() -> PathBuf {
         dir.display()
     );
     dir
-}
-
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn sha(path: &Path) -> String {
-    sh(&format!("sha256sum {}", s(path)))[..64].to_string()
 }
 
 fn sparse(path: &Path, mib: u64) {
@@ -66,26 +50,48 @@ struct Guest {
     secs: u64,
 }
 
-/// Runs qemu (TCG, q35, no display, console on the first serial port)
-/// under `timeout`; the guest must power off by itself.
+/// qemu as every boot test runs it, under `timeout`: TCG, q35, 2 vCPUs,
+/// no display, no reboot. -nographic: the firmware (SeaBIOS, iPXE, OVMF)
+/// writes to the serial port too, so the console shows the whole boot.
+fn qemu(timeout_s: u64) -> Command {
+    let mut c = Command::new("timeout");
+    c.args([
+        "--kill-after=10",
+        &timeout_s.to_string(),
+        "qemu-system-x86_64",
+    ])
+    .args([
+        "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "2",
+    ])
+    .args(["-m", "2048", "-nographic", "-no-reboot", "-monitor", "none"]);
+    c
+}
+
+/// A direct kernel boot of the image, `extra` after the image's own words
+/// of the command line (image/cmdline).
+fn direct_boot(image: &Path, extra: &str) -> Vec<String> {
+    let cmdline =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("image/cmdline"))
+            .unwrap();
+    vec![
+        "-kernel".into(),
+        s(&image.join("vmlinuz")).into(),
+        "-initrd".into(),
+        s(&image.join("initrd.img")).into(),
+        "-append".into(),
+        format!("{} {extra}", cmdline.trim()),
+    ]
+}
+
+/// Runs the guest with its console on the first serial port, into a file;
+/// the guest must power off by itself.
 fn boot(name: &str, dir: &Path, timeout_s: u64, args: &[String]) -> Guest {
     let console = match std::env::var_os("STORCERT_BOOT_LOGS") {
         Some(keep) => Path::new(&keep).join(format!("{name}.console.log")),
         None => dir.join(format!("{name}.console.log")),
     };
     let started = Instant::now();
-    let status = Command::new("timeout")
-        .args([
-            "--kill-after=10",
-            &timeout_s.to_string(),
-            "qemu-system-x86_64",
-        ])
-        .args([
-            "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "2",
-        ])
-        // -nographic: the firmware (SeaBIOS, iPXE, OVMF) writes to the serial
-        // port too, so the console log shows the whole boot.
-        .args(["-m", "2048", "-nographic", "-no-reboot", "-monitor", "none"])
+    let status = qemu(timeout_s)
         .stdin(Stdio::null())
         .args(["-serial", &format!("file:{}", s(&console))])
         .args(args)
@@ -148,34 +154,18 @@ impl Drop for Collector {
 impl Collector {
     fn start(dir: &Path, trusted: &Path) -> Collector {
         let store = dir.join("store");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
-            .args(["collect", "--listen", "127.0.0.1:0", "--store", s(&store)])
-            .args([
-                "--trusted-keys",
-                s(trusted),
-                "--db",
-                s(&dir.join("index.db")),
-            ])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let port = loop {
-            let line = lines.next().expect("collector exited").unwrap();
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                let addr = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/');
-                break addr.rsplit(':').next().unwrap().parse().unwrap();
-            }
-        };
-        std::thread::spawn(move || {
-            for l in lines.map_while(Result::ok) {
-                eprintln!("  {l}");
-            }
-        });
+        let (child, addr) = common::start_collector(
+            Command::new(env!("CARGO_BIN_EXE_storcert"))
+                .args(["collect", "--listen", "127.0.0.1:0", "--store", s(&store)])
+                .args([
+                    "--trusted-keys",
+                    s(trusted),
+                    "--db",
+                    s(&dir.join("index.db")),
+                ]),
+            true,
+        );
+        let port = addr.rsplit(':').next().unwrap().parse().unwrap();
         Collector { child, port, store }
     }
 
@@ -368,6 +358,8 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     ));
     let system = common::json(Path::new(system.trim()));
     assert_eq!(system["image_build_id"], manifest["build_id"], "{system}");
+    let kernel = manifest["kernel"]["package"].as_str().unwrap();
+    assert!(kernel.starts_with("linux-image-"), "{kernel}");
     for want in [
         "policy",
         "health",
@@ -537,19 +529,8 @@ fn a_bad_profile_on_the_command_line_powers_off_with_the_failure_and_touches_not
         s(&d("disk"))
     ));
     let before = sha(&d("disk"));
-    let cmdline =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("image/cmdline"))
-            .unwrap();
-    let mut q: Vec<String> = vec![
-        "-kernel".into(),
-        s(&image.join("vmlinuz")).into(),
-        "-initrd".into(),
-        s(&image.join("initrd.img")).into(),
-        "-append".into(),
-        format!("{} storcert.devices=all storcert.load=lots", cmdline.trim()),
-        "-nic".into(),
-        "none".into(),
-    ];
+    let mut q = direct_boot(&image, "storcert.devices=all storcert.load=lots");
+    q.extend(["-nic".into(), "none".into()]);
     q.extend(disk(
         &d("disk"),
         "disk",
@@ -581,33 +562,10 @@ fn a_bad_profile_on_the_command_line_powers_off_with_the_failure_and_touches_not
 fn done_shell_gives_a_root_shell_on_the_console_after_the_run_and_poweroff_ends_it() {
     use std::io::Write;
     let image = image_dir();
-    let cmdline =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("image/cmdline"))
-            .unwrap();
     // The console on qemu's stdio: the test types into the shell.
-    let mut qemu = Command::new("timeout")
-        .args(["--kill-after=10", "240", "qemu-system-x86_64"])
-        .args([
-            "-machine", "q35", "-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "1024",
-        ])
-        .args([
-            "-nographic",
-            "-no-reboot",
-            "-monitor",
-            "none",
-            "-nic",
-            "none",
-        ])
-        .args([
-            "-kernel",
-            s(&image.join("vmlinuz")),
-            "-initrd",
-            s(&image.join("initrd.img")),
-        ])
-        .args([
-            "-append",
-            &format!("{} storcert.done=shell storcert.load=bad", cmdline.trim()),
-        ])
+    let mut qemu = qemu(240)
+        .args(["-nic", "none"])
+        .args(direct_boot(&image, "storcert.done=shell storcert.load=bad"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

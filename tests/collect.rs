@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,17 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{chromium, storcert};
+use common::{chromium, s, storcert};
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/qemu-lab/inventory.json"
 );
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 struct Lab {
     dir: tempfile::TempDir,
@@ -105,32 +101,15 @@ impl Collector {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Collector {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
-            .args(["collect", "--listen", listen, "--store", store])
-            .args(["--trusted-keys", s(&lab.pubkey)])
-            .args(extra)
-            .envs(env.iter().copied())
-            .current_dir(lab.dir.path())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("collector exited before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on ").nth(1) {
-                break rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-            }
-        };
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let (child, addr) = common::start_collector(
+            Command::new(env!("CARGO_BIN_EXE_storcert"))
+                .args(["collect", "--listen", listen, "--store", store])
+                .args(["--trusted-keys", s(&lab.pubkey)])
+                .args(extra)
+                .envs(env.iter().copied())
+                .current_dir(lab.dir.path()),
+            false,
+        );
         Collector {
             child,
             addr,

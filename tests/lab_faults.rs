@@ -5,9 +5,13 @@
 //! is spooled to the stick leaves the whole bundle or none. Run through
 //! scripts/test (or `cargo test -- --ignored`).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::{sh, sha256_file as sha};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -33,16 +37,6 @@ fn lab(out: &Path, args: &[&str], guest: &str) -> std::process::ExitStatus {
         .args(["--", guest])
         .status()
         .expect("scripts/lab")
-}
-
-fn sh(cmd: &str) {
-    let st = Command::new("sh").arg("-c").arg(cmd).status().unwrap();
-    assert!(st.success(), "{cmd}");
-}
-
-fn sha(path: &Path) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 fn read(p: &Path) -> String {

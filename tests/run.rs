@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{chromium, storcert, Loop};
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{chromium, s, storcert, Loop};
 
 fn run_cmd(profile: &Path, results: &Path, key: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_storcert"));

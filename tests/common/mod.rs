@@ -1,9 +1,62 @@
-//! Helpers shared by the integration tests: running the binary, loop
-//! devices, tmpfs mounts.
+//! Helpers shared by the integration tests: running the binary, the
+//! collector, shell commands, loop devices, tmpfs mounts.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// `sh -c CMD`, which must succeed; its standard output.
+pub fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A file's SHA-256, hex.
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+/// Starts `cmd` (a `storcert collect …` with its arguments) and waits for
+/// its "listening on ADDR" line; returns it and ADDR without the trailing
+/// slash. Its log is drained from then on, so it never blocks on a full
+/// pipe, and echoed to stderr when `echo`.
+pub fn start_collector(cmd: &mut Command, echo: bool) -> (Child, String) {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("collector exited before listening")
+            .unwrap();
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            break rest
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches('/')
+                .to_string();
+        }
+    };
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            if echo {
+                eprintln!("  {l}");
+            }
+        }
+    });
+    (child, addr)
+}
 
 pub fn storcert(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_storcert"))
