@@ -106,7 +106,10 @@ fn pass(
             break;
         }
         completions.clear();
-        engine.reap(Some(Duration::from_millis(200)), &mut completions)?;
+        engine.reap(
+            Some(Instant::now() + Duration::from_millis(200)),
+            &mut completions,
+        )?;
         for c in completions.drain(..) {
             if let Some(e) = c.error() {
                 dev.record_error(true, c.offset, c.len, &e);

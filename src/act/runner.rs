@@ -425,12 +425,10 @@ pub fn run(
         let next_report = start + Duration::from_nanos((reports + 1) * interval_ns);
         let next_due = streams.iter().filter_map(|s| s.due(start)).min();
         let wake = next_due.map_or(next_report, |d| d.min(next_report));
-        let timeout = wake.saturating_duration_since(Instant::now());
+        // At least every 100 ms, to see Ctrl-C and stuck requests.
+        let until = wake.min(now + Duration::from_millis(100));
         completions.clear();
-        engine.reap(
-            Some(timeout.min(Duration::from_millis(100))),
-            &mut completions,
-        )?;
+        engine.reap(Some(until), &mut completions)?;
         for c in completions.drain(..) {
             let Some(p) = pending.get_mut(c.tag as usize).and_then(Option::take) else {
                 continue;
@@ -506,7 +504,10 @@ pub fn run(
     let drain_until = Instant::now() + spec.io_timeout.max(Duration::from_secs(1));
     while engine.in_flight() > 0 && Instant::now() < drain_until {
         completions.clear();
-        engine.reap(Some(Duration::from_millis(50)), &mut completions)?;
+        engine.reap(
+            Some(Instant::now() + Duration::from_millis(50)),
+            &mut completions,
+        )?;
         for c in completions.drain(..) {
             if let Some(Some(p)) = pending.get_mut(c.tag as usize).map(Option::take) {
                 if let Some(err) = c.error() {

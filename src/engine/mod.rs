@@ -9,7 +9,7 @@ pub mod uring;
 
 use std::io;
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use buffer::{AlignedBuf, BufferPool, BufferPools};
 
@@ -64,9 +64,11 @@ pub trait Engine {
     fn push(&mut self, req: Request) -> io::Result<()>;
     /// Issues queued requests now.
     fn submit(&mut self) -> io::Result<()>;
-    /// Issues queued requests and collects finished ones into `out`,
-    /// waiting up to `timeout` (None: until one finishes) when none has.
-    fn reap(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()>;
+    /// Issues queued requests and collects finished ones into `out`. When
+    /// none has finished it waits for one, but not past `until` (None: no
+    /// limit while requests are in flight). With nothing in flight it
+    /// sleeps until `until`: the workloads' schedulers wake this way.
+    fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()>;
 }
 
 #[derive(
@@ -99,6 +101,7 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::fd::AsRawFd;
+    use std::time::Duration;
 
     fn roundtrip(kind: EngineKind) {
         let mut file = tempfile::tempfile().unwrap();
@@ -119,7 +122,9 @@ mod tests {
             .unwrap();
         let mut out = Vec::new();
         while out.is_empty() {
-            engine.reap(Some(Duration::from_secs(5)), &mut out).unwrap();
+            engine
+                .reap(Some(Instant::now() + Duration::from_secs(5)), &mut out)
+                .unwrap();
         }
         assert_eq!(out[0].tag, 1);
         assert!(out[0].error().is_none());
@@ -140,7 +145,9 @@ mod tests {
         assert_eq!(engine.in_flight(), 4);
         let mut got = Vec::new();
         while got.len() < 4 {
-            engine.reap(Some(Duration::from_secs(5)), &mut got).unwrap();
+            engine
+                .reap(Some(Instant::now() + Duration::from_secs(5)), &mut got)
+                .unwrap();
         }
         let one = got.iter().find(|c| c.tag == 11).unwrap();
         assert!(one.buf.as_slice().iter().all(|&b| b == 0xab));
@@ -160,15 +167,19 @@ mod tests {
             .unwrap();
         let mut got = Vec::new();
         while got.is_empty() {
-            engine.reap(Some(Duration::from_secs(5)), &mut got).unwrap();
+            engine
+                .reap(Some(Instant::now() + Duration::from_secs(5)), &mut got)
+                .unwrap();
         }
         assert!(got[0].error().is_some());
         // A timeout with nothing in flight returns without completions.
         let mut none = Vec::new();
+        let asked = Instant::now();
         engine
-            .reap(Some(Duration::from_millis(5)), &mut none)
+            .reap(Some(asked + Duration::from_millis(5)), &mut none)
             .unwrap();
         assert!(none.is_empty());
+        assert!(asked.elapsed() >= Duration::from_millis(5));
     }
 
     #[test]

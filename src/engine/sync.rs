@@ -6,7 +6,7 @@ use std::io;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::{Completion, Engine, Request};
 
@@ -125,7 +125,8 @@ impl Engine for SyncEngine {
         Ok(())
     }
 
-    fn reap(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()> {
+    fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()> {
+        let timeout = until.map(|u| u.saturating_duration_since(Instant::now()));
         let mut got = 0;
         while let Ok(c) = self.from_workers.try_recv() {
             out.push(c);

@@ -425,7 +425,10 @@ fn run_pass(
             break;
         }
         completions.clear();
-        engine.reap(Some(Duration::from_millis(100)), &mut completions)?;
+        engine.reap(
+            Some(Instant::now() + Duration::from_millis(100)),
+            &mut completions,
+        )?;
         for mut c in completions.drain(..) {
             let job = &mut jobs[c.tag as usize];
             job.in_flight -= 1;
