@@ -31,3 +31,22 @@ measure_cpu() {
   tail -n 1 "$out.time" | awk '{printf "%.6f %d\n", $1 + $2, $3 + $4}' > "$out"
   return $rc
 }
+
+# The whole machine's busy CPU seconds while CMD runs: elapsed time × CPUs
+# minus idle and iowait from /proc/stat (kept exactly by a tickless
+# kernel's idle entry and exit, unlike the tick-sampled user/system). It
+# counts what a tool's requests cost outside its own threads too: the
+# device driver's workers, interrupts, the virtual CPU's idle exits.
+# measure_system OUT CMD... writes "BUSY_SECONDS" to OUT.
+measure_system() {
+  local out=$1; shift
+  local idle0 idle1 t0 t1 rc=0
+  idle0=$(awk '/^cpu /{print $5 + $6}' /proc/stat)
+  t0=$(date +%s%N)
+  "$@" || rc=$?
+  t1=$(date +%s%N)
+  idle1=$(awk '/^cpu /{print $5 + $6}' /proc/stat)
+  awk -v t=$((t1 - t0)) -v n="$(nproc)" -v i=$((idle1 - idle0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%.3f\n", t / 1e9 * n - i / hz}' > "$out"
+  return $rc
+}
