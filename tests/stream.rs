@@ -10,7 +10,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{failing_loop, json, storcert, Loop};
+use common::{failing_loop, json, storcert, Loop, Mount};
 use serde_json::Value;
 
 fn run_json(args: &[&str]) -> (std::process::Output, Value) {
@@ -610,22 +610,8 @@ fn a_file_where_o_direct_is_refused_is_streamed_buffered_and_says_so() {
     // before Linux 6.6 (the boot image's /var/lib is one). The pass still
     // runs, through the page cache, and the results record it.
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("fs");
-    std::fs::create_dir(&dir).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "ramfs", "ramfs"])
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "mount ramfs (the test needs root)");
-    struct Unmount<'a>(&'a std::path::Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&dir);
-    let file = dir.join("scratch.img");
+    let fs = Mount::ramfs(&tmp.path().join("fs"));
+    let file = fs.0.join("scratch.img");
     let (out, v) = run_json(&[
         "stream",
         "--device",

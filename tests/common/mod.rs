@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: running the binary, the
-//! collector, shell commands, loop devices, tmpfs mounts.
+//! collector, shell commands, loop devices, tmpfs and ramfs mounts.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
@@ -128,23 +128,35 @@ impl Drop for Loop {
     }
 }
 
-/// A tmpfs of `size` mounted at `dir`; unmounted on drop.
-pub struct Tmpfs(pub PathBuf);
+/// A memory filesystem mounted at `dir` (made if missing); unmounted on
+/// drop.
+pub struct Mount(pub PathBuf);
 
-impl Tmpfs {
-    pub fn mount(dir: &Path, size: &str) -> Tmpfs {
+impl Mount {
+    /// A tmpfs of `size`.
+    pub fn tmpfs(dir: &Path, size: &str) -> Mount {
+        Mount::new("tmpfs", &[&format!("size={size}")], dir)
+    }
+
+    /// A ramfs: no size limit, and O_DIRECT refused with EINVAL.
+    pub fn ramfs(dir: &Path) -> Mount {
+        Mount::new("ramfs", &[], dir)
+    }
+
+    fn new(fstype: &str, options: &[&str], dir: &Path) -> Mount {
         std::fs::create_dir_all(dir).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "mount tmpfs (the test needs root)");
-        Tmpfs(dir.to_path_buf())
+        let mut cmd = Command::new("mount");
+        cmd.args(["-t", fstype]);
+        for o in options {
+            cmd.args(["-o", o]);
+        }
+        let ok = cmd.arg(fstype).arg(dir).status().unwrap();
+        assert!(ok.success(), "mount {fstype} (the test needs root)");
+        Mount(dir.to_path_buf())
     }
 }
 
-impl Drop for Tmpfs {
+impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
@@ -152,8 +164,8 @@ impl Drop for Tmpfs {
 
 /// A loop device whose writes fail once a 32 MiB tmpfs under it is full
 /// (ENOSPC through the loop driver), as a failing drive's writes would.
-pub fn failing_loop(tmp: &Path) -> (Tmpfs, Loop) {
-    let fs = Tmpfs::mount(&tmp.join("small"), "32m");
+pub fn failing_loop(tmp: &Path) -> (Mount, Loop) {
+    let fs = Mount::tmpfs(&tmp.join("small"), "32m");
     let back = fs.0.join("back.img");
     std::fs::File::create(&back)
         .unwrap()
