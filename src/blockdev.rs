@@ -3,9 +3,11 @@
 //! re-read. Every stage that opens a disk asks through here, so each
 //! request number and argument layout is written once.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
 
 use crate::passthrough::ioctl_ptr;
 
@@ -52,4 +54,34 @@ pub fn reread_partitions(f: &File) -> io::Result<()> {
     // SAFETY: BLKRRPART takes no argument.
     unsafe { ioctl_ptr::<u8>(f.as_raw_fd(), BLKRRPART, std::ptr::null_mut()) }?;
     Ok(())
+}
+
+/// Opens `path` with `options` and `flags`. Where `flags` ask for O_DIRECT
+/// and `path` is a file on a filesystem that refuses it with EINVAL (ramfs;
+/// tmpfs before Linux 6.6, such as the boot image's /var/lib), it is opened
+/// again without O_DIRECT. Returns the file and whether O_DIRECT held.
+pub fn open_direct_or_buffered(
+    options: &OpenOptions,
+    path: impl AsRef<Path>,
+    flags: i32,
+) -> io::Result<(File, bool)> {
+    let path = path.as_ref();
+    let direct = flags & libc::O_DIRECT != 0;
+    match options.clone().custom_flags(flags).open(path) {
+        Ok(f) => Ok((f, direct)),
+        Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) && !is_block_device(path) => {
+            let f = options
+                .clone()
+                .custom_flags(flags & !libc::O_DIRECT)
+                .open(path)?;
+            Ok((f, false))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .map(|m| m.file_type().is_block_device())
+        .unwrap_or(false)
 }

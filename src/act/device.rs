@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 
 use anyhow::{bail, Context, Result};
 
@@ -45,25 +45,18 @@ impl Device {
         let is_block = std::fs::metadata(name)
             .map(|m| m.file_type().is_block_device())
             .unwrap_or(false);
-        let open = |flags: i32| {
+        // A file on a filesystem without O_DIRECT (tmpfs) is used buffered,
+        // and the results say so.
+        let (file, direct) = crate::blockdev::open_direct_or_buffered(
             OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(!is_block && file_size > 0)
-                .truncate(false)
-                .custom_flags(flags)
-                .open(name)
-        };
-        // Filesystems without O_DIRECT (tmpfs) refuse it with EINVAL: a
-        // file there is used buffered, and the results say so.
-        let (file, direct) = match open(flags) {
-            Ok(f) => (f, true),
-            Err(e) if !is_block && e.raw_os_error() == Some(libc::EINVAL) => (
-                open(flags & !libc::O_DIRECT).with_context(|| format!("open {name}"))?,
-                false,
-            ),
-            Err(e) => return Err(e).with_context(|| format!("open {name}")),
-        };
+                .truncate(false),
+            name,
+            flags,
+        )
+        .with_context(|| format!("open {name}"))?;
         let size_bytes = if is_block {
             crate::blockdev::size_bytes(&file)
                 .with_context(|| format!("{name}: size (BLKGETSIZE64)"))?

@@ -11,7 +11,7 @@ pub mod verify;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -202,25 +202,18 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
         let is_block = std::fs::metadata(path)
             .map(|m| m.file_type().is_block_device())
             .unwrap_or(false);
-        let open = |flags: i32| {
+        // A file on a filesystem without O_DIRECT (tmpfs) is streamed
+        // through the page cache, and the results say so (`direct: false`).
+        let opened = blockdev::open_direct_or_buffered(
             OpenOptions::new()
                 .read(true)
                 .write(writes)
                 .create(writes && !is_block && spec.size.is_some())
-                .truncate(false)
-                .custom_flags(flags)
-                .open(path)
-        };
-        // Filesystems without O_DIRECT (tmpfs) refuse it with EINVAL: a
-        // file there is streamed through the page cache, and the results
-        // say so (`direct: false`).
-        let (opened, direct) = match open(flags) {
-            Err(e) if spec.direct && !is_block && e.raw_os_error() == Some(libc::EINVAL) => {
-                (open(flags & !libc::O_DIRECT), false)
-            }
-            r => (r, spec.direct),
-        };
-        let file = opened.map_err(|e| match e.raw_os_error() {
+                .truncate(false),
+            path,
+            flags,
+        );
+        let (file, direct) = opened.map_err(|e| match e.raw_os_error() {
             Some(libc::EROFS) | Some(libc::EACCES) if writes => {
                 anyhow::anyhow!(
                     "{path} is read-only ({e}); a read-only target takes --pattern read only"
