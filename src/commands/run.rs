@@ -1,5 +1,6 @@
 //! `storcert run`: resolves the profile, runs it, prints the banner.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::{exit, stop_flag};
@@ -11,10 +12,14 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
+/// The kernel command line's text, from the file `--cmdline` names or
+/// /proc/cmdline; empty if unreadable (then nothing on it applies).
+fn cmdline_text(path: Option<&Path>) -> String {
+    std::fs::read_to_string(path.unwrap_or(Path::new("/proc/cmdline"))).unwrap_or_default()
+}
+
 pub fn run(a: RunArgs) -> ExitCode {
-    let cmdline_path = a.cmdline.clone().unwrap_or_else(|| "/proc/cmdline".into());
-    let cmdline_text = std::fs::read_to_string(&cmdline_path).unwrap_or_default();
-    let cmdline = match source::Cmdline::parse(&cmdline_text) {
+    let cmdline = match source::Cmdline::parse(&cmdline_text(a.cmdline.as_deref())) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -68,9 +73,7 @@ pub fn run(a: RunArgs) -> ExitCode {
 /// reload); what it cannot read it says on stderr (the kernel log) and
 /// falls back to the defaults, since a generator must not stop a boot.
 pub fn generator(a: GeneratorArgs) -> ExitCode {
-    let cmdline_path = a.cmdline.unwrap_or_else(|| "/proc/cmdline".into());
-    let text = std::fs::read_to_string(&cmdline_path).unwrap_or_default();
-    match run::boot::generate(&text, &a.dirs[0]) {
+    match run::boot::generate(&cmdline_text(a.cmdline.as_deref()), &a.dirs[0]) {
         Ok(notes) => {
             for n in notes {
                 eprintln!("storcert generator: {n}");
