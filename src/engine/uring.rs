@@ -141,14 +141,28 @@ impl UringEngine {
         };
         // SAFETY: the timespec is boxed in the engine and read by the
         // kernel when this entry is submitted, before the next arm.
-        if unsafe { self.ring.submission().push(&entry) }.is_err() {
-            self.ring.submit()?;
-            // SAFETY: as above.
-            unsafe { self.ring.submission().push(&entry) }
-                .map_err(|_| io::Error::other("io_uring submission queue full"))?;
-        }
+        unsafe { self.queue(&entry) }?;
         self.timer_armed = Some(deadline);
         Ok(())
+    }
+
+    /// Puts `entry` on the submission queue. The queue is as deep as the
+    /// slot table, but the timer's entries share it: when it is full, what
+    /// is queued is submitted first (and stamped issued, as any submission).
+    ///
+    /// # Safety
+    /// What `entry` points to must stay valid until the kernel is done with
+    /// it: a request's buffer until its completion, a timespec until the
+    /// entry is submitted.
+    unsafe fn queue(&mut self, entry: &squeue::Entry) -> io::Result<()> {
+        // SAFETY: the caller's promise.
+        if unsafe { self.ring.submission().push(entry) }.is_ok() {
+            return Ok(());
+        }
+        self.submit()?;
+        // SAFETY: as above.
+        unsafe { self.ring.submission().push(entry) }
+            .map_err(|_| io::Error::other("io_uring submission queue full"))
     }
 
     fn harvest(&mut self, out: &mut Vec<Completion>) {
@@ -214,17 +228,9 @@ impl Engine for UringEngine {
                 .build()
         }
         .user_data(index as u64);
-        // The submission queue is as deep as the slot table, so it has room
-        // for every slot that is not yet submitted.
         // SAFETY: the buffer lives in the slot until its completion is
         // harvested, and the fd is the caller's open file.
-        let pushed = unsafe { self.ring.submission().push(&entry) };
-        if pushed.is_err() {
-            self.submit()?;
-            // SAFETY: as above.
-            unsafe { self.ring.submission().push(&entry) }
-                .map_err(|_| io::Error::other("io_uring submission queue full"))?;
-        }
+        unsafe { self.queue(&entry) }?;
         self.slots[index] = Some(Slot {
             req,
             issued_at: None,
