@@ -609,11 +609,19 @@ fn done_shell_gives_a_root_shell_on_the_console_after_the_run_and_poweroff_ends_
         let _ = input.flush();
     }
     let status = qemu.wait().unwrap();
+    // Checked first: without the notice the test never types, and qemu's
+    // timeout would read as a failed poweroff.
+    assert!(
+        ended,
+        "the end-of-run notice never reached the console:\n{console}"
+    );
     assert!(
         status.success(),
         "qemu did not end by a poweroff ({status}):\n{console}"
     );
     assert!(console.contains("status=2/INVALIDARGUMENT"), "{console}");
+    // The unit's prompt, not /etc/profile's: the shell is not a login one.
+    assert!(console.contains("storcert# "), "{console}");
     assert!(
         console.contains("SHELL-42"),
         "no shell ran the command:\n{console}"
