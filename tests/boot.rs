@@ -377,13 +377,14 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     assert_eq!(sha(&d("decoy")), decoy_before, "the decoy disk changed");
 }
 
-/// The STORCERT partition's byte offset in the stick image, from its GPT.
-fn data_partition(img: &Path) -> u64 {
+/// The byte offset of partition `n` in the stick image, from its GPT (1:
+/// the ESP, 2: STORCERT).
+fn partition_offset(img: &Path, n: u32) -> u64 {
     let table = sh(&format!("sgdisk -p {}", s(img)));
     let line = table
         .lines()
-        .find(|l| l.trim_start().starts_with("2 "))
-        .unwrap_or_else(|| panic!("no partition 2:\n{table}"));
+        .find(|l| l.trim_start().starts_with(&format!("{n} ")))
+        .unwrap_or_else(|| panic!("no partition {n}:\n{table}"));
     let start: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     start * 512
 }
@@ -406,7 +407,7 @@ fn usb_stick_keeps_the_bundle_offline_and_delivers_it_once_online() {
         s(&image.join("storcert-usb.img")),
         s(&stick)
     ));
-    let at = data_partition(&stick);
+    let at = partition_offset(&stick, 2);
     // What a user does on any computer: edit profile.toml and put the
     // signing key on the stick.
     let profile = include_str!("boot/usb.toml").replace("@PORT@", &collector.port.to_string());
@@ -457,9 +458,43 @@ fn usb_stick_keeps_the_bundle_offline_and_delivers_it_once_online() {
         q
     };
 
-    // Offline: the bundle is signed and stays on the stick.
+    // Offline, from a stick that comes up late, as some do: its kernel
+    // waits 6 s before it scans a new USB disk (usb-storage.delay_use; the
+    // image's own word is 0), past udev's settling, so the run starts before
+    // the medium it booted from exists and must wait for it to read the
+    // stick's profile. Same length, so the stub's section keeps its size.
+    let uki = image.join("storcert.efi");
+    let esp = partition_offset(&stick, 1);
+    let words = d("cmdline");
+    sh(&format!(
+        "objcopy -O binary --only-section=.cmdline {} {}",
+        s(&uki),
+        s(&words)
+    ));
+    let words_text = std::fs::read_to_string(&words).unwrap();
+    assert!(
+        words_text.contains("usb-storage.delay_use=0"),
+        "{words_text}"
+    );
+    std::fs::write(&words, words_text.replace("delay_use=0", "delay_use=6")).unwrap();
+    sh(&format!(
+        "objcopy --update-section .cmdline={} {} {}",
+        s(&words),
+        s(&uki),
+        s(&d("late.efi"))
+    ));
+    let boot_loader = |efi: &Path| {
+        mtools(
+            &stick,
+            esp,
+            "mcopy",
+            &format!("-o {} ::/EFI/BOOT/BOOTX64.EFI", s(efi)),
+        )
+    };
+    boot_loader(&d("late.efi"));
+    // The bundle is signed and stays on the stick.
     let g = boot("usb-offline", t.path(), 420, &machine(false));
-    report("usb-offline", &g);
+    report("usb-offline (stick 6 s late)", &g);
     assert!(
         g.powered_off,
         "the guest did not power off by itself:\n{}",
@@ -485,10 +520,40 @@ fn usb_stick_keeps_the_bundle_offline_and_delivers_it_once_online() {
     );
     verify(&d(&name), &public);
     assert!(collector.bundles().is_empty());
+    // The run knew the stick as the medium the EFI loader booted from
+    // (systemd-stub's LoaderDevicePartUUID): what it waits for when the
+    // stick comes up late, and what keeps the stick safe from writes.
+    let unpacked = d("offline-bundle");
+    std::fs::create_dir(&unpacked).unwrap();
+    sh(&format!(
+        "zstd -dc {} | tar -x -C {}",
+        s(&d(&name)),
+        s(&unpacked)
+    ));
+    let inventory = sh(&format!(
+        "find {} -name inventory.json | head -n 1",
+        s(&unpacked)
+    ));
+    let inventory = common::json(Path::new(inventory.trim()));
+    let stick_disk = inventory["disks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["serial"] == "E2EUSB0001")
+        .unwrap_or_else(|| panic!("the stick is not in the inventory: {inventory}"));
+    assert_eq!(stick_disk["boot_medium"], true, "{stick_disk}");
+    assert!(
+        stick_disk["role_reasons"]
+            .to_string()
+            .contains("the partition the EFI loader booted from"),
+        "{stick_disk}"
+    );
     // The stick itself was not tested: the run names only the target.
     assert!(!g.console.contains("testing: /dev/sda"), "{}", g.console);
 
-    // Online: the spooled bundle goes first and leaves the spool.
+    // Online, the image as built: the spooled bundle goes first and leaves
+    // the spool.
+    boot_loader(&uki);
     let g = boot("usb-online", t.path(), 420, &machine(true));
     report("usb-online", &g);
     assert!(

@@ -428,9 +428,10 @@ impl RoleContext {
     }
 }
 
-/// systemd-boot and other loaders record the partition they were loaded
-/// from in this EFI variable (4 bytes of attributes, then UTF-16LE).
-fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
+/// systemd-boot and other loaders (and systemd-stub, so the image's
+/// single-file kernel) record the partition they were loaded from in this
+/// EFI variable (4 bytes of attributes, then UTF-16LE).
+pub(crate) fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
     let raw =
         fs::read(roots.sys.join(
             "firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",

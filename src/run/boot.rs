@@ -15,9 +15,11 @@
 //! (poweroff), and `storcert run` reports the error itself.
 //!
 //! Also what `storcert run` does differently as the image's service
-//! (`in_image`): it waits for a late results partition's mount.
+//! (`in_image`): it waits for a late results partition's mount, and for a
+//! boot medium (a USB stick) that the kernel has not found yet.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -81,28 +83,103 @@ pub fn in_image() -> bool {
     std::env::var_os("STORCERT_IN_IMAGE").is_some()
 }
 
-/// The mounted results partition. In the image, a partition labelled
-/// STORCERT that udev has seen but systemd has not mounted yet (a USB stick
-/// comes up late, and its mount is started from the udev event) is waited
-/// for, up to 15 s: its profile.toml decides what this run does.
+/// How long the image looks for its results partition before going on
+/// without it.
+const PARTITION_WAIT: Duration = Duration::from_secs(30);
+/// How long after the boot partition appears its sibling partitions' udev
+/// links may still be on their way (the kernel adds a disk's partitions
+/// together; udev handles them in parallel).
+const SIBLING_GRACE: Duration = Duration::from_secs(3);
+
+/// One look at the devices while the image waits for its results partition.
+#[derive(Debug, Clone, Copy)]
+struct PartitionLook {
+    /// The partition labelled STORCERT is mounted.
+    mounted: bool,
+    /// udev has seen a filesystem labelled STORCERT (its mount follows).
+    labelled: bool,
+    /// The partition the EFI loader booted from has appeared (None: the
+    /// loader did not say, as in a PXE or direct kernel boot).
+    boot_partition: Option<bool>,
+}
+
+#[derive(Debug, PartialEq)]
+enum PartitionStep {
+    /// Stop looking: the partition is mounted, or there is none to wait for.
+    Stop,
+    Wait,
+    /// Stop looking, and say why: the limit passed with something pending.
+    GiveUp(&'static str),
+}
+
+/// What to do after `look`, `waited` into the wait, the boot partition
+/// having been present for `boot_present_for` (if it is).
+fn partition_step(
+    look: PartitionLook,
+    waited: Duration,
+    boot_present_for: Option<Duration>,
+) -> PartitionStep {
+    if look.mounted {
+        return PartitionStep::Stop;
+    }
+    // A USB stick comes up late: usb-storage waits before it scans a new
+    // device, and udev may have settled in between, so the medium the
+    // machine booted from may not exist yet when the run starts.
+    let pending = if look.labelled {
+        Some("the partition labelled STORCERT is not mounted")
+    } else if look.boot_partition == Some(false) {
+        Some("the partition the EFI loader booted from has not appeared")
+    } else if boot_present_for.is_some_and(|d| d < SIBLING_GRACE) {
+        Some("the boot disk's partitions are still being read")
+    } else {
+        None
+    };
+    match pending {
+        None => PartitionStep::Stop,
+        Some(why) if waited >= PARTITION_WAIT => PartitionStep::GiveUp(why),
+        Some(_) => PartitionStep::Wait,
+    }
+}
+
+/// The mounted results partition. In the image, it is waited for (up to
+/// 30 s) while udev has seen it but systemd has not mounted it yet (its
+/// mount is started from the udev event), and while the medium the EFI
+/// loader booted from (a USB stick) has not appeared: its profile.toml
+/// decides what this run does.
 pub fn results_partition() -> Option<std::path::PathBuf> {
     use crate::upload::spool;
     let roots = crate::inventory::Roots::default();
+    let found = spool::results_partition(&roots);
+    if found.is_some() || !in_image() {
+        return found;
+    }
     let label = spool::results_label_link(&roots);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let boot_link = crate::inventory::read_loader_part_uuid(&roots)
+        .map(|uuid| roots.dev.join("disk/by-partuuid").join(uuid));
+    let started = Instant::now();
+    let mut boot_since: Option<Instant> = None;
     loop {
         let found = spool::results_partition(&roots);
-        if found.is_some() || !in_image() || !label.exists() {
-            return found;
+        let boot_present = boot_link.as_ref().map(|l| l.exists());
+        if boot_present == Some(true) {
+            boot_since.get_or_insert_with(Instant::now);
         }
-        if std::time::Instant::now() > deadline {
-            eprintln!(
-                "storcert run: {} is not mounted after 15 s; going on without it",
-                label.display()
-            );
-            return None;
+        let look = PartitionLook {
+            mounted: found.is_some(),
+            labelled: label.exists(),
+            boot_partition: boot_present,
+        };
+        match partition_step(look, started.elapsed(), boot_since.map(|t| t.elapsed())) {
+            PartitionStep::Stop => return found,
+            PartitionStep::Wait => std::thread::sleep(Duration::from_millis(200)),
+            PartitionStep::GiveUp(why) => {
+                eprintln!(
+                    "storcert run: {why} after {} s; going on without a results partition",
+                    PARTITION_WAIT.as_secs()
+                );
+                return None;
+            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
 
@@ -139,6 +216,46 @@ mod tests {
         let (d, w) = actions("storcert.done=none storcert.debug");
         assert!(d.contains("FailureAction=none"), "{d}");
         assert_eq!(w, ["multi-user.target.wants/debug-shell.service"]);
+    }
+
+    #[test]
+    fn the_results_partition_is_waited_for_only_while_something_is_pending() {
+        use PartitionStep::*;
+        let s = Duration::from_secs;
+        let look = |mounted, labelled, boot_partition| PartitionLook {
+            mounted,
+            labelled,
+            boot_partition,
+        };
+        // Mounted: done, whatever else holds.
+        assert_eq!(
+            partition_step(look(true, true, Some(false)), s(99), None),
+            Stop
+        );
+        // PXE or direct kernel boot, no label: nothing to wait for.
+        assert_eq!(partition_step(look(false, false, None), s(0), None), Stop);
+        // Labelled but not mounted: wait, until the limit.
+        assert_eq!(partition_step(look(false, true, None), s(29), None), Wait);
+        let gave_up = partition_step(look(false, true, None), s(30), None);
+        assert!(
+            matches!(gave_up, GiveUp(w) if w.contains("not mounted")),
+            "{gave_up:?}"
+        );
+        // Booted from a stick the kernel has not found yet: wait for it.
+        assert_eq!(
+            partition_step(look(false, false, Some(false)), s(20), None),
+            Wait
+        );
+        let gave_up = partition_step(look(false, false, Some(false)), s(30), None);
+        assert!(
+            matches!(gave_up, GiveUp(w) if w.contains("EFI loader")),
+            "{gave_up:?}"
+        );
+        // The stick has appeared: its siblings get a moment for their links...
+        let present = |d| partition_step(look(false, false, Some(true)), s(10), Some(d));
+        assert_eq!(present(Duration::from_millis(2900)), Wait);
+        // ...and a stick without a STORCERT partition is then given up quietly.
+        assert_eq!(present(s(3)), Stop);
     }
 
     #[test]
