@@ -79,7 +79,10 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert health --diff before.json after.json --json > health.json; \
          storcert check --policy /lab/fix.toml --fix --json > fix.json 2> fix.err; \
          echo $? > fix.rc; \
+         dd if=/dev/urandom of=/dev/vda bs=1M seek=448 count=64 oflag=direct 2> /dev/null; \
          storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; \
+         dd if=/dev/vda bs=1M skip=448 count=63 iflag=direct 2> /dev/null | tr -d '\\000' | wc -c \
+           > spare-nonzero.txt; \
          storcert provision --device /dev/vda --spare 30% > again.txt 2> again.err; echo $? > again.rc; \
          storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml \
            --policy /lab/destroy.toml --json \
@@ -328,6 +331,24 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         (size("VIRTIO_SIZE") as f64 * 0.8) as u64 / (1 << 20) * (1 << 20)
     );
     assert!(prov["discard"]["ranges"].as_u64().unwrap() >= 1, "{prov}");
+    // The discard reached the medium: the 64 MiB of random data the guest
+    // wrote into what became the spare area reads back as zeros (but for
+    // the last MiB, which holds the backup GPT), and qemu
+    // (discard=unmap) punched it out of the image on the host, where only
+    // the GPTs and the 16 MiB stream below were left written.
+    assert_eq!(
+        std::fs::read_to_string(results.join("spare-nonzero.txt"))
+            .unwrap()
+            .trim(),
+        "0",
+        "non-zero bytes left in the discarded spare area"
+    );
+    let allocated = read_env(&out.path().join("allocated.env"));
+    let virtio_allocated: u64 = allocated["VIRTIO_ALLOCATED"].parse().unwrap();
+    assert!(
+        virtio_allocated < 32 << 20,
+        "virtio.img still holds {virtio_allocated} bytes after the discard"
+    );
 
     // Now partitioned, vda is refused; the policy naming its serial with
     // destroy = true lets it through, and the plan says why.

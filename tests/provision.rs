@@ -1,6 +1,7 @@
 //! Over-provisioning on loop devices: the partition ends exactly where the
 //! spare begins, the GPT is valid (sgdisk -v), discard is issued (the
-//! backing file's blocks are freed) or its refusal reported, and the
+//! backing file's blocks are freed) or, where the kernel's loop driver
+//! offers none, its refusal reported, and the
 //! safety gate refuses a filesystem, a mounted one and a partitioned disk,
 //! leaving every byte as it was.
 
@@ -66,13 +67,24 @@ fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
     let pct = v["spare_pct"].as_f64().unwrap();
     assert!((21.0..21.2).contains(&pct), "{pct}");
     assert!((v["total_spare_pct"].as_f64().unwrap() - (pct + 12.0)).abs() < 1e-9);
-    assert_eq!(v["discard"]["bytes"].as_u64().unwrap(), size);
-    assert!(v["discard"]["ranges"].as_u64().unwrap() >= 1);
-    let after = std::fs::metadata(&img).unwrap().blocks();
-    assert!(
-        after < before / 2,
-        "discard freed the backing file's blocks: {before} -> {after}"
-    );
+    // Some kernels' loop driver offers no discard at all (seen: 6.18 with
+    // discard_max_bytes 0 on ext4 and tmpfs); then the refusal is what the
+    // run must report. The qemu lab checks a discard reaching its medium on
+    // Debian's kernel either way (tests/lab.rs).
+    if discard_max_bytes(&lo.dev) > 0 {
+        assert_eq!(v["discard"]["bytes"].as_u64().unwrap(), size);
+        assert!(v["discard"]["ranges"].as_u64().unwrap() >= 1);
+        let after = std::fs::metadata(&img).unwrap().blocks();
+        assert!(
+            after < before / 2,
+            "discard freed the backing file's blocks: {before} -> {after}"
+        );
+    } else {
+        let e = v["discard"]["error"].as_str().unwrap();
+        assert!(e.contains("Operation not supported"), "{e}");
+        assert_eq!(v["discard"]["bytes"], 0);
+        eprintln!("this kernel's loop devices offer no discard: its refusal was reported");
+    }
     // The GPT as sgdisk reads it.
     assert!(sgdisk(&["-v"], &lo.dev).contains("No problems found"));
     let info = sgdisk(&["-i", "1"], &lo.dev);
@@ -104,15 +116,32 @@ fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
     );
 }
 
+/// The sysfs file that says (and, written, lowers) the most one discard of
+/// `dev` may cover.
+fn discard_knob(dev: &str) -> String {
+    format!(
+        "/sys/block/{}/queue/discard_max_bytes",
+        dev.trim_start_matches("/dev/")
+    )
+}
+
+/// The most a discard of `dev` may cover, as its queue says (0: none).
+fn discard_max_bytes(dev: &str) -> u64 {
+    let knob = discard_knob(dev);
+    std::fs::read_to_string(&knob)
+        .unwrap_or_else(|e| panic!("{knob}: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 #[test]
 fn a_device_that_refuses_discard_is_still_provisioned() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("d.img"), 256 << 20);
-    let knob = format!(
-        "/sys/block/{}/queue/discard_max_bytes",
-        lo.dev.trim_start_matches("/dev/")
-    );
-    std::fs::write(&knob, "0").unwrap();
+    if discard_max_bytes(&lo.dev) > 0 {
+        std::fs::write(discard_knob(&lo.dev), "0").unwrap();
+    }
     let (out, v) = provision(&["--device", &lo.dev, "--spare", "20%"]);
     assert!(
         out.status.success(),
