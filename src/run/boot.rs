@@ -149,9 +149,8 @@ fn partition_step(
 pub fn results_partition() -> Option<std::path::PathBuf> {
     use crate::upload::spool;
     let roots = crate::inventory::Roots::default();
-    let found = spool::results_partition(&roots);
-    if found.is_some() || !in_image() {
-        return found;
+    if !in_image() {
+        return spool::results_partition(&roots);
     }
     let label = spool::results_label_link(&roots);
     let boot_link = crate::inventory::read_loader_part_uuid(&roots)
