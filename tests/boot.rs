@@ -343,20 +343,11 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     );
     // The stages the profile asked for all ran.
     let unpacked = d("unpacked");
-    std::fs::create_dir(&unpacked).unwrap();
-    sh(&format!(
-        "zstd -dc {} | tar -x -C {}",
-        s(&stored[0]),
-        s(&unpacked)
-    ));
+    unpack(&stored[0], &unpacked);
     let listing = sh(&format!("cd {} && find . -type f | sort", s(&unpacked)));
     // The bundle records the image it ran on.
     let manifest = common::json(&image.join("manifest.json"));
-    let system = sh(&format!(
-        "find {} -name system.json | head -n 1",
-        s(&unpacked)
-    ));
-    let system = common::json(Path::new(system.trim()));
+    let system = bundle_json(&unpacked, "system.json");
     assert_eq!(system["image_build_id"], manifest["build_id"], "{system}");
     let kernel = manifest["kernel"]["package"].as_str().unwrap();
     assert!(kernel.starts_with("linux-image-"), "{kernel}");
@@ -375,6 +366,18 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
         );
     }
     assert_eq!(sha(&d("decoy")), decoy_before, "the decoy disk changed");
+}
+
+/// Unpacks a results bundle (a .tar.zst) into the new folder `into`.
+fn unpack(bundle: &Path, into: &Path) {
+    std::fs::create_dir(into).unwrap();
+    sh(&format!("zstd -dc {} | tar -x -C {}", s(bundle), s(into)));
+}
+
+/// The first file called `name` in an unpacked bundle, parsed.
+fn bundle_json(unpacked: &Path, name: &str) -> serde_json::Value {
+    let found = sh(&format!("find {} -name {name} | head -n 1", s(unpacked)));
+    common::json(Path::new(found.trim()))
 }
 
 /// The byte offset of partition `n` in the stick image, from its GPT (1:
@@ -524,17 +527,8 @@ fn usb_stick_keeps_the_bundle_offline_and_delivers_it_once_online() {
     // (systemd-stub's LoaderDevicePartUUID): what it waits for when the
     // stick comes up late, and what keeps the stick safe from writes.
     let unpacked = d("offline-bundle");
-    std::fs::create_dir(&unpacked).unwrap();
-    sh(&format!(
-        "zstd -dc {} | tar -x -C {}",
-        s(&d(&name)),
-        s(&unpacked)
-    ));
-    let inventory = sh(&format!(
-        "find {} -name inventory.json | head -n 1",
-        s(&unpacked)
-    ));
-    let inventory = common::json(Path::new(inventory.trim()));
+    unpack(&d(&name), &unpacked);
+    let inventory = bundle_json(&unpacked, "inventory.json");
     let stick_disk = inventory["disks"]
         .as_array()
         .unwrap()
