@@ -21,3 +21,4 @@ pub mod run;
 pub mod safety;
 pub mod stream;
 pub mod upload;
+pub mod util;

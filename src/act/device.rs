@@ -153,7 +153,7 @@ impl RecordPattern {
     }
 
     #[inline]
-    pub fn pick(&self, rng: &mut super::random::Rng) -> (u64, u32) {
+    pub fn pick(&self, rng: &mut crate::util::random::Rng) -> (u64, u32) {
         let offset = (rng.next_u64() % self.n_offsets) * self.step as u64;
         let size = if self.n_sizes == 1 {
             self.min_bytes

@@ -9,7 +9,6 @@ pub mod device;
 pub mod histogram;
 pub mod index;
 pub mod prep;
-pub mod random;
 pub mod runner;
 pub mod search;
 pub mod storage;

@@ -11,9 +11,9 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use super::device::Device;
-use super::random::Rng;
 use crate::engine::{BufferPools, Engine, Request};
 use crate::output::progress::Progress;
+use crate::util::random::Rng;
 
 pub const PREP_BLOCK: u32 = 128 * 1024;
 const DEPTH: usize = 32;

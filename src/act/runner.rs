@@ -20,9 +20,9 @@ use serde::Serialize;
 
 use super::device::{Device, RecordPattern};
 use super::histogram::LatencyHistogram;
-use super::random::Rng;
 use super::timeline::{self, Kind, Second, Timeline};
 use crate::engine::{BufferPools, Completion, Engine, Request};
+use crate::util::random::Rng;
 
 /// What one stream's requests look like.
 #[derive(Debug, Clone, Copy)]

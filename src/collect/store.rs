@@ -71,9 +71,9 @@ impl Store {
                 let path = dir.join(key);
                 tokio::task::spawn_blocking(move || {
                     if let Some(parent) = path.parent() {
-                        crate::commands::create_dir_durably(parent)?;
+                        crate::util::fs::create_dir_durably(parent)?;
                     }
-                    crate::commands::write_durably(&path, &data)
+                    crate::util::fs::write_durably(&path, &data)
                 })
                 .await?
                 .with_context(|| format!("storing {key}"))

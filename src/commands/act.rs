@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::{exit, gate, stop_flag, write_json};
+use super::{exit, gate, stop_flag};
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
 use crate::act::runner::{Outcome, RunResult, Sinks};
 use crate::act::{self, analyze, search, RunOptions};
 use crate::cli::*;
+use crate::util::fs::write_json;
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert act {cmd}: {msg}");

@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{exit, write_durably, write_secret};
+use super::exit;
 use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
 use crate::cli::{BundleArgs, BundleCommand, BundleCreateArgs, BundleVerifyArgs, KeygenArgs};
+use crate::util::fs::{write_durably, write_secret};
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert {cmd}: {msg}");

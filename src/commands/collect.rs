@@ -16,7 +16,7 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Ok(k) => k,
         Err(e) => return fail(format!("--trusted-keys {e}")),
     };
-    let max_body = match crate::output::units::parse_size(&a.max_body) {
+    let max_body = match crate::util::size::parse_size(&a.max_body) {
         Ok(n) => n as usize,
         Err(e) => return fail(format!("--max-body {:?}: {e}", a.max_body)),
     };

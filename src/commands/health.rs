@@ -2,11 +2,12 @@
 
 use std::process::ExitCode;
 
-use super::{exit, write_json};
+use super::exit;
 use crate::cli::HealthArgs;
 use crate::health::{self, Snapshot};
 use crate::inventory::{scan, Roots, ScanOptions};
 use crate::policy::Policy;
+use crate::util::fs::write_json;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert health: {msg}");

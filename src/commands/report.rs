@@ -2,10 +2,11 @@
 
 use std::process::ExitCode;
 
-use super::{exit, write_durably};
+use super::exit;
 use crate::bundle;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
+use crate::util::fs::write_durably;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert report: {msg}");

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use super::{exit, gate, stop_flag};
 use crate::cli::{StreamArgs, StreamFormat};
-use crate::output::units::parse_size;
 use crate::stream::{self, export, fs, Pass, Spec};
+use crate::util::size::parse_size;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert stream: {msg}");
@@ -16,9 +16,8 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 
 fn emit(output: &Option<PathBuf>, text: &str) -> Result<(), ExitCode> {
     let r = match output {
-        Some(p) => {
-            super::write_durably(p, text).map_err(|e| format!("--output {}: {e}", p.display()))
-        }
+        Some(p) => crate::util::fs::write_durably(p, text)
+            .map_err(|e| format!("--output {}: {e}", p.display())),
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())
@@ -99,7 +98,7 @@ pub fn run(a: StreamArgs) -> ExitCode {
         engine: a.engine,
         seed: a
             .seed
-            .unwrap_or_else(|| crate::act::random::Rng::from_entropy().next_u64()),
+            .unwrap_or_else(|| crate::util::random::Rng::from_entropy().next_u64()),
     };
     if passes.contains(&Pass::Write) {
         let paths: Vec<PathBuf> = targets.iter().map(PathBuf::from).collect();

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::glob;
 use super::*;
 use crate::inventory::{Controller, Disk, Inventory, VirtualDrive};
-use crate::output::units::parse_size;
+use crate::util::size::parse_size;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Finding {

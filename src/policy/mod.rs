@@ -277,7 +277,7 @@ impl Policy {
         for (i, r) in self.drives.iter().enumerate() {
             if let Some(c) = &r.capacity {
                 for v in [&c.min, &c.max].into_iter().flatten() {
-                    crate::output::units::parse_size(v)
+                    crate::util::size::parse_size(v)
                         .map_err(|e| bad(format!("drive[{i}].capacity: {e}")))?;
                 }
             }

@@ -88,7 +88,7 @@ pub fn layout(size: u64, sector: u64, spare_pct: f64) -> Result<(u64, u64)> {
 }
 
 fn random_guid() -> [u8; 16] {
-    let mut rng = crate::act::random::Rng::from_entropy();
+    let mut rng = crate::util::random::Rng::from_entropy();
     let mut g = [0u8; 16];
     g[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
     g[8..].copy_from_slice(&rng.next_u64().to_le_bytes());

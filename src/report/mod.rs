@@ -305,7 +305,7 @@ pub fn for_bundle(name: &str, unpacked: &crate::bundle::Unpacked) -> Result<Repo
 /// bundled, so every bundle carries its report).
 pub fn write_for_results(dir: &Path) -> Result<()> {
     let r = for_results(dir)?;
-    crate::commands::write_durably(&dir.join("report.html"), html::render(&r))?;
-    crate::commands::write_durably(&dir.join("report.md"), text::markdown(&r))?;
+    crate::util::fs::write_durably(&dir.join("report.html"), html::render(&r))?;
+    crate::util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
     Ok(())
 }

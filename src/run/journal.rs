@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::commands::write_json;
+use crate::util::fs::write_json;
 
 pub const FILE: &str = "journal.json";
 

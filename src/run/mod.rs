@@ -29,9 +29,10 @@ use self::profile::Profile;
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
-use crate::commands::{exit, write_json};
+use crate::commands::exit;
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
-use crate::output::units::parse_size;
+use crate::util::fs::write_json;
+use crate::util::size::parse_size;
 
 /// Name of the marker naming the unfinished run in the results root.
 const CURRENT: &str = "current";
@@ -126,7 +127,7 @@ fn results_root(opts: &Options) -> PathBuf {
 /// The run folder: the unfinished run of the same profile (resumed), or a
 /// new one.
 fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journal, bool)> {
-    crate::commands::create_dir_durably(root)
+    crate::util::fs::create_dir_durably(root)
         .with_context(|| format!("results folder {}", root.display()))?;
     let marker = root.join(CURRENT);
     if let Ok(name) = std::fs::read_to_string(&marker) {
@@ -161,10 +162,10 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
         name = format!("run-{stamp}-{n}");
     }
     let dir = root.join(&name);
-    crate::commands::create_dir_durably(&dir).with_context(|| format!("{}", dir.display()))?;
+    crate::util::fs::create_dir_durably(&dir).with_context(|| format!("{}", dir.display()))?;
     let j = Journal::new(&dir, &opts.profile.name, digest, &opts.source);
     j.save().map_err(|e| anyhow!(e))?;
-    crate::commands::write_durably(&marker, format!("{name}\n"))
+    crate::util::fs::write_durably(&marker, format!("{name}\n"))
         .with_context(|| format!("{}", marker.display()))?;
     Ok((dir, j, false))
 }
@@ -353,7 +354,7 @@ impl Ctx<'_> {
     fn write(&self, rel: &str, value: &impl Serialize) -> Result<()> {
         let path = self.path(rel);
         if let Some(parent) = path.parent() {
-            crate::commands::create_dir_durably(parent)?;
+            crate::util::fs::create_dir_durably(parent)?;
         }
         write_json(&path, value).with_context(|| format!("{}", path.display()))
     }
@@ -361,7 +362,7 @@ impl Ctx<'_> {
 
 fn file(path: &Path) -> Result<BufWriter<std::fs::File>> {
     if let Some(p) = path.parent() {
-        crate::commands::create_dir_durably(p)?;
+        crate::util::fs::create_dir_durably(p)?;
     }
     Ok(BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
@@ -904,7 +905,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         .unwrap_or(Path::new("."))
         .join("bundles")
         .join(&bundle_name);
-    crate::commands::create_dir_durably(out.parent().expect("has a parent"))?;
+    crate::util::fs::create_dir_durably(out.parent().expect("has a parent"))?;
     let created = crate::commands::bundle::create_signed(&ctx.dir, &out, Some(&key))
         .map_err(|e| anyhow!(e))?;
     let spooled = spool.put(&out)?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::act::config::{parse_duration_secs, parse_load};
-use crate::output::units::parse_size;
+use crate::util::size::parse_size;
 
 pub const BUILT_IN: [(&str, &str); 4] = [
     ("quick", include_str!("profiles/quick.toml")),
@@ -232,7 +232,7 @@ impl Profile {
         let d = &self.devices;
         match (&d.scratch, d.select.as_deref()) {
             (Some(s), _) => {
-                parse_size(s).map_err(|e| ("devices.scratch".to_string(), e))?;
+                parse_size(s).map_err(|e| ("devices.scratch".to_string(), e.to_string()))?;
                 if d.select.is_some()
                     || !d.paths.is_empty()
                     || !d.serials.is_empty()
@@ -316,7 +316,7 @@ impl Profile {
                 return bad("stream", "give size or percent, not both".into());
             }
             if let Some(v) = &s.size {
-                parse_size(v).map_err(|e| ("stream.size".to_string(), e))?;
+                parse_size(v).map_err(|e| ("stream.size".to_string(), e.to_string()))?;
             }
             if let Some(p) = s.percent {
                 if !(1..=100).contains(&p) {
@@ -324,7 +324,7 @@ impl Profile {
                 }
             }
             if let Some(v) = &s.bs {
-                parse_size(v).map_err(|e| ("stream.bs".to_string(), e))?;
+                parse_size(v).map_err(|e| ("stream.bs".to_string(), e.to_string()))?;
             }
             for p in s.pattern.iter().flatten() {
                 if p != "read" && p != "write" {

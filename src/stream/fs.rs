@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::act::random::Rng;
+use crate::util::random::Rng;
 
 #[derive(Debug, Clone)]
 pub struct FsSpec {

@@ -369,7 +369,7 @@ fn run_pass(
         .map(|t| t.info.device.as_deref().and_then(diskstats::read))
         .collect();
     let mut pools = BufferPools::default();
-    let mut filler = crate::act::random::Rng::from_entropy();
+    let mut filler = crate::util::random::Rng::from_entropy();
     let mut verify = (spec.verify && !write).then_some(VerifyResult {
         blocks_checked: 0,
         bad_blocks: 0,

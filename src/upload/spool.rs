@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::bundle;
-use crate::commands::write_durably;
+use crate::util::fs::write_durably;
 
 pub const BUNDLE_SUFFIX: &str = ".tar.zst";
 /// The filesystem label of the USB stick's results partition.
@@ -58,7 +58,7 @@ fn sync_file(path: &Path) -> Result<()> {
 impl Spool {
     pub fn open(dir: &Path) -> Result<Spool> {
         for sub in ["pending", "sent"] {
-            crate::commands::create_dir_durably(&dir.join(sub))
+            crate::util::fs::create_dir_durably(&dir.join(sub))
                 .with_context(|| format!("{}", dir.join(sub).display()))?;
         }
         let spool = Spool {
