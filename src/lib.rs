@@ -17,6 +17,7 @@ pub mod passthrough;
 pub mod policy;
 pub mod provision;
 pub mod report;
+pub mod results;
 pub mod run;
 pub mod safety;
 pub mod stream;

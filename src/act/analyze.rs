@@ -4,9 +4,8 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
-
 use super::histogram::N_BUCKETS;
+pub use crate::results::act::{Analysis, Failure, HistTable, SliceRow, Verdict};
 
 /// act_latency.py's options.
 #[derive(Debug, Clone)]
@@ -44,59 +43,6 @@ pub struct AnalyzeError(pub String);
 
 fn err<T>(msg: impl Into<String>) -> Result<T, AnalyzeError> {
     Err(AnalyzeError(msg.into()))
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SliceRow {
-    pub slice: usize,
-    /// Seconds covered: (start, end].
-    pub end_s: u64,
-    /// Percent of this slice's operations over each displayed threshold.
-    pub overs: Vec<f64>,
-    pub rate: f64,
-    pub total: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct HistTable {
-    pub name: String,
-    pub thresholds: Vec<u64>,
-    pub slices: Vec<SliceRow>,
-    pub avg: Vec<f64>,
-    pub max: Vec<f64>,
-    pub avg_rate: f64,
-    pub max_rate: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Failure {
-    pub histogram: String,
-    pub slice: usize,
-    pub rule: String,
-    pub percent: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
-    pub pass: bool,
-    pub criteria: String,
-    /// Microsecond logs have no bucket edge at 1/8/64 ms: the nearest
-    /// edges above them (1.024/8.192/65.536 ms) are used and named here.
-    pub note: Option<String>,
-    pub failures: Vec<Failure>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Analysis {
-    pub log: String,
-    pub act_version: String,
-    pub scale: String,
-    pub slice_seconds: u64,
-    pub histograms: Vec<HistTable>,
-    pub verdict: Verdict,
-    /// The text act_latency.py would print.
-    #[serde(skip)]
-    pub text: String,
 }
 
 /// Python's round(x, 2): the correctly rounded decimal, as a double.

@@ -8,31 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use serde::Serialize;
 
 use super::device::Device;
 use crate::engine::{BufferPools, Engine, Request};
 use crate::output::progress::Progress;
+pub use crate::results::act::{PassResult, PrepResult};
 use crate::util::random::Rng;
 
 pub const PREP_BLOCK: u32 = 128 * 1024;
 const DEPTH: usize = 32;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PassResult {
-    pub pass: String,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub mb_per_sec: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PrepResult {
-    pub device: String,
-    pub size_bytes: u64,
-    pub passes: Vec<PassResult>,
-    pub interrupted: bool,
-}
 
 /// Zero, then salt, the whole of `dev`.
 pub fn prep(

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use serde::Serialize;
 
 use super::device::{Device, RecordPattern};
 use super::histogram::LatencyHistogram;
-use super::timeline::{self, Kind, Second, Timeline};
+use super::timeline::{self, Kind, Timeline};
 use crate::engine::{BufferPools, Completion, Engine, Request};
+pub use crate::results::act::{DeviceResult, HistSummary, Outcome, RunResult, StreamResult};
 use crate::util::random::Rng;
 
 /// What one stream's requests look like.
@@ -83,66 +83,6 @@ pub struct RunSpec {
     pub max_errors: u64,
     /// A request outstanding this long is reported as stuck.
     pub io_timeout: Duration,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Outcome {
-    Completed,
-    CouldNotKeepUp { stream: String },
-    DeviceErrors { errors: u64 },
-    StuckIo { device: String, seconds: u64 },
-    Interrupted,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StreamResult {
-    pub label: String,
-    pub device: Option<String>,
-    pub asked_per_sec: f64,
-    pub issued: u64,
-    pub completed: u64,
-    pub achieved_per_sec: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct HistSummary {
-    pub name: String,
-    pub total: u64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
-    pub max_us: f64,
-    pub pct_over_1ms: f64,
-    pub pct_over_8ms: f64,
-    pub pct_over_64ms: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DeviceResult {
-    pub name: String,
-    pub size_bytes: u64,
-    pub min_op_bytes: u32,
-    pub direct_io: bool,
-    pub read_errors: u64,
-    pub write_errors: u64,
-    pub first_errors: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct RunResult {
-    pub outcome: Outcome,
-    pub engine: String,
-    pub elapsed_s: f64,
-    /// How far behind schedule any request was ever issued, ms.
-    pub max_lag_ms: f64,
-    pub reports: u64,
-    pub streams: Vec<StreamResult>,
-    pub histograms: Vec<HistSummary>,
-    pub devices: Vec<DeviceResult>,
-    pub read_spikes: timeline::Spikes,
-    #[serde(skip)]
-    pub timeline: Vec<Second>,
 }
 
 impl RunResult {

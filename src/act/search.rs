@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 
 use super::analyze::{self, Options};
 use super::config::{rates_for_load, StorageConfig};
 use super::runner::Outcome;
 use super::{run_workload, RunOptions};
+pub use crate::results::act::{SearchResult, Trial};
 
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
@@ -25,28 +25,6 @@ pub struct SearchSpec {
     pub trial_secs: u64,
     pub confirm_secs: u64,
     pub out_dir: PathBuf,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Trial {
-    pub load: u32,
-    pub purpose: String,
-    /// "passing", "stable at increased latency", "could not keep up",
-    /// "device errors", "stuck I/O" or "interrupted".
-    pub result: String,
-    pub worst_pct_over_1ms: Option<f64>,
-    pub worst_pct_over_8ms: Option<f64>,
-    pub worst_pct_over_64ms: Option<f64>,
-    pub max_lag_ms: f64,
-    pub log: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
-    pub highest_passing_load: Option<u32>,
-    pub confirmed: bool,
-    pub trials: Vec<Trial>,
-    pub interrupted: bool,
 }
 
 fn trial(

@@ -1,29 +1,8 @@
 //! Per-second samples of the run (counts and read latency percentiles), so
 //! periodic latency spikes can be seen, and the dominant spike period found.
 
-use serde::{Deserialize, Serialize};
-
 use super::histogram::{LatencyHistogram, Scale};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Second {
-    /// Seconds since the start; this sample covers [t-1, t).
-    pub t: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub large_block_reads: u64,
-    pub large_block_writes: u64,
-    /// Device latency of transaction reads, microseconds.
-    pub read_p50_us: f64,
-    pub read_p99_us: f64,
-    pub read_p999_us: f64,
-    pub read_max_us: f64,
-    pub read_pct_over_1ms: f64,
-    pub read_pct_over_8ms: f64,
-    pub read_pct_over_64ms: f64,
-    /// How far behind schedule the issuer was at worst in this second, ms.
-    pub max_lag_ms: f64,
-}
+pub use crate::results::act::{Second, Spikes};
 
 pub struct Timeline {
     current: u64,
@@ -102,16 +81,6 @@ impl Timeline {
     pub fn lag(&mut self, lag_ns: u64) {
         self.max_lag_ns = self.max_lag_ns.max(lag_ns);
     }
-}
-
-/// Periodic spikes in a per-second series.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Spikes {
-    /// Seconds (t) whose value stood out.
-    pub seconds: Vec<u64>,
-    /// The dominant period in seconds, when the spikes recur regularly.
-    pub period_s: Option<u64>,
-    pub threshold: f64,
 }
 
 /// Finds seconds whose value is well above the run's typical level (more

@@ -5,39 +5,8 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::summary::Machine;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct SystemIdentity {
-    pub schema_version: u32,
-    pub dmi: Dmi,
-    pub cpu_model: Option<String>,
-    pub cpu_count: usize,
-    pub memory_bytes: Option<u64>,
-    pub kernel: Option<String>,
-    pub hostname: Option<String>,
-    pub storcert_version: String,
-    /// The bootable image's build id (its build manifest), when booted
-    /// from one.
-    pub image_build_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Dmi {
-    pub sys_vendor: Option<String>,
-    pub product_name: Option<String>,
-    pub product_serial: Option<String>,
-    pub product_uuid: Option<String>,
-    pub board_vendor: Option<String>,
-    pub board_name: Option<String>,
-    pub board_serial: Option<String>,
-    pub chassis_serial: Option<String>,
-    pub bios_vendor: Option<String>,
-    pub bios_version: Option<String>,
-    pub bios_date: Option<String>,
-}
+pub use crate::results::system::{Dmi, SystemIdentity};
 
 /// Where the image records its build id (written by scripts/build-image).
 pub const IMAGE_BUILD_ID: &str = "/etc/storcert-build-id";

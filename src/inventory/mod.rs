@@ -9,7 +9,7 @@
 
 pub mod controllers;
 pub mod megaraid;
-pub mod model;
+pub use crate::results::inventory as model;
 pub mod probe;
 pub mod sysfs;
 pub mod udev;

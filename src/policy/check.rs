@@ -5,58 +5,11 @@
 
 use std::cmp::Ordering;
 
-use serde::Serialize;
-
 use super::glob;
 use super::*;
 use crate::inventory::{Controller, Disk, Inventory, VirtualDrive};
+pub use crate::results::policy::{Action, Finding, Report};
 use crate::util::size::parse_size;
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Finding {
-    pub severity: Severity,
-    /// The rule that set the expectation: "drive[2]" (and its match).
-    pub rule: String,
-    pub device: String,
-    pub check: String,
-    pub expected: String,
-    pub actual: String,
-    pub fix: Option<String>,
-    /// What `check --fix` can do about it, where it can.
-    #[serde(skip)]
-    pub action: Option<Action>,
-}
-
-/// A setting storcert itself can change without touching data.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    /// The drive's volatile write cache.
-    WriteCache {
-        disk: String,
-        dev_path: String,
-        nvme: bool,
-        on: bool,
-    },
-    /// A MegaRAID virtual drive's cache policy (None: leave as it is).
-    VirtualDrive {
-        pci: String,
-        host: u32,
-        target: u8,
-        /// The virtual drive's block device, for the safety gate.
-        dev_path: Option<String>,
-        write: Option<String>,
-        read: Option<String>,
-        io: Option<String>,
-    },
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub schema_version: u32,
-    pub checks: usize,
-    pub findings: Vec<Finding>,
-    pub pass: bool,
-}
 
 /// Natural order: digit runs compare as numbers ("GXM1103Q" > "GXM1003Q",
 /// "1.10" > "1.9").

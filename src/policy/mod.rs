@@ -12,6 +12,7 @@ pub mod glob;
 
 use std::path::Path;
 
+pub use crate::results::policy::Severity;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -34,15 +35,6 @@ pub struct Policy {
     pub controllers: Vec<ControllerRule>,
     #[serde(default, rename = "expect")]
     pub expects: Vec<Expect>,
-}
-
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Warn,
-    #[default]
-    Fail,
 }
 
 /// Which devices a rule is about: every given key must match (globs with

@@ -8,9 +8,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
 use crate::blockdev;
+pub use crate::results::provision::{Discard, KernelView, ProvisionResult};
 
 const MIB: u64 = 1 << 20;
 /// Discard in ranges of this size, so progress and failures are per range.
@@ -29,43 +29,6 @@ pub struct Spec {
     /// Spare the drive has from the factory, as the policy states it.
     pub factory_spare_pct: Option<f64>,
     pub discard: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Discard {
-    pub ranges: u64,
-    pub bytes: u64,
-    /// Why the device refused discard (not fatal).
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct KernelView {
-    pub partition: String,
-    pub start_bytes: u64,
-    pub size_bytes: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ProvisionResult {
-    pub device: String,
-    pub size_bytes: u64,
-    pub sector_size: u64,
-    pub discard: Option<Discard>,
-    pub partition_start_bytes: u64,
-    /// First byte after the partition.
-    pub partition_end_bytes: u64,
-    pub partition_size_bytes: u64,
-    /// Unpartitioned bytes after the partition.
-    pub spare_bytes: u64,
-    pub spare_pct: f64,
-    pub factory_spare_pct: Option<f64>,
-    /// Factory spare plus provisioned spare, as vendors add them up.
-    pub total_spare_pct: Option<f64>,
-    /// What the kernel sees after re-reading the table (None: it cannot
-    /// re-read this device's table).
-    pub kernel: Option<KernelView>,
-    pub notes: Vec<String>,
 }
 
 /// The partition layout for a device: 1 MiB-aligned start, and an end

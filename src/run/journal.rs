@@ -3,46 +3,12 @@
 //! killed or powered off continues from the last finished stage and never
 //! repeats a destructive stage that already finished.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::results::run::{Journal, StageRecord};
 use crate::util::fs::write_json;
 
 pub const FILE: &str = "journal.json";
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct StageRecord {
-    pub id: String,
-    /// "running", "done" or "failed". A "running" stage found on start was
-    /// interrupted and runs again.
-    pub state: String,
-    pub destructive: bool,
-    pub attempts: u32,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// Seconds of a timed stage done by earlier, interrupted attempts.
-    pub interrupted_seconds: u64,
-    /// Seconds done by the current attempt (updated while it runs).
-    pub seconds_done: u64,
-    pub note: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Journal {
-    pub schema_version: u32,
-    pub profile_name: String,
-    /// SHA-256 of the profile as resolved: a resume needs the same one.
-    pub profile_digest: String,
-    pub profile_source: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// How many times this run was started (1 + resumes).
-    pub starts: u32,
-    pub stages: Vec<StageRecord>,
-    #[serde(skip)]
-    pub path: PathBuf,
-}
 
 pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()

@@ -31,6 +31,7 @@ use crate::act::config::{
 };
 use crate::commands::exit;
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
+pub use crate::results::run::Target;
 use crate::util::fs::write_json;
 use crate::util::size::parse_size;
 
@@ -74,22 +75,6 @@ impl Ending {
             _ => exit::COULD_NOT_RUN,
         }
     }
-}
-
-/// One drive (or the scratch file) under test.
-#[derive(Debug, Clone, Serialize)]
-pub struct Target {
-    /// What the tests run on: the drive, or after provisioning the
-    /// partition storcert made on it.
-    pub path: String,
-    /// The drive itself (health snapshots, verdicts), whatever `path` became.
-    pub disk: String,
-    /// Short, file-name-safe ("nvme0n1", "scratch").
-    pub label: String,
-    pub serial: Option<String>,
-    pub model: Option<String>,
-    /// Bytes of a scratch file (ACT's file-size-mbytes).
-    pub file_size: u64,
 }
 
 fn label_of(path: &str) -> String {

@@ -1,6 +1,7 @@
 //! The device's own view of a pass, from /proc/diskstats, as fio's "Disk
 //! stats" block shows it: I/Os, merges, ticks, time in queue, utilisation.
 
+pub use crate::results::stream::DiskUtil;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -14,19 +15,6 @@ pub struct Counters {
     pub write_ticks: u64,
     pub io_ticks: u64,
     pub in_queue: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct DiskUtil {
-    pub name: String,
-    pub read_ios: u64,
-    pub write_ios: u64,
-    pub read_merges: u64,
-    pub write_merges: u64,
-    pub read_ticks: u64,
-    pub write_ticks: u64,
-    pub in_queue: u64,
-    pub util: f64,
 }
 
 /// The block device holding `path`: itself if it is one, else the device

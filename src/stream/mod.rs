@@ -18,11 +18,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram as Hdr;
-use serde::Serialize;
 
 use crate::blockdev;
 use crate::engine::{self, BufferPools, EngineKind, Request};
 use crate::output::progress::Progress;
+pub use crate::results::stream::{
+    GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo, VerifyResult,
+};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -31,13 +33,6 @@ pub const PERCENTILES: [f64; 17] = [
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
     99.99,
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Pass {
-    Write,
-    Read,
-}
 
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -54,26 +49,6 @@ pub struct Spec {
     pub direct: bool,
     pub engine: EngineKind,
     pub seed: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TargetInfo {
-    pub path: String,
-    pub device: Option<String>,
-    pub size_bytes: u64,
-    pub tested_bytes: u64,
-    pub logical_sector_size: u32,
-}
-
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct Latency {
-    pub n: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub mean_ns: f64,
-    pub stddev_ns: f64,
-    /// (percentile, nanoseconds), fio's default list.
-    pub percentiles: Vec<(f64, u64)>,
 }
 
 impl Latency {
@@ -93,70 +68,6 @@ impl Latency {
                 .collect(),
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct JobResult {
-    pub name: String,
-    pub target: usize,
-    pub offset: u64,
-    pub length: u64,
-    pub bytes: u64,
-    pub ios: u64,
-    pub runtime_ms: u64,
-    pub runtime_ns: u64,
-    pub bw_bytes: f64,
-    pub iops: f64,
-    pub clat: Latency,
-    /// Bytes completed in each second of the pass.
-    pub bw_per_sec: Vec<u64>,
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupResult {
-    pub bytes: u64,
-    /// Aggregate bandwidth: all bytes over the longest job's runtime.
-    pub aggr_bw_bytes: f64,
-    pub min_bw_bytes: f64,
-    pub max_bw_bytes: f64,
-    pub min_runtime_ms: u64,
-    pub max_runtime_ms: u64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct VerifyResult {
-    pub blocks_checked: u64,
-    pub bad_blocks: u64,
-    /// The first bad blocks: "target offset: problem".
-    pub first_bad: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PassResult {
-    pub pass: Pass,
-    pub jobs: Vec<JobResult>,
-    pub group: GroupResult,
-    pub disks: Vec<diskstats::DiskUtil>,
-    pub verify: Option<VerifyResult>,
-    /// Group bandwidth in each second, bytes/s.
-    pub bw_timeline: Vec<u64>,
-    pub interrupted: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StreamResult {
-    pub schema_version: u32,
-    /// The seed of the verify headers (give it to --seed to verify later).
-    pub seed: u64,
-    pub storcert_version: String,
-    pub engine: String,
-    pub bs: u32,
-    pub qd: u32,
-    pub jobs_per_target: u32,
-    pub direct: bool,
-    pub targets: Vec<TargetInfo>,
-    pub passes: Vec<PassResult>,
 }
 
 impl StreamResult {

@@ -1,0 +1,185 @@
+//! ACT's artefacts: a workload run's result, its judged log (the analysis),
+//! a search for the highest passing load, and prep.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    Completed,
+    CouldNotKeepUp { stream: String },
+    DeviceErrors { errors: u64 },
+    StuckIo { device: String, seconds: u64 },
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StreamResult {
+    pub label: String,
+    pub device: Option<String>,
+    pub asked_per_sec: f64,
+    pub issued: u64,
+    pub completed: u64,
+    pub achieved_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistSummary {
+    pub name: String,
+    pub total: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub pct_over_1ms: f64,
+    pub pct_over_8ms: f64,
+    pub pct_over_64ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceResult {
+    pub name: String,
+    pub size_bytes: u64,
+    pub min_op_bytes: u32,
+    pub direct_io: bool,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub first_errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub engine: String,
+    pub elapsed_s: f64,
+    /// How far behind schedule any request was ever issued, ms.
+    pub max_lag_ms: f64,
+    pub reports: u64,
+    pub streams: Vec<StreamResult>,
+    pub histograms: Vec<HistSummary>,
+    pub devices: Vec<DeviceResult>,
+    pub read_spikes: Spikes,
+    #[serde(skip)]
+    pub timeline: Vec<Second>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Second {
+    /// Seconds since the start; this sample covers [t-1, t).
+    pub t: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub large_block_reads: u64,
+    pub large_block_writes: u64,
+    /// Device latency of transaction reads, microseconds.
+    pub read_p50_us: f64,
+    pub read_p99_us: f64,
+    pub read_p999_us: f64,
+    pub read_max_us: f64,
+    pub read_pct_over_1ms: f64,
+    pub read_pct_over_8ms: f64,
+    pub read_pct_over_64ms: f64,
+    /// How far behind schedule the issuer was at worst in this second, ms.
+    pub max_lag_ms: f64,
+}
+
+/// Periodic spikes in a per-second series.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Spikes {
+    /// Seconds (t) whose value stood out.
+    pub seconds: Vec<u64>,
+    /// The dominant period in seconds, when the spikes recur regularly.
+    pub period_s: Option<u64>,
+    pub threshold: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trial {
+    pub load: u32,
+    pub purpose: String,
+    /// "passing", "stable at increased latency", "could not keep up",
+    /// "device errors", "stuck I/O" or "interrupted".
+    pub result: String,
+    pub worst_pct_over_1ms: Option<f64>,
+    pub worst_pct_over_8ms: Option<f64>,
+    pub worst_pct_over_64ms: Option<f64>,
+    pub max_lag_ms: f64,
+    pub log: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub highest_passing_load: Option<u32>,
+    pub confirmed: bool,
+    pub trials: Vec<Trial>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SliceRow {
+    pub slice: usize,
+    /// Seconds covered: (start, end].
+    pub end_s: u64,
+    /// Percent of this slice's operations over each displayed threshold.
+    pub overs: Vec<f64>,
+    pub rate: f64,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistTable {
+    pub name: String,
+    pub thresholds: Vec<u64>,
+    pub slices: Vec<SliceRow>,
+    pub avg: Vec<f64>,
+    pub max: Vec<f64>,
+    pub avg_rate: f64,
+    pub max_rate: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Failure {
+    pub histogram: String,
+    pub slice: usize,
+    pub rule: String,
+    pub percent: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verdict {
+    pub pass: bool,
+    pub criteria: String,
+    /// Microsecond logs have no bucket edge at 1/8/64 ms: the nearest
+    /// edges above them (1.024/8.192/65.536 ms) are used and named here.
+    pub note: Option<String>,
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Analysis {
+    pub log: String,
+    pub act_version: String,
+    pub scale: String,
+    pub slice_seconds: u64,
+    pub histograms: Vec<HistTable>,
+    pub verdict: Verdict,
+    /// The text act_latency.py would print.
+    #[serde(skip)]
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PassResult {
+    pub pass: String,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub mb_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PrepResult {
+    pub device: String,
+    pub size_bytes: u64,
+    pub passes: Vec<PassResult>,
+    pub interrupted: bool,
+}

@@ -1,0 +1,86 @@
+//! Health snapshots of the drives, and the diff of two with endurance
+//! arithmetic.
+
+use serde::{Deserialize, Serialize};
+
+use super::inventory::Health;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    /// Seconds since the Unix epoch.
+    pub taken_at: u64,
+    pub drives: Vec<DriveHealth>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriveHealth {
+    pub name: String,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub wwn: Option<String>,
+    pub capacity_bytes: u64,
+    pub health: Option<Health>,
+    /// Bytes the host wrote over the drive's life, where it counts them
+    /// (NVMe data units written; ATA attribute 241 in sectors).
+    pub host_bytes_written: Option<u128>,
+    pub host_bytes_written_source: Option<String>,
+    /// Bytes written to the media (NVMe OCP extended SMART log), where
+    /// the drive reports it.
+    #[serde(default)]
+    pub media_bytes_written: Option<u128>,
+}
+
+/// A drive's rating, from the policy.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Rating {
+    pub dwpd: f64,
+    pub warranty_years: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Endurance {
+    pub host_bytes_written: u128,
+    pub seconds: u64,
+    /// At the rate of the run, 24 hours a day.
+    pub bytes_per_day: f64,
+    pub drive_writes_per_day: f64,
+    pub rated_dwpd: Option<f64>,
+    pub warranty_years: Option<f64>,
+    /// Years the rated writes (DWPD × capacity × 365 × warranty) last at
+    /// this rate.
+    pub years_at_this_rate: Option<f64>,
+    pub within_rating: Option<bool>,
+    /// Media bytes over host bytes written in between, where the drive
+    /// reports its media writes.
+    pub write_amplification: Option<f64>,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Change {
+    pub what: String,
+    pub before: String,
+    pub after: String,
+    /// A change that means the drive degraded during the run.
+    pub degraded: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DriveDiff {
+    pub drive: String,
+    pub changes: Vec<Change>,
+    pub degraded: bool,
+    pub endurance: Option<Endurance>,
+    pub temperature_c: Option<(i32, i32)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Diff {
+    pub schema_version: u32,
+    pub seconds: u64,
+    pub drives: Vec<DriveDiff>,
+    /// Drives in one snapshot only.
+    pub unmatched: Vec<String>,
+    pub degraded: bool,
+}

@@ -1,0 +1,55 @@
+//! `storcert run`'s own records: what it tests, its stage journal and its
+//! notes.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// One drive (or the scratch file) under test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Target {
+    /// What the tests run on: the drive, or after provisioning the
+    /// partition storcert made on it.
+    pub path: String,
+    /// The drive itself (health snapshots, verdicts), whatever `path` became.
+    pub disk: String,
+    /// Short, file-name-safe ("nvme0n1", "scratch").
+    pub label: String,
+    pub serial: Option<String>,
+    pub model: Option<String>,
+    /// Bytes of a scratch file (ACT's file-size-mbytes).
+    pub file_size: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageRecord {
+    pub id: String,
+    /// "running", "done" or "failed". A "running" stage found on start was
+    /// interrupted and runs again.
+    pub state: String,
+    pub destructive: bool,
+    pub attempts: u32,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// Seconds of a timed stage done by earlier, interrupted attempts.
+    pub interrupted_seconds: u64,
+    /// Seconds done by the current attempt (updated while it runs).
+    pub seconds_done: u64,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Journal {
+    pub schema_version: u32,
+    pub profile_name: String,
+    /// SHA-256 of the profile as resolved: a resume needs the same one.
+    pub profile_digest: String,
+    pub profile_source: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// How many times this run was started (1 + resumes).
+    pub starts: u32,
+    pub stages: Vec<StageRecord>,
+    #[serde(skip)]
+    pub path: PathBuf,
+}
