@@ -11,6 +11,7 @@ use std::process::Command;
 
 use common::storcert;
 use storcert::bundle::{self, minisign::PublicKey, minisign::SecretKey};
+use storcert::results::Verdict;
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
@@ -227,7 +228,7 @@ fn summary_judges_each_drive_from_its_artefacts() {
     // A policy report failing one SATA drive, a degraded health diff.
     std::fs::write(
         r.join("check.json"),
-        serde_json::json!({"schema_version": 1, "checks": 4, "pass": false, "findings": [
+        serde_json::json!({"artefact": "policy", "schema_version": 1, "checks": 4, "pass": false, "findings": [
             {"severity": "fail", "rule": "drive[1]", "device": "/dev/sda", "check": "write cache",
              "expected": "off", "actual": "on", "fix": null}]})
         .to_string(),
@@ -235,7 +236,7 @@ fn summary_judges_each_drive_from_its_artefacts() {
     .unwrap();
     std::fs::write(
         r.join("health-diff.json"),
-        serde_json::json!({"schema_version": 1, "seconds": 60, "unmatched": [], "degraded": true,
+        serde_json::json!({"artefact": "health-diff", "schema_version": 1, "seconds": 60, "unmatched": [], "degraded": true,
             "drives": [{"drive": "/dev/nvme0n1", "degraded": true, "endurance": null,
               "temperature_c": null, "changes": [{"what": "media errors", "before": "0",
               "after": "3", "degraded": true}]}]})
@@ -245,19 +246,19 @@ fn summary_judges_each_drive_from_its_artefacts() {
     std::fs::copy(INVENTORY, r.join("inventory.json")).unwrap();
     let c = bundle::create(&r).unwrap();
     let sm = &c.summary;
-    assert_eq!(sm.verdict, "fail");
+    assert_eq!(sm.verdict, Verdict::Fail);
     let drive = |d: &str| sm.drives.iter().find(|x| x.device == d).unwrap();
     assert_eq!(
         drive("/dev/loop0").verdict,
-        "fail",
+        Verdict::Fail,
         "{:?}",
         drive("/dev/loop0")
     );
-    assert_eq!(drive("/dev/sda").verdict, "fail");
+    assert_eq!(drive("/dev/sda").verdict, Verdict::Fail);
     assert!(drive("/dev/sda").reasons[0].contains("write cache"));
-    assert_eq!(drive("/dev/nvme0n1").verdict, "fail");
+    assert_eq!(drive("/dev/nvme0n1").verdict, Verdict::Fail);
     assert!(drive("/dev/nvme0n1").reasons[0].contains("media errors: 0 -> 3"));
-    assert_eq!(drive("/dev/sdb").verdict, "untested");
+    assert_eq!(drive("/dev/sdb").verdict, Verdict::Untested);
     assert_eq!(drive("/dev/sdb").serial.as_deref(), Some("LABMEGA0001"));
     assert_eq!(sm.loads_reached.get("/dev/loop0"), Some(&20.0));
     assert_eq!(drive("/dev/loop0").act_load_passed, Some(20.0));
@@ -265,7 +266,10 @@ fn summary_judges_each_drive_from_its_artefacts() {
     let e = t.path().join("e");
     std::fs::create_dir_all(&e).unwrap();
     std::fs::copy(INVENTORY, e.join("inventory.json")).unwrap();
-    assert_eq!(bundle::create(&e).unwrap().summary.verdict, "incomplete");
+    assert_eq!(
+        bundle::create(&e).unwrap().summary.verdict,
+        Verdict::Incomplete
+    );
 }
 
 /// Flips one byte at `pos` (with a mask that varies with the position).
@@ -419,8 +423,59 @@ fn a_search_is_judged_by_its_result_not_by_its_failing_trials() {
              "log": "/somewhere/else/act/search-loop0/trial-02-40x.log"}]});
     std::fs::write(r.join("act/search-loop0.json"), search.to_string()).unwrap();
     let sm = bundle::create(&r).unwrap().summary;
-    assert_eq!(sm.verdict, "pass", "{sm:#?}");
+    assert_eq!(sm.verdict, Verdict::Pass, "{sm:#?}");
     assert_eq!(sm.tests.len(), 1, "the trials are not tests of their own");
     assert_eq!(sm.loads_reached.get("/dev/loop0"), Some(&20.0));
     assert_eq!(sm.drives[0].act_load_passed, Some(20.0));
+}
+
+/// A bundle made by storcert 0.1 before results files were tagged: every
+/// artefact kind of a run (prep, storage, search, stream, policy, health,
+/// inventory, journal, notes), signed by that version.
+const LEGACY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/bundles/legacy-0.1.tar.zst"
+);
+
+#[test]
+fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
+    let key = LEGACY.replace(".tar.zst", ".pub");
+    let out = storcert(&["bundle", "verify", LEGACY, "-p", &key]);
+    let text = ok(&out) + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("verdict: FAIL"), "{text}");
+    // Its untagged files, read by the names that version gave them, give
+    // the summary that version signed, test for test.
+    let unpacked = bundle::unpack(&std::fs::read(LEGACY).unwrap()).unwrap();
+    let signed: bundle::summary::Summary =
+        serde_json::from_slice(&unpacked.files[bundle::SUMMARY]).unwrap();
+    let results: std::collections::BTreeMap<String, Vec<u8>> = unpacked
+        .files
+        .iter()
+        .filter(|(p, _)| p.starts_with(bundle::RESULTS_PREFIX))
+        .map(|(p, d)| (p.clone(), d.clone()))
+        .collect();
+    let contents = bundle::contents::Contents::read(&results);
+    assert!(contents.unreadable.is_empty(), "{:?}", contents.unreadable);
+    let again = bundle::summary::summarise(signed.machine.clone(), &contents);
+    assert_eq!(again, signed);
+    // The report of the bundle is the one that version put inside it, but
+    // for the title (the bundle's name, not the run folder's).
+    let md = storcert(&["report", LEGACY, "--format", "md", "-p", &key]);
+    let md = ok(&md);
+    let inside = String::from_utf8_lossy(&unpacked.files["results/report.md"]).into_owned();
+    let body = |t: &str| t.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&md), body(&inside));
+    assert!(
+        md.starts_with("# storcert report: legacy-0.1.tar.zst"),
+        "{md}"
+    );
+    let html = ok(&storcert(&["report", LEGACY, "-p", &key]));
+    for section in [
+        "id=\"act\"",
+        "id=\"stream\"",
+        "id=\"health\"",
+        "act-timeline-0",
+    ] {
+        assert!(html.contains(section), "{section}");
+    }
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::histogram::N_BUCKETS;
 pub use crate::results::act::{Analysis, Failure, HistTable, SliceRow, Verdict};
+use crate::results::act::{LogAnalysis, ANALYSIS_SCHEMA};
 
 /// act_latency.py's options.
 #[derive(Debug, Clone)]
@@ -43,6 +44,92 @@ pub struct AnalyzeError(pub String);
 
 fn err<T>(msg: impl Into<String>) -> Result<T, AnalyzeError> {
     Err(AnalyzeError(msg.into()))
+}
+
+/// ACT's hourly slices; a run shorter than an hour is judged as one slice
+/// of its whole length (act_latency.py needs a whole slice of data).
+pub fn judging_slice(text: &str) -> u64 {
+    let last = text
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("after ")?
+                .strip_suffix(" sec:")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0);
+    if last > 0 && last < 3600 {
+        last
+    } else {
+        3600
+    }
+}
+
+/// Loads and devices from an ACT log's configuration echo.
+pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
+    let mut devices = Vec::new();
+    let mut reads = None;
+    for line in text.lines().take(200) {
+        if let Some(d) = line.strip_prefix("device-names: ") {
+            devices = d
+                .split([',', ' '])
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+        } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
+            reads = r.trim().parse::<f64>().ok();
+        }
+    }
+    let load = reads
+        .filter(|_| !devices.is_empty())
+        .map(|r| r / 2000.0 / devices.len() as f64);
+    (devices, load)
+}
+
+/// The one analysis of a finished run's log, made right after the run and
+/// saved beside it (`LogAnalysis`): ACT's hourly slices (a shorter run is
+/// one slice), microsecond logs shown from the 1.024 ms edge so their
+/// columns are the ms-equivalent ones. The verdict does not depend on the
+/// displayed columns.
+/// `label` names the log in the analysis text, as act_latency.py echoes
+/// its argument.
+pub fn judge_log(
+    text: &str,
+    log_name: &str,
+    label: &str,
+    timeline: Option<String>,
+) -> Result<LogAnalysis, AnalyzeError> {
+    let micro = text
+        .lines()
+        .take(60)
+        .any(|l| l.trim() == "microsecond-histograms: yes");
+    let opts = Options {
+        log: label.to_string(),
+        slice: judging_slice(text),
+        start_bucket: if micro { 10 } else { 0 },
+        ..Options::default()
+    };
+    let analysis = analyze(text, &opts, label)?;
+    let (devices, load) = act_log_setup(text);
+    let index = text
+        .lines()
+        .take(5)
+        .any(|l| l.starts_with("Index device IO test"));
+    Ok(LogAnalysis {
+        schema_version: ANALYSIS_SCHEMA,
+        log: log_name.to_string(),
+        workload: if index { "index" } else { "storage" }.into(),
+        devices,
+        load,
+        timeline,
+        analysis,
+    })
+}
+
+/// Where a log's analysis is saved: "act/x.log" → "act/x.analysis.json".
+pub fn analysis_path(log: &std::path::Path) -> std::path::PathBuf {
+    log.with_extension("analysis.json")
 }
 
 /// Python's round(x, 2): the correctly rounded decimal, as a double.

@@ -109,3 +109,27 @@ pub fn run_workload(
     sinks.log.write_all(header.as_bytes())?;
     runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks)
 }
+
+/// Analyses a finished log, once, and saves the analysis beside it
+/// (`x.log` → `x.analysis.json`), naming the timeline when it was kept in
+/// the same folder. The summary and the report read this file.
+pub fn save_analysis(
+    log: &std::path::Path,
+    timeline: Option<&std::path::Path>,
+) -> Result<crate::results::act::LogAnalysis> {
+    let text = std::fs::read(log).with_context(|| format!("{}", log.display()))?;
+    let name = log
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let timeline = timeline
+        .filter(|t| t.parent() == log.parent())
+        .and_then(|t| t.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    let a = analyze::judge_log(&String::from_utf8_lossy(&text), &name, &name, timeline)
+        .with_context(|| format!("analysing {}", log.display()))?;
+    let path = analyze::analysis_path(log);
+    crate::util::fs::write_durably(&path, crate::results::Artefact::from(a.clone()).to_json())
+        .with_context(|| format!("{}", path.display()))?;
+    Ok(a)
+}

@@ -85,16 +85,6 @@ pub struct RunSpec {
     pub io_timeout: Duration,
 }
 
-impl RunResult {
-    pub fn exit_code(&self) -> u8 {
-        match self.outcome {
-            Outcome::Completed => crate::commands::exit::PASS,
-            Outcome::Interrupted => crate::commands::exit::INTERRUPTED,
-            _ => crate::commands::exit::FAIL,
-        }
-    }
-}
-
 struct StreamState {
     spec: StreamSpec,
     interval_ns: f64,
@@ -557,6 +547,7 @@ pub fn run(
         .map(|s| (s.t, s.read_p99_us))
         .collect();
     Ok(RunResult {
+        schema_version: crate::results::act::RUN_SCHEMA,
         outcome,
         engine: engine.name().to_string(),
         elapsed_s: elapsed.as_secs_f64(),

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::analyze::{self, Options};
 use super::config::{rates_for_load, StorageConfig};
 use super::runner::Outcome;
 use super::{run_workload, RunOptions};
@@ -61,17 +60,8 @@ fn trial(
     )?;
     log.flush()?;
     drop(log);
-    let text = std::fs::read_to_string(&log_path)?;
-    let slice = secs.max(1);
-    let analysis = analyze::analyze(
-        &text,
-        &Options {
-            log: log_path.display().to_string(),
-            slice,
-            ..Default::default()
-        },
-        "",
-    );
+    // The trial's log judged once, as every run's is, and kept beside it.
+    let analysis = super::save_analysis(&log_path, None).map(|a| a.analysis);
     let (result, worst) = match (&run.outcome, &analysis) {
         (Outcome::CouldNotKeepUp { .. }, _) => ("could not keep up", None),
         (Outcome::DeviceErrors { .. }, _) => ("device errors", None),
@@ -156,6 +146,7 @@ pub fn strategy(
             }
         };
     let interrupted = |trials: Vec<Trial>, lo| SearchResult {
+        schema_version: crate::results::act::SEARCH_SCHEMA,
         highest_passing_load: lo,
         confirmed: false,
         trials,
@@ -201,6 +192,7 @@ pub fn strategy(
         }
     }
     Ok(SearchResult {
+        schema_version: crate::results::act::SEARCH_SCHEMA,
         highest_passing_load: lo,
         confirmed,
         trials,

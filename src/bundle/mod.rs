@@ -11,6 +11,7 @@
 //! bytes.
 
 pub mod attest;
+pub mod contents;
 pub mod minisign;
 pub mod summary;
 pub mod system;
@@ -118,11 +119,11 @@ pub fn create(dir: &Path) -> Result<Created> {
             .with_context(|| format!("{}/{SYSTEM}", dir.display()))?,
         None => SystemIdentity::probe(Path::new("/")),
     };
-    let mut builder = summary::Builder::new(system.machine());
-    for (path, data) in &files {
-        builder.add(&format!("{RESULTS_PREFIX}{path}"), data);
-    }
-    let summary = builder.finish();
+    let prefixed: BTreeMap<String, Vec<u8>> = files
+        .iter()
+        .map(|(p, d)| (format!("{RESULTS_PREFIX}{p}"), d.clone()))
+        .collect();
+    let summary = summary::summarise(system.machine(), &contents::Contents::read(&prefixed));
     let mut entries: Vec<(String, Vec<u8>)> = vec![
         (SUMMARY.into(), pretty(&summary)),
         (SYSTEM.into(), pretty(&system)),

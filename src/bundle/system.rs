@@ -41,7 +41,7 @@ impl SystemIdentity {
             })
             .map(|kb| kb * 1024);
         SystemIdentity {
-            schema_version: 1,
+            schema_version: crate::results::system::SCHEMA_VERSION,
             dmi: Dmi {
                 sys_vendor: d("sys_vendor"),
                 product_name: d("product_name"),

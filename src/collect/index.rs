@@ -95,7 +95,7 @@ impl Index {
                 r.sha256,
                 r.name,
                 r.received_at,
-                r.summary.verdict,
+                r.summary.verdict.as_str(),
                 m.serial,
                 machine,
                 m.hostname,
@@ -107,7 +107,14 @@ impl Index {
                 tx.execute(
                     "INSERT INTO drives (sha256, device, model, serial, wwn, verdict)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![r.sha256, d.device, d.model, d.serial, d.wwn, d.verdict],
+                    params![
+                        r.sha256,
+                        d.device,
+                        d.model,
+                        d.serial,
+                        d.wwn,
+                        d.verdict.as_str()
+                    ],
                 )?;
             }
         }

@@ -2,6 +2,7 @@
 //! host or date) and one page per bundle. Server-rendered, no scripts, no
 //! external assets.
 
+use crate::results::Verdict;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
@@ -43,7 +44,8 @@ fn page(title: &str, body: &str) -> Html<String> {
     ))
 }
 
-fn verdict(v: &str) -> String {
+fn verdict(v: Verdict) -> String {
+    let v = v.as_str();
     format!(
         "<span class=\"verdict v-{0}\">{1}</span>",
         esc(v),
@@ -86,7 +88,7 @@ pub async fn fleet_page(State(c): State<Shared>, Query(q): Query<SearchQuery>) -
                     esc(&d.device),
                     opt(&d.model),
                     opt(&d.serial),
-                    verdict(&d.verdict)
+                    verdict(d.verdict)
                 )
             })
             .collect();
@@ -98,7 +100,7 @@ pub async fn fleet_page(State(c): State<Shared>, Query(q): Query<SearchQuery>) -
             received = esc(&r.received_at),
             machine = machine(r),
             drives = drives.join("<br>"),
-            verdict = verdict(&r.summary.verdict),
+            verdict = verdict(r.summary.verdict),
             name = esc(&r.name),
         );
     }
@@ -145,7 +147,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
             opt(&d.serial),
             opt(&d.wwn),
             opt(&d.firmware),
-            verdict(&d.verdict),
+            verdict(d.verdict),
             d.act_load_passed.map(|l| format!("{l}x")).unwrap_or_else(|| "–".into()),
             esc(&d.reasons.join("; ")),
         );
@@ -155,7 +157,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
         tests += &format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&t.name),
-            verdict(if t.pass { "pass" } else { "fail" }),
+            verdict(Verdict::of(t.pass)),
             esc(&t.detail)
         );
     }
@@ -171,7 +173,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
          <tbody>{drives}</tbody></table><h2>Tests</h2><table id=\"tests\"><thead><tr><th>Test</th>\
          <th>Result</th><th>Detail</th></tr></thead><tbody>{tests}</tbody></table>",
         name = esc(&r.name),
-        verdict = verdict(&s.verdict),
+        verdict = verdict(s.verdict),
         machine = machine(&r),
         received = esc(&r.received_at),
         signed = esc(&r.signed_at),

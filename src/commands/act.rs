@@ -13,7 +13,9 @@ use crate::act::config::{
 use crate::act::runner::{Outcome, RunResult, Sinks};
 use crate::act::{self, analyze, search, RunOptions};
 use crate::cli::*;
-use crate::util::fs::write_json;
+use crate::results::act::{Prep, PREP_SCHEMA};
+use crate::results::Artefact;
+use crate::util::fs::write_durably;
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert act {cmd}: {msg}");
@@ -159,11 +161,25 @@ fn execute(
     };
     eprint!("{}", summary(&result));
     if let Some(path) = &r.json {
-        if let Err(e) = write_json(path, &result) {
+        if let Err(e) = write_durably(path, Artefact::from(result.clone()).to_json()) {
             return fail(cmd, format!("--json {}: {e}", path.display()));
         }
     }
-    ExitCode::from(result.exit_code())
+    if let (Some(log), Some(mut f)) = (&r.log, log_file) {
+        if let Err(e) = f.flush() {
+            return fail(cmd, format!("--log {}: {e}", log.display()));
+        }
+        // A log with no whole report (stopped at once) has nothing to
+        // judge: said, and the run's own status stands.
+        if let Err(e) = act::save_analysis(log, r.timeline.as_deref()) {
+            eprintln!("storcert act {cmd}: no analysis saved: {e:#}");
+        }
+    }
+    ExitCode::from(match result.outcome {
+        Outcome::Completed => exit::PASS,
+        Outcome::Interrupted => exit::INTERRUPTED,
+        _ => exit::FAIL,
+    })
 }
 
 fn summary(r: &RunResult) -> String {
@@ -290,7 +306,11 @@ fn prep(a: ActPrepArgs) -> ExitCode {
         }
     }
     if let Some(path) = &a.json {
-        if let Err(e) = write_json(path, &results) {
+        let prep = Prep {
+            schema_version: PREP_SCHEMA,
+            devices: results,
+        };
+        if let Err(e) = write_durably(path, Artefact::from(prep).to_json()) {
             return fail("prep", format!("--json {}: {e}", path.display()));
         }
     }
@@ -396,7 +416,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     };
     print!("{}", search::table(&result));
     if let Some(path) = &a.json {
-        if let Err(e) = write_json(path, &result) {
+        if let Err(e) = write_durably(path, Artefact::from(result.clone()).to_json()) {
             return fail("search", format!("--json {}: {e}", path.display()));
         }
     }

@@ -138,7 +138,7 @@ fn create(a: BundleCreateArgs) -> ExitCode {
 }
 
 pub fn summary_text(s: &bundle::summary::Summary) -> String {
-    let mut out = format!("verdict: {}\n", s.verdict.to_uppercase());
+    let mut out = format!("verdict: {}\n", s.verdict.as_str().to_uppercase());
     for r in &s.reasons {
         out += &format!("  {r}\n");
     }

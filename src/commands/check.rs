@@ -84,7 +84,8 @@ pub fn run(a: CheckArgs) -> ExitCode {
     }
     if a.json {
         // The report's fields, and the fixes beside them.
-        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        let mut v = serde_json::to_value(crate::results::Artefact::from(report.clone()))
+            .unwrap_or_default();
         v["fixes"] = serde_json::to_value(&fixes).unwrap_or_default();
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {

@@ -7,7 +7,8 @@ use crate::cli::HealthArgs;
 use crate::health::{self, Snapshot};
 use crate::inventory::{scan, Roots, ScanOptions};
 use crate::policy::Policy;
-use crate::util::fs::write_json;
+use crate::results::Artefact;
+use crate::util::fs::write_durably;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert health: {msg}");
@@ -48,7 +49,7 @@ pub fn run(a: HealthArgs) -> ExitCode {
             return fail(e);
         }
         let snap = health::snapshot(&inv);
-        if let Err(e) = write_json(path, &snap) {
+        if let Err(e) = write_durably(path, Artefact::from(snap.clone()).to_json()) {
             return fail(format!("{}: {e}", path.display()));
         }
         eprintln!(
@@ -75,7 +76,10 @@ pub fn run(a: HealthArgs) -> ExitCode {
             .and_then(|p| p.rating(dr.model.as_deref(), dr.serial.as_deref()))
     });
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+        print!(
+            "{}",
+            String::from_utf8_lossy(&Artefact::from(d.clone()).to_json())
+        );
     } else {
         print!("{}", health::render(&d));
     }

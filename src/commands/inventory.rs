@@ -1,3 +1,4 @@
+use crate::results::Artefact;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -15,13 +16,7 @@ pub fn run(args: InventoryArgs) -> ExitCode {
     };
     let inventory = scan(&Roots::default(), &opts);
     let text = if args.json {
-        match serde_json::to_string_pretty(&inventory) {
-            Ok(s) => s + "\n",
-            Err(e) => {
-                eprintln!("storcert inventory: cannot encode JSON: {e}");
-                return ExitCode::from(exit::COULD_NOT_RUN);
-            }
-        }
+        String::from_utf8_lossy(&Artefact::from(inventory.clone()).to_json()).into_owned()
     } else {
         inventory_table::render(&inventory)
     };

@@ -28,6 +28,18 @@ pub mod exit {
     pub const FAIL: u8 = 1;
     pub const COULD_NOT_RUN: u8 = 2;
     pub const INTERRUPTED: u8 = 3;
+
+    use crate::results::Verdict;
+
+    /// The status of a verdict: the one place that maps the two.
+    pub fn of(v: Verdict) -> u8 {
+        match v {
+            Verdict::Pass => PASS,
+            Verdict::Fail => FAIL,
+            Verdict::Interrupted => INTERRUPTED,
+            Verdict::Untested | Verdict::Incomplete | Verdict::CouldNotRun => COULD_NOT_RUN,
+        }
+    }
 }
 
 /// `storcert … | head` ends quietly, as other Unix tools do, instead of

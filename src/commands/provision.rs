@@ -82,7 +82,10 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
         Err(e) => return fail(format!("{e:#}")),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        print!(
+            "{}",
+            String::from_utf8_lossy(&crate::results::Artefact::from(r.clone()).to_json())
+        );
     } else {
         if let Some(d) = &r.discard {
             match &d.error {

@@ -59,14 +59,14 @@ pub fn run(a: RunArgs) -> ExitCode {
         "report {}",
         ending.run_dir.join("report.html").display()
     ));
-    eprint!("{}", console::banner(&ending.verdict, &lines));
+    eprint!("{}", console::banner(ending.verdict, &lines));
     if ending.done_action != "none" {
         eprintln!(
             "storcert.done={}: the image's unit acts on the exit status",
             ending.done_action
         );
     }
-    ExitCode::from(ending.exit_code())
+    ExitCode::from(exit::of(ending.verdict))
 }
 
 /// `storcert generator DIR…`: systemd runs it at boot (and at every daemon

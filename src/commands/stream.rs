@@ -120,7 +120,10 @@ pub fn run(a: StreamArgs) -> ExitCode {
             .map(|p| export::text::dd_line(p) + "\n")
             .collect(),
         StreamFormat::Text => export::text::render(&result),
-        StreamFormat::Json => serde_json::to_string_pretty(&result).unwrap_or_default() + "\n",
+        StreamFormat::Json => {
+            String::from_utf8_lossy(&crate::results::Artefact::from(result.clone()).to_json())
+                .into_owned()
+        }
         StreamFormat::FioJson => {
             serde_json::to_string_pretty(&export::fio_json::render(&result)).unwrap_or_default()
                 + "\n"

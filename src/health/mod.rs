@@ -8,7 +8,7 @@ pub use crate::results::health::{
     Change, Diff, DriveDiff, DriveHealth, Endurance, Rating, Snapshot,
 };
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub use crate::results::health::SCHEMA_VERSION;
 
 fn host_written(d: &Disk) -> (Option<u128>, Option<String>) {
     let Some(h) = &d.health else {

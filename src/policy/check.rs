@@ -683,7 +683,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let pass = !findings.iter().any(|f| f.severity == Severity::Fail);
     Report {
-        schema_version: 1,
+        schema_version: crate::results::policy::SCHEMA_VERSION,
         checks,
         findings,
         pass,

@@ -210,6 +210,7 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
     let spare = size - end;
     let spare_pct = spare as f64 * 100.0 / size as f64;
     Ok(ProvisionResult {
+        schema_version: crate::results::provision::SCHEMA_VERSION,
         device: path.display().to_string(),
         size_bytes: size,
         sector_size: sector,

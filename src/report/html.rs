@@ -1,5 +1,6 @@
 //! The HTML report: one page, inline CSS and SVG, nothing fetched.
 
+use crate::results::Verdict;
 use std::fmt::Write;
 
 use super::plot::{line_chart, Series};
@@ -12,7 +13,8 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn verdict(v: &str) -> String {
+fn verdict(v: Verdict) -> String {
+    let v = v.as_str();
     format!(
         "<span class=\"verdict v-{0}\">{1}</span>",
         esc(v),
@@ -107,8 +109,8 @@ pub fn render(r: &Report) -> String {
         out,
         "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p><div id=\"banner\" class=\"v-{}\">{}</div><ul>",
         esc(&r.title),
-        esc(&s.verdict),
-        esc(&s.verdict.to_uppercase())
+        esc(s.verdict.as_str()),
+        esc(&s.verdict.as_str().to_uppercase())
     );
     for reason in &s.reasons {
         let _ = write!(out, "<li>{}</li>", esc(reason));
@@ -166,7 +168,7 @@ pub fn render(r: &Report) -> String {
             esc(d.serial.as_deref().unwrap_or("–")),
             esc(d.wwn.as_deref().unwrap_or("–")),
             esc(d.firmware.as_deref().unwrap_or("–")),
-            verdict(&d.verdict),
+            verdict(d.verdict),
             d.act_load_passed.map(|l| format!("{l}x")).unwrap_or_else(|| "–".into()),
             esc(&d.reasons.join("; "))
         );
@@ -183,8 +185,8 @@ pub fn render(r: &Report) -> String {
             let _ = write!(
                 out,
                 "<tr><td class=\"l{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                if f.severity == "fail" { " bad" } else { "" },
-                esc(&f.severity),
+                if f.severity == crate::results::policy::Severity::Fail { " bad" } else { "" },
+                esc(f.severity.as_str()),
                 esc(&f.device),
                 esc(&f.check),
                 esc(&f.expected),
@@ -205,7 +207,7 @@ pub fn render(r: &Report) -> String {
             "<h3>{} {} — {}</h3><p><code>{}</code>; ACT {}, {} slices of {} s. Pass: every slice &lt; 5% &gt; 1 ms, &lt; 1% &gt; 8 ms, &lt; 0.1% &gt; 64 ms.</p>",
             esc(&a.devices.join(", ")),
             a.load.map(|l| format!("at {l}x")).unwrap_or_default(),
-            verdict(if a.analysis.verdict.pass { "pass" } else { "fail" }),
+            verdict(Verdict::of(a.analysis.verdict.pass)),
             esc(&a.path),
             esc(&a.analysis.act_version),
             a.analysis.histograms.first().map_or(0, |h| h.slices.len()),
@@ -380,7 +382,7 @@ pub fn render(r: &Report) -> String {
             out,
             "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             esc(&t.name),
-            verdict(if t.pass { "pass" } else { "fail" }),
+            verdict(Verdict::of(t.pass)),
             esc(&t.detail)
         );
     }

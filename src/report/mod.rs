@@ -10,13 +10,14 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use serde_json::Value;
-
-use crate::act::analyze::{self, Analysis};
+use crate::act::analyze::Analysis;
 use crate::act::timeline::{find_spikes, Second, Spikes};
-use crate::bundle::summary::{Builder, Summary};
+use crate::bundle::contents::Contents;
+use crate::bundle::summary::{summarise, Summary};
 use crate::bundle::system::SystemIdentity;
+use crate::results::policy::Finding;
+use crate::results::Artefact;
+use anyhow::{Context, Result};
 
 pub struct ActSection {
     pub path: String,
@@ -39,14 +40,6 @@ pub struct StreamSection {
     pub path: String,
     pub targets: Vec<String>,
     pub passes: Vec<StreamPass>,
-}
-
-pub struct Finding {
-    pub severity: String,
-    pub device: String,
-    pub check: String,
-    pub expected: String,
-    pub actual: String,
 }
 
 pub struct HealthChange {
@@ -77,18 +70,15 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(x) => x.clone(),
-        Value::Null => "–".into(),
-        other => other.to_string(),
-    }
-}
-
 impl Report {
     /// From files by path (a results folder's, or a bundle's with their
     /// `results/` prefix removed) and their summary.
     pub fn build(title: &str, summary: Summary, files: &BTreeMap<String, Vec<u8>>) -> Report {
+        Report::from_contents(title, summary, &Contents::read(files))
+    }
+
+    /// A fold over the typed artefacts.
+    pub fn from_contents(title: &str, summary: Summary, c: &Contents) -> Report {
         let mut r = Report {
             title: title.into(),
             summary,
@@ -100,139 +90,91 @@ impl Report {
             endurance: Vec::new(),
             notes: Vec::new(),
         };
-        for (path, data) in files {
-            let text = String::from_utf8_lossy(&data[..data.len().min(4096)]).into_owned();
-            if path.ends_with(".log") && text.lines().take(20).any(|l| l.starts_with("ACT version"))
-            {
-                if let Some(sec) = act_section(path, data, files) {
-                    r.act.push(sec);
-                }
-                continue;
-            }
-            let Ok(v) = serde_json::from_slice::<Value>(data) else {
-                continue;
-            };
-            if path == "system.json" {
-                r.system = serde_json::from_value(v).ok();
-            } else if v.get("findings").is_some() && v.get("checks").is_some() {
-                for f in v["findings"].as_array().into_iter().flatten() {
-                    r.findings.push(Finding {
-                        severity: s(&f["severity"]),
-                        device: s(&f["device"]),
-                        check: s(&f["check"]),
-                        expected: s(&f["expected"]),
-                        actual: s(&f["actual"]),
-                    });
-                }
-            } else if v.get("passes").is_some() && v.get("targets").is_some() {
-                r.streams.push(StreamSection {
-                    path: path.clone(),
-                    targets: v["targets"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|t| s(&t["path"]))
-                        .collect(),
-                    passes: v["passes"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
+        for item in &c.items {
+            match &item.artefact {
+                Artefact::System(sys) => r.system = Some(sys.clone()),
+                Artefact::Policy(p) => r.findings.extend(p.findings.iter().cloned()),
+                Artefact::Stream(st) => r.streams.push(StreamSection {
+                    path: item.path.clone(),
+                    targets: st.targets.iter().map(|t| t.path.clone()).collect(),
+                    passes: st
+                        .passes
+                        .iter()
                         .map(|p| StreamPass {
-                            name: s(&p["pass"]),
-                            bw_timeline: p["bw_timeline"]
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|x| x.as_u64())
-                                .collect(),
-                            aggr_bw_bytes: p["group"]["aggr_bw_bytes"].as_f64().unwrap_or(0.0),
-                            bytes: p["group"]["bytes"].as_u64().unwrap_or(0),
+                            name: p.pass.as_str().into(),
+                            bw_timeline: p.bw_timeline.clone(),
+                            aggr_bw_bytes: p.group.aggr_bw_bytes,
+                            bytes: p.group.bytes,
                         })
                         .collect(),
-                });
-            } else if v.get("drives").is_some() && v.get("unmatched").is_some() {
-                for d in v["drives"].as_array().into_iter().flatten() {
-                    let drive = s(&d["drive"]);
-                    for c in d["changes"].as_array().into_iter().flatten() {
-                        r.health.push(HealthChange {
-                            drive: drive.clone(),
-                            what: s(&c["what"]),
-                            before: s(&c["before"]),
-                            after: s(&c["after"]),
-                            degraded: c["degraded"].as_bool() == Some(true),
-                        });
-                    }
-                    if let Some(e) = d.get("endurance").filter(|e| !e.is_null()) {
-                        r.endurance.push(EnduranceRow {
-                            drive: drive.clone(),
-                            drive_writes_per_day: e["drive_writes_per_day"].as_f64().unwrap_or(0.0),
-                            rated_dwpd: e["rated_dwpd"].as_f64(),
-                            years_at_this_rate: e["years_at_this_rate"].as_f64(),
-                            within_rating: e["within_rating"].as_bool(),
-                        });
+                }),
+                Artefact::HealthDiff(d) => {
+                    for dd in &d.drives {
+                        for ch in &dd.changes {
+                            r.health.push(HealthChange {
+                                drive: dd.drive.clone(),
+                                what: ch.what.clone(),
+                                before: ch.before.clone(),
+                                after: ch.after.clone(),
+                                degraded: ch.degraded,
+                            });
+                        }
+                        if let Some(e) = &dd.endurance {
+                            r.endurance.push(EnduranceRow {
+                                drive: dd.drive.clone(),
+                                drive_writes_per_day: e.drive_writes_per_day,
+                                rated_dwpd: e.rated_dwpd,
+                                years_at_this_rate: e.years_at_this_rate,
+                                within_rating: e.within_rating,
+                            });
+                        }
                     }
                 }
-            } else if path == "run-notes.json" {
-                r.notes.extend(
-                    v["notes"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|n| n.as_str().map(String::from)),
-                );
-                let starts = v["starts"].as_u64().unwrap_or(1);
-                if starts > 1 {
-                    r.notes.push(format!(
-                        "the run was started {starts} times (resumed after interruptions)"
-                    ));
+                Artefact::RunNotes(n) => {
+                    r.notes.extend(n.notes.iter().cloned());
+                    if n.starts > 1 {
+                        r.notes.push(format!(
+                            "the run was started {} times (resumed after interruptions)",
+                            n.starts
+                        ));
+                    }
                 }
+                Artefact::ActAnalysis(_)
+                | Artefact::ActRun(_)
+                | Artefact::ActSearch(_)
+                | Artefact::ActPrep(_)
+                | Artefact::HealthSnapshot(_)
+                | Artefact::Inventory(_)
+                | Artefact::Targets(_)
+                | Artefact::Journal(_)
+                | Artefact::Provision(_) => {}
             }
         }
+        for item in &c.items {
+            if let Artefact::ActAnalysis(a) = &item.artefact {
+                let timeline = c.timelines.get(&item.path).cloned().unwrap_or_default();
+                let spikes = (!timeline.is_empty()).then(|| {
+                    find_spikes(
+                        &timeline
+                            .iter()
+                            .map(|s| (s.t, s.read_p99_us))
+                            .collect::<Vec<_>>(),
+                    )
+                });
+                let dir = item.path.rfind('/').map_or("", |i| &item.path[..=i]);
+                r.act.push(ActSection {
+                    path: format!("{dir}{}", a.log),
+                    devices: a.devices.clone(),
+                    load: a.load,
+                    analysis: a.analysis.clone(),
+                    timeline,
+                    spikes,
+                });
+            }
+        }
+        r.act.sort_by(|x, y| x.path.cmp(&y.path));
         r
     }
-}
-
-/// The ACT log's analysis (hourly slices; a shorter run is one slice; µs
-/// logs shown at the 1.024-65.536 ms edges, the ms-equivalent columns).
-fn act_section(path: &str, data: &[u8], files: &BTreeMap<String, Vec<u8>>) -> Option<ActSection> {
-    let text = String::from_utf8_lossy(data);
-    let micro = text
-        .lines()
-        .take(60)
-        .any(|l| l.trim() == "microsecond-histograms: yes");
-    let opts = analyze::Options {
-        log: path.to_string(),
-        slice: crate::bundle::summary::judging_slice(&text),
-        start_bucket: if micro { 10 } else { 0 },
-        ..analyze::Options::default()
-    };
-    let analysis = analyze::analyze(&text, &opts, path).ok()?;
-    let (devices, load) = crate::bundle::summary::act_log_setup(&text);
-    let timeline: Vec<Second> = files
-        .get(&path.replace(".log", ".timeline.jsonl"))
-        .map(|t| {
-            String::from_utf8_lossy(t)
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let spikes = (!timeline.is_empty()).then(|| {
-        find_spikes(
-            &timeline
-                .iter()
-                .map(|s| (s.t, s.read_p99_us))
-                .collect::<Vec<_>>(),
-        )
-    });
-    Some(ActSection {
-        path: path.to_string(),
-        devices,
-        load,
-        analysis,
-        timeline,
-        spikes,
-    })
 }
 
 /// Files of a results folder, by relative path.
@@ -269,16 +211,14 @@ pub fn for_results(dir: &Path) -> Result<Report> {
         .get(crate::bundle::SYSTEM)
         .and_then(|d| serde_json::from_slice::<SystemIdentity>(d).ok())
         .unwrap_or_else(|| SystemIdentity::probe(Path::new("/")));
-    let mut b = Builder::new(system.machine());
-    for (p, d) in &files {
-        b.add(&format!("{}{p}", crate::bundle::RESULTS_PREFIX), d);
-    }
+    let contents = Contents::read(&files);
+    let summary = summarise(system.machine(), &contents);
     let title = dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("results")
         .to_string();
-    Ok(Report::build(&title, b.finish(), &files))
+    Ok(Report::from_contents(&title, summary, &contents))
 }
 
 /// The report of a bundle's unpacked files.

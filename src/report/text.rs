@@ -43,9 +43,9 @@ fn render(r: &Report, md: bool) -> String {
         out,
         "{}\n",
         if md {
-            format!("**Verdict: {}**", s.verdict.to_uppercase())
+            format!("**Verdict: {}**", s.verdict.as_str().to_uppercase())
         } else {
-            format!("VERDICT: {}", s.verdict.to_uppercase())
+            format!("VERDICT: {}", s.verdict.as_str().to_uppercase())
         }
     );
     for reason in &s.reasons {
@@ -71,7 +71,7 @@ fn render(r: &Report, md: bool) -> String {
             d.device.clone(),
             d.model.clone().unwrap_or_else(|| "–".into()),
             d.serial.clone().unwrap_or_else(|| "–".into()),
-            d.verdict.to_uppercase(),
+            d.verdict.as_str().to_uppercase(),
             d.act_load_passed
                 .map(|l| format!("{l}x"))
                 .unwrap_or_else(|| "–".into()),

@@ -17,9 +17,11 @@ pub enum Outcome {
 pub struct StreamResult {
     pub label: String,
     pub device: Option<String>,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub asked_per_sec: f64,
     pub issued: u64,
     pub completed: u64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub achieved_per_sec: f64,
 }
 
@@ -27,12 +29,19 @@ pub struct StreamResult {
 pub struct HistSummary {
     pub name: String,
     pub total: u64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub p50_us: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub p99_us: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub p999_us: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub max_us: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub pct_over_1ms: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub pct_over_8ms: f64,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub pct_over_64ms: f64,
 }
 
@@ -49,10 +58,15 @@ pub struct DeviceResult {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
+    /// `RUN_SCHEMA`; 0 in files written before artefacts carried one.
+    #[serde(default)]
+    pub schema_version: u32,
     pub outcome: Outcome,
     pub engine: String,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub elapsed_s: f64,
     /// How far behind schedule any request was ever issued, ms.
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub max_lag_ms: f64,
     pub reports: u64,
     pub streams: Vec<StreamResult>,
@@ -90,6 +104,7 @@ pub struct Spikes {
     pub seconds: Vec<u64>,
     /// The dominant period in seconds, when the spikes recur regularly.
     pub period_s: Option<u64>,
+    #[serde(deserialize_with = "super::null_as_nan")]
     pub threshold: f64,
 }
 
@@ -109,6 +124,9 @@ pub struct Trial {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchResult {
+    /// `SEARCH_SCHEMA`; 0 in files written before artefacts carried one.
+    #[serde(default)]
+    pub schema_version: u32,
     pub highest_passing_load: Option<u32>,
     pub confirmed: bool,
     pub trials: Vec<Trial>,
@@ -182,4 +200,121 @@ pub struct PrepResult {
     pub size_bytes: u64,
     pub passes: Vec<PassResult>,
     pub interrupted: bool,
+}
+
+pub const RUN_SCHEMA: u32 = 1;
+pub const SEARCH_SCHEMA: u32 = 1;
+pub const ANALYSIS_SCHEMA: u32 = 1;
+pub const PREP_SCHEMA: u32 = 1;
+
+/// An ACT log judged once, right after its run, with ACT's criteria: the
+/// summary and the report read this instead of analysing the log again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogAnalysis {
+    pub schema_version: u32,
+    /// The log's file name, in the folder of this file.
+    pub log: String,
+    /// "storage" or "index".
+    pub workload: String,
+    pub devices: Vec<String>,
+    /// Nx per device, from the log's configured read rate.
+    pub load: Option<f64>,
+    /// The per-second timeline's file name beside the log, when kept.
+    pub timeline: Option<String>,
+    pub analysis: Analysis,
+}
+
+/// ACT prep of one or more devices.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prep {
+    pub schema_version: u32,
+    pub devices: Vec<PrepResult>,
+}
+
+impl RunResult {
+    /// A run judged by how it ended: completed, or stopped and why.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        let detail = match &self.outcome {
+            Outcome::Completed => "completed".to_string(),
+            Outcome::CouldNotKeepUp { .. } => "could-not-keep-up".to_string(),
+            Outcome::DeviceErrors { .. } => "device-errors".to_string(),
+            Outcome::StuckIo { .. } => "stuck-io".to_string(),
+            Outcome::Interrupted => "interrupted".to_string(),
+        };
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(self.outcome == Outcome::Completed),
+            detail,
+            devices: self.devices.iter().map(|d| d.name.clone()).collect(),
+        }
+    }
+}
+
+impl LogAnalysis {
+    /// "1.5x": the load as ACT's write-ups name it.
+    pub fn load_text(&self) -> String {
+        match self.load {
+            Some(l) => {
+                format!("{l:.3}")
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+                    .to_string()
+                    + "x"
+            }
+            None => "?x".into(),
+        }
+    }
+
+    /// ACT's criteria over the log's slices.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        let v = &self.analysis.verdict;
+        let detail = if v.pass {
+            format!(
+                "{} hourly slice(s) within ACT's limits",
+                self.analysis
+                    .histograms
+                    .first()
+                    .map_or(0, |h| h.slices.len())
+            )
+        } else {
+            v.failures
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} slice {}: {:.2}% {}",
+                        f.histogram, f.slice, f.percent, f.rule
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(v.pass),
+            detail,
+            devices: self.devices.clone(),
+        }
+    }
+}
+
+impl SearchResult {
+    /// A search is judged by its result: failing the loads above the
+    /// highest passing one is how a search works. Its devices are those of
+    /// its trials' logs, which the caller knows.
+    pub fn judgement(&self, devices: Vec<String>) -> super::verdict::Judgement {
+        let detail = match self.highest_passing_load {
+            Some(l) => format!(
+                "highest passing load {l}x{}",
+                if self.confirmed {
+                    ", confirmed"
+                } else {
+                    ", not confirmed"
+                }
+            ),
+            None => "no load passed".into(),
+        };
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(self.highest_passing_load.is_some()),
+            detail,
+            devices,
+        }
+    }
 }

@@ -84,3 +84,30 @@ pub struct Diff {
     pub unmatched: Vec<String>,
     pub degraded: bool,
 }
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+impl Diff {
+    /// Failed by every drive that degraded between the two snapshots.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        let worse: Vec<&DriveDiff> = self.drives.iter().filter(|d| d.degraded).collect();
+        let what: Vec<String> = worse
+            .iter()
+            .flat_map(|d| {
+                d.changes
+                    .iter()
+                    .filter(|c| c.degraded)
+                    .map(|c| format!("{} {}: {} -> {}", d.drive, c.what, c.before, c.after))
+            })
+            .collect();
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(!self.degraded),
+            detail: if what.is_empty() {
+                "no drive degraded".into()
+            } else {
+                what.join("; ")
+            },
+            devices: worse.iter().map(|d| d.drive.clone()).collect(),
+        }
+    }
+}

@@ -11,3 +11,188 @@ pub mod run;
 pub mod stream;
 pub mod summary;
 pub mod system;
+pub mod verdict;
+
+use serde::{Deserialize, Serialize};
+
+pub use self::verdict::Verdict;
+
+/// The name of the key that says what a results file is.
+pub const TAG: &str = "artefact";
+
+/// Every results file storcert writes, tagged with what it is
+/// (`"artefact": "act-run"`) beside its own `schema_version`, so a reader
+/// knows a file by its tag, never by which keys it happens to have.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "artefact", rename_all = "kebab-case")]
+pub enum Artefact {
+    ActRun(act::RunResult),
+    ActAnalysis(act::LogAnalysis),
+    ActSearch(act::SearchResult),
+    ActPrep(act::Prep),
+    Stream(stream::StreamResult),
+    Policy(policy::Report),
+    HealthSnapshot(health::Snapshot),
+    HealthDiff(health::Diff),
+    Inventory(inventory::Inventory),
+    Targets(run::Targets),
+    Journal(run::Journal),
+    RunNotes(run::RunNotes),
+    Provision(provision::ProvisionResult),
+    System(system::SystemIdentity),
+}
+
+/// A results file that could not be read as the artefact its tag names.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error(
+        "no \"artefact\" tag: not a storcert results file, or one written before files were tagged"
+    )]
+    Untagged,
+    #[error("{kind} schema {found} is newer than this storcert reads ({known}): update storcert")]
+    Newer {
+        kind: String,
+        found: u32,
+        known: u32,
+    },
+    #[error("{0}")]
+    Invalid(serde_json::Error),
+}
+
+impl Artefact {
+    /// The tag's value ("act-run", "stream", …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Artefact::ActRun(_) => "act-run",
+            Artefact::ActAnalysis(_) => "act-analysis",
+            Artefact::ActSearch(_) => "act-search",
+            Artefact::ActPrep(_) => "act-prep",
+            Artefact::Stream(_) => "stream",
+            Artefact::Policy(_) => "policy",
+            Artefact::HealthSnapshot(_) => "health-snapshot",
+            Artefact::HealthDiff(_) => "health-diff",
+            Artefact::Inventory(_) => "inventory",
+            Artefact::Targets(_) => "targets",
+            Artefact::Journal(_) => "journal",
+            Artefact::RunNotes(_) => "run-notes",
+            Artefact::Provision(_) => "provision",
+            Artefact::System(_) => "system",
+        }
+    }
+
+    /// Every kind with the schema version this build writes and reads up
+    /// to (docs/bundle-format.md lists them).
+    pub const SCHEMAS: [(&'static str, u32); 14] = [
+        ("act-run", act::RUN_SCHEMA),
+        ("act-analysis", act::ANALYSIS_SCHEMA),
+        ("act-search", act::SEARCH_SCHEMA),
+        ("act-prep", act::PREP_SCHEMA),
+        ("stream", stream::SCHEMA_VERSION),
+        ("policy", policy::SCHEMA_VERSION),
+        ("health-snapshot", health::SCHEMA_VERSION),
+        ("health-diff", health::SCHEMA_VERSION),
+        ("inventory", inventory::SCHEMA_VERSION),
+        ("targets", run::TARGETS_SCHEMA),
+        ("journal", run::JOURNAL_SCHEMA),
+        ("run-notes", run::NOTES_SCHEMA),
+        ("provision", provision::SCHEMA_VERSION),
+        ("system", system::SCHEMA_VERSION),
+    ];
+
+    /// The artefact's own schema version.
+    pub fn schema_version(&self) -> u32 {
+        match self {
+            Artefact::ActRun(x) => x.schema_version,
+            Artefact::ActAnalysis(x) => x.schema_version,
+            Artefact::ActSearch(x) => x.schema_version,
+            Artefact::ActPrep(x) => x.schema_version,
+            Artefact::Stream(x) => x.schema_version,
+            Artefact::Policy(x) => x.schema_version,
+            Artefact::HealthSnapshot(x) => x.schema_version,
+            Artefact::HealthDiff(x) => x.schema_version,
+            Artefact::Inventory(x) => x.schema_version,
+            Artefact::Targets(x) => x.schema_version,
+            Artefact::Journal(x) => x.schema_version,
+            Artefact::RunNotes(x) => x.schema_version,
+            Artefact::Provision(x) => x.schema_version,
+            Artefact::System(x) => x.schema_version,
+        }
+    }
+
+    /// Reads a tagged results file. A file of a newer schema than this
+    /// build knows is refused rather than half-read.
+    pub fn from_json(data: &[u8]) -> Result<Artefact, ReadError> {
+        #[derive(Deserialize)]
+        struct Head {
+            artefact: Option<String>,
+            schema_version: Option<u32>,
+        }
+        let head: Head = match serde_json::from_slice(data) {
+            Ok(h) => h,
+            // JSON, but not an object with a string tag (a list, a number).
+            Err(_) => {
+                serde_json::from_slice::<serde::de::IgnoredAny>(data).map_err(ReadError::NotJson)?;
+                return Err(ReadError::Untagged);
+            }
+        };
+        let kind = head.artefact.ok_or(ReadError::Untagged)?;
+        if let Some((_, known)) = Self::SCHEMAS.iter().find(|(k, _)| *k == kind) {
+            let found = head.schema_version.unwrap_or(0);
+            if found > *known {
+                return Err(ReadError::Newer {
+                    kind,
+                    found,
+                    known: *known,
+                });
+            }
+        }
+        serde_json::from_slice(data).map_err(ReadError::Invalid)
+    }
+
+    /// Pretty JSON with the tag first, newline-terminated.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut s = serde_json::to_vec_pretty(self).expect("artefacts serialise");
+        s.push(b'\n');
+        s
+    }
+}
+
+macro_rules! artefact_from {
+    ($($variant:ident($ty:ty)),* $(,)?) => {$(
+        impl From<$ty> for Artefact {
+            fn from(x: $ty) -> Artefact {
+                Artefact::$variant(x)
+            }
+        }
+    )*};
+}
+
+artefact_from!(
+    ActRun(act::RunResult),
+    ActAnalysis(act::LogAnalysis),
+    ActSearch(act::SearchResult),
+    ActPrep(act::Prep),
+    Stream(stream::StreamResult),
+    Policy(policy::Report),
+    HealthDiff(health::Diff),
+    Inventory(inventory::Inventory),
+    Targets(run::Targets),
+    Journal(run::Journal),
+    RunNotes(run::RunNotes),
+    Provision(provision::ProvisionResult),
+    System(system::SystemIdentity),
+);
+
+impl From<health::Snapshot> for Artefact {
+    fn from(x: health::Snapshot) -> Artefact {
+        Artefact::HealthSnapshot(x)
+    }
+}
+
+/// serde_json writes a NaN (a figure of nothing: a threshold over no
+/// samples) as `null`; reading it back gives the NaN again.
+pub(crate) fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}

@@ -56,3 +56,50 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub pass: bool,
 }
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+impl Report {
+    /// Failed by every finding of severity `fail`; the devices are theirs.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        let fails: Vec<&Finding> = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Fail)
+            .collect();
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(self.pass),
+            detail: if fails.is_empty() {
+                format!("{} checks passed", self.checks)
+            } else {
+                fails
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{} {}: expected {}, found {}",
+                            f.device, f.check, f.expected, f.actual
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+            devices: fails.iter().map(|f| f.device.clone()).collect(),
+        }
+    }
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Fail => "fail",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

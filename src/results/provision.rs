@@ -20,6 +20,9 @@ pub struct KernelView {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProvisionResult {
+    /// `SCHEMA_VERSION`; 0 in files written before artefacts carried one.
+    #[serde(default)]
+    pub schema_version: u32,
     pub device: String,
     pub size_bytes: u64,
     pub sector_size: u64,
@@ -39,3 +42,5 @@ pub struct ProvisionResult {
     pub kernel: Option<KernelView>,
     pub notes: Vec<String>,
 }
+
+pub const SCHEMA_VERSION: u32 = 1;

@@ -53,3 +53,28 @@ pub struct Journal {
     #[serde(skip)]
     pub path: PathBuf,
 }
+
+pub const TARGETS_SCHEMA: u32 = 1;
+pub const NOTES_SCHEMA: u32 = 1;
+
+/// What a run tests (`targets.json`): the other disks of the machine are
+/// not part of its verdict.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Targets {
+    pub schema_version: u32,
+    pub targets: Vec<Target>,
+}
+
+/// A run's notes (`run-notes.json`): what it said along the way, for the
+/// report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunNotes {
+    pub schema_version: u32,
+    pub profile: String,
+    pub source: String,
+    pub starts: u32,
+    pub notes: Vec<String>,
+    pub stages: Vec<StageRecord>,
+}
+pub const JOURNAL_SCHEMA: u32 = 1;

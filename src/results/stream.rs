@@ -105,3 +105,39 @@ pub struct DiskUtil {
     pub in_queue: u64,
     pub util: f64,
 }
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+impl StreamResult {
+    /// Failed on a job's error, bad blocks on verify, or an interrupted pass.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        let mut bad = Vec::new();
+        for p in &self.passes {
+            bad.extend(p.jobs.iter().filter_map(|j| j.error.clone()));
+            if let Some(v) = p.verify.as_ref().filter(|v| v.bad_blocks > 0) {
+                bad.push(format!("{} bad blocks on verify", v.bad_blocks));
+            }
+            if p.interrupted {
+                bad.push("interrupted".into());
+            }
+        }
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(bad.is_empty()),
+            detail: if bad.is_empty() {
+                "all passes completed".into()
+            } else {
+                bad.join("; ")
+            },
+            devices: self.targets.iter().map(|t| t.path.clone()).collect(),
+        }
+    }
+}
+
+impl Pass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pass::Write => "write",
+            Pass::Read => "read",
+        }
+    }
+}

@@ -22,8 +22,8 @@ pub struct DriveVerdict {
     pub serial: Option<String>,
     pub wwn: Option<String>,
     pub firmware: Option<String>,
-    /// "pass", "fail" or "untested".
-    pub verdict: String,
+    /// `pass`, `fail` or `untested`.
+    pub verdict: super::Verdict,
     pub reasons: Vec<String>,
     /// The highest ACT load (Nx) this drive passed in this bundle.
     pub act_load_passed: Option<f64>,
@@ -43,8 +43,8 @@ pub struct TestVerdict {
 #[serde(deny_unknown_fields)]
 pub struct Summary {
     pub schema_version: u32,
-    /// "pass", "fail" or "incomplete" (no test result to judge).
-    pub verdict: String,
+    /// `pass`, `fail` or `incomplete` (no test result to judge).
+    pub verdict: super::Verdict,
     pub reasons: Vec<String>,
     pub machine: Machine,
     pub drives: Vec<DriveVerdict>,

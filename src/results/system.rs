@@ -31,3 +31,5 @@ pub struct Dmi {
     pub bios_version: Option<String>,
     pub bios_date: Option<String>,
 }
+
+pub const SCHEMA_VERSION: u32 = 1;

@@ -3,6 +3,7 @@
 //! one plain line per drive every interval, with no control characters.
 //! Stages report through `Console::update`; nothing else prints progress.
 
+use crate::results::Verdict;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -180,16 +181,16 @@ impl Console {
 }
 
 /// The end of a run, impossible to miss on a console.
-pub fn banner(verdict: &str, lines: &[String]) -> String {
+pub fn banner(verdict: Verdict, lines: &[String]) -> String {
     let word = match verdict {
-        "pass" => [
+        Verdict::Pass => [
             "#####     ###     #####    #####",
             "#    #   #   #   #        #     ",
             "#####   #######   ####     #### ",
             "#       #     #       #        #",
             "#       #     #  #####    ##### ",
         ],
-        "fail" => [
+        Verdict::Fail => [
             "######    ###    #####  #      ",
             "#        #   #     #    #      ",
             "####    #######    #    #      ",
@@ -237,6 +238,6 @@ mod tests {
         );
         let l = Console::plain_line("x\u{1b}[2K", 1, 2, "B", "a\rb", Duration::from_secs(1));
         assert!(!l.chars().any(|c| c.is_control()), "{l:?}");
-        assert!(banner("fail", &["x".into()]).contains("######"));
+        assert!(banner(Verdict::Fail, &["x".into()]).contains("######"));
     }
 }

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 pub use crate::results::run::{Journal, StageRecord};
-use crate::util::fs::write_json;
+use crate::results::Artefact;
+use crate::util::fs::write_durably;
 
 pub const FILE: &str = "journal.json";
 
@@ -17,7 +18,7 @@ pub fn now() -> String {
 impl Journal {
     pub fn new(dir: &Path, profile_name: &str, digest: &str, source: &str) -> Journal {
         Journal {
-            schema_version: 1,
+            schema_version: crate::results::run::JOURNAL_SCHEMA,
             profile_name: profile_name.into(),
             profile_digest: digest.into(),
             profile_source: source.into(),
@@ -44,7 +45,8 @@ impl Journal {
     }
 
     pub fn save(&self) -> Result<(), String> {
-        write_json(&self.path, self).map_err(|e| format!("{}: {e}", self.path.display()))
+        write_durably(&self.path, Artefact::from(self.clone()).to_json())
+            .map_err(|e| format!("{}: {e}", self.path.display()))
     }
 
     pub fn get(&self, id: &str) -> Option<&StageRecord> {

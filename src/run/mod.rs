@@ -29,10 +29,12 @@ use self::profile::Profile;
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
-use crate::commands::exit;
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
+use crate::results::act::{Prep, PREP_SCHEMA};
 pub use crate::results::run::Target;
-use crate::util::fs::write_json;
+use crate::results::run::{RunNotes, Targets, NOTES_SCHEMA, TARGETS_SCHEMA};
+use crate::results::{Artefact, Verdict};
+use crate::util::fs::write_durably;
 use crate::util::size::parse_size;
 
 /// Name of the marker naming the unfinished run in the results root.
@@ -56,25 +58,13 @@ pub struct Options {
 /// How a run ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ending {
-    /// "pass", "fail", "incomplete", "interrupted", "could not run".
-    pub verdict: String,
+    pub verdict: Verdict,
     pub reasons: Vec<String>,
     pub run_dir: PathBuf,
     pub bundle: Option<PathBuf>,
     pub bundle_sha256: Option<String>,
     pub delivered_to: Vec<String>,
     pub done_action: String,
-}
-
-impl Ending {
-    pub fn exit_code(&self) -> u8 {
-        match self.verdict.as_str() {
-            "pass" => exit::PASS,
-            "fail" => exit::FAIL,
-            "interrupted" => exit::INTERRUPTED,
-            _ => exit::COULD_NOT_RUN,
-        }
-    }
 }
 
 fn label_of(path: &str) -> String {
@@ -335,13 +325,15 @@ impl Ctx<'_> {
         self.dir.join(rel)
     }
 
-    /// A result file in the run folder (folders made as needed).
-    fn write(&self, rel: &str, value: &impl Serialize) -> Result<()> {
+    /// A result file in the run folder, tagged with what it is (folders
+    /// made as needed).
+    fn write(&self, rel: &str, artefact: impl Into<Artefact>) -> Result<()> {
         let path = self.path(rel);
         if let Some(parent) = path.parent() {
             crate::util::fs::create_dir_durably(parent)?;
         }
-        write_json(&path, value).with_context(|| format!("{}", path.display()))
+        write_durably(&path, artefact.into().to_json())
+            .with_context(|| format!("{}", path.display()))
     }
 }
 
@@ -392,7 +384,13 @@ fn act_run(
     log.flush()?;
     timeline.flush()?;
     let result = result?;
-    ctx.write(&format!("{base}.json"), &result)?;
+    ctx.write(&format!("{base}.json"), result.clone())?;
+    if let Err(e) = crate::act::save_analysis(
+        &ctx.path(&format!("{base}.log")),
+        Some(&ctx.path(&format!("{base}.timeline.jsonl"))),
+    ) {
+        ctx.note(format!("[{key}] {e:#}"));
+    }
     use crate::act::runner::Outcome;
     let errors: Vec<String> = result
         .devices
@@ -469,7 +467,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     factory_spare_pct: None,
                     discard: true,
                 })?;
-                ctx.write(&format!("provision/{}.json", t.label), &r)?;
+                ctx.write(&format!("provision/{}.json", t.label), r.clone())?;
                 Ok(format!(
                     "partition of {} bytes, {} spare",
                     r.partition_size_bytes, r.spare_bytes
@@ -514,7 +512,13 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
                     let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
                     let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop)?;
-                    ctx.write(&format!("act/prep-{}.json", t.label), &r)?;
+                    ctx.write(
+                        &format!("act/prep-{}.json", t.label),
+                        Prep {
+                            schema_version: PREP_SCHEMA,
+                            devices: vec![r],
+                        },
+                    )?;
                     Ok(String::new())
                 })
             })?;
@@ -547,7 +551,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                         &crate::act::RunOptions::default(),
                         &ctx.stop,
                     )?;
-                    ctx.write(&format!("act/search-{}.json", t.label), &r)?;
+                    ctx.write(&format!("act/search-{}.json", t.label), r.clone())?;
                     Ok(match r.highest_passing_load {
                         Some(l) => format!("highest passing load {l}x"),
                         None => "no load passed".into(),
@@ -617,7 +621,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 seed: rand::random(),
             };
             let r = crate::stream::run(&spec, &ctx.stop)?;
-            ctx.write("stream.json", &r)?;
+            ctx.write("stream.json", r.clone())?;
             if r.failed() {
                 let why: Vec<String> = r
                     .passes
@@ -707,7 +711,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     console.close();
     let mut ending = result?;
     if ctx.stopped() {
-        ending.verdict = "interrupted".into();
+        ending.verdict = Verdict::Interrupted;
         ending
             .reasons
             .push("interrupted: run again to continue from the last finished stage".into());
@@ -725,7 +729,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // The machine's identity and the inventory come first; they are cheap
     // and read-only, so they are taken again on every start.
     let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
-    ctx.write("system.json", &system)?;
+    ctx.write("system.json", system.clone())?;
     // In the boot image (the unit sets STORCERT_IN_IMAGE), the time from
     // kernel start to the first command sent to a device: the image's boot
     // cost, which the boot tests print and hold to a target.
@@ -746,12 +750,18 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             ..ScanOptions::default()
         },
     );
-    ctx.write("inventory.json", &inv)?;
+    ctx.write("inventory.json", inv.clone())?;
     let mut targets = select_targets(p, &inv, &ctx.console)?;
     if targets.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
     }
-    ctx.write("targets.json", &targets)?;
+    ctx.write(
+        "targets.json",
+        Targets {
+            schema_version: TARGETS_SCHEMA,
+            targets: targets.clone(),
+        },
+    )?;
     if p.read_only {
         ctx.console
             .say("read-only profile: nothing is written but the results");
@@ -781,7 +791,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 _ => bail!("no policy"),
             };
             let report = crate::policy::check::check(&policy, &inv);
-            ctx.write("policy.json", &report)?;
+            ctx.write("policy.json", report.clone())?;
             Ok(format!(
                 "{} checks, {} findings",
                 report.checks,
@@ -794,7 +804,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         ctx.stage("health before", false, || {
             ctx.write(
                 "health-before.json",
-                &crate::health::snapshot(&scan(Some(&targets))),
+                crate::health::snapshot(&scan(Some(&targets))),
             )?;
             Ok(String::new())
         })?;
@@ -803,11 +813,11 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     if health && !ctx.stopped() {
         ctx.stage("health after", false, || {
             let after = crate::health::snapshot(&scan(Some(&targets)));
-            ctx.write("health-after.json", &after)?;
+            ctx.write("health-after.json", after.clone())?;
             let before: crate::health::Snapshot =
                 serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
             let d = crate::health::diff(&before, &after, |_| None);
-            ctx.write("health-diff.json", &d)?;
+            ctx.write("health-diff.json", d.clone())?;
             Ok(if d.degraded {
                 "a drive degraded".into()
             } else {
@@ -816,7 +826,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         })?;
     }
     let mut ending = Ending {
-        verdict: "incomplete".into(),
+        verdict: Verdict::Incomplete,
         reasons: Vec::new(),
         run_dir: ctx.dir.clone(),
         bundle: None,
@@ -832,10 +842,14 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     let journal_copy = ctx.journal().clone();
     ctx.write(
         "run-notes.json",
-        &serde_json::json!({
-            "profile": p.name, "source": opts.source, "starts": journal_copy.starts, "notes": notes,
-            "stages": journal_copy.stages,
-        }),
+        RunNotes {
+            schema_version: NOTES_SCHEMA,
+            profile: p.name.clone(),
+            source: opts.source.clone(),
+            starts: journal_copy.starts,
+            notes,
+            stages: journal_copy.stages,
+        },
     )?;
     crate::report::write_for_results(&ctx.dir).context("report")?;
 
@@ -894,7 +908,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     let created = crate::commands::bundle::create_signed(&ctx.dir, &out, Some(&key))
         .map_err(|e| anyhow!(e))?;
     let spooled = spool.put(&out)?;
-    ending.verdict = created.summary.verdict.clone();
+    ending.verdict = created.summary.verdict;
     ending.reasons = created.summary.reasons.clone();
     ending.bundle = Some(spooled.clone());
     ending.bundle_sha256 = Some(created.sha256.clone());

@@ -26,7 +26,7 @@ pub use crate::results::stream::{
     GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo, VerifyResult,
 };
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub use crate::results::stream::SCHEMA_VERSION;
 
 /// fio's default completion latency percentiles.
 pub const PERCENTILES: [f64; 17] = [
