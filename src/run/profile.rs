@@ -380,7 +380,7 @@ impl Profile {
             }
             for p in &u.pin_sha256 {
                 crate::upload::tls::parse_pin(p)
-                    .map_err(|e| ("upload.pin_sha256".to_string(), e))?;
+                    .map_err(|e| ("upload.pin_sha256".to_string(), e.to_string()))?;
             }
         }
         if let Some(b) = &self.time_budget {
