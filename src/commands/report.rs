@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use super::{exit, write_durably};
 use crate::bundle;
 use crate::cli::{ReportArgs, ReportFormat};
@@ -26,15 +28,15 @@ pub fn run(a: ReportArgs) -> ExitCode {
                 Err(e) => return fail(format!("--pubkey {e}")),
             };
             let read = |p: std::path::PathBuf| {
-                crate::input::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))
+                crate::input::read_text(&p).with_context(|| p.display().to_string())
             };
             let checked = read(bundle::minisig_path(&a.input)).and_then(|m| {
                 let env = read(bundle::envelope_path(&a.input))?;
-                bundle::verify(&bytes, &m, &env, &keys)
+                Ok(bundle::verify(&bytes, &m, &env, &keys)?)
             });
             if let Err(e) = checked {
                 eprintln!(
-                    "storcert report: {}: FAILED verification: {e}",
+                    "storcert report: {}: FAILED verification: {e:#}",
                     a.input.display()
                 );
                 return ExitCode::from(exit::FAIL);
