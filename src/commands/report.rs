@@ -25,7 +25,7 @@ pub fn run(a: ReportArgs) -> ExitCode {
         if let Some(pk) = &a.pubkey {
             let keys = match super::bundle::read_public_keys(pk) {
                 Ok(k) => k,
-                Err(e) => return fail(format!("--pubkey {e}")),
+                Err(e) => return fail(format!("--pubkey {e:#}")),
             };
             let read = |p: std::path::PathBuf| {
                 crate::input::read_text(&p).with_context(|| p.display().to_string())
