@@ -13,6 +13,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::inventory::{self, Disk, Roots, ScanOptions};
+use crate::policy::PolicyError;
 
 /// Who is allowed to be destroyed, by the operator's explicit word.
 #[derive(Debug, Clone, Default)]
@@ -25,10 +26,10 @@ pub struct Overrides {
 impl Overrides {
     /// --force-destroy words plus the drives `policy` allows destroying
     /// (rules with destroy = true match by exact serial or WWN alone).
-    pub fn new(force: &[String], policy: Option<&Path>) -> Result<Overrides, String> {
+    pub fn new(force: &[String], policy: Option<&Path>) -> Result<Overrides, PolicyError> {
         let mut force_destroy = force.to_vec();
         if let Some(p) = policy {
-            let policy = crate::policy::Policy::from_file(p).map_err(|e| e.to_string())?;
+            let policy = crate::policy::Policy::from_file(p)?;
             for rule in policy.drives.iter().filter(|r| r.destroy == Some(true)) {
                 force_destroy.extend(rule.matches.serial.iter().cloned());
                 force_destroy.extend(rule.matches.wwn.iter().cloned());

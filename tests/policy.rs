@@ -276,7 +276,10 @@ fn fixes_the_safety_gate_refuses_touch_nothing() {
     let asked = std::cell::RefCell::new(Vec::new());
     let fixes = storcert::policy::fix::apply(&report.findings, |dev| {
         asked.borrow_mut().push(dev.to_string());
-        Err(format!("{dev} is mounted on /data"))
+        Err(storcert::safety::Refusal {
+            path: dev.to_string(),
+            reasons: format!("{dev} is mounted on /data"),
+        })
     });
     assert_eq!(*asked.borrow(), vec!["/dev/sda", "/dev/sdb", "/dev/sdc"]);
     assert_eq!(fixes.len(), 3);

@@ -647,13 +647,20 @@ impl IndexConfig {
     }
 }
 
+/// A load that `parse_load` does not take; `text` as given.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("load {text:?} is not a positive multiple like 10x")]
+pub struct LoadError {
+    pub text: String,
+}
+
 /// "10x" → 10.0; a bare number is taken as a multiple too.
-pub fn parse_load(text: &str) -> Result<f64, String> {
+pub fn parse_load(text: &str) -> Result<f64, LoadError> {
     let t = text.trim();
     let n = t.strip_suffix(['x', 'X']).unwrap_or(t);
     match n.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() && v <= 10_000.0 => Ok(v),
-        _ => Err(format!("load {text:?} is not a positive multiple like 10x")),
+        _ => Err(LoadError { text: text.into() }),
     }
 }
 
@@ -668,8 +675,17 @@ pub fn rates_for_load(load: f64, devices: usize) -> (u32, u32) {
     )
 }
 
+/// A duration that `parse_duration_secs` does not take; `text` as given.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum DurationError {
+    #[error("duration {text:?} is too long")]
+    TooLong { text: String },
+    #[error("duration {text:?} is not like 30s, 10m, 24h")]
+    Malformed { text: String },
+}
+
 /// "24h", "10m", "30s", "90" (seconds) → seconds.
-pub fn parse_duration_secs(text: &str) -> Result<u64, String> {
+pub fn parse_duration_secs(text: &str) -> Result<u64, DurationError> {
     let t = text.trim();
     let (num, mult) = match t.chars().last() {
         Some('s') => (&t[..t.len() - 1], 1),
@@ -681,7 +697,7 @@ pub fn parse_duration_secs(text: &str) -> Result<u64, String> {
     match num.parse::<u64>() {
         Ok(n) if n > 0 => n
             .checked_mul(mult)
-            .ok_or_else(|| format!("duration {text:?} is too long")),
-        _ => Err(format!("duration {text:?} is not like 30s, 10m, 24h")),
+            .ok_or_else(|| DurationError::TooLong { text: text.into() }),
+        _ => Err(DurationError::Malformed { text: text.into() }),
     }
 }

@@ -178,52 +178,76 @@ pub fn seal(statement: &Statement, key: &SecretKey) -> String {
     serde_json::to_string_pretty(&env).expect("an envelope serialises") + "\n"
 }
 
+/// Why `open` refused an envelope. Each message starts "envelope:"; a
+/// decoding cause is printed in it, not chained as a `source`, so a `{:#}`
+/// chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("envelope: not a DSSE envelope: {0}")]
+    NotDsse(serde_json::Error),
+    #[error("envelope: not in the form storcert writes (edited)")]
+    Edited,
+    #[error("envelope: payloadType {0:?}")]
+    PayloadType(String),
+    #[error("envelope: payload is not base64: {0}")]
+    PayloadNotBase64(base64::DecodeError),
+    #[error("envelope: expected exactly one signature")]
+    SignatureCount,
+    #[error("envelope: signed by key {signed_by:?}, not {expected}")]
+    OtherKey { signed_by: String, expected: String },
+    #[error("envelope: signature is not base64: {0}")]
+    SignatureNotBase64(base64::DecodeError),
+    #[error("envelope: signature has the wrong length")]
+    SignatureLength,
+    #[error("envelope: signature does not match its statement")]
+    SignatureMismatch,
+    #[error("envelope: statement: {0}")]
+    Statement(serde_json::Error),
+    #[error("envelope: not an in-toto v1 test-result statement")]
+    NotTestResult,
+}
+
 /// Checks the envelope's form and its signature by `key`, and returns the
 /// statement.
-pub fn open(text: &str, key: &PublicKey) -> Result<Statement, String> {
-    let env: Envelope =
-        serde_json::from_str(text).map_err(|e| format!("envelope: not a DSSE envelope: {e}"))?;
+pub fn open(text: &str, key: &PublicKey) -> Result<Statement, EnvelopeError> {
+    let env: Envelope = serde_json::from_str(text).map_err(EnvelopeError::NotDsse)?;
     if serde_json::to_string_pretty(&env)
         .ok()
         .map(|t| t + "\n")
         .as_deref()
         != Some(text)
     {
-        return Err("envelope: not in the form storcert writes (edited)".into());
+        return Err(EnvelopeError::Edited);
     }
     if env.payload_type != PAYLOAD_TYPE {
-        return Err(format!("envelope: payloadType {:?}", env.payload_type));
+        return Err(EnvelopeError::PayloadType(env.payload_type));
     }
     let payload = B64
         .decode(&env.payload)
-        .map_err(|e| format!("envelope: payload is not base64: {e}"))?;
+        .map_err(EnvelopeError::PayloadNotBase64)?;
     let [sig] = env.signatures.as_slice() else {
-        return Err("envelope: expected exactly one signature".into());
+        return Err(EnvelopeError::SignatureCount);
     };
     if sig.keyid != key.id_hex() {
-        return Err(format!(
-            "envelope: signed by key {:?}, not {}",
-            sig.keyid,
-            key.id_hex()
-        ));
+        return Err(EnvelopeError::OtherKey {
+            signed_by: sig.keyid.clone(),
+            expected: key.id_hex(),
+        });
     }
     let raw = B64
         .decode(&sig.sig)
-        .map_err(|e| format!("envelope: signature is not base64: {e}"))?;
-    let raw: [u8; 64] = raw
-        .try_into()
-        .map_err(|_| "envelope: signature has the wrong length".to_string())?;
+        .map_err(EnvelopeError::SignatureNotBase64)?;
+    let raw: [u8; 64] = raw.try_into().map_err(|_| EnvelopeError::SignatureLength)?;
     use ed25519_dalek::Verifier;
     key.key
         .verify(
             &pae(&env.payload_type, &payload),
             &ed25519_dalek::Signature::from_bytes(&raw),
         )
-        .map_err(|_| "envelope: signature does not match its statement".to_string())?;
-    let st: Statement =
-        serde_json::from_slice(&payload).map_err(|e| format!("envelope: statement: {e}"))?;
+        .map_err(|_| EnvelopeError::SignatureMismatch)?;
+    let st: Statement = serde_json::from_slice(&payload).map_err(EnvelopeError::Statement)?;
     if st.statement_type != STATEMENT_TYPE || st.predicate_type != PREDICATE_TYPE {
-        return Err("envelope: not an in-toto v1 test-result statement".into());
+        return Err(EnvelopeError::NotTestResult);
     }
     Ok(st)
 }

@@ -159,7 +159,9 @@ impl Contents {
             let at = analyze::analysis_path(Path::new(path))
                 .to_string_lossy()
                 .into_owned();
-            let label = path.strip_prefix(crate::bundle::RESULTS_PREFIX).unwrap_or(path);
+            let label = path
+                .strip_prefix(crate::bundle::RESULTS_PREFIX)
+                .unwrap_or(path);
             match analyze::judge_log(&text, name, label, timeline) {
                 Ok(a) => c.items.push(Item {
                     path: at,

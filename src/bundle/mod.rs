@@ -24,7 +24,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use self::minisign::{PublicKey, SecretKey};
+use self::minisign::{KeyError, PublicKey, SecretKey};
 use self::summary::Summary;
 use self::system::SystemIdentity;
 
@@ -220,76 +220,111 @@ pub struct Unpacked {
     pub manifest: Manifest,
 }
 
+/// Why `unpack` refused an archive, naming the entry or manifest line at
+/// fault. A decoding cause is printed in the message, not chained as a
+/// `source`, so a `{:#}` chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("archive: not zstd: {0}")]
+    NotZstd(std::io::Error),
+    #[error("archive: zstd stream damaged: {0}")]
+    ZstdDamaged(std::io::Error),
+    #[error("archive: unpacks to more than {MAX_UNPACKED} bytes")]
+    TooLarge,
+    #[error("archive: not a tar: {0}")]
+    NotTar(std::io::Error),
+    #[error("archive: damaged tar entry: {0}")]
+    DamagedEntry(std::io::Error),
+    #[error("archive: entry name: {0}")]
+    EntryName(std::io::Error),
+    #[error("archive: entry name is not UTF-8")]
+    EntryNameNotUtf8,
+    #[error("archive: {path}: not a regular file")]
+    NotRegularFile { path: String },
+    #[error("archive: {path}: not a plain relative path")]
+    NotPlainPath { path: String },
+    #[error("archive: {path}: {err}")]
+    Read { path: String, err: std::io::Error },
+    #[error("archive: {path} appears twice")]
+    Duplicate { path: String },
+    #[error("archive: {MANIFEST} is not the first entry")]
+    ManifestNotFirst,
+    #[error("{MANIFEST}: {0}")]
+    Manifest(serde_json::Error),
+    #[error("{MANIFEST}: lists {path} which is not in the archive")]
+    Missing { path: String },
+    #[error("{path}: does not match its manifest entry")]
+    Mismatch { path: String },
+    #[error("archive: {path} is not in the manifest")]
+    Unlisted { path: String },
+}
+
 /// Unpacks and checks the archive: regular files with plain relative
 /// paths, no duplicates, the manifest first and matching every other file
 /// exactly (digest and size), nothing unlisted.
-pub fn unpack(bytes: &[u8]) -> Result<Unpacked, String> {
-    let dec = zstd::Decoder::new(bytes).map_err(|e| format!("archive: not zstd: {e}"))?;
+pub fn unpack(bytes: &[u8]) -> Result<Unpacked, UnpackError> {
+    let dec = zstd::Decoder::new(bytes).map_err(UnpackError::NotZstd)?;
     let mut limited = dec.take(MAX_UNPACKED + 1);
     let mut tar_bytes = Vec::new();
     limited
         .read_to_end(&mut tar_bytes)
-        .map_err(|e| format!("archive: zstd stream damaged: {e}"))?;
+        .map_err(UnpackError::ZstdDamaged)?;
     if tar_bytes.len() as u64 > MAX_UNPACKED {
-        return Err(format!(
-            "archive: unpacks to more than {MAX_UNPACKED} bytes"
-        ));
+        return Err(UnpackError::TooLarge);
     }
     let mut archive = tar::Archive::new(tar_bytes.as_slice());
     let mut files = BTreeMap::new();
     let mut first = None;
-    for entry in archive
-        .entries()
-        .map_err(|e| format!("archive: not a tar: {e}"))?
-    {
-        let mut entry = entry.map_err(|e| format!("archive: damaged tar entry: {e}"))?;
+    for entry in archive.entries().map_err(UnpackError::NotTar)? {
+        let mut entry = entry.map_err(UnpackError::DamagedEntry)?;
         let path = entry
             .path()
-            .map_err(|e| format!("archive: entry name: {e}"))?
+            .map_err(UnpackError::EntryName)?
             .to_str()
-            .ok_or("archive: entry name is not UTF-8")?
+            .ok_or(UnpackError::EntryNameNotUtf8)?
             .to_string();
         if entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(format!("archive: {path}: not a regular file"));
+            return Err(UnpackError::NotRegularFile { path });
         }
         if !Path::new(&path)
             .components()
             .all(|c| matches!(c, Component::Normal(_)))
         {
-            return Err(format!("archive: {path}: not a plain relative path"));
+            return Err(UnpackError::NotPlainPath { path });
         }
         let mut data = Vec::new();
-        entry
-            .read_to_end(&mut data)
-            .map_err(|e| format!("archive: {path}: {e}"))?;
+        if let Err(err) = entry.read_to_end(&mut data) {
+            return Err(UnpackError::Read { path, err });
+        }
         if first.is_none() {
             first = Some(path.clone());
         }
         if files.insert(path.clone(), data).is_some() {
-            return Err(format!("archive: {path} appears twice"));
+            return Err(UnpackError::Duplicate { path });
         }
     }
     if first.as_deref() != Some(MANIFEST) {
-        return Err(format!("archive: {MANIFEST} is not the first entry"));
+        return Err(UnpackError::ManifestNotFirst);
     }
     let manifest: Manifest =
-        serde_json::from_slice(&files[MANIFEST]).map_err(|e| format!("{MANIFEST}: {e}"))?;
+        serde_json::from_slice(&files[MANIFEST]).map_err(UnpackError::Manifest)?;
     let mut listed = std::collections::BTreeSet::new();
     for f in &manifest.files {
         let Some(data) = files.get(&f.path) else {
-            return Err(format!(
-                "{MANIFEST}: lists {} which is not in the archive",
-                f.path
-            ));
+            return Err(UnpackError::Missing {
+                path: f.path.clone(),
+            });
         };
         if data.len() as u64 != f.size || sha256_hex(data) != f.sha256 {
-            return Err(format!("{}: does not match its manifest entry", f.path));
+            return Err(UnpackError::Mismatch {
+                path: f.path.clone(),
+            });
         }
         listed.insert(f.path.as_str());
     }
     for path in files.keys() {
         if path != MANIFEST && !listed.contains(path.as_str()) {
-            return Err(format!("archive: {path} is not in the manifest"));
+            return Err(UnpackError::Unlisted { path: path.clone() });
         }
     }
     Ok(Unpacked { files, manifest })
@@ -309,6 +344,35 @@ pub struct Verified {
     pub subjects: Vec<String>,
 }
 
+/// Why `verify` refused a bundle: the first check that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Minisig(#[from] KeyError),
+    #[error(transparent)]
+    Envelope(#[from] attest::EnvelopeError),
+    #[error("envelope: statement has no subject")]
+    NoSubject,
+    #[error("envelope: statement's subject is another bundle (digest differs)")]
+    OtherBundle,
+    #[error(transparent)]
+    Unpack(#[from] UnpackError),
+    #[error("archive: no {SUMMARY}")]
+    NoSummary,
+    #[error("{SUMMARY}: {0}")]
+    Summary(serde_json::Error),
+    #[error("envelope: attested summary differs from the bundle's")]
+    SummaryDiffers,
+}
+
+impl VerifyError {
+    /// The minisign signature is by a key not among those given: the
+    /// sender is unknown, rather than the bundle damaged.
+    pub fn is_untrusted_key(&self) -> bool {
+        matches!(self, VerifyError::Minisig(e) if e.0.contains("not trusted"))
+    }
+}
+
 /// Checks a bundle against its two signatures with `keys`: the minisign
 /// signature, the DSSE envelope (same key), the statement's subject digest,
 /// every manifest entry, and that the attested summary is the bundle's.
@@ -318,26 +382,22 @@ pub fn verify(
     minisig: &str,
     envelope: &str,
     keys: &[PublicKey],
-) -> Result<Verified, String> {
-    let (info, key) = minisign::verify_minisig(bytes, minisig, keys).map_err(|e| e.0)?;
+) -> Result<Verified, VerifyError> {
+    let (info, key) = minisign::verify_minisig(bytes, minisig, keys)?;
     let statement = attest::open(envelope, &key)?;
     let sha256 = sha256_hex(bytes);
     let Some(first) = statement.subject.first() else {
-        return Err("envelope: statement has no subject".into());
+        return Err(VerifyError::NoSubject);
     };
     if first.digest.get("sha256") != Some(&sha256) {
-        return Err("envelope: statement's subject is another bundle (digest differs)".into());
+        return Err(VerifyError::OtherBundle);
     }
     let unpacked = unpack(bytes)?;
-    let summary: Summary = serde_json::from_slice(
-        unpacked
-            .files
-            .get(SUMMARY)
-            .ok_or(format!("archive: no {SUMMARY}"))?,
-    )
-    .map_err(|e| format!("{SUMMARY}: {e}"))?;
+    let summary: Summary =
+        serde_json::from_slice(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
+            .map_err(VerifyError::Summary)?;
     if summary != statement.predicate.storcert.summary {
-        return Err("envelope: attested summary differs from the bundle's".into());
+        return Err(VerifyError::SummaryDiffers);
     }
     Ok(Verified {
         sha256,

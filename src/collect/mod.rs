@@ -373,7 +373,7 @@ async fn receive(
         .await
         .map_err(|e| internal(e.into()))?
         .map_err(|e| {
-            let status = if e.contains("not trusted") {
+            let status = if e.is_untrusted_key() {
                 StatusCode::FORBIDDEN
             } else {
                 StatusCode::UNPROCESSABLE_ENTITY

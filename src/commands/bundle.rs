@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{anyhow, bail, Context};
+
 use super::exit;
 use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
 use crate::cli::{BundleArgs, BundleCommand, BundleCreateArgs, BundleVerifyArgs, KeygenArgs};
@@ -20,17 +22,16 @@ pub fn public_key_path(secret: &Path) -> PathBuf {
 }
 
 /// Makes a key pair at `secret` (and `secret`.pub).
-pub fn make_key(secret: &Path, force: bool) -> Result<SecretKey, String> {
+pub fn make_key(secret: &Path, force: bool) -> anyhow::Result<SecretKey> {
     let public = public_key_path(secret);
     for p in [secret, public.as_path()] {
         if !force && p.exists() {
-            return Err(format!("{}: exists (--force replaces it)", p.display()));
+            bail!("{}: exists (--force replaces it)", p.display());
         }
     }
     let key = SecretKey::generate();
-    write_secret(secret, key.to_file()).map_err(|e| format!("{}: {e}", secret.display()))?;
-    write_durably(&public, key.public().to_file())
-        .map_err(|e| format!("{}: {e}", public.display()))?;
+    write_secret(secret, key.to_file()).with_context(|| secret.display().to_string())?;
+    write_durably(&public, key.public().to_file()).with_context(|| public.display().to_string())?;
     Ok(key)
 }
 
@@ -49,18 +50,18 @@ pub fn keygen(args: KeygenArgs) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(e) => fail("keygen", e),
+        Err(e) => fail("keygen", format!("{e:#}")),
     }
 }
 
-pub fn read_secret_key(path: &Path) -> Result<SecretKey, String> {
-    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    SecretKey::parse_file(&text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_secret_key(path: &Path) -> anyhow::Result<SecretKey> {
+    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
+    SecretKey::parse_file(&text).with_context(|| path.display().to_string())
 }
 
-pub fn read_public_keys(path: &Path) -> Result<Vec<PublicKey>, String> {
-    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    PublicKey::parse_many(&text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_public_keys(path: &Path) -> anyhow::Result<Vec<PublicKey>> {
+    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
+    PublicKey::parse_many(&text).with_context(|| path.display().to_string())
 }
 
 pub fn run(args: BundleArgs) -> ExitCode {
@@ -77,22 +78,22 @@ pub fn create_signed(
     dir: &Path,
     output: &Path,
     key: Option<&SecretKey>,
-) -> Result<bundle::Created, String> {
-    let created = bundle::create(dir).map_err(|e| format!("{e:#}"))?;
+) -> anyhow::Result<bundle::Created> {
+    let created = bundle::create(dir)?;
     if let Some(key) = key {
         let name = output
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("{}: not a file name", output.display()))?;
+            .ok_or_else(|| anyhow!("{}: not a file name", output.display()))?;
         let sigs = bundle::sign(&created.bytes, name, &created.summary, key);
         for (path, text) in [
             (bundle::minisig_path(output), &sigs.minisig),
             (bundle::envelope_path(output), &sigs.envelope),
         ] {
-            write_durably(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            write_durably(&path, text).with_context(|| path.display().to_string())?;
         }
     }
-    write_durably(output, &created.bytes).map_err(|e| format!("{}: {e}", output.display()))?;
+    write_durably(output, &created.bytes).with_context(|| output.display().to_string())?;
     Ok(created)
 }
 
@@ -100,11 +101,11 @@ fn create(a: BundleCreateArgs) -> ExitCode {
     const CMD: &str = "bundle create";
     let key = match a.key.as_deref().map(read_secret_key).transpose() {
         Ok(k) => k,
-        Err(e) => return fail(CMD, format!("--key {e}")),
+        Err(e) => return fail(CMD, format!("--key {e:#}")),
     };
     let created = match create_signed(&a.dir, &a.output, key.as_ref()) {
         Ok(c) => c,
-        Err(e) => return fail(CMD, e),
+        Err(e) => return fail(CMD, format!("{e:#}")),
     };
     if let Some(spool) = &a.spool {
         if key.is_none() {
@@ -161,11 +162,10 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
     const CMD: &str = "bundle verify";
     let keys = match read_public_keys(&a.pubkey) {
         Ok(k) => k,
-        Err(e) => return fail(CMD, format!("--pubkey {e}")),
+        Err(e) => return fail(CMD, format!("--pubkey {e:#}")),
     };
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
-    let read_text =
-        |p: &Path| crate::input::read_text(p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: &Path| std::fs::read(p).with_context(|| p.display().to_string());
+    let read_text = |p: &Path| crate::input::read_text(p).with_context(|| p.display().to_string());
     let inputs = read(&a.file).and_then(|b| {
         Ok((
             b,
@@ -175,7 +175,7 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
     });
     let (bytes, minisig, envelope) = match inputs {
         Ok(x) => x,
-        Err(e) => return fail(CMD, e),
+        Err(e) => return fail(CMD, format!("{e:#}")),
     };
     match bundle::verify(&bytes, &minisig, &envelope, &keys) {
         Ok(v) => {

@@ -14,7 +14,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 pub fn run(a: CollectArgs) -> ExitCode {
     let trusted = match super::bundle::read_public_keys(&a.trusted_keys) {
         Ok(k) => k,
-        Err(e) => return fail(format!("--trusted-keys {e}")),
+        Err(e) => return fail(format!("--trusted-keys {e:#}")),
     };
     let max_body = match crate::util::size::parse_size(&a.max_body) {
         Ok(n) => n as usize,

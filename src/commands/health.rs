@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::{bail, Context};
+
 use super::exit;
 use crate::cli::HealthArgs;
 use crate::health::{self, Snapshot};
@@ -15,23 +17,24 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-fn load(path: &std::path::Path) -> Result<Snapshot, String> {
-    let text = crate::input::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn load(path: &std::path::Path) -> anyhow::Result<Snapshot> {
+    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
     let s: Snapshot = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}:{}:{}: not a health snapshot: {e}",
+        let at = format!(
+            "{}:{}:{}: not a health snapshot",
             path.display(),
             e.line(),
             e.column()
-        )
+        );
+        anyhow::Error::new(e).context(at)
     })?;
     if s.schema_version != health::SCHEMA_VERSION {
-        return Err(format!(
+        bail!(
             "{}: snapshot schema {} (this storcert reads {})",
             path.display(),
             s.schema_version,
             health::SCHEMA_VERSION
-        ));
+        );
     }
     Ok(s)
 }
@@ -64,7 +67,7 @@ pub fn run(a: HealthArgs) -> ExitCode {
     }
     let (before, after) = match (load(&a.diff[0]), load(&a.diff[1])) {
         (Ok(b), Ok(a)) => (b, a),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
+        (Err(e), _) | (_, Err(e)) => return fail(format!("{e:#}")),
     };
     let policy = match a.policy.as_deref().map(Policy::from_file).transpose() {
         Ok(p) => p,

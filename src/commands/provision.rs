@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::anyhow;
+
 use super::{exit, gate};
 use crate::cli::ProvisionArgs;
 use crate::provision::{self, Spec};
@@ -11,13 +13,13 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-fn pct(flag: &str, text: &str) -> Result<f64, String> {
+fn pct(flag: &str, text: &str) -> anyhow::Result<f64> {
     text.trim()
         .trim_end_matches('%')
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
-        .ok_or_else(|| format!("{flag} {text:?} is not a percentage like 21%"))
+        .ok_or_else(|| anyhow!("{flag} {text:?} is not a percentage like 21%"))
 }
 
 pub fn run(a: ProvisionArgs) -> ExitCode {

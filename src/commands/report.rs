@@ -2,6 +2,8 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use super::exit;
 use crate::bundle;
 use crate::cli::{ReportArgs, ReportFormat};
@@ -24,18 +26,18 @@ pub fn run(a: ReportArgs) -> ExitCode {
         if let Some(pk) = &a.pubkey {
             let keys = match super::bundle::read_public_keys(pk) {
                 Ok(k) => k,
-                Err(e) => return fail(format!("--pubkey {e}")),
+                Err(e) => return fail(format!("--pubkey {e:#}")),
             };
             let read = |p: std::path::PathBuf| {
-                crate::input::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))
+                crate::input::read_text(&p).with_context(|| p.display().to_string())
             };
             let checked = read(bundle::minisig_path(&a.input)).and_then(|m| {
                 let env = read(bundle::envelope_path(&a.input))?;
-                bundle::verify(&bytes, &m, &env, &keys)
+                Ok(bundle::verify(&bytes, &m, &env, &keys)?)
             });
             if let Err(e) = checked {
                 eprintln!(
-                    "storcert report: {}: FAILED verification: {e}",
+                    "storcert report: {}: FAILED verification: {e:#}",
                     a.input.display()
                 );
                 return ExitCode::from(exit::FAIL);

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use anyhow::Context;
+
 use super::exit;
 use crate::cli::UploadArgs;
 use crate::output::progress::Progress;
@@ -16,14 +18,13 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-pub fn options(a: &UploadArgs) -> Result<upload::Options, String> {
-    let duration = |flag: &str, v: &str| {
-        humantime::parse_duration(v).map_err(|e| format!("{flag} {v:?}: {e}"))
-    };
+pub fn options(a: &UploadArgs) -> anyhow::Result<upload::Options> {
+    let duration =
+        |flag: &str, v: &str| humantime::parse_duration(v).with_context(|| format!("{flag} {v:?}"));
     let token = match &a.token_file {
         Some(p) => Some(
             crate::input::read_text(p)
-                .map_err(|e| format!("--token-file {}: {e}", p.display()))?
+                .with_context(|| format!("--token-file {}", p.display()))?
                 .trim()
                 .to_string(),
         ),
@@ -47,7 +48,7 @@ pub fn options(a: &UploadArgs) -> Result<upload::Options, String> {
 pub fn run(a: UploadArgs) -> ExitCode {
     let opts = match options(&a) {
         Ok(o) => o,
-        Err(e) => return fail(e),
+        Err(e) => return fail(format!("{e:#}")),
     };
     // With a spool, the given files are placed in it first (so they are
     // safe before any byte leaves), and pending ones go out oldest first.

@@ -4,7 +4,7 @@
 use super::model::*;
 use super::RawRecorder;
 use crate::passthrough::mfi::{self, LdConfig, MfiNode};
-use crate::passthrough::scsi;
+use crate::passthrough::{scsi, PassthroughError};
 
 fn reading(source: &str, cfg: &LdConfig) -> CachePolicyReading {
     CachePolicyReading {
@@ -28,10 +28,8 @@ fn dcmd(
     mbox: &[u8],
     len: usize,
     key: &str,
-) -> Result<Vec<u8>, String> {
-    let raw = node
-        .dcmd_read(host as u16, opcode, mbox, len)
-        .map_err(|e| e.to_string())?;
+) -> Result<Vec<u8>, PassthroughError> {
+    let raw = node.dcmd_read(host as u16, opcode, mbox, len)?;
     recorder.save(&format!("megaraid-host{host}"), key, &raw);
     Ok(raw)
 }
@@ -42,7 +40,7 @@ pub fn read_controller(
     node: &MfiNode,
     host: u32,
     recorder: &RawRecorder,
-) -> Result<MegaRaid, String> {
+) -> Result<MegaRaid, PassthroughError> {
     let raw = dcmd(
         node,
         recorder,
@@ -52,7 +50,7 @@ pub fn read_controller(
         mfi::CTRL_INFO_LEN,
         "ctrl-info",
     )?;
-    let info = mfi::decode_ctrl_info(&raw).map_err(|e| e.to_string())?;
+    let info = mfi::decode_ctrl_info(&raw)?;
     let mut out = MegaRaid {
         ioctl_node: node.path.display().to_string(),
         scsi_host: host,
@@ -88,7 +86,7 @@ pub fn read_controller(
         mfi::LD_LIST_LEN,
         "ld-list",
     )
-    .and_then(|raw| mfi::decode_ld_list(&raw).map_err(|e| e.to_string()));
+    .and_then(|raw| mfi::decode_ld_list(&raw));
     let config = dcmd(
         node,
         recorder,
@@ -98,7 +96,7 @@ pub fn read_controller(
         mfi::CFG_READ_LEN,
         "cfg-read",
     )
-    .and_then(|raw| mfi::decode_config(&raw).map_err(|e| e.to_string()));
+    .and_then(|raw| mfi::decode_config(&raw));
     let config = match config {
         Ok(c) => {
             if let Some(note) = &c.note {
@@ -107,7 +105,7 @@ pub fn read_controller(
             Some(c)
         }
         Err(e) => {
-            out.errors.push(e);
+            out.errors.push(e.to_string());
             None
         }
     };
@@ -123,7 +121,7 @@ pub fn read_controller(
                     mfi::LD_INFO_LEN,
                     &format!("ld-info-{}", entry.target_id),
                 )
-                .and_then(|raw| mfi::decode_ld_info(&raw).map_err(|e| e.to_string()));
+                .and_then(|raw| mfi::decode_ld_info(&raw));
                 let from_cfg = config.as_ref().and_then(|c| {
                     c.logical_drives
                         .iter()
@@ -168,7 +166,7 @@ pub fn read_controller(
                 });
             }
         }
-        Err(e) => out.errors.push(e),
+        Err(e) => out.errors.push(e.to_string()),
     }
     out.virtual_drives.sort_by_key(|vd| vd.target_id);
 
@@ -181,7 +179,7 @@ pub fn read_controller(
         mfi::PD_LIST_LEN,
         "pd-list",
     )
-    .and_then(|raw| mfi::decode_pd_list(&raw).map_err(|e| e.to_string()))
+    .and_then(|raw| mfi::decode_pd_list(&raw))
     {
         Ok(mut list) => {
             list.sort_by_key(|e| e.device_id);
@@ -190,7 +188,7 @@ pub fn read_controller(
                     .push(read_pd(node, recorder, host, &entry));
             }
         }
-        Err(e) => out.errors.push(e),
+        Err(e) => out.errors.push(e.to_string()),
     }
     Ok(out)
 }
@@ -228,11 +226,11 @@ fn read_pd(
         mfi::PD_INFO_LEN,
         &format!("pd-info-{:04x}", entry.device_id),
     )
-    .and_then(|raw| mfi::decode_pd_info(&raw).map_err(|e| e.to_string()));
+    .and_then(|raw| mfi::decode_pd_info(&raw));
     let info = match info {
         Ok(i) => i,
         Err(e) => {
-            pd.errors.push(e);
+            pd.errors.push(e.to_string());
             return pd;
         }
     };

@@ -120,7 +120,7 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
     mark_boot_medium(&mut disks, &context);
 
     // Controllers: attach their disks, and read MegaRAID through MFI.
-    let mut mfi_node: Option<Result<mfi_node::Node, String>> = None;
+    let mut mfi_node: Option<Result<mfi_node::Node, mfi_node::OpenError>> = None;
     for fc in &mut found {
         let c = &mut fc.controller;
         c.disks = disks
@@ -132,7 +132,7 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             let node = mfi_node.get_or_insert_with(mfi_node::open);
             match node {
                 Ok(node) => read_megaraid(c, node, &mut disks, &opts.recorder),
-                Err(e) => c.errors.push(e.clone()),
+                Err(e) => c.errors.push(e.to_string()),
             }
         }
     }
@@ -163,13 +163,15 @@ mod mfi_node {
     //! The MFI node is opened once per scan and shared by all controllers.
     pub type Node = crate::passthrough::mfi::MfiNode;
 
-    pub fn open() -> Result<Node, String> {
-        Node::open().map_err(|e| {
-            format!(
-                "cannot open the megaraid_sas management node {}: {e}",
-                crate::passthrough::mfi::IOCTL_NODE
-            )
-        })
+    #[derive(Debug, thiserror::Error)]
+    #[error(
+        "cannot open the megaraid_sas management node {node}: {0}",
+        node = crate::passthrough::mfi::IOCTL_NODE
+    )]
+    pub struct OpenError(std::io::Error);
+
+    pub fn open() -> Result<Node, OpenError> {
+        Node::open().map_err(OpenError)
     }
 }
 
@@ -471,7 +473,7 @@ fn read_disk(
     let capacity_bytes = match parse_attr::<u64>(&sys.join("size")) {
         Ok(sectors) => sectors.saturating_mul(512),
         Err(e) => {
-            errors.push(e);
+            errors.push(e.to_string());
             0
         }
     };
@@ -480,7 +482,7 @@ fn read_disk(
             Ok(v) => Some(v),
             Err(e) => {
                 if sys.join(file).exists() {
-                    errors.push(e);
+                    errors.push(e.to_string());
                 }
                 None
             }

@@ -14,11 +14,25 @@ pub fn read_attr(path: &Path) -> io::Result<String> {
     Ok(fs::read_to_string(path)?.trim().to_string())
 }
 
+/// An attribute that could not be read or parsed, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum AttrError {
+    #[error("{}: {err}", path.display())]
+    Read { path: PathBuf, err: io::Error },
+    #[error("{}: cannot parse {text:?}", path.display())]
+    Parse { path: PathBuf, text: String },
+}
+
 /// Reads and parses one attribute; the error names the file and the text.
-pub fn parse_attr<T: std::str::FromStr>(path: &Path) -> Result<T, String> {
-    let text = read_attr(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    text.parse()
-        .map_err(|_| format!("{}: cannot parse {:?}", path.display(), text))
+pub fn parse_attr<T: std::str::FromStr>(path: &Path) -> Result<T, AttrError> {
+    let text = read_attr(path).map_err(|err| AttrError::Read {
+        path: path.to_path_buf(),
+        err,
+    })?;
+    text.parse().map_err(|_| AttrError::Parse {
+        path: path.to_path_buf(),
+        text,
+    })
 }
 
 /// An optional attribute: None when absent or empty.

@@ -41,20 +41,32 @@ pub fn version_cmp(a: &str, b: &str) -> Ordering {
     ca.len().cmp(&cb.len())
 }
 
-fn version_ok(v: &Version, actual: &str) -> Result<(), String> {
+/// A version the rule does not accept; printed as what the rule expects,
+/// for a finding's `expected`.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum VersionMismatch {
+    #[error("one of {}", .0.join(", "))]
+    NotAllowed(Vec<String>),
+    #[error("none of {}", .0.join(", "))]
+    Denied(Vec<String>),
+    #[error("at least {0}")]
+    BelowMin(String),
+}
+
+fn version_ok(v: &Version, actual: &str) -> Result<(), VersionMismatch> {
     if let Some(allow) = &v.allow {
         if !allow.iter().any(|a| a == actual) {
-            return Err(format!("one of {}", allow.join(", ")));
+            return Err(VersionMismatch::NotAllowed(allow.clone()));
         }
     }
     if let Some(deny) = &v.deny {
         if deny.iter().any(|d| d == actual) {
-            return Err(format!("none of {}", deny.join(", ")));
+            return Err(VersionMismatch::Denied(deny.clone()));
         }
     }
     if let Some(min) = &v.min {
         if version_cmp(actual, min) == Ordering::Less {
-            return Err(format!("at least {min}"));
+            return Err(VersionMismatch::BelowMin(min.clone()));
         }
     }
     Ok(())
@@ -315,7 +327,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                     rule,
                     device: label.clone(),
                     check: "firmware".into(),
-                    expected,
+                    expected: expected.to_string(),
                     actual: match &d.firmware_source {
                         Some(src) => format!("{fw} ({src})"),
                         None => "unknown".into(),
@@ -516,7 +528,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         rule,
                         device: label.clone(),
                         check: key.into(),
-                        expected,
+                        expected: expected.to_string(),
                         actual: actual.unwrap_or("unknown").into(),
                         fix: Some(if key == "driver version" {
                             "boot a kernel with the wanted driver".into()
@@ -758,25 +770,36 @@ mod tests {
             "GXM1003Q"
         )
         .is_ok());
+        let expected = |v: Version, actual: &str| version_ok(&v, actual).unwrap_err().to_string();
         assert_eq!(
-            version_ok(
-                &Version {
+            expected(
+                Version {
                     allow: Some(vec!["A".into(), "B".into()]),
                     ..Default::default()
                 },
                 "C"
             ),
-            Err("one of A, B".into())
+            "one of A, B"
         );
         assert_eq!(
-            version_ok(
-                &Version {
+            expected(
+                Version {
                     deny: Some(vec!["BAD1".into()]),
                     ..Default::default()
                 },
                 "BAD1"
             ),
-            Err("none of BAD1".into())
+            "none of BAD1"
+        );
+        assert_eq!(
+            expected(
+                Version {
+                    min: Some("GXM1003Q".into()),
+                    ..Default::default()
+                },
+                "GXM1002Q"
+            ),
+            "at least GXM1003Q"
         );
     }
 }

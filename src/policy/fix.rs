@@ -8,7 +8,8 @@ use serde::Serialize;
 
 use super::check::{Action, Finding};
 use crate::inventory::probe::open_for_probe;
-use crate::passthrough::{ata, mfi, nvme, scsi};
+use crate::passthrough::{ata, mfi, nvme, scsi, PassthroughError};
+use crate::safety::Refusal;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FixResult {
@@ -69,8 +70,24 @@ pub fn device_of(a: &Action) -> Option<&str> {
     }
 }
 
-/// Applies every fix the gate allows (`allowed` says why not, per device).
-pub fn apply(findings: &[Finding], allowed: impl Fn(&str) -> Result<(), String>) -> Vec<FixResult> {
+/// Why a fix could not be applied (its outcome then reads "failed: …").
+/// An io::Error cause is printed in the message, not chained as a
+/// `source`, so a `{:#}` chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    #[error("open {dev}: {err}")]
+    Open { dev: String, err: std::io::Error },
+    #[error("megaraid_sas management node: {0}")]
+    MfiNode(std::io::Error),
+    #[error(transparent)]
+    Command(#[from] PassthroughError),
+}
+
+/// Applies every fix the safety gate (`allowed`, per device) lets through.
+pub fn apply(
+    findings: &[Finding],
+    allowed: impl Fn(&str) -> Result<(), Refusal>,
+) -> Vec<FixResult> {
     let mut done: Vec<&Action> = Vec::new();
     let mut out = Vec::new();
     for f in findings {
@@ -85,7 +102,7 @@ pub fn apply(findings: &[Finding], allowed: impl Fn(&str) -> Result<(), String>)
                 device: f.device.clone(),
                 change,
                 method,
-                outcome: format!("refused by the safety gate: {why}"),
+                outcome: format!("refused by the safety gate: {}", why.reasons),
             });
             continue;
         }
@@ -138,27 +155,31 @@ fn verdict(wanted: bool, now: bool, what: &str) -> String {
     }
 }
 
-fn nvme_write_cache(dev: &str, on: bool) -> Result<String, String> {
-    let f = open_for_probe(dev).map_err(|e| format!("open {dev}: {e}"))?;
-    nvme::set_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE, u32::from(on))
-        .map_err(|e| e.to_string())?;
-    let now =
-        nvme::get_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE).map_err(|e| e.to_string())?;
+fn open(dev: &str) -> Result<std::fs::File, FixError> {
+    open_for_probe(dev).map_err(|err| FixError::Open {
+        dev: dev.into(),
+        err,
+    })
+}
+
+fn nvme_write_cache(dev: &str, on: bool) -> Result<String, FixError> {
+    let f = open(dev)?;
+    nvme::set_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE, u32::from(on))?;
+    let now = nvme::get_feature(&f, nvme::FEATURE_VOLATILE_WRITE_CACHE)?;
     Ok(verdict(on, now & 1 != 0, "Get Features 0x06"))
 }
 
-fn scsi_write_cache(dev: &str, on: bool) -> Result<String, String> {
-    let f = open_for_probe(dev).map_err(|e| format!("open {dev}: {e}"))?;
-    let sense = scsi::mode_sense_caching(&f, false).map_err(|e| e.to_string())?;
-    let params = scsi::caching_select_params(&sense, on).map_err(|e| e.to_string())?;
-    scsi::mode_select(&f, &params).map_err(|e| e.to_string())?;
+fn scsi_write_cache(dev: &str, on: bool) -> Result<String, FixError> {
+    let f = open(dev)?;
+    let sense = scsi::mode_sense_caching(&f, false)?;
+    let params = scsi::caching_select_params(&sense, on)?;
+    scsi::mode_select(&f, &params)?;
     // The drive's own word where it speaks ATA, else the caching page.
     if let Ok(id) = ata::identify(&f).and_then(|raw| ata::decode_identify(&raw)) {
         return Ok(verdict(on, id.write_cache_enabled, "ATA IDENTIFY word 85"));
     }
-    let page = scsi::mode_sense_caching(&f, false)
-        .and_then(|raw| scsi::decode_caching_page(&raw))
-        .map_err(|e| e.to_string())?;
+    let page =
+        scsi::mode_sense_caching(&f, false).and_then(|raw| scsi::decode_caching_page(&raw))?;
     Ok(verdict(on, page.write_cache_enabled, "the caching page"))
 }
 
@@ -168,23 +189,15 @@ fn vd_policy(
     write: Option<&str>,
     read: Option<&str>,
     io: Option<&str>,
-) -> Result<String, String> {
-    let node = mfi::MfiNode::open().map_err(|e| format!("megaraid_sas management node: {e}"))?;
+) -> Result<String, FixError> {
+    let node = mfi::MfiNode::open().map_err(FixError::MfiNode)?;
     let h = host as u16;
-    let info = node
-        .dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)
-        .map_err(|e| e.to_string())?;
-    let props = mfi::props_with_policy(&info, write, read, io).map_err(|e| e.to_string())?;
+    let info = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
+    let props = mfi::props_with_policy(&info, write, read, io)?;
     let wanted = mfi::CachePolicy(props[20]);
-    node.dcmd_write(h, mfi::DCMD_LD_SET_PROP, &props[..4], &props)
-        .map_err(|e| e.to_string())?;
-    let after = node
-        .dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)
-        .map_err(|e| e.to_string())?;
-    let now = mfi::decode_ld_info(&after)
-        .map_err(|e| e.to_string())?
-        .config
-        .current_cache_policy;
+    node.dcmd_write(h, mfi::DCMD_LD_SET_PROP, &props[..4], &props)?;
+    let after = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
+    let now = mfi::decode_ld_info(&after)?.config.current_cache_policy;
     Ok(if now == wanted {
         "verified".into()
     } else {

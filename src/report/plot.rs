@@ -36,9 +36,8 @@ pub fn line_chart(
     svg.replacen("<svg ", &format!("<svg id=\"{id}\" class=\"chart\" "), 1)
 }
 
-fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
-}
+/// What drawing on the SVG backend can fail with (plotters' own error).
+type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 fn draw(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
@@ -48,8 +47,8 @@ fn draw(
     series: &[Series],
     marks: &[f64],
     limits: &[(f64, &str)],
-) -> Result<(), String> {
-    root.fill(&WHITE).map_err(err)?;
+) -> Result<(), DrawError> {
+    root.fill(&WHITE)?;
     let all = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
     for &(x, y) in all {
@@ -72,39 +71,31 @@ fn draw(
         .margin(8)
         .x_label_area_size(36)
         .y_label_area_size(56)
-        .build_cartesian_2d(x0..x1, 0.0..y1)
-        .map_err(err)?;
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
     chart
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
         .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(err)?;
+        .draw()?;
     for &m in marks {
-        chart
-            .draw_series(LineSeries::new(
-                [(m, 0.0), (m, y1)],
-                RGBColor(255, 160, 0).mix(0.5),
-            ))
-            .map_err(err)?;
+        chart.draw_series(LineSeries::new(
+            [(m, 0.0), (m, y1)],
+            RGBColor(255, 160, 0).mix(0.5),
+        ))?;
     }
     for (l, name) in limits {
         chart
-            .draw_series(LineSeries::new([(x0, *l), (x1, *l)], BLACK.mix(0.35)))
-            .map_err(err)?
+            .draw_series(LineSeries::new([(x0, *l), (x1, *l)], BLACK.mix(0.35)))?
             .label(name.to_string())
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.35)));
     }
     for (i, s) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         // Points as well as the line, so a single slice still shows.
+        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))
-            .map_err(err)?;
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-            .map_err(err)?
+            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
             .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
     }
@@ -112,8 +103,7 @@ fn draw(
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK.mix(0.2))
-        .draw()
-        .map_err(err)?;
+        .draw()?;
     Ok(())
 }
 

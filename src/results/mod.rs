@@ -133,7 +133,8 @@ impl Artefact {
             Ok(h) => h,
             // JSON, but not an object with a string tag (a list, a number).
             Err(_) => {
-                serde_json::from_slice::<serde::de::IgnoredAny>(data).map_err(ReadError::NotJson)?;
+                serde_json::from_slice::<serde::de::IgnoredAny>(data)
+                    .map_err(ReadError::NotJson)?;
                 return Err(ReadError::Untagged);
             }
         };

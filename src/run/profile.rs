@@ -208,7 +208,7 @@ impl Profile {
     }
 
     fn duration(key: &str, v: &str) -> Result<u64, (String, String)> {
-        parse_duration_secs(v).map_err(|e| (key.to_string(), e))
+        parse_duration_secs(v).map_err(|e| (key.to_string(), e.to_string()))
     }
 
     /// Every unit parsed and every contradiction found; Err((key, why)).
@@ -290,7 +290,7 @@ impl Profile {
         if let Some(a) = &self.act {
             for (i, t) in a.storage.iter().enumerate() {
                 let k = format!("act.storage[{i}]");
-                parse_load(&t.load).map_err(|e| (format!("{k}.load"), e))?;
+                parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?;
                 Self::duration(&format!("{k}.duration"), &t.duration)?;
             }
             if let Some(s) = &a.search {
@@ -301,7 +301,7 @@ impl Profile {
                 Self::duration("act.search.confirm", &s.confirm)?;
             }
             if let Some(t) = &a.index {
-                parse_load(&t.load).map_err(|e| ("act.index.load".to_string(), e))?;
+                parse_load(&t.load).map_err(|e| ("act.index.load".to_string(), e.to_string()))?;
                 Self::duration("act.index.duration", &t.duration)?;
             }
             if a.storage.is_empty() && a.search.is_none() && a.index.is_none() && !a.prep {
@@ -380,7 +380,7 @@ impl Profile {
             }
             for p in &u.pin_sha256 {
                 crate::upload::tls::parse_pin(p)
-                    .map_err(|e| ("upload.pin_sha256".to_string(), e))?;
+                    .map_err(|e| ("upload.pin_sha256".to_string(), e.to_string()))?;
             }
         }
         if let Some(b) = &self.time_budget {

@@ -63,6 +63,31 @@ pub struct Client {
     exact: bool,
 }
 
+/// The error of parsing a URL (the `url` crate's, which reqwest does not
+/// name).
+type UrlError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// Why `Client::new` could not make a client, naming the option at fault.
+/// Each cause is printed in the message and not chained as a `source`, so
+/// a `{:#}` chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("--to {to}: {err}")]
+    Url { to: String, err: UrlError },
+    #[error("--to {to}: plain http is refused unless allowed (--allow-http)")]
+    PlainHttp { to: String },
+    #[error("--to {to}: unsupported scheme {scheme:?}")]
+    Scheme { to: String, scheme: String },
+    #[error("--ca-file {}: {err}", path.display())]
+    CaFileRead { path: PathBuf, err: std::io::Error },
+    #[error("--ca-file {}: {err}", path.display())]
+    CaFileCertificates { path: PathBuf, err: reqwest::Error },
+    #[error("--ca-file {}: no certificates", path.display())]
+    CaFileEmpty { path: PathBuf },
+    #[error("HTTP client: {}", error_chain(err))]
+    Http { err: reqwest::Error },
+}
+
 #[derive(Debug)]
 enum Attempt {
     Done(Outcome),
@@ -70,18 +95,25 @@ enum Attempt {
 }
 
 impl Client {
-    pub fn new(opts: Options) -> Result<Client, String> {
-        let url = reqwest::Url::parse(&opts.to).map_err(|e| format!("--to {}: {e}", opts.to))?;
+    pub fn new(opts: Options) -> Result<Client, ClientError> {
+        let url = reqwest::Url::parse(&opts.to).map_err(|err| ClientError::Url {
+            to: opts.to.clone(),
+            err,
+        })?;
         match url.scheme() {
             "https" => {}
             "http" if opts.allow_http => {}
             "http" => {
-                return Err(format!(
-                    "--to {}: plain http is refused unless allowed (--allow-http)",
-                    opts.to
-                ))
+                return Err(ClientError::PlainHttp {
+                    to: opts.to.clone(),
+                })
             }
-            s => return Err(format!("--to {}: unsupported scheme {s:?}", opts.to)),
+            s => {
+                return Err(ClientError::Scheme {
+                    to: opts.to.clone(),
+                    scheme: s.into(),
+                })
+            }
         }
         let exact = url.query().is_some();
         let base = if exact || url.path().ends_with('/') {
@@ -101,11 +133,18 @@ impl Client {
         if !opts.pins.is_empty() {
             b = b.tls_backend_preconfigured(tls::pinned_config(opts.pins.clone()));
         } else if let Some(ca) = &opts.ca_file {
-            let pem = std::fs::read(ca).map_err(|e| format!("--ca-file {}: {e}", ca.display()))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("--ca-file {}: {e}", ca.display()))?;
+            let pem = std::fs::read(ca).map_err(|err| ClientError::CaFileRead {
+                path: ca.clone(),
+                err,
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|err| {
+                ClientError::CaFileCertificates {
+                    path: ca.clone(),
+                    err,
+                }
+            })?;
             if certs.is_empty() {
-                return Err(format!("--ca-file {}: no certificates", ca.display()));
+                return Err(ClientError::CaFileEmpty { path: ca.clone() });
             }
             b = b.tls_certs_only(certs);
         }
@@ -120,9 +159,9 @@ impl Client {
                 builder()
                     .tls_certs_only(roots)
                     .build()
-                    .map_err(|e| format!("HTTP client: {}", error_chain(&e)))?
+                    .map_err(|err| ClientError::Http { err })?
             }
-            Err(e) => return Err(format!("HTTP client: {}", error_chain(&e))),
+            Err(err) => return Err(ClientError::Http { err }),
         };
         Ok(Client {
             http,

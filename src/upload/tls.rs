@@ -13,18 +13,30 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use sha2::{Digest, Sha256};
 
+/// A certificate whose key `spki_pin` cannot find.
+#[derive(Debug, thiserror::Error)]
+#[error("certificate: {0}")]
+pub struct CertificateError(pub webpki::Error);
+
 /// The pin of a DER certificate: base64 SHA-256 of its SPKI.
-pub fn spki_pin(cert: &CertificateDer<'_>) -> Result<String, String> {
-    let ee = webpki::EndEntityCert::try_from(cert).map_err(|e| format!("certificate: {e}"))?;
+pub fn spki_pin(cert: &CertificateDer<'_>) -> Result<String, CertificateError> {
+    let ee = webpki::EndEntityCert::try_from(cert).map_err(CertificateError)?;
     Ok(B64.encode(Sha256::digest(ee.subject_public_key_info().as_ref())))
 }
 
-pub fn parse_pin(text: &str) -> Result<[u8; 32], String> {
+/// A pin that is not a base64 SHA-256; `text` as given.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("--pin-sha256 {text:?}: not a base64 SHA-256")]
+pub struct PinError {
+    pub text: String,
+}
+
+pub fn parse_pin(text: &str) -> Result<[u8; 32], PinError> {
     let t = text.trim().trim_start_matches("sha256//");
     B64.decode(t)
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .ok_or_else(|| format!("--pin-sha256 {text:?}: not a base64 SHA-256"))
+        .ok_or_else(|| PinError { text: text.into() })
 }
 
 #[derive(Debug)]
