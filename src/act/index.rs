@@ -89,6 +89,9 @@ impl Workload for IndexConfig {
     fn device_names(&self) -> &[String] {
         &self.device_names
     }
+    fn duration_secs(&self) -> u64 {
+        self.test_duration_sec
+    }
 
     fn dsync(&self) -> bool {
         !self.disable_odsync

@@ -56,6 +56,8 @@ pub fn open_devices(names: &[String], dsync: bool, file_size: u64) -> Result<Vec
 /// devices, how to open them, their streams, and their log header.
 pub trait Workload {
     fn device_names(&self) -> &[String];
+    /// ACT's test-duration-sec.
+    fn duration_secs(&self) -> u64;
     /// O_DSYNC on writes (unless disable-odsync).
     fn dsync(&self) -> bool;
     /// ACT's file-size-mbytes, in bytes (0: use the file as it is).
@@ -132,4 +134,75 @@ pub fn save_analysis(
     crate::util::fs::write_durably(&path, crate::results::Artefact::from(a.clone()).to_json())
         .with_context(|| format!("{}", path.display()))?;
     Ok(a)
+}
+
+/// Where one workload run's outputs go: the ACT log (standard output when
+/// `None`), the per-second timeline and the run's result artefact.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    pub log: Option<std::path::PathBuf>,
+    pub timeline: Option<std::path::PathBuf>,
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// A workload run with its outputs written.
+pub struct Ran {
+    pub result: RunResult,
+    /// Why no analysis was saved beside the log (a log with no whole
+    /// report has nothing to judge); the run's own result stands.
+    pub analysis_error: Option<String>,
+}
+
+/// Runs a workload into its files: the one way both `storcert act` and
+/// `storcert run` run ACT. The log and timeline are flushed, the result
+/// written as its artefact, and the log analysed once and saved beside it.
+/// `progress` gets (seconds done, reads/s, % reads > 1 ms) per report.
+pub fn run_to_files(
+    w: &dyn Workload,
+    opts: &RunOptions,
+    stop: &Arc<AtomicBool>,
+    files: &Files,
+    progress: &mut dyn FnMut(u64, f64, f64),
+) -> Result<Ran> {
+    use std::io::Write;
+    let create = |p: &std::path::Path| {
+        std::fs::File::create(p)
+            .map(std::io::BufWriter::new)
+            .with_context(|| format!("{}", p.display()))
+    };
+    let mut log_file = files.log.as_deref().map(create).transpose()?;
+    let mut timeline = files.timeline.as_deref().map(create).transpose()?;
+    let mut stdout = std::io::stdout().lock();
+    let log: &mut dyn Write = match log_file.as_mut() {
+        Some(f) => f,
+        None => &mut stdout,
+    };
+    let mut sinks = Sinks {
+        log,
+        timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
+        progress: Some(progress),
+    };
+    let result = run_workload(w, opts, stop, &mut sinks);
+    drop(sinks);
+    if let (Some(f), Some(p)) = (log_file.as_mut(), &files.log) {
+        f.flush().with_context(|| format!("{}", p.display()))?;
+    }
+    if let (Some(t), Some(p)) = (timeline.as_mut(), &files.timeline) {
+        t.flush().with_context(|| format!("{}", p.display()))?;
+    }
+    let result = result?;
+    if let Some(p) = &files.json {
+        crate::util::fs::write_durably(p, crate::results::Artefact::from(result.clone()).to_json())
+            .with_context(|| format!("{}", p.display()))?;
+    }
+    let analysis_error = match &files.log {
+        Some(log) => save_analysis(log, files.timeline.as_deref())
+            .err()
+            .map(|e| format!("{e:#}")),
+        None => None,
+    };
+    Ok(Ran {
+        result,
+        analysis_error,
+    })
 }

@@ -1,7 +1,8 @@
 //! `storcert act …`: prep, storage, index, analyze, search.
 
-use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use crate::output::console::Console;
+use anyhow::Context;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use super::{exit, gate, stop_flag};
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
-use crate::act::runner::{Outcome, RunResult, Sinks};
+use crate::act::runner::{Outcome, RunResult};
 use crate::act::{self, analyze, search, RunOptions};
 use crate::cli::*;
 use crate::results::act::{Prep, PREP_SCHEMA};
@@ -33,7 +34,7 @@ pub fn run(args: ActArgs) -> ExitCode {
 }
 
 /// Applies flags over a config (file or defaults), then validates it.
-pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> Result<StorageConfig, String> {
+pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> anyhow::Result<StorageConfig> {
     let mut c = storage_config_as_given(config, s)?;
     c.device_names = super::on_provisioned("act", &c.device_names);
     Ok(c)
@@ -42,9 +43,9 @@ pub fn storage_config(config: Option<&Path>, s: &StorageSettings) -> Result<Stor
 fn storage_config_as_given(
     config: Option<&Path>,
     s: &StorageSettings,
-) -> Result<StorageConfig, String> {
+) -> anyhow::Result<StorageConfig> {
     let mut c = match config {
-        Some(p) => StorageConfig::from_file_unchecked(p).map_err(|e| e.to_string())?,
+        Some(p) => StorageConfig::from_file_unchecked(p)?,
         None => StorageConfig::default(),
     };
     let origin = config
@@ -54,7 +55,7 @@ fn storage_config_as_given(
         c.device_names = s.device.clone();
     }
     if let Some(load) = &s.load {
-        let n = parse_load(load).map_err(|e| format!("--load: {e}"))?;
+        let n = parse_load(load).with_context(|| "--load")?;
         let (r, w) = rates_for_load(n, c.device_names.len());
         c.read_reqs_per_sec = r;
         c.write_reqs_per_sec = w;
@@ -71,7 +72,7 @@ fn storage_config_as_given(
     if let Some(kb) = s.large_block_op_kbytes {
         c.large_block_op_bytes = kb
             .checked_mul(1024)
-            .ok_or("--large-block-op-kbytes: too large")?;
+            .context("--large-block-op-kbytes: too large")?;
     }
     set(&mut c.replication_factor, s.replication_factor);
     set(&mut c.update_pct, s.update_pct);
@@ -84,23 +85,22 @@ fn storage_config_as_given(
     c.commit_to_device |= s.commit_to_device;
     c.tomb_raider |= s.tomb_raider;
     if let Some(d) = &s.duration {
-        c.test_duration_sec = parse_duration_secs(d).map_err(|e| format!("--duration: {e}"))?;
+        c.test_duration_sec = parse_duration_secs(d).with_context(|| "--duration")?;
     }
     if let Some(d) = &s.report_interval {
-        c.report_interval_sec =
-            parse_duration_secs(d).map_err(|e| format!("--report-interval: {e}"))?;
+        c.report_interval_sec = parse_duration_secs(d).with_context(|| "--report-interval")?;
     }
     if let Some(d) = &s.max_lag {
         c.max_lag_sec = if d.trim() == "0" {
             0
         } else {
-            parse_duration_secs(d).map_err(|e| format!("--max-lag: {e}"))?
+            parse_duration_secs(d).with_context(|| "--max-lag")?
         };
     }
     if let Some(m) = s.file_size_mbytes {
         c.file_size_bytes = (m as u64) << 20;
     }
-    c.finish(&origin).map_err(|e| e.to_string())?;
+    c.finish(&origin)?;
     Ok(c)
 }
 
@@ -113,68 +113,38 @@ fn run_options(r: &ActRunArgs) -> RunOptions {
     }
 }
 
-fn open_out(path: &Path) -> std::io::Result<BufWriter<File>> {
-    Ok(BufWriter::new(File::create(path)?))
-}
-
-/// Runs a workload with the log, timeline and progress wired up, then
-/// reports the result.
-fn execute(
-    cmd: &str,
-    r: &ActRunArgs,
-    work: impl FnOnce(&mut Sinks<'_>) -> anyhow::Result<RunResult>,
-) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    let mut log_file = match r.log.as_deref().map(open_out).transpose() {
-        Ok(f) => f,
-        Err(e) => return fail(cmd, format!("--log: {e}")),
+/// Runs a workload with the log, timeline and progress wired up (the same
+/// `act::run_to_files` as `storcert run`), then reports the result.
+fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) -> ExitCode {
+    let files = act::Files {
+        log: r.log.clone(),
+        timeline: r.timeline.clone(),
+        json: r.json.clone(),
     };
-    let mut timeline = match r.timeline.as_deref().map(open_out).transpose() {
-        Ok(f) => f,
-        Err(e) => return fail(cmd, format!("--timeline: {e}")),
-    };
-    let tty = std::io::stderr().is_terminal();
+    let stop = stop_flag();
+    let console = Console::new(Duration::from_secs(10), false);
+    let total = w.duration_secs();
     let mut progress = |secs: u64, rate: f64, over: f64| {
-        if tty {
-            eprint!("\r{cmd}: {secs} s, reads {rate:.0}/s, {over:.2}% > 1 ms   ");
-        }
+        console.update(
+            cmd,
+            secs,
+            total,
+            "s",
+            format!("reads {rate:.0}/s, {over:.2}% > 1 ms"),
+        );
     };
-    let log: &mut dyn Write = match log_file.as_mut() {
-        Some(f) => f,
-        None => &mut stdout,
-    };
-    let mut sinks = Sinks {
-        log,
-        timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
-        progress: Some(&mut progress),
-    };
-    let result = work(&mut sinks);
-    if tty {
-        eprintln!();
-    }
-    if let Some(mut t) = timeline {
-        let _ = t.flush();
-    }
-    let result = match result {
+    let ran = act::run_to_files(w, opts, &stop, &files, &mut progress);
+    console.end(cmd);
+    console.close();
+    let ran = match ran {
         Ok(r) => r,
         Err(e) => return fail(cmd, format!("{e:#}")),
     };
+    if let Some(e) = &ran.analysis_error {
+        eprintln!("storcert act {cmd}: no analysis saved: {e}");
+    }
+    let result = ran.result;
     eprint!("{}", summary(&result));
-    if let Some(path) = &r.json {
-        if let Err(e) = write_durably(path, Artefact::from(result.clone()).to_json()) {
-            return fail(cmd, format!("--json {}: {e}", path.display()));
-        }
-    }
-    if let (Some(log), Some(mut f)) = (&r.log, log_file) {
-        if let Err(e) = f.flush() {
-            return fail(cmd, format!("--log {}: {e}", log.display()));
-        }
-        // A log with no whole report (stopped at once) has nothing to
-        // judge: said, and the run's own status stands.
-        if let Err(e) = act::save_analysis(log, r.timeline.as_deref()) {
-            eprintln!("storcert act {cmd}: no analysis saved: {e:#}");
-        }
-    }
     ExitCode::from(match result.outcome {
         Outcome::Completed => exit::PASS,
         Outcome::Interrupted => exit::INTERRUPTED,
@@ -214,16 +184,8 @@ fn summary(r: &RunResult) -> String {
             ));
         }
     }
-    for d in &r.devices {
-        if d.read_errors + d.write_errors > 0 {
-            s.push_str(&format!(
-                "  {}: {} read and {} write errors, first: {}\n",
-                d.name,
-                d.read_errors,
-                d.write_errors,
-                d.first_errors.first().map(String::as_str).unwrap_or("-")
-            ));
-        }
+    for e in r.device_errors() {
+        s.push_str(&format!("  {e}\n"));
     }
     if let Some(p) = r.read_spikes.period_s {
         s.push_str(&format!(
@@ -242,7 +204,7 @@ fn storage(a: ActStorageArgs) -> ExitCode {
             &cfg,
             &a.run,
         ),
-        Err(e) => fail("storage", e),
+        Err(e) => fail("storage", format!("{e:#}")),
     }
 }
 
@@ -267,9 +229,7 @@ fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) ->
     if let Err(code) = gate(&format!("act {cmd}"), action, &targets, &run.safety) {
         return code;
     }
-    let stop = stop_flag();
-    let opts = run_options(run);
-    execute(cmd, run, |sinks| act::run_workload(w, &opts, &stop, sinks))
+    execute(cmd, run, w, &run_options(run))
 }
 
 fn prep(a: ActPrepArgs) -> ExitCode {
@@ -374,7 +334,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     settings.duration = Some("1s".into());
     let base = match storage_config(a.config.as_deref(), &settings) {
         Ok(c) => c,
-        Err(e) => return fail("search", e),
+        Err(e) => return fail("search", format!("{e:#}")),
     };
     let max = match parse_load(&a.max) {
         Ok(m) if m >= 1.0 => m as u32,

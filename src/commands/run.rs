@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use super::{exit, stop_flag};
 use crate::cli::{GeneratorArgs, RunArgs};
-use crate::run::{self, console, source};
+use crate::output::console;
+use crate::run::{self, source};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert run: {msg}");

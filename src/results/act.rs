@@ -318,3 +318,25 @@ impl SearchResult {
         }
     }
 }
+
+impl RunResult {
+    /// Each device that had errors: "DEV: N read and M write errors, first: …".
+    pub fn device_errors(&self) -> Vec<String> {
+        self.devices
+            .iter()
+            .filter(|d| d.read_errors + d.write_errors > 0)
+            .map(|d| {
+                format!(
+                    "{}: {} read and {} write errors{}",
+                    d.name,
+                    d.read_errors,
+                    d.write_errors,
+                    d.first_errors
+                        .first()
+                        .map(|e| format!(", first: {e}"))
+                        .unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+}

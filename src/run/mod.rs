@@ -8,12 +8,10 @@
 //! (one thread per drive for ACT and prep; stream drives all at once).
 
 pub mod boot;
-pub mod console;
 pub mod journal;
 pub mod profile;
 pub mod source;
 
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,13 +21,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use sha2::Digest;
 
-use self::console::Console;
 use self::journal::Journal;
 use self::profile::Profile;
 use crate::act::config::{
     parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
 };
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
+use crate::output::console::Console;
 use crate::results::act::{Prep, PREP_SCHEMA};
 pub use crate::results::run::Target;
 use crate::results::run::{RunNotes, Targets, NOTES_SCHEMA, TARGETS_SCHEMA};
@@ -337,17 +335,8 @@ impl Ctx<'_> {
     }
 }
 
-fn file(path: &Path) -> Result<BufWriter<std::fs::File>> {
-    if let Some(p) = path.parent() {
-        crate::util::fs::create_dir_durably(p)?;
-    }
-    Ok(BufWriter::new(
-        std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
-    ))
-}
-
-/// One ACT workload run on one target, its log, result and timeline in
-/// the results folder, progress to the console.
+/// One ACT workload run on one target, its log, result, timeline and
+/// analysis in the results folder, progress to the console.
 fn act_run(
     ctx: &Ctx,
     key: &str,
@@ -355,14 +344,18 @@ fn act_run(
     base: &str,
     total_s: u64,
 ) -> Result<String> {
-    let mut log = file(&ctx.path(&format!("{base}.log")))?;
-    let mut timeline = file(&ctx.path(&format!("{base}.timeline.jsonl")))?;
-    let console = ctx.console.clone();
-    let key_s = key.to_string();
+    let files = crate::act::Files {
+        log: Some(ctx.path(&format!("{base}.log"))),
+        timeline: Some(ctx.path(&format!("{base}.timeline.jsonl"))),
+        json: Some(ctx.path(&format!("{base}.json"))),
+    };
+    if let Some(dir) = ctx.path(base).parent() {
+        crate::util::fs::create_dir_durably(dir)?;
+    }
     let mut last_save = Instant::now();
     let mut progress = |secs: u64, rate: f64, over: f64| {
-        console.update(
-            &key_s,
+        ctx.console.update(
+            key,
             secs,
             total_s,
             "s",
@@ -370,45 +363,24 @@ fn act_run(
         );
         if last_save.elapsed() > Duration::from_secs(10) {
             last_save = Instant::now();
-            let _ = ctx.journal().progress(&key_s, secs);
+            let _ = ctx.journal().progress(key, secs);
         }
     };
-    let mut sinks = crate::act::runner::Sinks {
-        log: &mut log,
-        timeline: Some(&mut timeline),
-        progress: Some(&mut progress),
-    };
-    let result =
-        crate::act::run_workload(w, &crate::act::RunOptions::default(), &ctx.stop, &mut sinks);
+    let ran = crate::act::run_to_files(
+        w,
+        &crate::act::RunOptions::default(),
+        &ctx.stop,
+        &files,
+        &mut progress,
+    );
     ctx.console.end(key);
-    log.flush()?;
-    timeline.flush()?;
-    let result = result?;
-    ctx.write(&format!("{base}.json"), result.clone())?;
-    if let Err(e) = crate::act::save_analysis(
-        &ctx.path(&format!("{base}.log")),
-        Some(&ctx.path(&format!("{base}.timeline.jsonl"))),
-    ) {
-        ctx.note(format!("[{key}] {e:#}"));
+    let ran = ran?;
+    if let Some(e) = ran.analysis_error {
+        ctx.note(format!("[{key}] {e}"));
     }
+    let result = ran.result;
     use crate::act::runner::Outcome;
-    let errors: Vec<String> = result
-        .devices
-        .iter()
-        .filter(|d| d.read_errors + d.write_errors > 0)
-        .map(|d| {
-            format!(
-                "{}: {} read and {} write errors{}",
-                d.name,
-                d.read_errors,
-                d.write_errors,
-                d.first_errors
-                    .first()
-                    .map(|e| format!(", first: {e}"))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
+    let errors = result.device_errors();
     match &result.outcome {
         Outcome::Completed if errors.is_empty() => {
             Ok(format!("max lag {:.1} ms", result.max_lag_ms))
