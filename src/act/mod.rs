@@ -177,13 +177,16 @@ pub fn run_to_files(
         Some(f) => f,
         None => &mut stdout,
     };
-    let mut sinks = Sinks {
-        log,
-        timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
-        progress: Some(progress),
-    };
-    let result = run_workload(w, opts, stop, &mut sinks);
-    drop(sinks);
+    let result = run_workload(
+        w,
+        opts,
+        stop,
+        &mut Sinks {
+            log,
+            timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
+            progress: Some(progress),
+        },
+    );
     if let (Some(f), Some(p)) = (log_file.as_mut(), &files.log) {
         f.flush().with_context(|| format!("{}", p.display()))?;
     }

@@ -128,8 +128,6 @@ impl Contents {
                     }
                     None => continue,
                 },
-                // Not JSON at all under a .json name: someone's file, not ours.
-                Err(ReadError::NotJson(_)) => continue,
                 Err(e) => {
                     c.unreadable.push((path.clone(), e.to_string()));
                     continue;
@@ -236,10 +234,15 @@ mod tests {
             "y.json".to_string(),
             br#"{"artefact":"no-such-kind","schema_version":1}"#.to_vec(),
         );
+        // A torn write under a results name.
+        files.insert(
+            "stream.json".to_string(),
+            br#"{"artefact":"stream","sche"#.to_vec(),
+        );
         let c = Contents::read(&files);
         assert!(c.items.is_empty());
         let why: Vec<&str> = c.unreadable.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(why, ["policy.json", "x.json", "y.json"]);
-        assert!(c.unreadable[1].1.contains("newer"), "{:?}", c.unreadable);
+        assert_eq!(why, ["policy.json", "stream.json", "x.json", "y.json"]);
+        assert!(c.unreadable[2].1.contains("newer"), "{:?}", c.unreadable);
     }
 }

@@ -234,7 +234,11 @@ pub struct Prep {
 impl RunResult {
     /// A run judged by how it ended: completed, or stopped and why.
     pub fn judgement(&self) -> super::verdict::Judgement {
+        let errors = self.device_errors();
         let detail = match &self.outcome {
+            Outcome::Completed if !errors.is_empty() => {
+                format!("completed with {}", errors.join("; "))
+            }
             Outcome::Completed => "completed".to_string(),
             Outcome::CouldNotKeepUp { .. } => "could-not-keep-up".to_string(),
             Outcome::DeviceErrors { .. } => "device-errors".to_string(),
@@ -242,7 +246,7 @@ impl RunResult {
             Outcome::Interrupted => "interrupted".to_string(),
         };
         super::verdict::Judgement {
-            verdict: super::Verdict::of(self.outcome == Outcome::Completed),
+            verdict: super::Verdict::of(self.outcome == Outcome::Completed && errors.is_empty()),
             detail,
             devices: self.devices.iter().map(|d| d.name.clone()).collect(),
         }
@@ -338,5 +342,33 @@ impl RunResult {
                 )
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_completed_run_with_device_errors_fails() {
+        let mut r: RunResult = serde_json::from_value(serde_json::json!({
+            "outcome": {"outcome": "completed"}, "engine": "sync", "elapsed_s": 1.0,
+            "max_lag_ms": 0.0, "reports": 1, "streams": [], "histograms": [],
+            "devices": [{"name": "/dev/sdb", "size_bytes": 1, "min_op_bytes": 512,
+                "direct_io": true, "read_errors": 0, "write_errors": 0, "first_errors": []}],
+            "read_spikes": {"seconds": [], "period_s": null, "threshold": null}
+        }))
+        .unwrap();
+        assert_eq!(r.judgement().verdict, crate::results::Verdict::Pass);
+        assert!(r.read_spikes.threshold.is_nan());
+        r.devices[0].write_errors = 2;
+        r.devices[0].first_errors = vec!["write at 4096: EIO".into()];
+        let j = r.judgement();
+        assert_eq!(j.verdict, crate::results::Verdict::Fail);
+        assert_eq!(
+            j.detail,
+            "completed with /dev/sdb: 0 read and 2 write errors, first: write at 4096: EIO"
+        );
+        assert_eq!(j.devices, ["/dev/sdb"]);
     }
 }
