@@ -3,13 +3,27 @@
 //! killed or powered off continues from the last finished stage and never
 //! repeats a destructive stage that already finished.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use crate::results::run::{Journal, StageRecord};
 use crate::results::Artefact;
 use crate::util::fs::write_durably;
 
 pub const FILE: &str = "journal.json";
+
+/// Why the journal could not be read or written, naming its file. The
+/// cause is printed in the message, not chained as a `source`, so a `{:#}`
+/// chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{}: {err}", path.display())]
+    Io { path: PathBuf, err: std::io::Error },
+    #[error("{}: {err}", path.display())]
+    Parse {
+        path: PathBuf,
+        err: serde_json::Error,
+    },
+}
 
 pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
@@ -30,23 +44,28 @@ impl Journal {
         }
     }
 
-    pub fn load(dir: &Path) -> Result<Option<Journal>, String> {
+    pub fn load(dir: &Path) -> Result<Option<Journal>, JournalError> {
         let path = dir.join(FILE);
         match std::fs::read(&path) {
-            Ok(bytes) => {
-                let mut j: Journal = serde_json::from_slice(&bytes)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
-                j.path = path;
-                Ok(Some(j))
-            }
+            Ok(bytes) => match serde_json::from_slice::<Journal>(&bytes) {
+                Ok(mut j) => {
+                    j.path = path;
+                    Ok(Some(j))
+                }
+                Err(err) => Err(JournalError::Parse { path, err }),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(err) => Err(JournalError::Io { path, err }),
         }
     }
 
-    pub fn save(&self) -> Result<(), String> {
-        write_durably(&self.path, Artefact::from(self.clone()).to_json())
-            .map_err(|e| format!("{}: {e}", self.path.display()))
+    pub fn save(&self) -> Result<(), JournalError> {
+        write_durably(&self.path, Artefact::from(self.clone()).to_json()).map_err(|err| {
+            JournalError::Io {
+                path: self.path.clone(),
+                err,
+            }
+        })
     }
 
     pub fn get(&self, id: &str) -> Option<&StageRecord> {
@@ -59,7 +78,7 @@ impl Journal {
 
     /// Marks a stage started (again); when an earlier attempt was
     /// interrupted, returns the seconds it had done (as last journalled).
-    pub fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, String> {
+    pub fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError> {
         let mut interrupted = false;
         let rec = match self.stages.iter_mut().find(|s| s.id == id) {
             Some(r) => {
@@ -93,19 +112,54 @@ impl Journal {
         Ok(earlier)
     }
 
-    pub fn progress(&mut self, id: &str, seconds: u64) -> Result<(), String> {
+    pub fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError> {
         if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
             r.seconds_done = seconds;
         }
         self.save()
     }
 
-    pub fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), String> {
+    pub fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError> {
         if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
             r.state = if ok { "done" } else { "failed" }.into();
             r.finished_at = Some(now());
             r.note = note.into();
         }
         self.save()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_journal_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        std::fs::write(&path, "{ torn").unwrap();
+        let e = Journal::load(dir.path()).unwrap_err();
+        assert!(matches!(e, JournalError::Parse { .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", path.display())),
+            "{e}"
+        );
+
+        let mut j = Journal::new(&dir.path().join("gone"), "p", "d", "s");
+        let e = j.start("stage", false).unwrap_err();
+        assert!(matches!(e, JournalError::Io { .. }), "{e:?}");
+        assert!(e.to_string().contains("gone/journal.json: "), "{e}");
+    }
+
+    #[test]
+    fn a_saved_journal_loads_again() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Journal::load(dir.path()).unwrap().is_none());
+        let mut j = Journal::new(dir.path(), "p", "d", "s");
+        j.start("stage", true).unwrap();
+        j.finish("stage", true, "ok").unwrap();
+        let again = Journal::load(dir.path()).unwrap().unwrap();
+        assert_eq!(again, j);
+        assert!(again.is_done("stage"));
     }
 }
