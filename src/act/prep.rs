@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 
 use super::device::Device;
 use crate::engine::{BufferPools, Engine, Request};
+use crate::output::console::Console;
 use crate::output::progress::Progress;
 pub use crate::results::act::{PassResult, PrepResult};
 use crate::util::random::Rng;
@@ -18,15 +19,16 @@ use crate::util::random::Rng;
 pub const PREP_BLOCK: u32 = 128 * 1024;
 const DEPTH: usize = 32;
 
-/// Zero, then salt, the whole of `dev`.
+/// Zero, then salt, the whole of `dev`, progress to `console`.
 pub fn prep(
     dev: &mut Device,
     engine: &mut dyn Engine,
     stop: &Arc<AtomicBool>,
+    console: &Arc<Console>,
 ) -> Result<PrepResult> {
     let mut passes = Vec::new();
     for (name, salt) in [("cleaning", false), ("salting", true)] {
-        let r = pass(dev, engine, stop, name, salt)?;
+        let r = pass(dev, engine, stop, console, name, salt)?;
         let interrupted = r.bytes < dev.size_bytes;
         passes.push(r);
         if interrupted {
@@ -50,13 +52,14 @@ fn pass(
     dev: &mut Device,
     engine: &mut dyn Engine,
     stop: &Arc<AtomicBool>,
+    console: &Arc<Console>,
     name: &str,
     salt: bool,
 ) -> Result<PassResult> {
     let size = dev.size_bytes;
     let mut rng = Rng::from_entropy();
     let mut pools = BufferPools::default();
-    let mut progress = Progress::bytes(&format!("{name} {}", dev.name), size);
+    let mut progress = Progress::bytes(console, &format!("{name} {}", dev.name), size);
     let started = Instant::now();
     let mut next = 0u64;
     let mut done = 0u64;

@@ -122,7 +122,7 @@ fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) 
         json: r.json.clone(),
     };
     let stop = stop_flag();
-    let console = Console::new(Duration::from_secs(10), false);
+    let console = Console::for_command();
     let total = w.duration_secs();
     let mut progress = |secs: u64, rate: f64, over: f64| {
         console.update(
@@ -243,6 +243,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
         return code;
     }
     let stop = stop_flag();
+    let console = Console::for_command();
     let mut results = Vec::new();
     let mut interrupted = false;
     for name in &names {
@@ -254,7 +255,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
             Ok(e) => e,
             Err(e) => return fail("prep", format!("open the I/O engine: {e}")),
         };
-        match act::prep::prep(&mut dev, engine.as_mut(), &stop) {
+        match act::prep::prep(&mut dev, engine.as_mut(), &stop, &console) {
             Ok(r) => {
                 interrupted |= r.interrupted;
                 results.push(r);
@@ -265,6 +266,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
             break;
         }
     }
+    console.close();
     if let Some(path) = &a.json {
         let prep = Prep {
             schema_version: PREP_SCHEMA,

@@ -1,5 +1,6 @@
 //! `storcert stream`: the sequential suite, or the filesystem pass.
 
+use crate::output::console::Console;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -109,7 +110,10 @@ pub fn run(a: StreamArgs) -> ExitCode {
         eprintln!("dry run: a read-only pattern writes nothing");
         return ExitCode::SUCCESS;
     }
-    let result = match stream::run(&spec, &stop) {
+    let console = Console::for_command();
+    let result = stream::run(&spec, &stop, &console);
+    console.close();
+    let result = match result {
         Ok(r) => r,
         Err(e) => return fail(format!("{e:#}")),
     };

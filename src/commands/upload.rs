@@ -3,14 +3,14 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
 
 use super::exit;
 use crate::cli::UploadArgs;
-use crate::output::progress::Progress;
+use crate::output::console::Console;
+use crate::upload::drain::drain;
 use crate::upload::{self, spool::Spool, Outcome};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -83,6 +83,7 @@ pub fn run(a: UploadArgs) -> ExitCode {
     }
     // The client only after the files are safe in the spool.
     let deadline = Instant::now() + opts.deadline;
+    let client_url = opts.to.clone();
     let client = match upload::Client::new(opts) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -91,50 +92,30 @@ pub fn run(a: UploadArgs) -> ExitCode {
         eprintln!("storcert upload: nothing to send");
         return ExitCode::SUCCESS;
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("runtime: {e}")),
-    };
+    let console = Console::for_command();
+    let to = client_url.clone();
     let mut worst = exit::PASS;
-    for path in queue {
-        // A bar on a terminal, a plain line every 10 s elsewhere.
-        let bar: Arc<Mutex<Option<Progress>>> = Arc::new(Mutex::new(None));
-        let shown = bar.clone();
-        let progress: upload::ProgressFn = Arc::new(move |name, done, total| {
-            let mut p = shown.lock().unwrap_or_else(|e| e.into_inner());
-            p.get_or_insert_with(|| Progress::bytes(&format!("upload {name}"), total))
-                .set(done);
-        });
-        let outcome = rt.block_on(client.upload(&path, deadline, Some(progress)));
-        if let Some(p) = bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let total = std::fs::metadata(&path).map_or(0, |m| m.len());
-            p.finish(if matches!(outcome, Outcome::Confirmed { .. }) {
-                total
-            } else {
-                0
-            });
-        }
-        match outcome {
+    let done = drain(
+        &queue,
+        &[(to, client)],
+        spool.as_ref(),
+        deadline,
+        &console,
+        &mut |a| match &a.outcome {
             Outcome::Confirmed { sha256, status } => {
-                println!("{}: delivered, sha256 {sha256} ({status})", path.display());
-                if let Some(s) = &spool {
-                    if let Err(e) = s.confirm(&path) {
-                        eprintln!("storcert upload: {}: {e:#}", path.display());
-                        worst = exit::COULD_NOT_RUN;
-                    }
-                }
+                println!(
+                    "{}: delivered, sha256 {sha256} ({status})",
+                    a.bundle.display()
+                );
             }
             Outcome::Rejected(why) => {
-                eprintln!("storcert upload: {}: refused: {why}", path.display());
-                worst = exit::FAIL;
+                eprintln!("storcert upload: {}: refused: {why}", a.bundle.display());
+                worst = worst.max(exit::FAIL);
             }
             Outcome::GaveUp(why) => {
                 eprintln!(
                     "storcert upload: {}: not delivered: {why}{}",
-                    path.display(),
+                    a.bundle.display(),
                     if spool.is_some() {
                         " (kept in the spool)"
                     } else {
@@ -143,6 +124,17 @@ pub fn run(a: UploadArgs) -> ExitCode {
                 );
                 worst = worst.max(exit::COULD_NOT_RUN);
             }
+        },
+    );
+    console.close();
+    let done = match done {
+        Ok(d) => d,
+        Err(e) => return fail(format!("runtime: {e}")),
+    };
+    for d in &done {
+        if let Some(e) = &d.confirm_error {
+            eprintln!("storcert upload: {}: {e}", d.bundle.display());
+            worst = worst.max(exit::COULD_NOT_RUN);
         }
     }
     ExitCode::from(worst)

@@ -55,6 +55,12 @@ impl Console {
         c
     }
 
+    /// The console of a single command: bars on a terminal, a plain line
+    /// every 10 s elsewhere.
+    pub fn for_command() -> Arc<Console> {
+        Console::new(Duration::from_secs(10), false)
+    }
+
     /// A message line (stage start/end, notes), above any bars.
     pub fn say(&self, text: &str) {
         match &self.multi {

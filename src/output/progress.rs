@@ -3,19 +3,12 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressDrawTarget};
 
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    label: String,
-    total: u64,
-    started: Instant,
-    last_line: Instant,
-    last_done: u64,
-    every: Duration,
-}
+use super::console::Console;
 
 /// Set once by `storcert run --plain` (the boot image's unit): a serial
 /// console is a terminal to the process but a log to whoever reads it, so
@@ -28,67 +21,49 @@ pub fn force_plain() {
 }
 
 /// Several bars drawn together on a terminal (one per device); nothing
-/// otherwise.
-pub fn multi() -> Option<MultiProgress> {
+/// otherwise. Only the console draws bars.
+pub(super) fn multi() -> Option<MultiProgress> {
     (std::io::stderr().is_terminal() && !PLAIN.load(Ordering::Relaxed))
         .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
 }
 
+/// One long pass over bytes (salting a drive, a stream pass, an upload),
+/// shown through the console: a bar on a terminal, a plain line every
+/// interval elsewhere, and its closing line either way.
+pub struct Progress {
+    console: Arc<Console>,
+    label: String,
+    total: u64,
+    started: Instant,
+}
+
 impl Progress {
     /// Progress over `total` bytes, labelled `label`.
-    pub fn bytes(label: &str, total: u64) -> Progress {
-        Self::bytes_in(multi().as_ref(), label, total)
-    }
-
-    /// The same, as one of several bars of `multi`.
-    pub fn bytes_in(multi: Option<&MultiProgress>, label: &str, total: u64) -> Progress {
-        let bar = multi.map(|m| {
-            let bar = m.add(ProgressBar::new(total));
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar.set_message(label.to_string());
-            bar
-        });
+    pub fn bytes(console: &Arc<Console>, label: &str, total: u64) -> Progress {
         Progress {
-            bar,
+            console: Arc::clone(console),
             label: label.to_string(),
             total,
             started: Instant::now(),
-            last_line: Instant::now(),
-            last_done: 0,
-            every: Duration::from_secs(10),
         }
     }
 
     pub fn set(&mut self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-            return;
-        }
-        let since = self.last_line.elapsed();
-        if since >= self.every {
-            // The plain line shows the rate of the last interval (current),
-            // and an ETA from it.
-            let current = done.saturating_sub(self.last_done) as f64 / since.as_secs_f64();
-            self.last_line = Instant::now();
-            self.last_done = done;
-            eprintln!("{}", line_at(&self.label, done, self.total, current));
-        }
+        let rate = done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        self.console.update(
+            &self.label,
+            done,
+            self.total,
+            "B",
+            format!("{}/s", super::units::decimal_bytes(rate as u64)),
+        );
     }
 
+    /// The pass ended with `done` bytes: its bar goes, its line stays.
     pub fn finish(self, done: u64) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-        eprintln!(
-            "{}",
-            line(&self.label, done, self.total, self.started.elapsed())
-        );
+        self.console.end(&self.label);
+        self.console
+            .say(&line(&self.label, done, self.total, self.started.elapsed()));
     }
 }
 

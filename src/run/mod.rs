@@ -483,7 +483,8 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     }
                     let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
                     let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
-                    let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop)?;
+                    let r =
+                        crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
                     ctx.write(
                         &format!("act/prep-{}.json", t.label),
                         Prep {
@@ -592,7 +593,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 engine: crate::engine::EngineKind::Auto,
                 seed: rand::random(),
             };
-            let r = crate::stream::run(&spec, &ctx.stop)?;
+            let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;
             ctx.write("stream.json", r.clone())?;
             if r.failed() {
                 let why: Vec<String> = r
@@ -898,9 +899,6 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             .as_ref()
             .map(|f| crate::input::read_text(f).map(|t| t.trim().to_string()))
             .transpose()?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
         let mut clients = Vec::new();
         for to in &u.to {
             let pins = u
@@ -924,29 +922,38 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         let until = Instant::now() + deadline;
         // Pending bundles of earlier runs go first; a bundle leaves the
         // spool once every target confirmed it.
-        for pending in spool.pending()? {
-            let mut everywhere = true;
-            for (to, client) in &clients {
-                ctx.console
-                    .say(&format!("uploading {} to {to}", pending.display()));
-                match rt.block_on(client.upload(&pending, until, None)) {
-                    crate::upload::Outcome::Confirmed { status, .. } => {
-                        ctx.console.say(&format!("delivered to {to} ({status})"));
-                        if pending == spooled {
-                            ending.delivered_to.push(to.clone());
-                        }
-                    }
-                    crate::upload::Outcome::Rejected(why) | crate::upload::Outcome::GaveUp(why) => {
-                        everywhere = false;
-                        ctx.note(format!(
-                            "upload of {} to {to}: {why}; kept in the spool",
-                            pending.display()
-                        ));
+        let queue = spool.pending()?;
+        let mut delivered_to = Vec::new();
+        let done = crate::upload::drain::drain(
+            &queue,
+            &clients,
+            Some(&spool),
+            until,
+            &ctx.console,
+            &mut |a| match &a.outcome {
+                crate::upload::Outcome::Confirmed { status, .. } => {
+                    ctx.console.say(&format!(
+                        "{}: delivered to {} ({status})",
+                        a.bundle.display(),
+                        a.to
+                    ));
+                    if a.bundle == spooled {
+                        delivered_to.push(a.to.clone());
                     }
                 }
-            }
-            if everywhere {
-                spool.confirm(&pending)?;
+                crate::upload::Outcome::Rejected(why) | crate::upload::Outcome::GaveUp(why) => {
+                    ctx.note(format!(
+                        "upload of {} to {}: {why}; kept in the spool",
+                        a.bundle.display(),
+                        a.to
+                    ));
+                }
+            },
+        )?;
+        ending.delivered_to = delivered_to;
+        for d in done {
+            if let Some(e) = d.confirm_error {
+                bail!("{}: {e}", d.bundle.display());
             }
         }
     }

@@ -21,6 +21,7 @@ use hdrhistogram::Histogram as Hdr;
 
 use crate::blockdev;
 use crate::engine::{self, BufferPools, EngineKind, Request};
+use crate::output::console::Console;
 use crate::output::progress::Progress;
 pub use crate::results::stream::{
     GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo, VerifyResult,
@@ -203,7 +204,8 @@ struct Job {
     error: Option<String>,
 }
 
-pub fn run(spec: &Spec, stop: &Arc<AtomicBool>) -> Result<StreamResult> {
+/// Progress goes to `console`, one bar or line per target.
+pub fn run(spec: &Spec, stop: &Arc<AtomicBool>, console: &Arc<Console>) -> Result<StreamResult> {
     if spec.bs == 0 || spec.qd == 0 || spec.jobs == 0 {
         bail!("--bs, --qd and --jobs must be at least 1");
     }
@@ -212,7 +214,7 @@ pub fn run(spec: &Spec, stop: &Arc<AtomicBool>) -> Result<StreamResult> {
     let mut engine = engine::open(spec.engine, depth).context("open the I/O engine")?;
     let mut passes = Vec::new();
     for &pass in &spec.passes {
-        let r = run_pass(spec, pass, &targets, engine.as_mut(), stop)?;
+        let r = run_pass(spec, pass, &targets, engine.as_mut(), stop, console)?;
         let stop_here = r.interrupted || r.jobs.iter().any(|j| j.error.is_some());
         passes.push(r);
         if stop_here {
@@ -239,6 +241,7 @@ fn run_pass(
     targets: &[Opened],
     engine: &mut dyn engine::Engine,
     stop: &Arc<AtomicBool>,
+    console: &Arc<Console>,
 ) -> Result<PassResult> {
     let write = pass == Pass::Write;
     let mut jobs: Vec<Job> = Vec::new();
@@ -261,7 +264,6 @@ fn run_pass(
         }
     }
     // One progress line per device.
-    let bars = crate::output::progress::multi();
     let mut progress: Vec<Progress> = targets
         .iter()
         .map(|t| {
@@ -270,7 +272,7 @@ fn run_pass(
                 if write { "writing" } else { "reading" },
                 t.info.path
             );
-            Progress::bytes_in(bars.as_ref(), &label, t.info.tested_bytes)
+            Progress::bytes(console, &label, t.info.tested_bytes)
         })
         .collect();
     let mut done_per_target = vec![0u64; targets.len()];

@@ -12,6 +12,7 @@
 //! idempotent (same name, same bytes; the collector stores by digest), so
 //! a transfer cut at any point and retried ends with exactly one copy.
 
+pub mod drain;
 pub mod spool;
 pub mod tls;
 
