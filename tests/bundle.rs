@@ -456,10 +456,14 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
     let results: std::collections::BTreeMap<String, Vec<u8>> = unpacked
         .files
         .iter()
-        .filter(|(p, _)| p.starts_with(bundle::RESULTS_PREFIX))
-        .map(|(p, d)| (p.clone(), d.clone()))
+        .filter_map(|(p, d)| {
+            Some((
+                p.strip_prefix(bundle::RESULTS_PREFIX)?.to_string(),
+                d.clone(),
+            ))
+        })
         .collect();
-    let contents = bundle::contents::Contents::read(&results);
+    let contents = bundle::contents::Contents::read_in(&results, bundle::RESULTS_PREFIX);
     assert!(contents.unreadable.is_empty(), "{:?}", contents.unreadable);
     let again = bundle::summary::summarise(signed.machine.clone(), &contents);
     assert_eq!(again, signed);

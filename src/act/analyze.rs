@@ -95,11 +95,12 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
 /// `label` names the log in the analysis text, as act_latency.py echoes
 /// its argument.
 pub fn judge_log(
-    text: &str,
+    data: &[u8],
     log_name: &str,
     label: &str,
     timeline: Option<String>,
 ) -> Result<LogAnalysis, AnalyzeError> {
+    let text = &String::from_utf8_lossy(data);
     let micro = text
         .lines()
         .take(60)
@@ -119,6 +120,7 @@ pub fn judge_log(
     Ok(LogAnalysis {
         schema_version: ANALYSIS_SCHEMA,
         log: log_name.to_string(),
+        log_sha256: crate::util::sha256_hex(data),
         workload: if index { "index" } else { "storage" }.into(),
         devices,
         load,

@@ -128,7 +128,7 @@ pub fn save_analysis(
         .filter(|t| t.parent() == log.parent())
         .and_then(|t| t.file_name())
         .map(|n| n.to_string_lossy().into_owned());
-    let a = analyze::judge_log(&String::from_utf8_lossy(&text), &name, &name, timeline)
+    let a = analyze::judge_log(&text, &name, &name, timeline)
         .with_context(|| format!("analysing {}", log.display()))?;
     let path = analyze::analysis_path(log);
     crate::util::fs::write_durably(&path, crate::results::Artefact::from(a.clone()).to_json())
@@ -165,6 +165,21 @@ pub fn run_to_files(
     progress: &mut dyn FnMut(u64, f64, f64),
 ) -> Result<Ran> {
     use std::io::Write;
+    // Nothing of an earlier run at these paths may outlive a run that
+    // fails: its result and its log's analysis go first.
+    for stale in files
+        .json
+        .iter()
+        .cloned()
+        .chain(files.log.as_deref().map(analyze::analysis_path))
+    {
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("{}", stale.display()));
+            }
+            _ => {}
+        }
+    }
     let create = |p: &std::path::Path| {
         std::fs::File::create(p)
             .map(std::io::BufWriter::new)

@@ -108,7 +108,7 @@ pub fn find_spikes(values: &[(u64, f64)]) -> Spikes {
         .collect();
     let mut gaps: Vec<u64> = seconds
         .windows(2)
-        .map(|w| w[1] - w[0])
+        .map(|w| w[1].saturating_sub(w[0]))
         .filter(|&g| g > 1)
         .collect();
     let period_s = if gaps.len() >= 2 {

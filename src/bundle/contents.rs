@@ -21,17 +21,20 @@ use crate::results::{Artefact, ReadError};
 /// One results file that was read as an artefact.
 #[derive(Debug, Clone)]
 pub struct Item {
-    /// Its path as given (inside a bundle, `results/…`).
+    /// Its path in the results folder.
     pub path: String,
     pub artefact: Artefact,
 }
 
 #[derive(Debug, Default)]
 pub struct Contents {
+    /// What the paths below sit under in a bundle ("results/", or none).
+    pub prefix: String,
     pub items: Vec<Item>,
     /// Per-second timelines of ACT runs, by the path of their analysis.
     pub timelines: BTreeMap<String, Vec<Second>>,
-    /// Configuration inputs (`*.toml`, `*.conf`): path → SHA-256.
+    /// Configuration inputs (`*.toml`, `*.conf`): path (with the prefix)
+    /// → SHA-256.
     pub configuration: BTreeMap<String, String>,
     /// Results files that could not be read, and why: never judged as
     /// passing by being left out.
@@ -98,17 +101,30 @@ fn legacy(path: &str, data: &[u8]) -> Option<Result<Artefact, serde_json::Error>
     }
 }
 
+/// A name of a file beside the artefact, nothing more ("x.log", not
+/// "../x.log" or "a/x.log").
+fn plain_name(n: &str) -> bool {
+    !n.is_empty() && n != "." && n != ".." && !n.contains('/')
+}
+
 impl Contents {
-    /// Reads `files` (path → bytes). Paths may carry the bundle's
-    /// `results/` prefix or not.
+    /// Reads `files`, by path relative to the results folder.
     pub fn read(files: &BTreeMap<String, Vec<u8>>) -> Contents {
-        let mut c = Contents::default();
+        Self::read_in(files, "")
+    }
+
+    /// The same, for results that sit under `prefix` ("results/" in a
+    /// bundle): the summary names files with it.
+    pub fn read_in(files: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Contents {
+        let mut c = Contents {
+            prefix: prefix.to_string(),
+            ..Contents::default()
+        };
         let mut logs = Vec::new();
         for (path, data) in files {
             if path.ends_with(".toml") || path.ends_with(".conf") {
-                use sha2::Digest;
                 c.configuration
-                    .insert(path.clone(), hex::encode(sha2::Sha256::digest(data)));
+                    .insert(format!("{prefix}{path}"), crate::util::sha256_hex(data));
                 continue;
             }
             if is_act_log(data) {
@@ -138,6 +154,34 @@ impl Contents {
                 artefact,
             });
         }
+        // A saved analysis counts only for the very bytes it judged, in
+        // the same folder: one without its log is unreadable, and one of
+        // other bytes (a stale file left by an earlier run) gives way to
+        // the log itself.
+        let mut unreadable = Vec::new();
+        c.items.retain(|i| {
+            let Artefact::ActAnalysis(a) = &i.artefact else {
+                return true;
+            };
+            if !plain_name(&a.log) {
+                unreadable.push((
+                    i.path.clone(),
+                    format!("names its log {:?}, not a file beside it", a.log),
+                ));
+                return false;
+            }
+            match files.get(&format!("{}{}", split(&i.path).0, a.log)) {
+                None => {
+                    unreadable.push((
+                        i.path.clone(),
+                        format!("the analysis of {}, which is not in the results", a.log),
+                    ));
+                    false
+                }
+                Some(log) => crate::util::sha256_hex(log) == a.log_sha256,
+            }
+        });
+        c.unreadable.extend(unreadable);
         // A log whose analysis was saved with it is read through that; an
         // older one is analysed now, the way a run does after each log.
         for (path, data) in logs {
@@ -153,14 +197,10 @@ impl Contents {
             let timeline = files
                 .contains_key(&format!("{dir}{timeline_name}"))
                 .then_some(timeline_name);
-            let text = String::from_utf8_lossy(data);
             let at = analyze::analysis_path(Path::new(path))
                 .to_string_lossy()
                 .into_owned();
-            let label = path
-                .strip_prefix(crate::bundle::RESULTS_PREFIX)
-                .unwrap_or(path);
-            match analyze::judge_log(&text, name, label, timeline) {
+            match analyze::judge_log(data, name, path, timeline) {
                 Ok(a) => c.items.push(Item {
                     path: at,
                     artefact: Artefact::ActAnalysis(a),
@@ -172,7 +212,9 @@ impl Contents {
         }
         for item in &c.items {
             if let Artefact::ActAnalysis(a) = &item.artefact {
-                let Some(t) = &a.timeline else { continue };
+                let Some(t) = a.timeline.as_ref().filter(|t| plain_name(t)) else {
+                    continue;
+                };
                 let (dir, _) = split(&item.path);
                 if let Some(data) = files.get(&format!("{dir}{t}")) {
                     let seconds = String::from_utf8_lossy(data)
@@ -244,5 +286,154 @@ mod tests {
         let why: Vec<&str> = c.unreadable.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(why, ["policy.json", "stream.json", "x.json", "y.json"]);
         assert!(c.unreadable[2].1.contains("newer"), "{:?}", c.unreadable);
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    //! Results folders that try to make the verdict lie.
+    use super::*;
+    use crate::bundle::summary::summarise;
+    use crate::results::Verdict;
+
+    const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs/");
+
+    fn log(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{LOGS}{name}")).unwrap()
+    }
+
+    fn verdict(files: &[(&str, Vec<u8>)]) -> crate::results::summary::Summary {
+        let map: BTreeMap<String, Vec<u8>> = files
+            .iter()
+            .map(|(p, d)| (p.to_string(), d.clone()))
+            .collect();
+        summarise(Default::default(), &Contents::read_in(&map, "results/"))
+    }
+
+    fn analysis_of(data: &[u8], name: &str) -> Vec<u8> {
+        Artefact::from(analyze::judge_log(data, name, name, None).unwrap()).to_json()
+    }
+
+    #[test]
+    fn a_saved_analysis_counts_only_for_the_bytes_it_judged() {
+        let pass = log("storcert-us-20x.log");
+        let fail = log("storcert-ms-2dev.log");
+        // The log as analysed: its analysis is used.
+        let s = verdict(&[
+            ("act/a.log", pass.clone()),
+            ("act/a.analysis.json", analysis_of(&pass, "a.log")),
+        ]);
+        assert_eq!(s.verdict, Verdict::Pass, "{s:#?}");
+        // A failing log beside the passing analysis of other bytes: the
+        // log is judged afresh and fails.
+        let s = verdict(&[
+            ("act/a.log", fail.clone()),
+            ("act/a.analysis.json", analysis_of(&pass, "a.log")),
+        ]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert_eq!(s.tests.len(), 1, "{s:#?}");
+        // An analysis whose log is not there, or outside its folder.
+        for name in ["ghost.log", "../a.log", "x/a.log", ""] {
+            let mut a = analyze::judge_log(&pass, "a.log", "a.log", None).unwrap();
+            a.log = name.to_string();
+            let s = verdict(&[("act/b.analysis.json", Artefact::from(a).to_json())]);
+            assert_eq!(s.verdict, Verdict::Fail, "{name:?}: {s:#?}");
+            assert!(s.tests[0]
+                .name
+                .starts_with("unreadable (results/act/b.analysis.json)"));
+        }
+    }
+
+    #[test]
+    fn a_broken_tag_or_version_is_unreadable_not_untagged() {
+        let run = r#""outcome":{"outcome":"device-errors","errors":9},"engine":"sync","elapsed_s":1.0,"max_lag_ms":0.0,"reports":1,"streams":[],"histograms":[],"devices":[],"read_spikes":{"seconds":[],"period_s":null,"threshold":null}"#;
+        for head in [
+            r#""artefact":"act-run","schema_version":"1""#,
+            r#""artefact":"act-run","schema_version":-1"#,
+            r#""artefact":"act-run","schema_version":4294967296"#,
+            r#""artefact":"act-run","schema_version":1.0"#,
+            r#""artefact":7,"schema_version":1"#,
+            r#""artefact":null,"schema_version":1"#,
+            r#""artefact":"act-run","artefact":"act-run","schema_version":1"#,
+            r#""artefact":"act-run","schema_version":1,"schema_version":1"#,
+        ] {
+            let s = verdict(&[("x.json", format!("{{{head},{run}}}").into_bytes())]);
+            assert_eq!(s.verdict, Verdict::Fail, "{head}: {s:#?}");
+        }
+    }
+
+    #[test]
+    fn flags_do_not_outvote_the_data_and_one_run_has_one_journal() {
+        let policy = br#"{"artefact":"policy","schema_version":1,"checks":1,"pass":true,"findings":[{"severity":"fail","rule":"r","device":"/dev/sda","check":"write cache","expected":"off","actual":"on","fix":null}]}"#;
+        assert_eq!(
+            verdict(&[("p.json", policy.to_vec())]).verdict,
+            Verdict::Fail
+        );
+        let stream = br#"{"artefact":"stream","schema_version":1,"seed":1,"storcert_version":"0","engine":"sync","bs":4096,"qd":1,"jobs_per_target":1,"direct":true,"targets":[],"passes":[]}"#;
+        assert_eq!(
+            verdict(&[("s.json", stream.to_vec())]).verdict,
+            Verdict::Fail
+        );
+        let health = br#"{"artefact":"health-diff","schema_version":1,"seconds":1,"unmatched":[],"degraded":false,"drives":[{"drive":"/dev/sdb","degraded":true,"endurance":null,"temperature_c":null,"changes":[{"what":"media errors","before":"0","after":"1","degraded":true}]}]}"#;
+        assert_eq!(
+            verdict(&[("h.json", health.to_vec())]).verdict,
+            Verdict::Fail
+        );
+        let journal = |state: &str| {
+            format!(r#"{{"artefact":"journal","schema_version":1,"profile_name":"p","profile_digest":"d","profile_source":"s","started_at":"t","finished_at":null,"starts":1,"stages":[{{"id":"stream","state":"{state}","destructive":true,"attempts":1,"started_at":"t","finished_at":null,"interrupted_seconds":0,"seconds_done":0,"note":""}}]}}"#).into_bytes()
+        };
+        let s = verdict(&[
+            ("journal.json", journal("failed")),
+            ("old/journal.json", journal("done")),
+            ("p.json", policy.to_vec()),
+        ]);
+        assert!(
+            s.tests
+                .iter()
+                .any(|t| t.name == "duplicate (results/old/journal.json)"),
+            "{s:#?}"
+        );
+        // Notes are not a place to hide a result in.
+        let hidden =
+            br#"{"artefact":"run-notes","outcome":{"outcome":"interrupted"},"engine":"sync"}"#;
+        assert_eq!(
+            verdict(&[("n.json", hidden.to_vec())]).verdict,
+            Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn a_crafted_analysis_renders_without_panicking() {
+        let pass = log("storcert-us-20x.log");
+        let mut a = analyze::judge_log(&pass, "a.log", "a.log", None).unwrap();
+        let h = &mut a.analysis.histograms[0];
+        h.slices[0].overs.truncate(1);
+        h.slices[0].overs[0] = f64::NAN;
+        h.thresholds.push(99);
+        a.analysis
+            .verdict
+            .failures
+            .push(crate::results::act::Failure {
+                histogram: h.name.clone(),
+                slice: h.slices[0].slice,
+                rule: "> 1 ms must be < 5%".into(),
+                percent: f64::INFINITY,
+            });
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("a.log".to_string(), pass.clone()),
+            ("a.analysis.json".to_string(), Artefact::from(a).to_json()),
+            ("a.timeline.jsonl".to_string(), b"{\"t\":5}\n".to_vec()),
+        ]
+        .into();
+        let r = crate::report::Report::build("t", Default::default(), &files);
+        assert_eq!(r.act.len(), 1);
+        crate::report::html::render(&r);
+        crate::report::text::markdown(&r);
+        let spikes = crate::act::timeline::find_spikes(
+            &(0..30u64)
+                .map(|i| (30 - i, if i % 5 == 0 { 90.0 } else { 1.0 }))
+                .collect::<Vec<_>>(),
+        );
+        assert!(spikes.period_s.is_none_or(|p| p < 30));
     }
 }

@@ -22,7 +22,6 @@ use std::path::{Component, Path};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use self::minisign::{KeyError, PublicKey, SecretKey};
 use self::summary::Summary;
@@ -55,9 +54,7 @@ pub struct Manifest {
     pub files: Vec<ManifestEntry>,
 }
 
-pub fn sha256_hex(data: &[u8]) -> String {
-    hex::encode(Sha256::digest(data))
-}
+pub use crate::util::sha256_hex;
 
 /// A bundle in memory: its bytes, digest and summary.
 pub struct Created {
@@ -119,11 +116,11 @@ pub fn create(dir: &Path) -> Result<Created> {
             .with_context(|| format!("{}/{SYSTEM}", dir.display()))?,
         None => SystemIdentity::probe(Path::new("/")),
     };
-    let prefixed: BTreeMap<String, Vec<u8>> = files
-        .iter()
-        .map(|(p, d)| (format!("{RESULTS_PREFIX}{p}"), d.clone()))
-        .collect();
-    let summary = summary::summarise(system.machine(), &contents::Contents::read(&prefixed));
+    let by_path: BTreeMap<String, Vec<u8>> = files.iter().cloned().collect();
+    let summary = summary::summarise(
+        system.machine(),
+        &contents::Contents::read_in(&by_path, RESULTS_PREFIX),
+    );
     let mut entries: Vec<(String, Vec<u8>)> = vec![
         (SUMMARY.into(), pretty(&summary)),
         (SYSTEM.into(), pretty(&system)),

@@ -97,8 +97,9 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     let mut inventory = None;
     let mut targets: Option<Vec<String>> = None;
     let mut journal = None;
+    let mut seen = std::collections::BTreeSet::new();
     for item in &c.items {
-        let path = &item.path;
+        let path = &format!("{}{}", c.prefix, item.path);
         match &item.artefact {
             Artefact::ActRun(r) => judge(&mut s, format!("act-run ({path})"), r.judgement()),
             // Judged after the others, with the logs of its trials.
@@ -106,6 +107,20 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             Artefact::Stream(r) => judge(&mut s, format!("stream ({path})"), r.judgement()),
             Artefact::Policy(r) => judge(&mut s, format!("policy ({path})"), r.judgement()),
             Artefact::HealthDiff(r) => judge(&mut s, format!("health ({path})"), r.judgement()),
+            // One run has one of each: a second one is not guessed between.
+            Artefact::Inventory(_) | Artefact::Targets(_) | Artefact::Journal(_)
+                if !seen.insert(item.artefact.kind()) =>
+            {
+                judge(
+                    &mut s,
+                    format!("duplicate ({path})"),
+                    Judgement {
+                        verdict: Verdict::Fail,
+                        detail: format!("a second {} in the results", item.artefact.kind()),
+                        devices: Vec::new(),
+                    },
+                );
+            }
             Artefact::Inventory(inv) => inventory = Some(inv),
             Artefact::Targets(t) => {
                 targets = Some(t.targets.iter().map(|t| t.path.clone()).collect())
@@ -125,7 +140,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             if let Some(l) = r.highest_passing_load {
                 reach(&mut s, &j.devices, l as f64);
             }
-            judge(&mut s, format!("act-search ({})", item.path), j);
+            judge(&mut s, format!("act-search ({}{})", c.prefix, item.path), j);
         }
     }
     for (log, a) in c.analyses() {
@@ -141,12 +156,16 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         } else {
             "act-storage"
         };
-        judge(&mut s, format!("{kind} {} ({log})", a.load_text()), j);
+        judge(
+            &mut s,
+            format!("{kind} {} ({}{log})", a.load_text(), c.prefix),
+            j,
+        );
     }
     for (path, why) in &c.unreadable {
         judge(
             &mut s,
-            format!("unreadable ({path})"),
+            format!("unreadable ({}{path})", c.prefix),
             Judgement {
                 verdict: Verdict::Fail,
                 detail: why.clone(),

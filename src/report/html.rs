@@ -73,7 +73,9 @@ fn act_table(out: &mut String, a: &ActSection, idx: usize) {
                 let failing = a.analysis.verdict.failures.iter().any(|f| {
                     f.histogram == h.name
                         && f.slice == row.slice
-                        && rule_limit(h.thresholds[i], micro)
+                        && h.thresholds
+                            .get(i)
+                            .and_then(|t| rule_limit(*t, micro))
                             .is_some_and(|(_, r)| f.rule.starts_with(r))
                 });
                 let _ = write!(
@@ -236,7 +238,7 @@ pub fn render(r: &Report) -> String {
                     points: h
                         .slices
                         .iter()
-                        .map(|row| (row.slice as f64, row.overs[ci]))
+                        .filter_map(|row| Some((row.slice as f64, *row.overs.get(ci)?)))
                         .collect(),
                 })
                 .collect();

@@ -211,7 +211,7 @@ pub fn for_results(dir: &Path) -> Result<Report> {
         .get(crate::bundle::SYSTEM)
         .and_then(|d| serde_json::from_slice::<SystemIdentity>(d).ok())
         .unwrap_or_else(|| SystemIdentity::probe(Path::new("/")));
-    let contents = Contents::read(&files);
+    let contents = Contents::read_in(&files, crate::bundle::RESULTS_PREFIX);
     let summary = summarise(system.machine(), &contents);
     let title = dir
         .file_name()

@@ -214,6 +214,8 @@ pub struct LogAnalysis {
     pub schema_version: u32,
     /// The log's file name, in the folder of this file.
     pub log: String,
+    /// SHA-256 of the log judged: an analysis of other bytes is stale.
+    pub log_sha256: String,
     /// "storage" or "index".
     pub workload: String,
     pub devices: Vec<String>,

@@ -100,12 +100,18 @@ impl Diff {
                     .map(|c| format!("{} {}: {} -> {}", d.drive, c.what, c.before, c.after))
             })
             .collect();
+        // A drive that degraded fails the diff whatever its own flag says;
+        // the diff's flag also covers drives that went away.
+        let degraded = self.degraded || !worse.is_empty();
         super::verdict::Judgement {
-            verdict: super::Verdict::of(!self.degraded),
-            detail: if what.is_empty() {
-                "no drive degraded".into()
-            } else {
-                what.join("; ")
+            verdict: super::Verdict::of(!degraded),
+            detail: match (what.is_empty(), degraded) {
+                (false, _) => what.join("; "),
+                (true, false) => "no drive degraded".into(),
+                (true, true) => format!(
+                    "a drive went away or degraded (in one snapshot only: {})",
+                    self.unmatched.join(", ")
+                ),
             },
             devices: worse.iter().map(|d| d.drive.clone()).collect(),
         }

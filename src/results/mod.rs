@@ -58,6 +58,8 @@ pub enum ReadError {
         known: u32,
     },
     #[error("{0}")]
+    BadHead(String),
+    #[error("{0}")]
     Invalid(serde_json::Error),
 }
 
@@ -124,31 +126,36 @@ impl Artefact {
     /// Reads a tagged results file. A file of a newer schema than this
     /// build knows is refused rather than half-read.
     pub fn from_json(data: &[u8]) -> Result<Artefact, ReadError> {
-        #[derive(Deserialize)]
-        struct Head {
-            artefact: Option<String>,
-            schema_version: Option<u32>,
-        }
-        let head: Head = match serde_json::from_slice(data) {
-            Ok(h) => h,
-            // JSON, but not an object with a string tag (a list, a number).
-            Err(_) => {
-                serde_json::from_slice::<serde::de::IgnoredAny>(data)
-                    .map_err(ReadError::NotJson)?;
-                return Err(ReadError::Untagged);
-            }
+        let value: serde_json::Value = serde_json::from_slice(data).map_err(ReadError::NotJson)?;
+        // JSON that is no object, or an object without the tag, is not a
+        // tagged file; a tag or a version of the wrong type is a broken one.
+        let Some(tag) = value.as_object().and_then(|o| o.get(TAG)) else {
+            return Err(ReadError::Untagged);
         };
-        let kind = head.artefact.ok_or(ReadError::Untagged)?;
+        let Some(kind) = tag.as_str() else {
+            return Err(ReadError::BadHead(format!(
+                "\"{TAG}\" is {tag}, not a name"
+            )));
+        };
+        let found = match value.get("schema_version") {
+            None => 0,
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| {
+                    ReadError::BadHead(format!("schema_version {v} is not a version"))
+                })?,
+        };
         if let Some((_, known)) = Self::SCHEMAS.iter().find(|(k, _)| *k == kind) {
-            let found = head.schema_version.unwrap_or(0);
             if found > *known {
                 return Err(ReadError::Newer {
-                    kind,
+                    kind: kind.to_string(),
                     found,
                     known: *known,
                 });
             }
         }
+        // From the bytes, not the value: a key given twice is refused there.
         serde_json::from_slice(data).map_err(ReadError::Invalid)
     }
 

@@ -68,7 +68,8 @@ impl Report {
             .filter(|f| f.severity == Severity::Fail)
             .collect();
         super::verdict::Judgement {
-            verdict: super::Verdict::of(self.pass),
+            // The findings decide, whatever the report's own flag says.
+            verdict: super::Verdict::of(self.pass && fails.is_empty()),
             detail: if fails.is_empty() {
                 format!("{} checks passed", self.checks)
             } else {

@@ -68,8 +68,9 @@ pub struct Targets {
 /// A run's notes (`run-notes.json`): what it said along the way, for the
 /// report.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
 pub struct RunNotes {
+    /// 0 in the notes of runs before files were tagged.
+    #[serde(default)]
     pub schema_version: u32,
     pub profile: String,
     pub source: String,

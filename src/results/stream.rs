@@ -112,6 +112,9 @@ impl StreamResult {
     /// Failed on a job's error, bad blocks on verify, or an interrupted pass.
     pub fn judgement(&self) -> super::verdict::Judgement {
         let mut bad = Vec::new();
+        if self.passes.is_empty() {
+            bad.push("no pass ran".to_string());
+        }
         for p in &self.passes {
             bad.extend(p.jobs.iter().filter_map(|j| j.error.clone()));
             if let Some(v) = p.verify.as_ref().filter(|v| v.bad_blocks > 0) {

@@ -5,3 +5,9 @@
 pub mod fs;
 pub mod random;
 pub mod size;
+
+/// Lower-case hex SHA-256 of `data`.
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}
