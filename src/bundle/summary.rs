@@ -105,6 +105,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             // Judged after the others, with the logs of its trials.
             Artefact::ActSearch(_) => {}
             Artefact::Stream(r) => judge(&mut s, format!("stream ({path})"), r.judgement()),
+            Artefact::StreamFs(r) => judge(&mut s, format!("stream-fs ({path})"), r.judgement()),
             Artefact::Policy(r) => judge(&mut s, format!("policy ({path})"), r.judgement()),
             Artefact::HealthDiff(r) => judge(&mut s, format!("health ({path})"), r.judgement()),
             // One run has one of each: a second one is not guessed between.

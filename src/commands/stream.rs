@@ -47,7 +47,8 @@ pub fn run(a: StreamArgs) -> ExitCode {
         };
         let text = match a.output_format {
             StreamFormat::Text => fs::render(&r),
-            _ => serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
+            _ => String::from_utf8_lossy(&crate::results::Artefact::from(r.clone()).to_json())
+                .into_owned(),
         };
         if let Err(code) = emit(&a.output, &text) {
             return code;

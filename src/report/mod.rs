@@ -143,6 +143,7 @@ impl Report {
                 | Artefact::ActRun(_)
                 | Artefact::ActSearch(_)
                 | Artefact::ActPrep(_)
+                | Artefact::StreamFs(_)
                 | Artefact::HealthSnapshot(_)
                 | Artefact::Inventory(_)
                 | Artefact::Targets(_)

@@ -31,6 +31,7 @@ pub enum Artefact {
     ActSearch(act::SearchResult),
     ActPrep(act::Prep),
     Stream(stream::StreamResult),
+    StreamFs(stream::FsResult),
     Policy(policy::Report),
     HealthSnapshot(health::Snapshot),
     HealthDiff(health::Diff),
@@ -72,6 +73,7 @@ impl Artefact {
             Artefact::ActSearch(_) => "act-search",
             Artefact::ActPrep(_) => "act-prep",
             Artefact::Stream(_) => "stream",
+            Artefact::StreamFs(_) => "stream-fs",
             Artefact::Policy(_) => "policy",
             Artefact::HealthSnapshot(_) => "health-snapshot",
             Artefact::HealthDiff(_) => "health-diff",
@@ -86,12 +88,13 @@ impl Artefact {
 
     /// Every kind with the schema version this build writes and reads up
     /// to (docs/bundle-format.md lists them).
-    pub const SCHEMAS: [(&'static str, u32); 14] = [
+    pub const SCHEMAS: [(&'static str, u32); 15] = [
         ("act-run", act::RUN_SCHEMA),
         ("act-analysis", act::ANALYSIS_SCHEMA),
         ("act-search", act::SEARCH_SCHEMA),
         ("act-prep", act::PREP_SCHEMA),
         ("stream", stream::SCHEMA_VERSION),
+        ("stream-fs", stream::FS_SCHEMA),
         ("policy", policy::SCHEMA_VERSION),
         ("health-snapshot", health::SCHEMA_VERSION),
         ("health-diff", health::SCHEMA_VERSION),
@@ -111,6 +114,7 @@ impl Artefact {
             Artefact::ActSearch(x) => x.schema_version,
             Artefact::ActPrep(x) => x.schema_version,
             Artefact::Stream(x) => x.schema_version,
+            Artefact::StreamFs(x) => x.schema_version,
             Artefact::Policy(x) => x.schema_version,
             Artefact::HealthSnapshot(x) => x.schema_version,
             Artefact::HealthDiff(x) => x.schema_version,
@@ -183,6 +187,7 @@ artefact_from!(
     ActSearch(act::SearchResult),
     ActPrep(act::Prep),
     Stream(stream::StreamResult),
+    StreamFs(stream::FsResult),
     Policy(policy::Report),
     HealthDiff(health::Diff),
     Inventory(inventory::Inventory),

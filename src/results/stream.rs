@@ -144,3 +144,48 @@ impl Pass {
         }
     }
 }
+
+pub const FS_SCHEMA: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measure {
+    pub test: String,
+    /// Bytes per second for the data tests, operations per second for the
+    /// others.
+    pub per_sec: f64,
+    pub unit: String,
+    pub max_latency_us: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The filesystem pass (`stream --fs`), bonnie++'s two tables.
+pub struct FsResult {
+    pub schema_version: u32,
+    pub dir: String,
+    pub file_size: u64,
+    pub chunk: usize,
+    pub files: u32,
+    pub data: Vec<Measure>,
+    pub metadata: Vec<Measure>,
+    pub interrupted: bool,
+}
+
+impl FsResult {
+    /// An interrupted pass fails: its figures cover part of the work.
+    pub fn judgement(&self) -> super::verdict::Judgement {
+        super::verdict::Judgement {
+            verdict: super::Verdict::of(!self.interrupted),
+            detail: if self.interrupted {
+                "interrupted".into()
+            } else {
+                format!(
+                    "{} data and {} file tests",
+                    self.data.len(),
+                    self.metadata.len()
+                )
+            },
+            devices: vec![self.dir.clone()],
+        }
+    }
+}

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+pub use crate::results::stream::{FsResult, Measure, FS_SCHEMA};
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
 use crate::util::random::Rng;
 
@@ -25,28 +25,6 @@ pub struct FsSpec {
     pub chunk: usize,
     pub files: u32,
     pub seeks: u32,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Measure {
-    pub test: String,
-    /// Bytes per second for the data tests, operations per second for the
-    /// others.
-    pub per_sec: f64,
-    pub unit: String,
-    pub max_latency_us: u64,
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct FsResult {
-    pub dir: String,
-    pub file_size: u64,
-    pub chunk: usize,
-    pub files: u32,
-    pub data: Vec<Measure>,
-    pub metadata: Vec<Measure>,
-    pub interrupted: bool,
 }
 
 struct Timer {
@@ -213,6 +191,7 @@ fn run_in(spec: &FsSpec, work: &Path, stop: &AtomicBool) -> Result<FsResult> {
         fs::remove_dir_all(&dir)?;
     }
     Ok(FsResult {
+        schema_version: FS_SCHEMA,
         dir: spec.dir.display().to_string(),
         file_size: size,
         chunk: spec.chunk,
