@@ -54,7 +54,7 @@ pub fn policy(data: &[u8]) {
 pub fn profile(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(p) = crate::run::profile::Profile::parse(text, "fuzz.toml") {
-            let _ = p.timed_seconds();
+            let _ = p.plan.timed_seconds();
         }
     }
 }

@@ -306,8 +306,9 @@ fn prep_zeroes_then_salts_and_dry_run_writes_nothing() {
         assert!(block.iter().filter(|&&b| b == 0).count() < block.len() / 100);
     }
     let v = json(&res);
-    assert_eq!(v[0]["passes"].as_array().unwrap().len(), 2);
-    assert_eq!(v[0]["passes"][1]["bytes"], 16 << 20);
+    assert_eq!(v["artefact"], "act-prep");
+    assert_eq!(v["devices"][0]["passes"].as_array().unwrap().len(), 2);
+    assert_eq!(v["devices"][0]["passes"][1]["bytes"], 16 << 20);
     // A file holding a filesystem is refused, and left alone.
     let mut ext4 = vec![0u8; 1 << 20];
     ext4[1080] = 0x53;

@@ -23,9 +23,7 @@ use sha2::Digest;
 
 use self::journal::Journal;
 use self::profile::Profile;
-use crate::act::config::{
-    parse_duration_secs, parse_load, rates_for_load, IndexConfig, StorageConfig,
-};
+use crate::act::config::{rates_for_load, IndexConfig, StorageConfig};
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
 use crate::output::console::Console;
 use crate::results::act::{Prep, PREP_SCHEMA};
@@ -33,7 +31,6 @@ pub use crate::results::run::Target;
 use crate::results::run::{RunNotes, Targets, NOTES_SCHEMA, TARGETS_SCHEMA};
 use crate::results::{Artefact, Verdict};
 use crate::util::fs::write_durably;
-use crate::util::size::parse_size;
 
 /// Name of the marker naming the unfinished run in the results root.
 const CURRENT: &str = "current";
@@ -147,8 +144,7 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
 /// that writes. Refused drives are named with the gate's reason.
 fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec<Target>> {
     let d = &p.devices;
-    if let Some(size) = &d.scratch {
-        let size = parse_size(size).map_err(|e| anyhow!(e))?;
+    if let Some(size) = p.plan.scratch_bytes {
         let path = std::env::current_dir()?.join(SCRATCH);
         return Ok(vec![Target {
             path: path.display().to_string(),
@@ -430,6 +426,7 @@ fn each_parallel(targets: &[Target], f: impl Fn(&Target) -> Result<()> + Sync) -
 
 fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let p = ctx.profile;
+    let plan = &p.plan;
     if let Some(pr) = &p.provision {
         each_parallel(targets, |t| {
             ctx.stage(&format!("provision {}", t.label), true, || {
@@ -496,20 +493,23 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 })
             })?;
         }
-        for tl in &act.storage {
-            let load = parse_load(&tl.load).map_err(|e| anyhow!(e))?;
-            let secs = parse_duration_secs(&tl.duration).map_err(|e| anyhow!(e))?;
+        for tl in &plan.storage {
             each_parallel(targets, |t| {
-                let id = format!("act {} {}", tl.load, t.label);
+                let id = format!("act {} {}", tl.name, t.label);
                 ctx.stage(&id, true, || {
-                    let c = storage_config(t, load, secs)?;
-                    act_run(ctx, &id, &c, &format!("act/{}-{}", t.label, tl.load), secs)
+                    let c = storage_config(t, tl.load, tl.secs)?;
+                    act_run(
+                        ctx,
+                        &id,
+                        &c,
+                        &format!("act/{}-{}", t.label, tl.name),
+                        tl.secs,
+                    )
                 })
             })?;
         }
-        if let Some(s) = &act.search {
-            let trial = parse_duration_secs(&s.trial).map_err(|e| anyhow!(e))?;
-            let confirm = parse_duration_secs(&s.confirm).map_err(|e| anyhow!(e))?;
+        if let Some(s) = &plan.search {
+            let (trial, confirm) = (s.trial_secs, s.confirm_secs);
             each_parallel(targets, |t| {
                 ctx.stage(&format!("act search {}", t.label), true, || {
                     let spec = crate::act::search::SearchSpec {
@@ -532,62 +532,33 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 })
             })?;
         }
-        if let Some(ix) = &act.index {
-            let load = parse_load(&ix.load).map_err(|e| anyhow!(e))?;
-            let secs = parse_duration_secs(&ix.duration).map_err(|e| anyhow!(e))?;
+        if let Some(ix) = &plan.index {
             each_parallel(targets, |t| {
-                let id = format!("act index {} {}", ix.load, t.label);
+                let id = format!("act index {} {}", ix.name, t.label);
                 ctx.stage(&id, true, || {
-                    let c = drive_config!(IndexConfig, t, load, secs)?;
+                    let c = drive_config!(IndexConfig, t, ix.load, ix.secs)?;
                     act_run(
                         ctx,
                         &id,
                         &c,
-                        &format!("act/index-{}-{}", t.label, ix.load),
-                        secs,
+                        &format!("act/index-{}-{}", t.label, ix.name),
+                        ix.secs,
                     )
                 })
             })?;
         }
     }
-    if let Some(s) = &p.stream {
-        let writes = s
-            .pattern
-            .as_ref()
-            .is_none_or(|v| v.iter().any(|x| x == "write"));
+    if let Some(s) = &plan.stream {
+        let writes = s.passes.contains(&crate::stream::Pass::Write);
         ctx.stage("stream", writes, || {
-            let passes = match &s.pattern {
-                Some(v) => v
-                    .iter()
-                    .map(|x| {
-                        if x == "read" {
-                            crate::stream::Pass::Read
-                        } else {
-                            crate::stream::Pass::Write
-                        }
-                    })
-                    .collect(),
-                None => vec![crate::stream::Pass::Write, crate::stream::Pass::Read],
-            };
             let spec = crate::stream::Spec {
                 targets: targets.iter().map(|t| t.path.clone()).collect(),
-                size: s
-                    .size
-                    .as_deref()
-                    .map(parse_size)
-                    .transpose()
-                    .map_err(|e| anyhow!(e))?,
-                percent: s.percent.unwrap_or(100),
-                bs: s
-                    .bs
-                    .as_deref()
-                    .map(parse_size)
-                    .transpose()
-                    .map_err(|e| anyhow!(e))?
-                    .unwrap_or(1 << 20) as u32,
-                qd: s.qd.unwrap_or(32),
-                jobs: s.jobs.unwrap_or(1),
-                passes,
+                size: s.size,
+                percent: s.percent,
+                bs: s.bs,
+                qd: s.qd,
+                jobs: s.jobs,
+                passes: s.passes.clone(),
                 verify: s.verify,
                 direct: true,
                 engine: crate::engine::EngineKind::Auto,
@@ -650,13 +621,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let digest = sha_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
-    let interval = p
-        .progress_interval
-        .as_deref()
-        .map(|i| parse_duration_secs(i).map_err(|e| anyhow!(e)))
-        .transpose()?
-        .unwrap_or(10);
-    let console = Console::new(Duration::from_secs(interval.max(1)), opts.plain);
+    let console = Console::new(p.plan.progress_interval, opts.plain);
     console.say(&format!("profile: {} — {}", p.name, opts.source));
     console.say(&format!(
         "results: {}{}",
@@ -673,11 +638,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         journal: Mutex::new(journal),
         console: console.clone(),
         stop,
-        deadline: p
-            .time_budget
-            .as_deref()
-            .and_then(|b| parse_duration_secs(b).ok())
-            .map(|s| Instant::now() + Duration::from_secs(s)),
+        deadline: p.plan.time_budget.map(|b| Instant::now() + b),
         notes: Mutex::new(Vec::new()),
     };
     let result = run_stages(&ctx, opts);
@@ -886,14 +847,8 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     ending.bundle = Some(spooled.clone());
     ending.bundle_sha256 = Some(created.sha256.clone());
 
-    if let Some(u) = &p.upload {
-        let deadline = u
-            .deadline
-            .as_deref()
-            .map(humantime::parse_duration)
-            .transpose()
-            .map_err(|e| anyhow!("upload.deadline: {e}"))?
-            .unwrap_or(Duration::from_secs(600));
+    if let (Some(u), Some(up)) = (&p.upload, &p.plan.upload) {
+        let deadline = up.deadline;
         let token = u
             .token_file
             .as_ref()
@@ -901,12 +856,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             .transpose()?;
         let mut clients = Vec::new();
         for to in &u.to {
-            let pins = u
-                .pin_sha256
-                .iter()
-                .map(|x| crate::upload::tls::parse_pin(x))
-                .collect::<Result<_, _>>()
-                .map_err(|e| anyhow!(e))?;
+            let pins = up.pins.clone();
             let client = crate::upload::Client::new(crate::upload::Options {
                 to: to.clone(),
                 ca_file: u.ca_file.clone(),

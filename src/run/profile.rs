@@ -48,6 +48,9 @@ pub struct Profile {
     #[serde(default)]
     pub bundle: Bundle,
     pub upload: Option<Upload>,
+    /// The parsed plan (not part of the file: made by `parse`).
+    #[serde(skip)]
+    pub plan: Plan,
 }
 
 fn default_done() -> String {
@@ -162,6 +165,53 @@ pub struct Upload {
     pub deadline: Option<String>,
 }
 
+/// A profile with every unit parsed, made once by `Profile::parse`: what
+/// `storcert run` carries out, so nothing is parsed twice or two ways.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub progress_interval: Duration,
+    pub time_budget: Option<Duration>,
+    /// Bytes of the scratch file, when the profile tests one.
+    pub scratch_bytes: Option<u64>,
+    pub storage: Vec<TimedPlan>,
+    pub search: Option<SearchPlan>,
+    pub index: Option<TimedPlan>,
+    pub stream: Option<StreamPlan>,
+    pub upload: Option<UploadPlan>,
+}
+
+/// An ACT load for a time: `name` as the profile wrote it ("10x").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimedPlan {
+    pub name: String,
+    pub load: f64,
+    pub secs: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchPlan {
+    pub max_load: u32,
+    pub trial_secs: u64,
+    pub confirm_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamPlan {
+    pub size: Option<u64>,
+    pub percent: u32,
+    pub bs: u32,
+    pub qd: u32,
+    pub jobs: u32,
+    pub passes: Vec<crate::stream::Pass>,
+    pub verify: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UploadPlan {
+    pub deadline: Duration,
+    pub pins: Vec<[u8; 32]>,
+}
+
 /// A profile error, one line: origin, place, what.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
@@ -198,7 +248,8 @@ impl Profile {
                 .unwrap_or_default();
             ProfileError(format!("{origin}: {place}{}", e.message()))
         })?;
-        p.validate().map_err(|(key, msg)| {
+        let mut p = p;
+        p.plan = p.validate().map_err(|(key, msg)| {
             ProfileError(format!(
                 "{origin}: {}{key}: {msg}",
                 line_of(text, key.split(['.', '[']).next_back().unwrap_or(&key))
@@ -211,8 +262,13 @@ impl Profile {
         parse_duration_secs(v).map_err(|e| (key.to_string(), e.to_string()))
     }
 
-    /// Every unit parsed and every contradiction found; Err((key, why)).
-    fn validate(&self) -> Result<(), (String, String)> {
+    /// Every unit parsed into the plan and every contradiction found;
+    /// Err((key, why)).
+    fn validate(&self) -> Result<Plan, (String, String)> {
+        let mut plan = Plan {
+            progress_interval: Duration::from_secs(10),
+            ..Plan::default()
+        };
         let bad = |k: &str, m: String| Err((k.to_string(), m));
         if self.name.trim().is_empty() {
             return bad("name", "must not be empty".into());
@@ -227,12 +283,15 @@ impl Profile {
             );
         }
         if let Some(i) = &self.progress_interval {
-            Self::duration("progress_interval", i)?;
+            plan.progress_interval =
+                Duration::from_secs(Self::duration("progress_interval", i)?.max(1));
         }
         let d = &self.devices;
         match (&d.scratch, d.select.as_deref()) {
             (Some(s), _) => {
-                parse_size(s).map_err(|e| ("devices.scratch".to_string(), e.to_string()))?;
+                plan.scratch_bytes = Some(
+                    parse_size(s).map_err(|e| ("devices.scratch".to_string(), e.to_string()))?,
+                );
                 if d.select.is_some()
                     || !d.paths.is_empty()
                     || !d.serials.is_empty()
@@ -290,19 +349,29 @@ impl Profile {
         if let Some(a) = &self.act {
             for (i, t) in a.storage.iter().enumerate() {
                 let k = format!("act.storage[{i}]");
-                parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?;
-                Self::duration(&format!("{k}.duration"), &t.duration)?;
+                plan.storage.push(TimedPlan {
+                    name: t.load.clone(),
+                    load: parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?,
+                    secs: Self::duration(&format!("{k}.duration"), &t.duration)?,
+                });
             }
             if let Some(s) = &a.search {
                 if s.max_load < 1 {
                     return bad("act.search.max_load", "must be at least 1".into());
                 }
-                Self::duration("act.search.trial", &s.trial)?;
-                Self::duration("act.search.confirm", &s.confirm)?;
+                plan.search = Some(SearchPlan {
+                    max_load: s.max_load,
+                    trial_secs: Self::duration("act.search.trial", &s.trial)?,
+                    confirm_secs: Self::duration("act.search.confirm", &s.confirm)?,
+                });
             }
             if let Some(t) = &a.index {
-                parse_load(&t.load).map_err(|e| ("act.index.load".to_string(), e.to_string()))?;
-                Self::duration("act.index.duration", &t.duration)?;
+                plan.index = Some(TimedPlan {
+                    name: t.load.clone(),
+                    load: parse_load(&t.load)
+                        .map_err(|e| ("act.index.load".to_string(), e.to_string()))?,
+                    secs: Self::duration("act.index.duration", &t.duration)?,
+                });
             }
             if a.storage.is_empty() && a.search.is_none() && a.index.is_none() && !a.prep {
                 return bad(
@@ -315,17 +384,24 @@ impl Profile {
             if s.size.is_some() && s.percent.is_some() {
                 return bad("stream", "give size or percent, not both".into());
             }
-            if let Some(v) = &s.size {
-                parse_size(v).map_err(|e| ("stream.size".to_string(), e.to_string()))?;
-            }
+            let size = s
+                .size
+                .as_deref()
+                .map(|v| parse_size(v).map_err(|e| ("stream.size".to_string(), e.to_string())))
+                .transpose()?;
             if let Some(p) = s.percent {
                 if !(1..=100).contains(&p) {
                     return bad("stream.percent", format!("{p} is not 1-100"));
                 }
             }
-            if let Some(v) = &s.bs {
-                parse_size(v).map_err(|e| ("stream.bs".to_string(), e.to_string()))?;
-            }
+            let bs = match &s.bs {
+                Some(v) => {
+                    let b = parse_size(v).map_err(|e| ("stream.bs".to_string(), e.to_string()))?;
+                    u32::try_from(b)
+                        .map_err(|_| ("stream.bs".to_string(), format!("{v}: too large")))?
+                }
+                None => 1 << 20,
+            };
             for p in s.pattern.iter().flatten() {
                 if p != "read" && p != "write" {
                     return bad("stream.pattern", format!("{p:?}: \"write\" or \"read\""));
@@ -345,6 +421,22 @@ impl Profile {
             {
                 return bad("stream.verify", "verify needs the write pass".into());
             }
+            use crate::stream::Pass;
+            plan.stream = Some(StreamPlan {
+                size,
+                percent: s.percent.unwrap_or(100),
+                bs,
+                qd: s.qd.unwrap_or(32),
+                jobs: s.jobs.unwrap_or(1),
+                passes: match &s.pattern {
+                    Some(v) => v
+                        .iter()
+                        .map(|x| if x == "read" { Pass::Read } else { Pass::Write })
+                        .collect(),
+                    None => vec![Pass::Write, Pass::Read],
+                },
+                verify: s.verify,
+            });
         }
         if self.read_only {
             if self.provision.is_some() {
@@ -374,18 +466,26 @@ impl Profile {
                     return bad("upload.to", format!("{t}: not http(s)"));
                 }
             }
+            let mut up = UploadPlan {
+                deadline: Duration::from_secs(600),
+                pins: Vec::new(),
+            };
             if let Some(dl) = &u.deadline {
-                humantime::parse_duration(dl)
+                up.deadline = humantime::parse_duration(dl)
                     .map_err(|e| ("upload.deadline".to_string(), e.to_string()))?;
             }
             for p in &u.pin_sha256 {
-                crate::upload::tls::parse_pin(p)
-                    .map_err(|e| ("upload.pin_sha256".to_string(), e.to_string()))?;
+                up.pins.push(
+                    crate::upload::tls::parse_pin(p)
+                        .map_err(|e| ("upload.pin_sha256".to_string(), e.to_string()))?,
+                );
             }
+            plan.upload = Some(up);
         }
         if let Some(b) = &self.time_budget {
             let budget = Self::duration("time_budget", b)?;
-            let need = self.timed_seconds();
+            plan.time_budget = Some(Duration::from_secs(budget));
+            let need = plan.timed_seconds();
             if need > budget {
                 return bad(
                     "time_budget",
@@ -396,29 +496,80 @@ impl Profile {
                 );
             }
         }
-        Ok(())
+        Ok(plan)
     }
+}
 
+impl Plan {
     /// Seconds of the timed stages (ACT runs; a search counts its
     /// confirmation and one trial per doubling up to max_load).
     pub fn timed_seconds(&self) -> u64 {
-        let secs = |d: &str| parse_duration_secs(d).unwrap_or(0);
-        let Some(a) = &self.act else { return 0 };
-        let mut total: u64 = a.storage.iter().map(|t| secs(&t.duration)).sum();
-        if let Some(s) = &a.search {
+        let mut total: u64 = self.storage.iter().map(|t| t.secs).sum();
+        if let Some(s) = &self.search {
             let trials = (s.max_load.max(1) as f64).log2().ceil() as u64 + 1;
-            total += trials * secs(&s.trial) + secs(&s.confirm);
+            total += trials * s.trial_secs + s.confirm_secs;
         }
-        if let Some(i) = &a.index {
-            total += secs(&i.duration);
-        }
-        total
+        total + self.index.as_ref().map_or(0, |i| i.secs)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsing_makes_the_plan_run_carries_out() {
+        let p = Profile::built_in("quick").unwrap();
+        let plan = &p.plan;
+        assert_eq!(plan.scratch_bytes, Some(4 << 30));
+        assert_eq!(
+            plan.storage,
+            [
+                TimedPlan {
+                    name: "1x".into(),
+                    load: 1.0,
+                    secs: 20
+                },
+                TimedPlan {
+                    name: "10x".into(),
+                    load: 10.0,
+                    secs: 20
+                },
+            ]
+        );
+        let st = plan.stream.as_ref().unwrap();
+        assert_eq!(
+            (st.size, st.bs, st.qd, st.percent),
+            (Some(1 << 30), 1 << 20, 32, 100)
+        );
+        assert_eq!(
+            st.passes,
+            [crate::stream::Pass::Write, crate::stream::Pass::Read]
+        );
+        assert_eq!(plan.progress_interval, Duration::from_secs(10));
+        assert_eq!(plan.timed_seconds(), 40);
+        let p = Profile::parse(
+            "name = \"x\"\nprogress_interval = \"3s\"\ntime_budget = \"2h\"\n[devices]\nscratch = \"1G\"\n\
+             [act]\nsearch = { max_load = 8, trial = \"1m\", confirm = \"10m\" }\n\
+             [upload]\nto = [\"https://c.example/u/\"]\ndeadline = \"90s\"\n",
+            "t",
+        )
+        .unwrap();
+        let s = p.plan.search.as_ref().unwrap();
+        assert_eq!((s.max_load, s.trial_secs, s.confirm_secs), (8, 60, 600));
+        assert_eq!(p.plan.timed_seconds(), 4 * 60 + 600);
+        assert_eq!(p.plan.time_budget, Some(Duration::from_secs(7200)));
+        assert_eq!(p.plan.progress_interval, Duration::from_secs(3));
+        assert_eq!(
+            p.plan.upload.as_ref().unwrap().deadline,
+            Duration::from_secs(90)
+        );
+        let bad = Profile::parse(
+            "name = \"x\"\n[devices]\nscratch = \"1G\"\n[stream]\nbs = \"8G\"\n",
+            "t",
+        );
+        assert!(bad.unwrap_err().0.contains("stream.bs"));
+    }
 
     #[test]
     fn built_ins_are_valid() {
