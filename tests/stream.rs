@@ -474,6 +474,7 @@ mod documented {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     pub struct Stream {
+        pub artefact: String,
         pub schema_version: u32,
         pub seed: u64,
         pub storcert_version: String,
@@ -594,6 +595,7 @@ fn own_json_matches_the_documented_schema() {
     );
     let doc: documented::Stream =
         serde_json::from_slice(&out.stdout).expect("output follows docs/stream-schema.md");
+    assert_eq!(doc.artefact, "stream");
     assert_eq!(doc.schema_version, 1);
     assert_eq!(doc.passes.len(), 2);
     assert_eq!(doc.passes[1].pass, "read");
