@@ -20,27 +20,65 @@ pub use self::verdict::Verdict;
 /// The name of the key that says what a results file is.
 pub const TAG: &str = "artefact";
 
-/// Every results file storcert writes, tagged with what it is
-/// (`"artefact": "act-run"`) beside its own `schema_version`, so a reader
-/// knows a file by its tag, never by which keys it happens to have.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "artefact", rename_all = "kebab-case")]
-pub enum Artefact {
-    ActRun(act::RunResult),
-    ActAnalysis(act::LogAnalysis),
-    ActSearch(act::SearchResult),
-    ActPrep(act::Prep),
-    Stream(stream::StreamResult),
-    StreamFs(stream::FsResult),
-    Policy(policy::Report),
-    HealthSnapshot(health::Snapshot),
-    HealthDiff(health::Diff),
-    Inventory(inventory::Inventory),
-    Targets(run::Targets),
-    Journal(run::Journal),
-    RunNotes(run::RunNotes),
-    Provision(provision::ProvisionResult),
-    System(system::SystemIdentity),
+/// Declares the artefact kinds once: each line is a variant, its tag, its
+/// type and the schema version this build writes and reads up to. Adding
+/// a kind of result is one line here (and its `judgement`).
+macro_rules! artefacts {
+    ($($variant:ident($ty:ty) = $tag:literal, $schema:expr;)*) => {
+        /// Every results file storcert writes, tagged with what it is
+        /// (`"artefact": "act-run"`) beside its own `schema_version`, so a
+        /// reader knows a file by its tag, never by which keys it happens
+        /// to have.
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(tag = "artefact")]
+        pub enum Artefact {
+            $(#[serde(rename = $tag)] $variant($ty),)*
+        }
+
+        impl Artefact {
+            /// Every kind with the schema version this build writes and
+            /// reads up to (docs/bundle-format.md lists them).
+            pub const SCHEMAS: &'static [(&'static str, u32)] = &[$(($tag, $schema),)*];
+
+            /// The tag's value ("act-run", "stream", …).
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Artefact::$variant(_) => $tag,)*
+                }
+            }
+
+            /// The artefact's own schema version.
+            pub fn schema_version(&self) -> u32 {
+                match self {
+                    $(Artefact::$variant(x) => x.schema_version,)*
+                }
+            }
+        }
+
+        $(impl From<$ty> for Artefact {
+            fn from(x: $ty) -> Artefact {
+                Artefact::$variant(x)
+            }
+        })*
+    };
+}
+
+artefacts! {
+    ActRun(act::RunResult) = "act-run", act::RUN_SCHEMA;
+    ActAnalysis(act::LogAnalysis) = "act-analysis", act::ANALYSIS_SCHEMA;
+    ActSearch(act::SearchResult) = "act-search", act::SEARCH_SCHEMA;
+    ActPrep(act::Prep) = "act-prep", act::PREP_SCHEMA;
+    Stream(stream::StreamResult) = "stream", stream::SCHEMA_VERSION;
+    StreamFs(stream::FsResult) = "stream-fs", stream::FS_SCHEMA;
+    Policy(policy::Report) = "policy", policy::SCHEMA_VERSION;
+    HealthSnapshot(health::Snapshot) = "health-snapshot", health::SCHEMA_VERSION;
+    HealthDiff(health::Diff) = "health-diff", health::SCHEMA_VERSION;
+    Inventory(inventory::Inventory) = "inventory", inventory::SCHEMA_VERSION;
+    Targets(run::Targets) = "targets", run::TARGETS_SCHEMA;
+    Journal(run::Journal) = "journal", run::JOURNAL_SCHEMA;
+    RunNotes(run::RunNotes) = "run-notes", run::NOTES_SCHEMA;
+    Provision(provision::ProvisionResult) = "provision", provision::SCHEMA_VERSION;
+    System(system::SystemIdentity) = "system", system::SCHEMA_VERSION;
 }
 
 /// A results file that could not be read as the artefact its tag names.
@@ -65,68 +103,6 @@ pub enum ReadError {
 }
 
 impl Artefact {
-    /// The tag's value ("act-run", "stream", …).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Artefact::ActRun(_) => "act-run",
-            Artefact::ActAnalysis(_) => "act-analysis",
-            Artefact::ActSearch(_) => "act-search",
-            Artefact::ActPrep(_) => "act-prep",
-            Artefact::Stream(_) => "stream",
-            Artefact::StreamFs(_) => "stream-fs",
-            Artefact::Policy(_) => "policy",
-            Artefact::HealthSnapshot(_) => "health-snapshot",
-            Artefact::HealthDiff(_) => "health-diff",
-            Artefact::Inventory(_) => "inventory",
-            Artefact::Targets(_) => "targets",
-            Artefact::Journal(_) => "journal",
-            Artefact::RunNotes(_) => "run-notes",
-            Artefact::Provision(_) => "provision",
-            Artefact::System(_) => "system",
-        }
-    }
-
-    /// Every kind with the schema version this build writes and reads up
-    /// to (docs/bundle-format.md lists them).
-    pub const SCHEMAS: [(&'static str, u32); 15] = [
-        ("act-run", act::RUN_SCHEMA),
-        ("act-analysis", act::ANALYSIS_SCHEMA),
-        ("act-search", act::SEARCH_SCHEMA),
-        ("act-prep", act::PREP_SCHEMA),
-        ("stream", stream::SCHEMA_VERSION),
-        ("stream-fs", stream::FS_SCHEMA),
-        ("policy", policy::SCHEMA_VERSION),
-        ("health-snapshot", health::SCHEMA_VERSION),
-        ("health-diff", health::SCHEMA_VERSION),
-        ("inventory", inventory::SCHEMA_VERSION),
-        ("targets", run::TARGETS_SCHEMA),
-        ("journal", run::JOURNAL_SCHEMA),
-        ("run-notes", run::NOTES_SCHEMA),
-        ("provision", provision::SCHEMA_VERSION),
-        ("system", system::SCHEMA_VERSION),
-    ];
-
-    /// The artefact's own schema version.
-    pub fn schema_version(&self) -> u32 {
-        match self {
-            Artefact::ActRun(x) => x.schema_version,
-            Artefact::ActAnalysis(x) => x.schema_version,
-            Artefact::ActSearch(x) => x.schema_version,
-            Artefact::ActPrep(x) => x.schema_version,
-            Artefact::Stream(x) => x.schema_version,
-            Artefact::StreamFs(x) => x.schema_version,
-            Artefact::Policy(x) => x.schema_version,
-            Artefact::HealthSnapshot(x) => x.schema_version,
-            Artefact::HealthDiff(x) => x.schema_version,
-            Artefact::Inventory(x) => x.schema_version,
-            Artefact::Targets(x) => x.schema_version,
-            Artefact::Journal(x) => x.schema_version,
-            Artefact::RunNotes(x) => x.schema_version,
-            Artefact::Provision(x) => x.schema_version,
-            Artefact::System(x) => x.schema_version,
-        }
-    }
-
     /// Reads a tagged results file. A file of a newer schema than this
     /// build knows is refused rather than half-read.
     pub fn from_json(data: &[u8]) -> Result<Artefact, ReadError> {
@@ -168,39 +144,6 @@ impl Artefact {
         let mut s = serde_json::to_vec_pretty(self).expect("artefacts serialise");
         s.push(b'\n');
         s
-    }
-}
-
-macro_rules! artefact_from {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl From<$ty> for Artefact {
-            fn from(x: $ty) -> Artefact {
-                Artefact::$variant(x)
-            }
-        }
-    )*};
-}
-
-artefact_from!(
-    ActRun(act::RunResult),
-    ActAnalysis(act::LogAnalysis),
-    ActSearch(act::SearchResult),
-    ActPrep(act::Prep),
-    Stream(stream::StreamResult),
-    StreamFs(stream::FsResult),
-    Policy(policy::Report),
-    HealthDiff(health::Diff),
-    Inventory(inventory::Inventory),
-    Targets(run::Targets),
-    Journal(run::Journal),
-    RunNotes(run::RunNotes),
-    Provision(provision::ProvisionResult),
-    System(system::SystemIdentity),
-);
-
-impl From<health::Snapshot> for Artefact {
-    fn from(x: health::Snapshot) -> Artefact {
-        Artefact::HealthSnapshot(x)
     }
 }
 
