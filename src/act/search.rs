@@ -3,6 +3,7 @@
 //! the first failing load, then one confirmation run at the load found —
 //! what people qualifying drives do by hand.
 
+use crate::output::console::Console;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,10 +27,21 @@ pub struct SearchSpec {
     pub out_dir: PathBuf,
 }
 
+/// What every trial of one search shares.
+struct Trials<'a> {
+    spec: &'a SearchSpec,
+    opts: &'a RunOptions,
+    stop: &'a Arc<AtomicBool>,
+    console: &'a Console,
+}
+
 fn trial(
-    spec: &SearchSpec,
-    opts: &RunOptions,
-    stop: &Arc<AtomicBool>,
+    Trials {
+        spec,
+        opts,
+        stop,
+        console,
+    }: &Trials,
     load: u32,
     secs: u64,
     purpose: &str,
@@ -44,10 +56,10 @@ fn trial(
     let log_path = spec.out_dir.join(format!("trial-{n:02}-{load}x.log"));
     let mut log = std::fs::File::create(&log_path)
         .with_context(|| format!("create {}", log_path.display()))?;
-    eprintln!(
+    console.say(&format!(
         "act search: {purpose} trial at {load}x for {secs} s ({})",
         log_path.display()
-    );
+    ));
     let run = run_workload(
         &cfg,
         opts,
@@ -91,17 +103,24 @@ fn trial(
         max_lag_ms: run.max_lag_ms,
         log: log_path.display().to_string(),
     };
-    eprintln!("act search: {load}x: {}", t.result);
     Ok(t)
 }
 
+/// Each trial's start and result go to `console`.
 pub fn search(
     spec: &SearchSpec,
     opts: &RunOptions,
     stop: &Arc<AtomicBool>,
+    console: &Console,
 ) -> Result<SearchResult> {
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("create {}", spec.out_dir.display()))?;
+    let shared = Trials {
+        spec,
+        opts,
+        stop,
+        console,
+    };
     let mut n = 0;
     strategy(
         spec.max_load,
@@ -112,7 +131,9 @@ pub fn search(
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            trial(spec, opts, stop, load, secs, purpose, n).map(Some)
+            let t = trial(&shared, load, secs, purpose, n)?;
+            console.say(&format!("act search: {load}x: {}", t.result));
+            Ok(Some(t))
         },
     )
 }

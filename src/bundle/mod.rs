@@ -12,6 +12,7 @@
 
 pub mod attest;
 pub mod contents;
+pub mod keys;
 pub mod minisign;
 pub mod summary;
 pub mod system;
@@ -411,4 +412,28 @@ pub fn verify(
             .map(|s| s.name.clone())
             .collect(),
     })
+}
+
+/// Creates, signs and durably writes a bundle and its signatures
+/// (signatures first, so a bundle on disk always has them). Returns the
+/// bundle's digest and summary.
+pub fn create_signed(dir: &Path, output: &Path, key: Option<&SecretKey>) -> Result<Created> {
+    let created = create(dir)?;
+    if let Some(key) = key {
+        let name = output
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| anyhow::anyhow!("{}: not a file name", output.display()))?;
+        let sigs = sign(&created.bytes, name, &created.summary, key);
+        for (path, text) in [
+            (minisig_path(output), &sigs.minisig),
+            (envelope_path(output), &sigs.envelope),
+        ] {
+            crate::util::fs::write_durably(&path, text)
+                .with_context(|| path.display().to_string())?;
+        }
+    }
+    crate::util::fs::write_durably(output, &created.bytes)
+        .with_context(|| output.display().to_string())?;
+    Ok(created)
 }

@@ -372,7 +372,10 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         engine: a.engine,
         ..RunOptions::default()
     };
-    let result = match search::search(&spec, &opts, &stop) {
+    let console = Console::for_command();
+    let result = search::search(&spec, &opts, &stop, &console);
+    console.close();
+    let result = match result {
         Ok(r) => r,
         Err(e) => return fail("search", format!("{e:#}")),
     };

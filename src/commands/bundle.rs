@@ -1,38 +1,18 @@
 //! `storcert keygen` and `storcert bundle create|verify`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::Context;
 
 use super::exit;
-use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
+use crate::bundle::keys::{make_key, public_key_path, read_public_keys, read_secret_key};
+use crate::bundle::{self, create_signed};
 use crate::cli::{BundleArgs, BundleCommand, BundleCreateArgs, BundleVerifyArgs, KeygenArgs};
-use crate::util::fs::{write_durably, write_secret};
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert {cmd}: {msg}");
     ExitCode::from(exit::COULD_NOT_RUN)
-}
-
-pub fn public_key_path(secret: &Path) -> PathBuf {
-    let mut name = secret.file_name().unwrap_or_default().to_os_string();
-    name.push(".pub");
-    secret.with_file_name(name)
-}
-
-/// Makes a key pair at `secret` (and `secret`.pub).
-pub fn make_key(secret: &Path, force: bool) -> anyhow::Result<SecretKey> {
-    let public = public_key_path(secret);
-    for p in [secret, public.as_path()] {
-        if !force && p.exists() {
-            bail!("{}: exists (--force replaces it)", p.display());
-        }
-    }
-    let key = SecretKey::generate();
-    write_secret(secret, key.to_file()).with_context(|| secret.display().to_string())?;
-    write_durably(&public, key.public().to_file()).with_context(|| public.display().to_string())?;
-    Ok(key)
 }
 
 pub fn keygen(args: KeygenArgs) -> ExitCode {
@@ -54,47 +34,11 @@ pub fn keygen(args: KeygenArgs) -> ExitCode {
     }
 }
 
-pub fn read_secret_key(path: &Path) -> anyhow::Result<SecretKey> {
-    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
-    SecretKey::parse_file(&text).with_context(|| path.display().to_string())
-}
-
-pub fn read_public_keys(path: &Path) -> anyhow::Result<Vec<PublicKey>> {
-    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
-    PublicKey::parse_many(&text).with_context(|| path.display().to_string())
-}
-
 pub fn run(args: BundleArgs) -> ExitCode {
     match args.command {
         BundleCommand::Create(a) => create(a),
         BundleCommand::Verify(a) => verify(a),
     }
-}
-
-/// Creates, signs and durably writes a bundle and its signatures
-/// (signatures first, so a bundle on disk always has them). Returns the
-/// bundle's digest and summary.
-pub fn create_signed(
-    dir: &Path,
-    output: &Path,
-    key: Option<&SecretKey>,
-) -> anyhow::Result<bundle::Created> {
-    let created = bundle::create(dir)?;
-    if let Some(key) = key {
-        let name = output
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| anyhow!("{}: not a file name", output.display()))?;
-        let sigs = bundle::sign(&created.bytes, name, &created.summary, key);
-        for (path, text) in [
-            (bundle::minisig_path(output), &sigs.minisig),
-            (bundle::envelope_path(output), &sigs.envelope),
-        ] {
-            write_durably(&path, text).with_context(|| path.display().to_string())?;
-        }
-    }
-    write_durably(output, &created.bytes).with_context(|| output.display().to_string())?;
-    Ok(created)
 }
 
 fn create(a: BundleCreateArgs) -> ExitCode {

@@ -12,7 +12,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(a: CollectArgs) -> ExitCode {
-    let trusted = match super::bundle::read_public_keys(&a.trusted_keys) {
+    let trusted = match crate::bundle::keys::read_public_keys(&a.trusted_keys) {
         Ok(k) => k,
         Err(e) => return fail(format!("--trusted-keys {e:#}")),
     };

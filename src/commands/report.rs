@@ -24,7 +24,7 @@ pub fn run(a: ReportArgs) -> ExitCode {
             Err(e) => return fail(format!("{}: {e}", a.input.display())),
         };
         if let Some(pk) = &a.pubkey {
-            let keys = match super::bundle::read_public_keys(pk) {
+            let keys = match crate::bundle::keys::read_public_keys(pk) {
                 Ok(k) => k,
                 Err(e) => return fail(format!("--pubkey {e:#}")),
             };

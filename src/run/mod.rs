@@ -523,6 +523,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                         &spec,
                         &crate::act::RunOptions::default(),
                         &ctx.stop,
+                        &ctx.console,
                     )?;
                     ctx.write(&format!("act/search-{}.json", t.label), r.clone())?;
                     Ok(match r.highest_passing_load {
@@ -806,9 +807,9 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 .join("storcert.key")
         });
     let key = if key_path.exists() {
-        crate::commands::bundle::read_secret_key(&key_path).map_err(|e| anyhow!(e))?
+        crate::bundle::keys::read_secret_key(&key_path).map_err(|e| anyhow!(e))?
     } else {
-        let k = crate::commands::bundle::make_key(&key_path, false).map_err(|e| anyhow!(e))?;
+        let k = crate::bundle::keys::make_key(&key_path, false).map_err(|e| anyhow!(e))?;
         ctx.console.say(&format!(
             "made signing key {} ({})",
             k.public().id_hex(),
@@ -839,8 +840,8 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         .join("bundles")
         .join(&bundle_name);
     crate::util::fs::create_dir_durably(out.parent().expect("has a parent"))?;
-    let created = crate::commands::bundle::create_signed(&ctx.dir, &out, Some(&key))
-        .map_err(|e| anyhow!(e))?;
+    let created =
+        crate::bundle::create_signed(&ctx.dir, &out, Some(&key)).map_err(|e| anyhow!(e))?;
     let spooled = spool.put(&out)?;
     ending.verdict = created.summary.verdict;
     ending.reasons = created.summary.reasons.clone();
