@@ -100,6 +100,8 @@ fn a_destructive_run_leaves_every_decoy_disk_byte_identical() {
     let err = read(&r.join("run.err"));
     // The run found exactly one eligible disk and refused every decoy.
     let targets: serde_json::Value = serde_json::from_str(&read(&r.join("targets.json"))).unwrap();
+    assert_eq!(targets["artefact"], "targets", "{targets}");
+    let targets = &targets["targets"];
     assert_eq!(targets.as_array().unwrap().len(), 1, "{targets}\n{err}");
     assert_eq!(targets[0]["path"], "/dev/vda", "{err}");
     for (dev, why) in [
