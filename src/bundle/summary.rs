@@ -101,13 +101,8 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     for item in &c.items {
         let path = &format!("{}{}", c.prefix, item.path);
         match &item.artefact {
-            Artefact::ActRun(r) => judge(&mut s, format!("act-run ({path})"), r.judgement()),
             // Judged after the others, with the logs of its trials.
             Artefact::ActSearch(_) => {}
-            Artefact::Stream(r) => judge(&mut s, format!("stream ({path})"), r.judgement()),
-            Artefact::StreamFs(r) => judge(&mut s, format!("stream-fs ({path})"), r.judgement()),
-            Artefact::Policy(r) => judge(&mut s, format!("policy ({path})"), r.judgement()),
-            Artefact::HealthDiff(r) => judge(&mut s, format!("health ({path})"), r.judgement()),
             // One run has one of each: a second one is not guessed between.
             Artefact::Inventory(_) | Artefact::Targets(_) | Artefact::Journal(_)
                 if !seen.insert(item.artefact.kind()) =>
@@ -127,12 +122,12 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                 targets = Some(t.targets.iter().map(|t| t.path.clone()).collect())
             }
             Artefact::Journal(j) => journal = Some(j),
-            Artefact::ActAnalysis(_)
-            | Artefact::ActPrep(_)
-            | Artefact::HealthSnapshot(_)
-            | Artefact::RunNotes(_)
-            | Artefact::Provision(_)
-            | Artefact::System(_) => {}
+            // Every other kind that is a test on its own says so itself.
+            other => {
+                if let Some((name, j)) = other.judgement() {
+                    judge(&mut s, format!("{name} ({path})"), j);
+                }
+            }
         }
     }
     for item in &c.items {

@@ -139,16 +139,8 @@ impl Report {
                         ));
                     }
                 }
-                Artefact::ActAnalysis(_)
-                | Artefact::ActRun(_)
-                | Artefact::ActSearch(_)
-                | Artefact::ActPrep(_)
-                | Artefact::StreamFs(_)
-                | Artefact::HealthSnapshot(_)
-                | Artefact::Inventory(_)
-                | Artefact::Targets(_)
-                | Artefact::Journal(_)
-                | Artefact::Provision(_) => {}
+                // Shown below (ACT analyses) or not shown (records).
+                _ => {}
             }
         }
         for item in &c.items {

@@ -103,6 +103,22 @@ pub enum ReadError {
 }
 
 impl Artefact {
+    /// The test an artefact is on its own, with the name it is listed
+    /// under in a summary ("stream", "health", …); `None` for artefacts
+    /// that are not judged alone (a search needs its trials' logs, the
+    /// inventory, targets and journal shape the drives, the others are
+    /// records).
+    pub fn judgement(&self) -> Option<(&'static str, verdict::Judgement)> {
+        match self {
+            Artefact::ActRun(r) => Some(("act-run", r.judgement())),
+            Artefact::Stream(r) => Some(("stream", r.judgement())),
+            Artefact::StreamFs(r) => Some(("stream-fs", r.judgement())),
+            Artefact::Policy(r) => Some(("policy", r.judgement())),
+            Artefact::HealthDiff(r) => Some(("health", r.judgement())),
+            _ => None,
+        }
+    }
+
     /// Reads a tagged results file. A file of a newer schema than this
     /// build knows is refused rather than half-read.
     pub fn from_json(data: &[u8]) -> Result<Artefact, ReadError> {
