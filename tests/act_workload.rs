@@ -439,3 +439,60 @@ fn search_finds_the_highest_passing_load() {
     );
     assert!(tmp.path().join("trials/trial-04-3x.log").exists());
 }
+
+#[test]
+fn a_log_on_standard_output_is_written_not_read_back() {
+    // The log's analysis is saved beside a log in a regular file; one on
+    // a pipe is never read back (that waited forever) nor given a file
+    // in /dev. The run is bounded by timeout(1), so a regression fails.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("scratch");
+    let out = Command::new("timeout")
+        .args(["-s", "KILL", "120", env!("CARGO_BIN_EXE_storcert")])
+        .args(["act", "storage", "--device", file.to_str().unwrap()])
+        .args([
+            "--file-size-mbytes",
+            "64",
+            "--load",
+            "1x",
+            "--duration",
+            "2s",
+        ])
+        .args(["--log", "/dev/stdout"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("\nACT version"));
+    assert!(!std::path::Path::new("/dev/stdout.analysis.json").exists());
+    // In a regular file: the analysis is beside it and names its bytes.
+    let log = tmp.path().join("a.log");
+    let out = storcert(&[
+        "act",
+        "storage",
+        "--device",
+        file.to_str().unwrap(),
+        "--load",
+        "1x",
+        "--duration",
+        "2s",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = json(&tmp.path().join("a.analysis.json"));
+    assert_eq!(a["artefact"], "act-analysis");
+    assert_eq!(a["log"], "a.log");
+    assert_eq!(
+        a["log_sha256"].as_str().unwrap(),
+        storcert::util::sha256_hex(&std::fs::read(&log).unwrap())
+    );
+}

@@ -165,13 +165,20 @@ pub fn run_to_files(
     progress: &mut dyn FnMut(u64, f64, f64),
 ) -> Result<Ran> {
     use std::io::Write;
+    // Only a log in a regular file is read back and analysed: `--log
+    // /dev/stdout`, a pipe or a terminal is written, never read (that
+    // would wait forever) and gets no `.analysis.json` beside it in /dev.
+    let analysed_log = files
+        .log
+        .as_deref()
+        .filter(|p| std::fs::metadata(p).map_or(true, |m| m.is_file()));
     // Nothing of an earlier run at these paths may outlive a run that
     // fails: its result and its log's analysis go first.
     for stale in files
         .json
         .iter()
         .cloned()
-        .chain(files.log.as_deref().map(analyze::analysis_path))
+        .chain(analysed_log.map(analyze::analysis_path))
     {
         match std::fs::remove_file(&stale) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -213,7 +220,7 @@ pub fn run_to_files(
         crate::util::fs::write_durably(p, crate::results::Artefact::from(result.clone()).to_json())
             .with_context(|| format!("{}", p.display()))?;
     }
-    let analysis_error = match &files.log {
+    let analysis_error = match analysed_log {
         Some(log) => save_analysis(log, files.timeline.as_deref())
             .err()
             .map(|e| format!("{e:#}")),

@@ -35,6 +35,8 @@ fn fmt_eta(secs: u64) -> String {
 impl Console {
     /// `plain` forces plain lines even on a terminal.
     pub fn new(interval: Duration, plain: bool) -> Arc<Console> {
+        // A zero interval would print without pause.
+        let interval = interval.max(Duration::from_millis(100));
         if plain {
             crate::output::progress::force_plain();
         }

@@ -61,9 +61,16 @@ impl Progress {
 
     /// The pass ended with `done` bytes: its bar goes, its line stays.
     pub fn finish(self, done: u64) {
-        self.console.end(&self.label);
         self.console
             .say(&line(&self.label, done, self.total, self.started.elapsed()));
+    }
+}
+
+/// A pass that ends early (an error) takes its bar or line with it, so a
+/// run's console does not repeat it until the run ends.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.console.end(&self.label);
     }
 }
 
