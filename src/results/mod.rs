@@ -29,7 +29,11 @@ macro_rules! artefacts {
         /// (`"artefact": "act-run"`) beside its own `schema_version`, so a
         /// reader knows a file by its tag, never by which keys it happens
         /// to have.
-        #[derive(Debug, Clone, Serialize, Deserialize)]
+        // Read by `from_json`, which picks the type by the tag and reads
+        // it straight from the bytes: serde's own tagged-enum reading
+        // buffers the object first, and that buffer has no u128 (an NVMe
+        // drive's bytes written).
+        #[derive(Debug, Clone, Serialize)]
         #[serde(tag = "artefact")]
         pub enum Artefact {
             $(#[serde(rename = $tag)] $variant($ty),)*
@@ -44,6 +48,15 @@ macro_rules! artefacts {
             pub fn kind(&self) -> &'static str {
                 match self {
                     $(Artefact::$variant(_) => $tag,)*
+                }
+            }
+
+            /// The artefact of kind `tag` in `data`; `None` for a kind
+            /// this build does not know.
+            fn read_kind(tag: &str, data: &[u8]) -> Option<Result<Artefact, serde_json::Error>> {
+                match tag {
+                    $($tag => Some(serde_json::from_slice::<$ty>(data).map(Artefact::$variant)),)*
+                    _ => None,
                 }
             }
 
@@ -151,8 +164,22 @@ impl Artefact {
                 });
             }
         }
-        // From the bytes, not the value: a key given twice is refused there.
-        serde_json::from_slice(data).map_err(ReadError::Invalid)
+        // The tag and the version given twice are refused here (the value
+        // above kept the last of each); the body's own keys by its type.
+        #[derive(Deserialize)]
+        struct Once {
+            #[serde(rename = "artefact")]
+            _tag: serde::de::IgnoredAny,
+            #[serde(rename = "schema_version")]
+            _version: Option<serde::de::IgnoredAny>,
+        }
+        serde_json::from_slice::<Once>(data).map_err(ReadError::Invalid)?;
+        match Self::read_kind(kind, data) {
+            Some(read) => read.map_err(ReadError::Invalid),
+            None => Err(ReadError::BadHead(format!(
+                "unknown artefact kind {kind:?}"
+            ))),
+        }
     }
 
     /// Pretty JSON with the tag first, newline-terminated.
