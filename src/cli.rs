@@ -112,6 +112,31 @@ pub enum ActCommand {
 }
 
 /// How a run is carried out and where its outputs go.
+/// The I/O engine of a workload.
+#[derive(Debug, Args, Clone)]
+pub struct EngineArgs {
+    /// I/O engine
+    #[arg(long, value_enum, default_value = "auto")]
+    pub engine: crate::engine::EngineKind,
+    /// The null engine's latency: BASE[,RATE/s=LATENCY...], e.g.
+    /// "200us,5000/s=3ms" (3 ms once more than 5000 requests were issued in
+    /// the last second)
+    #[arg(long, value_name = "MODEL")]
+    pub null_latency: Option<crate::engine::NullLatency>,
+}
+
+impl EngineArgs {
+    /// The null engine's model; an error when one is given for a real engine
+    /// (where it would silently do nothing).
+    pub fn null_model(&self) -> Result<crate::engine::NullLatency, &'static str> {
+        match (&self.null_latency, self.engine) {
+            (Some(m), crate::engine::EngineKind::Null) => Ok(m.clone()),
+            (Some(_), _) => Err("--null-latency is for --engine null"),
+            (None, _) => Ok(Default::default()),
+        }
+    }
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct ActRunArgs {
     /// Write the ACT log here instead of standard output
@@ -123,9 +148,8 @@ pub struct ActRunArgs {
     /// Write per-second samples (JSON lines) here
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
-    /// I/O engine
-    #[arg(long, value_enum, default_value = "auto")]
-    pub engine: crate::engine::EngineKind,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Device errors tolerated before the run stops
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub max_errors: u64,
@@ -278,8 +302,8 @@ pub struct ActSearchArgs {
     /// Write the search result as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub engine: crate::engine::EngineKind,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     #[command(flatten)]
     pub safety: SafetyArgs,
 }
@@ -334,8 +358,8 @@ pub struct StreamArgs {
     /// Write the output here instead of standard output
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "auto")]
-    pub engine: crate::engine::EngineKind,
+    #[command(flatten)]
+    pub engine: EngineArgs,
     #[command(flatten)]
     pub safety: SafetyArgs,
     /// Filesystem pass in this directory (bonnie++-style) instead of devices

@@ -387,16 +387,28 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
 
 #[test]
 fn search_finds_the_highest_passing_load() {
+    // A drive whose latency the test sets, so the answer does not depend
+    // on how fast (or how busy) this machine is: the null engine answers
+    // in 200 us until more than 11000 requests were issued in the last
+    // second, then in 3 ms. At Nx the storage workload issues about
+    // 2023 x N requests a second (2000 reads, ~12 large-block reads and
+    // ~12 large-block writes per 1x), so 5x passes and 6x fails.
     let tmp = tempfile::tempdir().unwrap();
-    let lo = Loop::new(&tmp.path().join("s.img"), 1 << 30);
+    let scratch = tmp.path().join("drive");
     let res = tmp.path().join("s.json");
     let out = storcert(&[
         "act",
         "search",
         "--device",
-        &lo.dev,
+        scratch.to_str().unwrap(),
+        "--file-size-mbytes",
+        "64",
+        "--engine",
+        "null",
+        "--null-latency",
+        "200us,11000/s=3ms",
         "--max",
-        "3x",
+        "8x",
         "--trial",
         "3s",
         "--confirm",
@@ -413,11 +425,11 @@ fn search_finds_the_highest_passing_load() {
     );
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
-        table.contains("highest passing load: 3x (confirmed)"),
+        table.contains("highest passing load: 5x (confirmed)"),
         "{table}"
     );
     let v = json(&res);
-    let trials: Vec<(u64, String)> = v["trials"]
+    let trials: Vec<(u64, String, String, f64)> = v["trials"]
         .as_array()
         .unwrap()
         .iter()
@@ -425,19 +437,87 @@ fn search_finds_the_highest_passing_load() {
             (
                 t["load"].as_u64().unwrap(),
                 t["purpose"].as_str().unwrap().to_string(),
+                t["result"].as_str().unwrap().to_string(),
+                t["worst_pct_over_1ms"].as_f64().unwrap(),
             )
         })
         .collect();
+    let pass = |l: u64, p: &str| (l, p.to_string(), "passing".to_string());
+    let slow = |l: u64, p: &str| (l, p.to_string(), "stable at increased latency".to_string());
     assert_eq!(
-        trials,
+        trials
+            .iter()
+            .map(|t| (t.0, t.1.clone(), t.2.clone()))
+            .collect::<Vec<_>>(),
         vec![
-            (1, "escalate".into()),
-            (2, "escalate".into()),
-            (3, "escalate".into()),
-            (3, "confirm".into())
+            pass(1, "escalate"),
+            pass(2, "escalate"),
+            pass(4, "escalate"),
+            slow(8, "escalate"),
+            slow(6, "bisect"),
+            pass(5, "bisect"),
+            pass(5, "confirm"),
         ]
     );
-    assert!(tmp.path().join("trials/trial-04-3x.log").exists());
+    // Below the rate every read took 200 us; above it, all but those of
+    // the first fraction of a second (before the rate was reached) 3 ms.
+    for (load, _, result, over_1ms) in &trials {
+        if result == "passing" {
+            assert_eq!(*over_1ms, 0.0, "{load}x");
+        } else {
+            assert!(*over_1ms > 50.0, "{load}x: {over_1ms}");
+        }
+    }
+    assert!(tmp.path().join("trials/trial-07-5x.log").exists());
+    // The engine is named in the log, so a null-engine log is never
+    // mistaken for a drive's.
+    let log = std::fs::read_to_string(tmp.path().join("trials/trial-07-5x.log")).unwrap();
+    assert!(log.contains("open-loop null scheduler"), "{log}");
+}
+
+#[test]
+fn the_null_engine_is_refused_where_it_would_mislead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("drive");
+    std::fs::write(&scratch, vec![0u8; 1 << 20]).unwrap();
+    let s = scratch.to_str().unwrap();
+    for args in [
+        vec!["act", "prep", s, "--engine", "null"],
+        vec![
+            "stream", "-d", s, "--size", "1M", "--engine", "null", "--verify",
+        ],
+        vec![
+            "act",
+            "storage",
+            "--device",
+            s,
+            "--load",
+            "1x",
+            "--duration",
+            "1s",
+            "--null-latency",
+            "1ms",
+        ],
+        vec![
+            "act",
+            "storage",
+            "--device",
+            s,
+            "--load",
+            "1x",
+            "--duration",
+            "1s",
+            "--engine",
+            "null",
+            "--null-latency",
+            "1ms,5/s",
+        ],
+    ] {
+        let out = storcert(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("null"), "{args:?}: {err}");
+    }
 }
 
 #[test]

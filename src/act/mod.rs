@@ -28,6 +28,8 @@ use runner::{RunResult, Sinks};
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub engine: EngineKind,
+    /// The null engine's latency (with `EngineKind::Null`).
+    pub null_latency: engine::NullLatency,
     /// Requests the engine holds at once (open-loop ceiling).
     pub depth: u32,
     pub max_errors: u64,
@@ -38,6 +40,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             engine: EngineKind::Auto,
+            null_latency: engine::NullLatency::default(),
             depth: 2048,
             max_errors: 100,
             io_timeout: Duration::from_secs(30),
@@ -105,7 +108,8 @@ pub fn run_workload(
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
     let mut devices = open_devices(w.device_names(), w.dsync(), w.file_size())?;
-    let mut engine = engine::open(opts.engine, opts.depth).context("open the I/O engine")?;
+    let mut engine = engine::open_with(opts.engine, opts.depth, &opts.null_latency)
+        .context("open the I/O engine")?;
     let spec = w.run_spec(opts);
     let header = header(w, &devices, &spec.hist_names, engine.name());
     sinks.log.write_all(header.as_bytes())?;

@@ -104,13 +104,14 @@ fn storage_config_as_given(
     Ok(c)
 }
 
-fn run_options(r: &ActRunArgs) -> RunOptions {
-    RunOptions {
-        engine: r.engine,
+fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {
+    Ok(RunOptions {
+        engine: r.engine.engine,
+        null_latency: r.engine.null_model()?,
         max_errors: r.max_errors,
         io_timeout: Duration::from_secs(r.io_timeout),
         ..RunOptions::default()
-    }
+    })
 }
 
 /// Runs a workload with the log, timeline and progress wired up (the same
@@ -225,14 +226,24 @@ fn index(a: ActIndexArgs) -> ExitCode {
 
 /// Gate, plan, then run a workload with its outputs wired up.
 fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) -> ExitCode {
+    let opts = match run_options(run) {
+        Ok(o) => o,
+        Err(e) => return fail(cmd, e),
+    };
     let targets: Vec<PathBuf> = w.device_names().iter().map(PathBuf::from).collect();
     if let Err(code) = gate(&format!("act {cmd}"), action, &targets, &run.safety) {
         return code;
     }
-    execute(cmd, run, w, &run_options(run))
+    execute(cmd, run, w, &opts)
 }
 
 fn prep(a: ActPrepArgs) -> ExitCode {
+    if a.engine == crate::engine::EngineKind::Null {
+        return fail(
+            "prep",
+            "--engine null writes nothing, so it cannot zero or salt a drive",
+        );
+    }
     let names: Vec<String> = a.devices.iter().map(|p| p.display().to_string()).collect();
     if let Err(code) = gate(
         "act prep",
@@ -351,6 +362,10 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         Ok(c) => c.unwrap_or(trial * 6),
         Err(e) => return fail("search", format!("--confirm: {e}")),
     };
+    let null_latency = match a.engine.null_model() {
+        Ok(m) => m,
+        Err(e) => return fail("search", e),
+    };
     let targets: Vec<PathBuf> = base.device_names.iter().map(PathBuf::from).collect();
     if let Err(code) = gate(
         "act search",
@@ -369,7 +384,8 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         out_dir: a.out.clone(),
     };
     let opts = RunOptions {
-        engine: a.engine,
+        engine: a.engine.engine,
+        null_latency,
         ..RunOptions::default()
     };
     let console = Console::for_command();

@@ -71,6 +71,13 @@ pub fn run(a: StreamArgs) -> ExitCode {
             Err(e) => return fail(format!("--bs: {e}")),
         }
     };
+    let null_latency = match a.engine.null_model() {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    if a.verify && a.engine.engine == crate::engine::EngineKind::Null {
+        return fail("--verify reads back what was written; the null engine writes nothing");
+    }
     let size = match a.size.as_deref().map(parse_size).transpose() {
         Ok(s) => s,
         Err(e) => return fail(format!("--size: {e}")),
@@ -97,7 +104,8 @@ pub fn run(a: StreamArgs) -> ExitCode {
         passes: passes.clone(),
         verify: a.verify,
         direct: !a.buffered,
-        engine: a.engine,
+        engine: a.engine.engine,
+        null_latency,
         seed: a
             .seed
             .unwrap_or_else(|| crate::util::random::Rng::from_entropy().next_u64()),

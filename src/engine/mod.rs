@@ -4,6 +4,7 @@
 //! returns each with its issue and completion times.
 
 pub mod buffer;
+pub mod null;
 pub mod sync;
 pub mod uring;
 
@@ -12,6 +13,7 @@ use std::os::fd::RawFd;
 use std::time::Instant;
 
 pub use buffer::{AlignedBuf, BufferPool, BufferPools};
+pub use null::NullLatency;
 
 /// One read or write of `len` bytes at `offset`, into or from `buf`.
 pub struct Request {
@@ -82,11 +84,24 @@ pub enum EngineKind {
     Uring,
     /// a thread pool doing pread/pwrite
     Sync,
+    /// no I/O: each request completes after the latency of --null-latency
+    /// (checks the scheduler and the verdicts against a drive you define)
+    Null,
 }
 
-/// Opens an engine holding up to `depth` requests.
+/// Opens an engine holding up to `depth` requests (the null engine with
+/// no latency).
 pub fn open(kind: EngineKind, depth: u32) -> io::Result<Box<dyn Engine>> {
+    open_with(kind, depth, &NullLatency::default())
+}
+
+/// Opens an engine; `null` is the latency the null engine models.
+pub fn open_with(kind: EngineKind, depth: u32, null: &NullLatency) -> io::Result<Box<dyn Engine>> {
     match kind {
+        EngineKind::Null => Ok(Box::new(null::NullEngine::new(
+            depth as usize,
+            null.clone(),
+        ))),
         EngineKind::Uring => Ok(Box::new(uring::UringEngine::new(depth)?)),
         EngineKind::Sync => Ok(Box::new(sync::SyncEngine::new(depth as usize))),
         EngineKind::Auto => match uring::UringEngine::new(depth) {

@@ -563,6 +563,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 verify: s.verify,
                 direct: true,
                 engine: crate::engine::EngineKind::Auto,
+                null_latency: Default::default(),
                 seed: rand::random(),
             };
             let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;

@@ -49,6 +49,8 @@ pub struct Spec {
     /// O_DIRECT (false: through the page cache, as plain dd).
     pub direct: bool,
     pub engine: EngineKind,
+    /// The null engine's latency (with `EngineKind::Null`).
+    pub null_latency: engine::NullLatency,
     pub seed: u64,
 }
 
@@ -211,7 +213,8 @@ pub fn run(spec: &Spec, stop: &Arc<AtomicBool>, console: &Arc<Console>) -> Resul
     }
     let targets = open_targets(spec)?;
     let depth = (spec.qd as usize * spec.jobs as usize * targets.len()).clamp(1, 4096) as u32;
-    let mut engine = engine::open(spec.engine, depth).context("open the I/O engine")?;
+    let mut engine =
+        engine::open_with(spec.engine, depth, &spec.null_latency).context("open the I/O engine")?;
     let mut passes = Vec::new();
     for &pass in &spec.passes {
         let r = run_pass(spec, pass, &targets, engine.as_mut(), stop, console)?;

@@ -1,0 +1,317 @@
+//! The null engine: no I/O at all, each request "completes" after a latency
+//! the caller sets (fio has one too, to measure the tool itself). Its use is
+//! a drive whose behaviour a test decides: the scheduler, the verdicts and
+//! the load search are then checked against known latencies, not against
+//! how fast this machine's disk happens to be. The completion time it
+//! reports is the modelled one, so a busy CPU that wakes late does not add
+//! latency; only the issue times (the scheduler's own lag) are real.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use super::{Completion, Engine, Request};
+
+/// How long a request takes: `base`, or the latency of the highest step
+/// whose rate the last second's requests exceeded (a drive that slows down
+/// past its sustainable rate).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NullLatency {
+    pub base: Duration,
+    /// (requests in the last second above which, latency), rising rates.
+    pub steps: Vec<(u32, Duration)>,
+}
+
+impl NullLatency {
+    fn at_rate(&self, per_sec: usize) -> Duration {
+        self.steps
+            .iter()
+            .rev()
+            .find(|(above, _)| per_sec > *above as usize)
+            .map_or(self.base, |s| s.1)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("null latency {text:?}: {why} (expected e.g. \"200us\" or \"200us,5000/s=3ms\")")]
+pub struct NullLatencyError {
+    text: String,
+    why: String,
+}
+
+fn parse_latency(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = num.parse().ok()?;
+    let d = match unit {
+        "ns" => Duration::from_nanos(n),
+        "us" => Duration::from_micros(n),
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        _ => return None,
+    };
+    // A latency past a minute is a stuck drive, which io_timeout tests.
+    (d <= Duration::from_secs(60)).then_some(d)
+}
+
+impl FromStr for NullLatency {
+    type Err = NullLatencyError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let err = |why: &str| NullLatencyError {
+            text: text.chars().take(80).collect(),
+            why: why.to_string(),
+        };
+        let mut parts = text.split(',');
+        let base = parse_latency(parts.next().unwrap_or_default()).ok_or_else(|| {
+            err("the first part is a latency with a unit (ns, us, ms, s) of at most 60 s")
+        })?;
+        let mut steps: Vec<(u32, Duration)> = Vec::new();
+        for part in parts {
+            let (rate, lat) = part
+                .split_once('=')
+                .ok_or_else(|| err("a step is RATE/s=LATENCY"))?;
+            let rate: u32 = rate
+                .trim()
+                .strip_suffix("/s")
+                .and_then(|r| r.parse().ok())
+                .ok_or_else(|| err("a step's rate is a whole number of requests with /s"))?;
+            let lat = parse_latency(lat).ok_or_else(|| {
+                err("a step's latency has a unit (ns, us, ms, s) and is at most 60 s")
+            })?;
+            if steps.last().is_some_and(|s| s.0 >= rate) {
+                return Err(err("steps go in rising order of rate"));
+            }
+            steps.push((rate, lat));
+        }
+        if steps.len() > 16 {
+            return Err(err("at most 16 steps"));
+        }
+        Ok(NullLatency { base, steps })
+    }
+}
+
+impl fmt::Display for NullLatency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}us", self.base.as_micros())?;
+        for (rate, lat) in &self.steps {
+            write!(f, ",{rate}/s={}us", lat.as_micros())?;
+        }
+        Ok(())
+    }
+}
+
+pub struct NullEngine {
+    model: NullLatency,
+    capacity: usize,
+    /// Pushed, not yet issued.
+    queued: Vec<Request>,
+    /// Issued, with the modelled completion time, in issue order.
+    pending: Vec<(Instant, Instant, Request)>,
+    /// Issue times within the last second, for the rate the model uses.
+    recent: VecDeque<Instant>,
+}
+
+impl NullEngine {
+    pub fn new(depth: usize, model: NullLatency) -> NullEngine {
+        NullEngine {
+            model,
+            capacity: depth.max(1),
+            queued: Vec::new(),
+            pending: Vec::new(),
+            recent: VecDeque::new(),
+        }
+    }
+
+    fn issue(&mut self) {
+        let now = Instant::now();
+        for req in self.queued.drain(..) {
+            while self
+                .recent
+                .front()
+                .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+            {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(now);
+            let due = now + self.model.at_rate(self.recent.len());
+            self.pending.push((now, due, req));
+        }
+    }
+
+    fn collect(&mut self, now: Instant, out: &mut Vec<Completion>) -> usize {
+        let mut got = 0;
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].1 <= now {
+                let (issued_at, completed_at, req) = self.pending.remove(i);
+                out.push(Completion {
+                    tag: req.tag,
+                    offset: req.offset,
+                    len: req.len,
+                    write: req.write,
+                    result: req.len as i64,
+                    buf: req.buf,
+                    issued_at,
+                    completed_at,
+                });
+                got += 1;
+            } else {
+                i += 1;
+            }
+        }
+        got
+    }
+}
+
+impl Engine for NullEngine {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+
+    fn in_flight(&self) -> usize {
+        self.queued.len() + self.pending.len()
+    }
+
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn push(&mut self, req: Request) -> io::Result<()> {
+        if self.in_flight() >= self.capacity {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "engine at capacity",
+            ));
+        }
+        self.queued.push(req);
+        Ok(())
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        self.issue();
+        Ok(())
+    }
+
+    fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()> {
+        self.issue();
+        if self.collect(Instant::now(), out) > 0 {
+            return Ok(());
+        }
+        let next = self.pending.iter().map(|p| p.1).min();
+        let wake = match (next, until) {
+            (Some(n), Some(u)) => n.min(u),
+            (Some(n), None) => n,
+            (None, Some(u)) => u,
+            (None, None) => return Ok(()),
+        };
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        self.collect(Instant::now(), out);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::AlignedBuf;
+
+    fn req(tag: u64) -> Request {
+        Request {
+            fd: -1,
+            offset: 0,
+            len: 4096,
+            write: false,
+            buf: AlignedBuf::new(4096),
+            tag,
+        }
+    }
+
+    #[test]
+    fn parses_and_rejects() {
+        let m: NullLatency = "200us,5000/s=3ms,9000/s=20ms".parse().unwrap();
+        assert_eq!(m.base, Duration::from_micros(200));
+        assert_eq!(
+            m.steps,
+            vec![
+                (5000, Duration::from_millis(3)),
+                (9000, Duration::from_millis(20))
+            ]
+        );
+        assert_eq!(m.to_string().parse::<NullLatency>().unwrap(), m);
+        assert_eq!(m.at_rate(5000), Duration::from_micros(200));
+        assert_eq!(m.at_rate(5001), Duration::from_millis(3));
+        assert_eq!(m.at_rate(100_000), Duration::from_millis(20));
+        for bad in [
+            "",
+            "200",
+            "200xs",
+            "-1ms",
+            "61s",
+            "1ms,5000=2ms",
+            "1ms,5000/s",
+            "1ms,5000/s=2",
+            "1ms,9000/s=2ms,5000/s=3ms",
+            "99999999999999999999999ms",
+        ] {
+            let e = bad.parse::<NullLatency>().unwrap_err().to_string();
+            assert!(e.starts_with("null latency"), "{bad}: {e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn reports_the_modelled_latency_not_the_wake_up() {
+        let mut e = NullEngine::new(4, "2ms".parse().unwrap());
+        e.push(req(1)).unwrap();
+        e.push(req(2)).unwrap();
+        assert_eq!(e.in_flight(), 2);
+        let mut out = Vec::new();
+        while out.len() < 2 {
+            e.reap(None, &mut out).unwrap();
+        }
+        // Sleep past the completion: the reported latency stays 2 ms.
+        e.push(req(3)).unwrap();
+        e.submit().unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        e.reap(None, &mut out).unwrap();
+        assert_eq!(out.len(), 3);
+        for c in &out {
+            assert_eq!(c.completed_at - c.issued_at, Duration::from_millis(2));
+            assert!(c.error().is_none());
+        }
+        assert_eq!(e.in_flight(), 0);
+    }
+
+    #[test]
+    fn slows_past_the_rate_and_holds_its_capacity() {
+        let mut e = NullEngine::new(8, "0us,3/s=5ms".parse().unwrap());
+        for t in 0..5 {
+            e.push(req(t)).unwrap();
+        }
+        e.submit().unwrap();
+        let mut out = Vec::new();
+        while out.len() < 5 {
+            e.reap(None, &mut out).unwrap();
+        }
+        out.sort_by_key(|c| c.tag);
+        let lat: Vec<u128> = out
+            .iter()
+            .map(|c| (c.completed_at - c.issued_at).as_millis())
+            .collect();
+        assert_eq!(lat, vec![0, 0, 0, 5, 5]);
+        let mut e = NullEngine::new(1, NullLatency::default());
+        e.push(req(1)).unwrap();
+        assert!(e.push(req(2)).is_err());
+        let mut got = Vec::new();
+        e.reap(None, &mut got).unwrap();
+        assert_eq!(got.len(), 1);
+        // Nothing in flight: reap sleeps until asked, and returns nothing.
+        let asked = Instant::now();
+        e.reap(Some(asked + Duration::from_millis(5)), &mut got)
+            .unwrap();
+        assert!(asked.elapsed() >= Duration::from_millis(5));
+        assert_eq!(got.len(), 1);
+    }
+}
