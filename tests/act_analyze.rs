@@ -62,14 +62,15 @@ fn tables_match_act_latency_py_digit_for_digit() {
     assert!(cases >= 18, "only {cases} cases found");
 }
 
-/// A log with one histogram "reads" whose slices hold the given counts of
-/// (operations under 1 ms, 1-8 ms, 8-64 ms, over 64 ms).
+/// A log with one histogram "reads" reported hourly, whose hours hold the
+/// given counts of (operations under 1 ms, 1-8 ms, 8-64 ms, over 64 ms).
 fn synthetic_log(slices: &[[u64; 4]], version: &str) -> String {
     let mut s = format!(
         "\nACT version {version}\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
-         device-names: /dev/x\nnum-devices: 1\nreport-interval-sec: 1\n\
+         device-names: /dev/x\nnum-devices: 1\ntest-duration-sec: {}\nreport-interval-sec: 3600\n\
          microsecond-histograms: no\n\nDERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
-         HISTOGRAM NAMES\nreads\n\n"
+         HISTOGRAM NAMES\nreads\n\n",
+        slices.len() * 3600
     );
     let mut h = LatencyHistogram::new(Scale::Milliseconds);
     for (i, slice) in slices.iter().enumerate() {
@@ -81,7 +82,11 @@ fn synthetic_log(slices: &[[u64; 4]], version: &str) -> String {
                 h.record(*ns);
             }
         }
-        s.push_str(&format!("after {} sec:\n{}\n", i + 1, h.dump("reads")));
+        s.push_str(&format!(
+            "after {} sec:\n{}\n",
+            (i + 1) * 3600,
+            h.dump("reads")
+        ));
     }
     s
 }
@@ -173,9 +178,10 @@ fn bad_logs_get_a_clear_error() {
     )
     .unwrap_err();
     assert_eq!(e.to_string(), "x.log ACT version not found");
-    // Truncated in the middle of a slice: the whole slices before it count.
+    // Truncated in the middle of a slice: the table shows the whole slices
+    // before it, and the verdict fails a log cut short.
     let full = synthetic_log(&[[100, 0, 0, 0], [100, 0, 0, 0], [90, 10, 0, 0]], "6.6");
-    let cut = &full[..full.rfind("after 3 sec:").unwrap() + 14];
+    let cut = &full[..full.rfind("after 10800 sec:").unwrap() + 18];
     let a = analyze(
         cut,
         &Options {
@@ -187,7 +193,11 @@ fn bad_logs_get_a_clear_error() {
     )
     .unwrap();
     assert_eq!(a.histograms[0].slices.len(), 2);
-    assert!(a.verdict.pass);
+    assert!(!a.verdict.pass);
+    assert_eq!(
+        a.verdict.problems,
+        vec!["the log ends after 7200 s of the test's 10800 s (the run was cut short)"]
+    );
     // Garbage counts are an error naming the line, not a panic.
     let bad = full.replace("(00: 0000000100)", "(00: 00000x0100)");
     let e = analyze(
@@ -229,5 +239,109 @@ fn bad_logs_get_a_clear_error() {
             },
             "",
         );
+    }
+}
+
+/// The verdict table (tests/fixtures/act/verdicts): synthetic logs at every
+/// edge of ACT's rules, each with upstream act_latency.py's table. The
+/// table must match digit for digit; the verdict must be the expected
+/// one; and where the log is whole and hourly, the verdict must be what
+/// ACT's rule gives on upstream's own max row.
+#[test]
+fn verdict_table_agrees_with_act_latency_py() {
+    // (case, expected failure or problem; "" for a pass)
+    let cases = [
+        ("pass-4.99pct-over-1ms", ""),
+        ("fail-5.00pct-over-1ms", "slice 1: > 1 ms must be < 5%"),
+        ("fail-5.01pct-over-1ms", "slice 1: > 1 ms must be < 5%"),
+        ("pass-0.99pct-over-8ms", ""),
+        ("fail-1.00pct-over-8ms", "slice 1: > 8 ms must be < 1%"),
+        ("pass-4.99pct-just-under-8ms", ""),
+        ("pass-0.09pct-over-64ms", ""),
+        ("fail-0.10pct-over-64ms", "slice 1: > 64 ms must be < 0.1%"),
+        ("fail-second-hour", "slice 2: > 1 ms must be < 5%"),
+        (
+            "fail-empty-hour",
+            "slice 2 (3600-7200 s): no reads completed",
+        ),
+        (
+            "fail-cant-keep-up",
+            "the run stopped: drive(s) can't keep up - test stopped",
+        ),
+        (
+            "fail-cut-short",
+            "the log ends after 3600 s of the test's 10800 s (the run was cut short)",
+        ),
+        ("pass-slow-large-blocks", ""),
+        ("fail-last-half-hour", "slice 2: > 1 ms must be < 5%"),
+        ("pass-us-4.99pct-over-1.024ms", ""),
+        (
+            "fail-us-5.00pct-over-1.024ms",
+            "slice 1: > 1 ms must be < 5%",
+        ),
+    ];
+    let dir = fixtures().join("verdicts");
+    let on_disk = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("log".as_ref()))
+        .count();
+    assert_eq!(on_disk, cases.len(), "a log in {dir:?} has no case here");
+    for (case, expected) in cases {
+        let text = std::fs::read_to_string(dir.join(format!("{case}.log"))).unwrap();
+        let upstream = std::fs::read_to_string(dir.join(format!("{case}.upstream"))).unwrap();
+        let echo = upstream.lines().next().unwrap();
+        let args = echo.strip_prefix("act_latency.py ").unwrap();
+        let opts_text = args.split_once(".log").unwrap().1;
+        let a = analyze(&text, &options(&format!("{case}.log"), opts_text), args).unwrap();
+        assert_eq!(a.text, upstream, "{case}: the table differs from upstream");
+        let v = &a.verdict;
+        let reasons: Vec<String> = v
+            .failures
+            .iter()
+            .map(|f| format!("slice {}: {}", f.slice, f.rule))
+            .chain(v.problems.iter().cloned())
+            .collect();
+        if expected.is_empty() {
+            assert!(v.pass, "{case}: {reasons:?}");
+        } else {
+            assert!(!v.pass, "{case}");
+            assert_eq!(reasons, vec![expected.to_string()], "{case}");
+            assert!(v.failures.iter().all(|f| f.histogram == "reads"), "{case}");
+        }
+        // ACT's rule on upstream's own figures, where upstream's table
+        // sees the whole run in hours (the other cases are where storcert
+        // deliberately says more than act_latency.py: stalls, stops, cut
+        // short, and a last part-hour).
+        let whole_hours = !["empty", "cant-keep-up", "cut-short", "last-half-hour"]
+            .iter()
+            .any(|k| case.contains(k));
+        if whole_hours {
+            let lines: Vec<&str> = upstream.lines().collect();
+            let labels: Vec<&str> = lines
+                .iter()
+                .find(|l| l.starts_with("slice"))
+                .unwrap()
+                .split_whitespace()
+                .skip(1)
+                .collect();
+            let max: Vec<f64> = lines
+                .iter()
+                .find(|l| l.starts_with("  max"))
+                .unwrap()
+                .split_whitespace()
+                .skip(1)
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let at = |ms: &str, us: &str| {
+                let i = labels.iter().position(|l| *l == ms || *l == us).unwrap();
+                max[i]
+            };
+            let upstream_pass =
+                at("1", "1024") < 5.0 && at("8", "8192") < 1.0 && at("64", "65536") < 0.1;
+            assert_eq!(
+                v.pass, upstream_pass,
+                "{case}: upstream's max row says otherwise"
+            );
+        }
     }
 }

@@ -26,6 +26,19 @@ fn rates(v: &serde_json::Value, label: &str) -> (f64, f64) {
         })
 }
 
+/// A workload run on a real device ended with its verdict, pass or fail:
+/// the verdict depends on how fast this machine's disk is at that moment,
+/// which these tests do not judge (the verdict's own tests use logs and
+/// the null engine, whose latencies are set).
+fn judged(out: &std::process::Output) {
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn check_rates_within_one_percent(load: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("disk.img"), 2 << 30);
@@ -45,11 +58,7 @@ fn check_rates_within_one_percent(load: &str) {
         "--json",
         res.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    judged(&out);
     let v = json(&res);
     assert_eq!(v["outcome"]["outcome"], "completed");
     for label in ["reads", "large-block-reads", "large-block-writes"] {
@@ -247,11 +256,7 @@ fn index_workload_runs_and_logs_in_acts_format() {
         "--json",
         res.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    judged(&out);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("ACT-INDEX CONFIGURATION\n"));
     assert!(text.contains("cache-thread-reads-and-writes-per-sec: 1000\n"));
@@ -343,11 +348,7 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
         "--timeline",
         timeline.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    judged(&out);
     let text = std::fs::read_to_string(&log).unwrap();
     // 2x on two drives: 8000 reads/s in all (ACT's rates are totals).
     assert!(text.contains("read-reqs-per-sec: 8000\n"));
@@ -541,12 +542,7 @@ fn a_log_on_standard_output_is_written_not_read_back() {
         .args(["--log", "/dev/stdout"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    judged(&out);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("\nACT version"));
     assert!(!std::path::Path::new("/dev/stdout.analysis.json").exists());
     // In a regular file: the analysis is beside it and names its bytes.
@@ -563,11 +559,7 @@ fn a_log_on_standard_output_is_written_not_read_back() {
         "--log",
         log.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    judged(&out);
     let a = json(&tmp.path().join("a.analysis.json"));
     assert_eq!(a["artefact"], "act-analysis");
     assert_eq!(a["log"], "a.log");

@@ -1,10 +1,10 @@
 //! The analysis of an ACT log, as upstream's analysis/act_latency.py does it
 //! (same options, same table, digit for digit), plus the verdict against
-//! ACT's pass criteria and a JSON form of both.
+//! ACT's pass criteria (`judge`, the same whatever the table shows) and a
+//! JSON form of both.
 
 use std::fmt::Write as _;
 
-use super::histogram::N_BUCKETS;
 pub use crate::results::act::{Analysis, Failure, HistTable, SliceRow, Verdict};
 use crate::results::act::{LogAnalysis, ANALYSIS_SCHEMA};
 
@@ -166,7 +166,8 @@ struct Hist {
     pre_pad: String,
     old_total: u64,
     old_values: Vec<u64>,
-    old_all: [u64; N_BUCKETS],
+    /// Operations in the latest slice.
+    slice_total: u64,
     overs: Vec<f64>,
     rate: f64,
     avg_rate: f64,
@@ -174,7 +175,6 @@ struct Hist {
     avg_overs: Vec<f64>,
     max_overs: Vec<f64>,
     rows: Vec<SliceRow>,
-    criteria_counts: Vec<(u64, [u64; 3])>,
 }
 
 fn bucket_value(line: &str, b: usize) -> Result<Option<u64>, AnalyzeError> {
@@ -361,7 +361,7 @@ pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analys
             pre_pad: String::new(),
             old_total: 0,
             old_values: vec![0; max_bucket],
-            old_all: [0; N_BUCKETS],
+            slice_total: 0,
             overs: vec![0.0; max_bucket],
             rate: 0.0,
             avg_rate: 0.0,
@@ -369,7 +369,6 @@ pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analys
             avg_overs: vec![0.0; max_bucket],
             max_overs: vec![0.0; max_bucket],
             rows: Vec::new(),
-            criteria_counts: Vec::new(),
         })
         .collect();
 
@@ -467,13 +466,12 @@ pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analys
                     h.max_rate = h.rate;
                 }
             }
-            let total = h.criteria_counts.last().map(|c| c.0).unwrap_or(0);
             h.rows.push(SliceRow {
                 slice: which_slice,
                 end_s: after_time,
                 overs: display.iter().map(|&i| h.overs[i]).collect(),
                 rate: h.rate,
-                total,
+                total: h.slice_total,
             });
         }
         let _ = writeln!(out, "{row}");
@@ -517,7 +515,7 @@ pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analys
         let _ = writeln!(out, "{row}");
     }
 
-    let verdict = verdict(&hists, microseconds);
+    let verdict = super::judge::judge(log_text);
     Ok(Analysis {
         log: opts.log.clone(),
         act_version: version,
@@ -558,12 +556,8 @@ fn read_bucket_values<'a>(
             AnalyzeError(format!("bad histogram total in line {:?}", line.trim_end()))
         })?;
     let mut values = vec![0u64; max_bucket];
-    let mut all = [0u64; N_BUCKETS];
     let mut line = f.readline();
     let mut b_min = 0;
-    // Every bucket in this dump, for the verdict (which does not depend on
-    // the display options); the display follows act_latency.py exactly.
-    let mut dump_lines = Vec::new();
     loop {
         let mut found = 0;
         for (b, v) in values.iter_mut().enumerate().skip(b_min) {
@@ -575,24 +569,8 @@ fn read_bucket_values<'a>(
         if found == 0 {
             break;
         }
-        dump_lines.push(line);
         line = f.readline();
         b_min += found;
-    }
-    // The rest of the dump's bucket lines (beyond what is displayed).
-    let mut look = line;
-    let mut extra_lines = 0;
-    while look.starts_with(" (") {
-        dump_lines.push(look);
-        extra_lines += 1;
-        look = f.lines.get(f.pos + extra_lines - 1).copied().unwrap_or("");
-    }
-    for l in &dump_lines {
-        for (b, slot) in all.iter_mut().enumerate() {
-            if let Some(x) = bucket_value(l, b)? {
-                *slot = x;
-            }
-        }
     }
     let slice_total = total.wrapping_sub(h.old_total);
     let slice_values: Vec<u64> = values
@@ -600,14 +578,9 @@ fn read_bucket_values<'a>(
         .zip(&h.old_values)
         .map(|(a, b)| a.wrapping_sub(*b))
         .collect();
-    let slice_all: Vec<u64> = all
-        .iter()
-        .zip(&h.old_all)
-        .map(|(a, b)| a.saturating_sub(*b))
-        .collect();
     h.old_total = total;
     h.old_values = values;
-    h.old_all = all;
+    h.slice_total = slice_total;
 
     h.overs = vec![0.0; max_bucket];
     if slice_total != 0 {
@@ -619,52 +592,7 @@ fn read_bucket_values<'a>(
         }
     }
     h.rate = round_to(slice_total as f64 / slice_time as f64, 1);
-
-    // Criteria counts: operations over the bucket edges standing for 1, 8
-    // and 64 ms, for both scales (ms buckets 0/3/6, µs buckets 10/13/16);
-    // verdict() picks the pair of the log's scale.
-    let over = |edge: usize| slice_all.iter().skip(edge + 1).sum::<u64>();
-    h.criteria_counts
-        .push((slice_total, [over(0), over(3), over(6)]));
-    h.criteria_counts
-        .push((slice_total, [over(10), over(13), over(16)]));
     Ok(line)
-}
-
-/// ACT's pass criteria, exactly: in every slice fewer than 5% of
-/// operations over 1 ms, 1% over 8 ms and 0.1% over 64 ms.
-fn verdict(hists: &[Hist], microseconds: bool) -> Verdict {
-    let mut failures = Vec::new();
-    const RULES: [(&str, u64, u64); 3] =
-        [("> 1 ms", 5, 100), ("> 8 ms", 1, 100), ("> 64 ms", 1, 1000)];
-    for h in hists {
-        // Each slice pushed two entries: ms edges, then µs edges.
-        for (slice, pair) in h.criteria_counts.chunks(2).enumerate() {
-            let (total, overs) = if microseconds { pair[1] } else { pair[0] };
-            if total == 0 {
-                continue;
-            }
-            for (k, (rule, num, den)) in RULES.iter().enumerate() {
-                // over/total < num/den, in integers: no rounding at the edge.
-                if overs[k] as u128 * *den as u128 >= *num as u128 * total as u128 {
-                    failures.push(Failure {
-                        histogram: h.name.clone(),
-                        slice: slice + 1,
-                        rule: format!("{rule} must be < {}%", *num as f64 * 100.0 / *den as f64),
-                        percent: round_to(overs[k] as f64 * 100.0 / total as f64, 2),
-                    });
-                }
-            }
-        }
-    }
-    Verdict {
-        pass: failures.is_empty(),
-        criteria: "in every slice: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms".into(),
-        note: microseconds.then(|| {
-            "microsecond histograms: the bucket edges 1.024, 8.192 and 65.536 ms stand for 1, 8 and 64 ms".into()
-        }),
-        failures,
-    }
 }
 
 impl Analysis {
@@ -680,6 +608,9 @@ impl Analysis {
         );
         if let Some(n) = &v.note {
             let _ = writeln!(s, "note: {n}");
+        }
+        for p in &v.problems {
+            let _ = writeln!(s, "  {p}");
         }
         for f in &v.failures {
             let _ = writeln!(

@@ -8,6 +8,7 @@ pub mod config;
 pub mod device;
 pub mod histogram;
 pub mod index;
+pub mod judge;
 pub mod prep;
 pub mod runner;
 pub mod search;

@@ -85,6 +85,10 @@ fn trial(
             (
                 if a.verdict.pass {
                     "passing"
+                } else if a.verdict.failures.is_empty() {
+                    // No slice over the limits, yet not a pass: a slice
+                    // in which no read completed.
+                    "stalled"
                 } else {
                     "stable at increased latency"
                 },

@@ -171,6 +171,13 @@ pub struct Verdict {
     /// edges above them (1.024/8.192/65.536 ms) are used and named here.
     pub note: Option<String>,
     pub failures: Vec<Failure>,
+    /// Reasons the log cannot pass that are not a slice's percentages: a
+    /// slice with no reads, a run that stopped or was cut short.
+    #[serde(default)]
+    pub problems: Vec<String>,
+    /// The slice length the verdict used: an hour, or a shorter run whole.
+    #[serde(default)]
+    pub slice_seconds: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -204,7 +211,8 @@ pub struct PrepResult {
 
 pub const RUN_SCHEMA: u32 = 1;
 pub const SEARCH_SCHEMA: u32 = 1;
-pub const ANALYSIS_SCHEMA: u32 = 1;
+/// 2: the verdict judges `reads` only, by hours, with `problems`.
+pub const ANALYSIS_SCHEMA: u32 = 2;
 pub const PREP_SCHEMA: u32 = 1;
 
 /// An ACT log judged once, right after its run, with ACT's criteria: the
@@ -275,21 +283,19 @@ impl LogAnalysis {
         let v = &self.analysis.verdict;
         let detail = if v.pass {
             format!(
-                "{} hourly slice(s) within ACT's limits",
-                self.analysis
-                    .histograms
-                    .first()
-                    .map_or(0, |h| h.slices.len())
+                "reads within ACT's limits in every slice of {} s",
+                v.slice_seconds
             )
         } else {
-            v.failures
+            v.problems
                 .iter()
-                .map(|f| {
+                .cloned()
+                .chain(v.failures.iter().map(|f| {
                     format!(
                         "{} slice {}: {:.2}% {}",
                         f.histogram, f.slice, f.percent, f.rule
                     )
-                })
+                }))
                 .collect::<Vec<_>>()
                 .join("; ")
         };
