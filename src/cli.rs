@@ -290,6 +290,9 @@ pub struct ActSearchArgs {
     /// Highest load to try
     #[arg(long, default_value = "60x", value_name = "Nx")]
     pub max: String,
+    /// The resolution of the search (fractions allowed: 0.5x)
+    #[arg(long, default_value = "1x", value_name = "Nx")]
+    pub step: String,
     /// Length of each trial
     #[arg(long, default_value = "10m", value_name = "TIME")]
     pub trial: String,

@@ -426,38 +426,39 @@ fn search_finds_the_highest_passing_load() {
     );
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
-        table.contains("highest passing load: 5x (confirmed)"),
+        table.contains("highest passing load: 5x (confirmed)") && !table.contains("reached --max"),
         "{table}"
     );
     let v = json(&res);
-    let trials: Vec<(u64, String, String, f64)> = v["trials"]
+    assert_eq!(v["reached_max"], false);
+    let trials: Vec<(f64, String, String, f64)> = v["trials"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| {
             (
-                t["load"].as_u64().unwrap(),
+                t["load"].as_f64().unwrap(),
                 t["purpose"].as_str().unwrap().to_string(),
                 t["result"].as_str().unwrap().to_string(),
                 t["worst_pct_over_1ms"].as_f64().unwrap(),
             )
         })
         .collect();
-    let pass = |l: u64, p: &str| (l, p.to_string(), "passing".to_string());
-    let slow = |l: u64, p: &str| (l, p.to_string(), "stable at increased latency".to_string());
+    let pass = |l: f64, p: &str| (l, p.to_string(), "passing".to_string());
+    let slow = |l: f64, p: &str| (l, p.to_string(), "stable at increased latency".to_string());
     assert_eq!(
         trials
             .iter()
             .map(|t| (t.0, t.1.clone(), t.2.clone()))
             .collect::<Vec<_>>(),
         vec![
-            pass(1, "escalate"),
-            pass(2, "escalate"),
-            pass(4, "escalate"),
-            slow(8, "escalate"),
-            slow(6, "bisect"),
-            pass(5, "bisect"),
-            pass(5, "confirm"),
+            pass(1.0, "escalate"),
+            pass(2.0, "escalate"),
+            pass(4.0, "escalate"),
+            slow(8.0, "escalate"),
+            slow(6.0, "bisect"),
+            pass(5.0, "bisect"),
+            pass(5.0, "confirm"),
         ]
     );
     // Below the rate every read took 200 us; above it, all but those of

@@ -1,7 +1,10 @@
 //! The search for the highest load a drive passes: short trials at rising
-//! loads (1x, 2x, 4x, ...), then bisection between the last passing and
-//! the first failing load, then one confirmation run at the load found —
-//! what people qualifying drives do by hand.
+//! loads (1x, 2x, 4x, ... up to --max), then bisection between the last
+//! passing and the first failing load down to --step (fractions allowed:
+//! 0.5x), then one confirmation run at the load found, stepping down while
+//! it fails — what people qualifying drives do by hand. Every trial is
+//! judged by ACT's rule on its log (hourly slices; a shorter trial is one
+//! slice), as any run is.
 
 use crate::output::console::Console;
 use std::io::Write;
@@ -21,7 +24,10 @@ pub struct SearchSpec {
     /// The configuration every trial starts from (devices, record sizes,
     /// ...); its rates and duration are set per trial.
     pub base: StorageConfig,
-    pub max_load: u32,
+    /// In x.
+    pub max_load: f64,
+    /// The resolution of the bisection, in x.
+    pub step: f64,
     pub trial_secs: u64,
     pub confirm_secs: u64,
     pub out_dir: PathBuf,
@@ -42,13 +48,13 @@ fn trial(
         stop,
         console,
     }: &Trials,
-    load: u32,
+    load: f64,
     secs: u64,
     purpose: &str,
     n: usize,
 ) -> Result<Trial> {
     let mut cfg = spec.base.clone();
-    let (r, w) = rates_for_load(load as f64, cfg.device_names.len());
+    let (r, w) = rates_for_load(load, cfg.device_names.len());
     cfg.read_reqs_per_sec = r;
     cfg.write_reqs_per_sec = w;
     cfg.test_duration_sec = secs;
@@ -128,6 +134,7 @@ pub fn search(
     let mut n = 0;
     strategy(
         spec.max_load,
+        spec.step,
         spec.trial_secs,
         spec.confirm_secs,
         |load, secs, purpose| {
@@ -142,23 +149,49 @@ pub fn search(
     )
 }
 
+/// Loads are counted in thousandths of 1x, so that bisection and steps
+/// are exact.
+const MILLI: f64 = 1000.0;
+
+/// The highest --max a search takes, in x.
+const MAX_LOAD: f64 = 10_000.0;
+
+/// Checks a search's --max and --step.
+pub fn check_loads(max_load: f64, step: f64) -> Result<(), String> {
+    if !(0.001..=MAX_LOAD).contains(&step) {
+        return Err(format!("the step must be from 0.001x to {MAX_LOAD}x"));
+    }
+    if !(step..=MAX_LOAD).contains(&max_load) {
+        return Err(format!(
+            "the highest load must be from the step ({step}x) to {MAX_LOAD}x"
+        ));
+    }
+    Ok(())
+}
+
 /// The search itself, over any way of running a trial (None: interrupted):
-/// escalate by doubling up to `max_load`, bisect between the last pass and
-/// the first failure, then confirm with a longer run, stepping down by 1x
-/// while the confirmation fails.
+/// escalate by doubling from 1x (or from --max, if lower) up to `max_load`,
+/// bisect between the last pass (or 0) and the first failure down to
+/// `step`, then confirm with a longer run, stepping down by `step` while
+/// the confirmation fails.
 pub fn strategy(
-    max_load: u32,
+    max_load: f64,
+    step: f64,
     trial_secs: u64,
     confirm_secs: u64,
-    mut run: impl FnMut(u32, u64, &str) -> Result<Option<Trial>>,
+    mut run: impl FnMut(f64, u64, &str) -> Result<Option<Trial>>,
 ) -> Result<SearchResult> {
+    check_loads(max_load, step).map_err(anyhow::Error::msg)?;
+    let unit = ((step * MILLI).round() as u64).max(1);
+    let max = (max_load * MILLI).round() as u64;
+    let x = |m: u64| m as f64 / MILLI;
     let mut trials: Vec<Trial> = Vec::new();
-    let mut lo: Option<u32> = None; // highest passing
-    let mut hi: Option<u32> = None; // lowest failing
+    let mut lo: Option<u64> = None; // highest passing
+    let mut hi: Option<u64> = None; // lowest failing
                                     // Runs one trial; None when the search was interrupted.
     let mut go =
-        |trials: &mut Vec<Trial>, load: u32, secs: u64, purpose: &str| -> Result<Option<bool>> {
-            match run(load, secs, purpose)? {
+        |trials: &mut Vec<Trial>, load: u64, secs: u64, purpose: &str| -> Result<Option<bool>> {
+            match run(x(load), secs, purpose)? {
                 Some(t) if t.result != "interrupted" => {
                     let passed = t.result == "passing";
                     trials.push(t);
@@ -170,23 +203,26 @@ pub fn strategy(
                 }
             }
         };
-    let interrupted = |trials: Vec<Trial>, lo| SearchResult {
+    let result = |trials: Vec<Trial>, lo: Option<u64>, confirmed, interrupted| SearchResult {
         schema_version: crate::results::act::SEARCH_SCHEMA,
-        highest_passing_load: lo,
-        confirmed: false,
+        highest_passing_load: lo.map(x),
+        confirmed,
+        reached_max: lo == Some(max) && confirmed,
+        max_load,
+        step,
         trials,
-        interrupted: true,
+        interrupted,
     };
-    let mut load = 1u32;
+    let mut load = max.min(1000);
     loop {
         match go(&mut trials, load, trial_secs, "escalate")? {
-            None => return Ok(interrupted(trials, lo)),
+            None => return Ok(result(trials, lo, false, true)),
             Some(true) => {
                 lo = Some(load);
-                if load >= max_load {
+                if load >= max {
                     break;
                 }
-                load = (load * 2).min(max_load);
+                load = (load * 2).min(max);
             }
             Some(false) => {
                 hi = Some(load);
@@ -194,13 +230,15 @@ pub fn strategy(
             }
         }
     }
-    while let (Some(l), Some(h)) = (lo, hi) {
-        if h - l <= 1 {
+    while let Some(h) = hi {
+        let l = lo.unwrap_or(0);
+        // The middle, whole steps above the last pass, below the failure.
+        let mid = l + ((h - l) / 2 / unit).max(1) * unit;
+        if h - l <= unit || mid >= h {
             break;
         }
-        let mid = l + (h - l) / 2;
         match go(&mut trials, mid, trial_secs, "bisect")? {
-            None => return Ok(interrupted(trials, lo)),
+            None => return Ok(result(trials, lo, false, true)),
             Some(true) => lo = Some(mid),
             Some(false) => hi = Some(mid),
         }
@@ -208,21 +246,15 @@ pub fn strategy(
     let mut confirmed = false;
     while let Some(l) = lo {
         match go(&mut trials, l, confirm_secs, "confirm")? {
-            None => return Ok(interrupted(trials, lo)),
+            None => return Ok(result(trials, lo, false, true)),
             Some(true) => {
                 confirmed = true;
                 break;
             }
-            Some(false) => lo = if l > 1 { Some(l - 1) } else { None },
+            Some(false) => lo = l.checked_sub(unit).filter(|&d| d > 0),
         }
     }
-    Ok(SearchResult {
-        schema_version: crate::results::act::SEARCH_SCHEMA,
-        highest_passing_load: lo,
-        confirmed,
-        trials,
-        interrupted: false,
-    })
+    Ok(result(trials, lo, confirmed, false))
 }
 
 /// The trial table as people read it.
@@ -256,6 +288,12 @@ pub fn table(r: &SearchResult) -> String {
         (Some(l), false) => format!("highest passing load: {l}x (not confirmed)\n"),
         (None, _) => "no load passed\n".to_string(),
     });
+    if r.reached_max {
+        s.push_str(&format!(
+            "reached --max {}x: the drive passed every load tried, its limit is higher\n",
+            r.max_load
+        ));
+    }
     s
 }
 
@@ -265,9 +303,9 @@ mod tests {
 
     /// Trials that pass up to a load, as a drive would.
     fn drive(
-        limit_trial: u32,
-        limit_confirm: u32,
-    ) -> impl FnMut(u32, u64, &str) -> Result<Option<Trial>> {
+        limit_trial: f64,
+        limit_confirm: f64,
+    ) -> impl FnMut(f64, u64, &str) -> Result<Option<Trial>> {
         move |load, _secs, purpose| {
             let limit = if purpose == "confirm" {
                 limit_confirm
@@ -276,7 +314,7 @@ mod tests {
             };
             let result = if load <= limit {
                 "passing"
-            } else if load > limit + 4 {
+            } else if load > limit + 4.0 {
                 "could not keep up"
             } else {
                 "stable at increased latency"
@@ -294,7 +332,7 @@ mod tests {
         }
     }
 
-    fn loads(r: &SearchResult) -> Vec<(u32, &str)> {
+    fn loads(r: &SearchResult) -> Vec<(f64, &str)> {
         r.trials
             .iter()
             .map(|t| (t.load, t.purpose.as_str()))
@@ -303,64 +341,127 @@ mod tests {
 
     #[test]
     fn escalates_bisects_and_confirms() {
-        let r = strategy(60, 600, 3600, drive(11, 11)).unwrap();
+        let r = strategy(60.0, 1.0, 600, 3600, drive(11.0, 11.0)).unwrap();
         assert_eq!(
             loads(&r),
             vec![
-                (1, "escalate"),
-                (2, "escalate"),
-                (4, "escalate"),
-                (8, "escalate"),
-                (16, "escalate"),
-                (12, "bisect"),
-                (10, "bisect"),
-                (11, "bisect"),
-                (11, "confirm")
+                (1.0, "escalate"),
+                (2.0, "escalate"),
+                (4.0, "escalate"),
+                (8.0, "escalate"),
+                (16.0, "escalate"),
+                (12.0, "bisect"),
+                (10.0, "bisect"),
+                (11.0, "bisect"),
+                (11.0, "confirm")
             ]
         );
         assert_eq!(r.trials[4].result, "could not keep up");
         assert_eq!(r.trials[5].result, "stable at increased latency");
-        assert_eq!((r.highest_passing_load, r.confirmed), (Some(11), true));
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(11.0), true));
+        assert!(!r.reached_max);
     }
 
     #[test]
     fn steps_down_when_the_confirmation_fails_and_stops_at_max() {
-        let r = strategy(60, 600, 3600, drive(11, 9)).unwrap();
+        let r = strategy(60.0, 1.0, 600, 3600, drive(11.0, 9.0)).unwrap();
         assert_eq!(
             &loads(&r)[8..],
-            &[(11, "confirm"), (10, "confirm"), (9, "confirm")]
+            &[(11.0, "confirm"), (10.0, "confirm"), (9.0, "confirm")]
         );
-        assert_eq!((r.highest_passing_load, r.confirmed), (Some(9), true));
-        let r = strategy(6, 10, 10, drive(100, 100)).unwrap();
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(9.0), true));
+        // A drive faster than --max: the search says it reached --max.
+        let r = strategy(6.0, 1.0, 10, 10, drive(100.0, 100.0)).unwrap();
         assert_eq!(
             loads(&r),
             vec![
-                (1, "escalate"),
-                (2, "escalate"),
-                (4, "escalate"),
-                (6, "escalate"),
-                (6, "confirm")
+                (1.0, "escalate"),
+                (2.0, "escalate"),
+                (4.0, "escalate"),
+                (6.0, "escalate"),
+                (6.0, "confirm")
             ]
         );
-        let r = strategy(60, 10, 10, drive(0, 0)).unwrap();
+        assert!(r.reached_max);
+        assert!(table(&r).contains("reached --max 6x"), "{}", table(&r));
+        let r = strategy(60.0, 1.0, 10, 10, drive(0.0, 0.0)).unwrap();
         assert_eq!(
             (r.highest_passing_load, r.confirmed, r.trials.len()),
             (None, false, 1)
         );
+        assert!(!r.reached_max);
+        // Reaching --max but failing its confirmation is not "reached".
+        let r = strategy(4.0, 1.0, 10, 10, drive(100.0, 3.0)).unwrap();
+        assert_eq!((r.highest_passing_load, r.reached_max), (Some(3.0), false));
+    }
+
+    #[test]
+    fn fractional_loads_and_steps() {
+        // Half steps: a drive that passes 2.5x but not 3x.
+        let r = strategy(8.0, 0.5, 10, 10, drive(2.5, 2.5)).unwrap();
+        assert_eq!(
+            loads(&r),
+            vec![
+                (1.0, "escalate"),
+                (2.0, "escalate"),
+                (4.0, "escalate"),
+                (3.0, "bisect"),
+                (2.5, "bisect"),
+                (2.5, "confirm")
+            ]
+        );
+        assert_eq!(r.highest_passing_load, Some(2.5));
+        // A fractional --max is tried as it is.
+        let r = strategy(2.5, 1.0, 10, 10, drive(100.0, 100.0)).unwrap();
+        assert_eq!(
+            loads(&r),
+            vec![
+                (1.0, "escalate"),
+                (2.0, "escalate"),
+                (2.5, "escalate"),
+                (2.5, "confirm")
+            ]
+        );
+        assert!(r.reached_max);
+        // Below 1x, with a fine step.
+        let r = strategy(4.0, 0.25, 10, 10, drive(0.5, 0.5)).unwrap();
+        assert_eq!(
+            loads(&r),
+            vec![
+                (1.0, "escalate"),
+                (0.5, "bisect"),
+                (0.75, "bisect"),
+                (0.5, "confirm")
+            ]
+        );
+        assert_eq!(r.highest_passing_load, Some(0.5));
+        // A --max below 1x starts there.
+        let r = strategy(0.5, 0.25, 10, 10, drive(100.0, 100.0)).unwrap();
+        assert_eq!(loads(&r), vec![(0.5, "escalate"), (0.5, "confirm")]);
+        // Bad --max and --step are refused before any trial.
+        for (max, step) in [
+            (0.0, 1.0),
+            (2.0, 0.0),
+            (0.5, 1.0),
+            (f64::NAN, 1.0),
+            (1e9, 1.0),
+        ] {
+            assert!(strategy(max, step, 1, 1, |_, _, _| unreachable!()).is_err());
+        }
     }
 
     #[test]
     fn an_interrupted_trial_ends_the_search() {
         let mut n = 0;
-        let r = strategy(60, 10, 10, |load, s, p| {
+        let r = strategy(60.0, 1.0, 10, 10, |load, s, p| {
             n += 1;
             if n == 3 {
                 return Ok(None);
             }
-            drive(100, 100)(load, s, p)
+            drive(100.0, 100.0)(load, s, p)
         })
         .unwrap();
         assert!(r.interrupted);
-        assert_eq!((r.trials.len(), r.highest_passing_load), (2, Some(2)));
+        assert_eq!((r.trials.len(), r.highest_passing_load), (2, Some(2.0)));
     }
 }

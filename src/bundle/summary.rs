@@ -134,7 +134,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         if let Artefact::ActSearch(r) = &item.artefact {
             let j = r.judgement(search_devices(r, c));
             if let Some(l) = r.highest_passing_load {
-                reach(&mut s, &j.devices, l as f64);
+                reach(&mut s, &j.devices, l);
             }
             judge(&mut s, format!("act-search ({}{})", c.prefix, item.path), j);
         }

@@ -350,10 +350,16 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         Err(e) => return fail("search", format!("{e:#}")),
     };
     let max = match parse_load(&a.max) {
-        Ok(m) if m >= 1.0 => m as u32,
-        Ok(_) => return fail("search", "--max must be at least 1x"),
+        Ok(m) => m,
         Err(e) => return fail("search", format!("--max: {e}")),
     };
+    let step = match parse_load(&a.step) {
+        Ok(s) => s,
+        Err(e) => return fail("search", format!("--step: {e}")),
+    };
+    if let Err(e) = search::check_loads(max, step) {
+        return fail("search", format!("--max {} --step {}: {e}", a.max, a.step));
+    }
     let trial = match parse_duration_secs(&a.trial) {
         Ok(t) => t,
         Err(e) => return fail("search", format!("--trial: {e}")),
@@ -379,6 +385,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     let spec = search::SearchSpec {
         base,
         max_load: max,
+        step,
         trial_secs: trial,
         confirm_secs: confirm,
         out_dir: a.out.clone(),

@@ -110,7 +110,8 @@ pub struct Spikes {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Trial {
-    pub load: u32,
+    /// The load in x (fractional loads allowed: 1.5x).
+    pub load: f64,
     pub purpose: String,
     /// "passing", "stable at increased latency", "could not keep up",
     /// "device errors", "stuck I/O" or "interrupted".
@@ -127,8 +128,17 @@ pub struct SearchResult {
     /// `SEARCH_SCHEMA`; 0 in files written before artefacts carried one.
     #[serde(default)]
     pub schema_version: u32,
-    pub highest_passing_load: Option<u32>,
+    pub highest_passing_load: Option<f64>,
     pub confirmed: bool,
+    /// The highest load tried (--max) passed: the drive's own limit lies
+    /// above it and was not found.
+    #[serde(default)]
+    pub reached_max: bool,
+    /// The search's --max and --step, in x.
+    #[serde(default)]
+    pub max_load: f64,
+    #[serde(default)]
+    pub step: f64,
     pub trials: Vec<Trial>,
     pub interrupted: bool,
 }
@@ -210,7 +220,8 @@ pub struct PrepResult {
 }
 
 pub const RUN_SCHEMA: u32 = 1;
-pub const SEARCH_SCHEMA: u32 = 1;
+/// 2: fractional loads, `reached_max`, `max_load` and `step`.
+pub const SEARCH_SCHEMA: u32 = 2;
 /// 2: the verdict judges `reads` only, by hours, with `problems`.
 pub const ANALYSIS_SCHEMA: u32 = 2;
 pub const PREP_SCHEMA: u32 = 1;
@@ -314,11 +325,16 @@ impl SearchResult {
     pub fn judgement(&self, devices: Vec<String>) -> super::verdict::Judgement {
         let detail = match self.highest_passing_load {
             Some(l) => format!(
-                "highest passing load {l}x{}",
+                "highest passing load {l}x{}{}",
                 if self.confirmed {
                     ", confirmed"
                 } else {
                     ", not confirmed"
+                },
+                if self.reached_max {
+                    " (reached --max: the drive's limit is higher)"
+                } else {
+                    ""
                 }
             ),
             None => "no load passed".into(),

@@ -515,6 +515,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     let spec = crate::act::search::SearchSpec {
                         base: storage_config(t, 1.0, trial)?,
                         max_load: s.max_load,
+                        step: s.step,
                         trial_secs: trial,
                         confirm_secs: confirm,
                         out_dir: ctx.path(&format!("act/search-{}", t.label)),

@@ -123,7 +123,11 @@ pub struct TimedLoad {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Search {
-    pub max_load: u32,
+    /// The highest load to try, in x (fractions allowed).
+    pub max_load: f64,
+    /// The search's resolution in x (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
     pub trial: String,
     pub confirm: String,
 }
@@ -190,7 +194,8 @@ pub struct TimedPlan {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchPlan {
-    pub max_load: u32,
+    pub max_load: f64,
+    pub step: f64,
     pub trial_secs: u64,
     pub confirm_secs: u64,
 }
@@ -356,11 +361,13 @@ impl Profile {
                 });
             }
             if let Some(s) = &a.search {
-                if s.max_load < 1 {
-                    return bad("act.search.max_load", "must be at least 1".into());
+                let step = s.step.unwrap_or(1.0);
+                if let Err(e) = crate::act::search::check_loads(s.max_load, step) {
+                    return bad("act.search", e);
                 }
                 plan.search = Some(SearchPlan {
                     max_load: s.max_load,
+                    step,
                     trial_secs: Self::duration("act.search.trial", &s.trial)?,
                     confirm_secs: Self::duration("act.search.confirm", &s.confirm)?,
                 });
@@ -506,7 +513,7 @@ impl Plan {
     pub fn timed_seconds(&self) -> u64 {
         let mut total: u64 = self.storage.iter().map(|t| t.secs).sum();
         if let Some(s) = &self.search {
-            let trials = (s.max_load.max(1) as f64).log2().ceil() as u64 + 1;
+            let trials = s.max_load.max(1.0).log2().ceil() as u64 + 1;
             total += trials * s.trial_secs + s.confirm_secs;
         }
         total + self.index.as_ref().map_or(0, |i| i.secs)
@@ -556,7 +563,10 @@ mod tests {
         )
         .unwrap();
         let s = p.plan.search.as_ref().unwrap();
-        assert_eq!((s.max_load, s.trial_secs, s.confirm_secs), (8, 60, 600));
+        assert_eq!(
+            (s.max_load, s.step, s.trial_secs, s.confirm_secs),
+            (8.0, 1.0, 60, 600)
+        );
         assert_eq!(p.plan.timed_seconds(), 4 * 60 + 600);
         assert_eq!(p.plan.time_budget, Some(Duration::from_secs(7200)));
         assert_eq!(p.plan.progress_interval, Duration::from_secs(3));
