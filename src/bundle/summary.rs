@@ -12,9 +12,15 @@ pub use crate::results::summary::{DriveVerdict, Machine, Summary, TestVerdict};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-fn judge(s: &mut Summary, name: String, j: Judgement) {
+/// Each test's per-device details (`Judgement::per_device`), beside
+/// `Summary::tests`: a drive's row shows its own part of a test's detail.
+type PerDevice = Vec<Vec<(String, String)>>;
+
+fn judge(s: &mut Summary, pd: &mut PerDevice, name: String, j: Judgement) {
+    pd.push(j.per_device);
     let pass = j.verdict == Verdict::Pass;
-    if !pass {
+    let measured = j.verdict != Verdict::Untested;
+    if !pass && measured {
         s.reasons.push(format!("{name}: {}", j.detail));
     }
     s.tests.push(TestVerdict {
@@ -22,6 +28,7 @@ fn judge(s: &mut Summary, name: String, j: Judgement) {
         pass,
         detail: j.detail,
         devices: j.devices,
+        measured,
     });
 }
 
@@ -51,7 +58,7 @@ fn search_devices(search: &SearchResult, c: &Contents) -> Vec<String> {
 
 /// A stage that failed outright (no result file to judge) fails the run;
 /// its note says why.
-fn failed_stages(s: &mut Summary, j: &Journal, targets: &[String]) {
+fn failed_stages(s: &mut Summary, pd: &mut PerDevice, j: &Journal, targets: &[String]) {
     for st in j.stages.iter().filter(|st| st.state == "failed") {
         let devices = targets
             .iter()
@@ -65,8 +72,10 @@ fn failed_stages(s: &mut Summary, j: &Journal, targets: &[String]) {
         };
         judge(
             s,
+            pd,
             format!("stage {}", st.id),
             Judgement {
+                per_device: Vec::new(),
                 verdict: Verdict::Fail,
                 detail: note,
                 devices,
@@ -83,6 +92,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         configuration: c.configuration.clone(),
         ..Summary::default()
     };
+    let mut pd = PerDevice::new();
     // A search's trial logs are its own business (failing the loads above
     // the highest passing one is how a search works).
     let owned: Vec<&str> = c
@@ -109,8 +119,10 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             {
                 judge(
                     &mut s,
+                    &mut pd,
                     format!("duplicate ({path})"),
                     Judgement {
+                        per_device: Vec::new(),
                         verdict: Verdict::Fail,
                         detail: format!("a second {} in the results", item.artefact.kind()),
                         devices: Vec::new(),
@@ -125,7 +137,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             // Every other kind that is a test on its own says so itself.
             other => {
                 if let Some((name, j)) = other.judgement() {
-                    judge(&mut s, format!("{name} ({path})"), j);
+                    judge(&mut s, &mut pd, format!("{name} ({path})"), j);
                 }
             }
         }
@@ -136,7 +148,12 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             if let Some(l) = r.highest_passing_load {
                 reach(&mut s, &j.devices, l);
             }
-            judge(&mut s, format!("act-search ({}{})", c.prefix, item.path), j);
+            judge(
+                &mut s,
+                &mut pd,
+                format!("act-search ({}{})", c.prefix, item.path),
+                j,
+            );
         }
     }
     for (log, a) in c.analyses() {
@@ -154,6 +171,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         };
         judge(
             &mut s,
+            &mut pd,
             format!("{kind} {} ({}{log})", a.load_text(), c.prefix),
             j,
         );
@@ -161,8 +179,10 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     for (path, why) in &c.unreadable {
         judge(
             &mut s,
+            &mut pd,
             format!("unreadable ({}{path})", c.prefix),
             Judgement {
+                per_device: Vec::new(),
                 verdict: Verdict::Fail,
                 detail: why.clone(),
                 devices: Vec::new(),
@@ -170,7 +190,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         );
     }
     if let Some(j) = journal {
-        failed_stages(&mut s, j, targets.as_deref().unwrap_or_default());
+        failed_stages(&mut s, &mut pd, j, targets.as_deref().unwrap_or_default());
     }
     // Drives: the inventory's, or else every device a test named.
     let mut drives: Vec<DriveVerdict> = match inventory {
@@ -212,15 +232,29 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         }
     }
     for d in &mut drives {
-        let mine: Vec<&TestVerdict> = s
+        let mine: Vec<(usize, &TestVerdict)> = s
             .tests
             .iter()
-            .filter(|t| t.devices.iter().any(|x| names_same(&d.device, x)))
+            .enumerate()
+            .filter(|(_, t)| t.measured && t.devices.iter().any(|x| names_same(&d.device, x)))
             .collect();
+        // A test's own words for this drive where it has them, else its
+        // whole detail; each test once.
         d.reasons = mine
             .iter()
-            .filter(|t| !t.pass)
-            .map(|t| format!("{}: {}", t.name, t.detail))
+            .filter(|(_, t)| !t.pass)
+            .map(|(i, t)| {
+                let own: Vec<&str> = pd[*i]
+                    .iter()
+                    .filter(|(dev, _)| names_same(&d.device, dev))
+                    .map(|(_, why)| why.as_str())
+                    .collect();
+                if own.is_empty() {
+                    format!("{}: {}", t.name, t.detail)
+                } else {
+                    format!("{}: {}", t.name, own.join("; "))
+                }
+            })
             .collect();
         d.verdict = if mine.is_empty() {
             Verdict::Untested
@@ -236,9 +270,9 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             .map(|(_, v)| *v);
     }
     s.drives = drives;
-    s.verdict = if s.tests.iter().any(|t| !t.pass) {
+    s.verdict = if s.tests.iter().any(|t| t.measured && !t.pass) {
         Verdict::Fail
-    } else if s.tests.is_empty() {
+    } else if !s.tests.iter().any(|t| t.measured) {
         s.reasons.push("no test results in the bundle".into());
         Verdict::Incomplete
     } else {
@@ -288,5 +322,132 @@ mod partition_tests {
         assert!(!names_same("/dev/nvme0n1", "/dev/nvme0n11"));
         assert!(!names_same("/dev/nvme0n1", "/dev/nvme0n1p"));
         assert!(!names_same("/dev/sda1", "/dev/sda"));
+    }
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::results::health::Diff;
+    use crate::results::policy::{Finding, Report, Severity};
+    use crate::results::run::{Target, Targets, TARGETS_SCHEMA};
+
+    fn finding(disk: Option<&str>, device: &str, severity: Severity, machine: bool) -> Finding {
+        Finding {
+            severity,
+            rule: "drive[0]".into(),
+            device: device.into(),
+            disk: disk.map(String::from),
+            machine,
+            check: "firmware".into(),
+            expected: "B".into(),
+            actual: "A".into(),
+            fix: None,
+            action: None,
+        }
+    }
+
+    fn summary_of(findings: Vec<Finding>, health_drives: usize) -> Summary {
+        let targets = Targets {
+            schema_version: TARGETS_SCHEMA,
+            targets: ["/dev/sda", "/dev/sdc"]
+                .iter()
+                .map(|d| Target {
+                    path: d.to_string(),
+                    disk: d.to_string(),
+                    label: d[5..].to_string(),
+                    serial: None,
+                    model: None,
+                    file_size: 0,
+                })
+                .collect(),
+        };
+        let policy = Report {
+            schema_version: crate::results::policy::SCHEMA_VERSION,
+            checks: 9,
+            pass: !findings.iter().any(|f| f.severity == Severity::Fail),
+            findings,
+        };
+        let diff: Diff = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "seconds": 60, "unmatched": [], "degraded": false,
+            "drives": (0..health_drives).map(|_| serde_json::json!({
+                "drive": "/dev/sda", "changes": [], "degraded": false,
+                "endurance": null, "temperature_c": null
+            })).collect::<Vec<_>>()
+        }))
+        .unwrap();
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("targets.json", Artefact::from(targets).to_json()),
+            ("policy.json", Artefact::from(policy).to_json()),
+            ("health-diff.json", Artefact::from(diff).to_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let c = Contents::read_in(&files, "");
+        assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
+        summarise(Machine::default(), &c)
+    }
+
+    #[test]
+    fn each_drive_row_names_its_own_findings_once() {
+        let s = summary_of(
+            vec![
+                finding(Some("/dev/sda"), "sda (M S1)", Severity::Fail, false),
+                finding(Some("/dev/sdc"), "sdc (M S3)", Severity::Fail, false),
+                // Another disk and a controller: the machine's, warnings.
+                finding(Some("/dev/sdb"), "sdb (M S2)", Severity::Warn, true),
+                finding(None, "0000:01:00.0 (PERC)", Severity::Warn, true),
+            ],
+            1,
+        );
+        assert_eq!(s.verdict, Verdict::Fail);
+        let rows: Vec<&str> = s.drives.iter().map(|d| d.device.as_str()).collect();
+        // One row per drive under test: not one per finding's label, and
+        // none for the machine's other disk.
+        assert_eq!(rows, vec!["/dev/sda", "/dev/sdc"]);
+        let sda = &s.drives[0];
+        assert_eq!(sda.reasons.len(), 1, "{:?}", sda.reasons);
+        assert!(sda.reasons[0].contains("sda (M S1)"), "{:?}", sda.reasons);
+        assert!(!sda.reasons[0].contains("sdc"), "{:?}", sda.reasons);
+    }
+
+    #[test]
+    fn machine_findings_warn_and_an_empty_health_stage_is_not_measured() {
+        let s = summary_of(
+            vec![
+                finding(Some("/dev/sdb"), "sdb (M S2)", Severity::Warn, true),
+                finding(None, "0000:01:00.0 (PERC)", Severity::Warn, true),
+            ],
+            0,
+        );
+        let health = s
+            .tests
+            .iter()
+            .find(|t| t.name.starts_with("health"))
+            .unwrap();
+        assert!(!health.measured && !health.pass, "{health:?}");
+        assert!(health.detail.contains("not measured"));
+        let policy = s
+            .tests
+            .iter()
+            .find(|t| t.name.starts_with("policy"))
+            .unwrap();
+        assert!(policy.pass && policy.detail.contains("2 finding(s) about the machine"));
+        // The policy passed; the health stage measured nothing: a pass,
+        // with no drive judged on health.
+        assert_eq!(s.verdict, Verdict::Pass, "{:?}", s.reasons);
+        assert!(s.reasons.is_empty());
+        // A clean policy beside it: a pass, judged by the policy alone.
+        let only = summary_of(Vec::new(), 0);
+        assert_eq!(only.verdict, Verdict::Pass);
+        // A summary with the field omitted (measured) still reads.
+        let t: TestVerdict =
+            serde_json::from_str(r#"{"name":"x","pass":true,"detail":"","devices":[]}"#).unwrap();
+        assert!(t.measured);
+        let json = serde_json::to_string(&health).unwrap();
+        assert!(json.contains("\"measured\":false"), "{json}");
     }
 }

@@ -301,6 +301,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 let want_on = *want == OnOff::On;
                 if actual != Some(want_on) {
                     finding(Finding {
+                        machine: false,
+                        disk: Some(d.dev_path.clone()),
                         severity,
                         rule,
                         device: label.clone(),
@@ -323,6 +325,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
             let fw = d.firmware.as_deref().unwrap_or("");
             if let Err(expected) = version_ok(v, fw) {
                 finding(Finding {
+                    machine: false,
+                    disk: Some(d.dev_path.clone()),
                     severity,
                     rule,
                     device: label.clone(),
@@ -345,6 +349,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 || max.is_some_and(|m| d.capacity_bytes > m)
             {
                 finding(Finding {
+                    machine: false,
+                    disk: Some(d.dev_path.clone()),
                     severity,
                     rule,
                     device: label.clone(),
@@ -401,6 +407,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 checks += 1;
                 if actual != Some(want) {
                     finding(Finding {
+                        machine: false,
+                        disk: Some(d.dev_path.clone()),
                         severity,
                         rule,
                         device: label.clone(),
@@ -423,6 +431,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 checks += 1;
                 if bad != Some(false) {
                     finding(Finding {
+                        machine: false,
+                        disk: Some(d.dev_path.clone()),
                         severity,
                         rule: rule.clone(),
                         device: label.clone(),
@@ -433,7 +443,14 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         } else {
                             actual
                         },
-                        fix: Some("replace the drive".into()),
+                        // Unknown is not bad: the drive (or its controller)
+                        // did not say, which needs another look, not a
+                        // new drive.
+                        fix: Some(if bad.is_none() {
+                            "find out why the drive does not report it (pass-through behind a controller, a firmware without the log), or exempt the model in the policy".into()
+                        } else {
+                            "replace the drive".into()
+                        }),
                         action: None,
                     });
                 }
@@ -524,6 +541,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 checks += 1;
                 if let Err(expected) = version_ok(v, actual.unwrap_or("")) {
                     finding(Finding {
+                        machine: false,
+                        disk: None,
                         severity,
                         rule,
                         device: label.clone(),
@@ -610,6 +629,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         (_, w) => w.to_string(),
                     };
                     finding(Finding {
+                        machine: false,
+                        disk: vd.block_device.as_ref().map(|b| format!("/dev/{b}")),
                         severity,
                         rule,
                         device: vlabel.clone(),
@@ -681,6 +702,8 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 Counted::VirtualDrives => "virtual drives",
             };
             finding(Finding {
+                machine: false,
+                disk: None,
                 severity: e.severity.unwrap_or_default(),
                 rule: format!("expect[{i}] ({})", describe(&e.matches)),
                 device: "(the server)".into(),

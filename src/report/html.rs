@@ -186,10 +186,11 @@ pub fn render(r: &Report) -> String {
         for f in &r.findings {
             let _ = write!(
                 out,
-                "<tr><td class=\"l{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                "<tr><td class=\"l{}\">{}</td><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 if f.severity == crate::results::policy::Severity::Fail { " bad" } else { "" },
                 esc(f.severity.as_str()),
                 esc(&f.device),
+                if f.machine { " <small>(the machine, not under test)</small>" } else { "" },
                 esc(&f.check),
                 esc(&f.expected),
                 esc(&f.actual)

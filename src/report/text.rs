@@ -84,8 +84,17 @@ fn render(r: &Report, md: bool) -> String {
         for f in &r.findings {
             let _ = writeln!(
                 out,
-                "- {} {} {}: expected {}, found {}",
-                f.severity, f.device, f.check, f.expected, f.actual
+                "- {} {}{} {}: expected {}, found {}",
+                f.severity,
+                f.device,
+                if f.machine {
+                    " (the machine, not under test)"
+                } else {
+                    ""
+                },
+                f.check,
+                f.expected,
+                f.actual
             );
         }
         out.push('\n');

@@ -267,6 +267,7 @@ impl RunResult {
             Outcome::Interrupted => "interrupted".to_string(),
         };
         super::verdict::Judgement {
+            per_device: Vec::new(),
             verdict: super::Verdict::of(self.outcome == Outcome::Completed && errors.is_empty()),
             detail,
             devices: self.devices.iter().map(|d| d.name.clone()).collect(),
@@ -311,6 +312,7 @@ impl LogAnalysis {
                 .join("; ")
         };
         super::verdict::Judgement {
+            per_device: Vec::new(),
             verdict: super::Verdict::of(v.pass),
             detail,
             devices: self.devices.clone(),
@@ -340,6 +342,7 @@ impl SearchResult {
             None => "no load passed".into(),
         };
         super::verdict::Judgement {
+            per_device: Vec::new(),
             verdict: super::Verdict::of(self.highest_passing_load.is_some()),
             detail,
             devices,

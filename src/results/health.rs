@@ -103,7 +103,27 @@ impl Diff {
         // A drive that degraded fails the diff whatever its own flag says;
         // the diff's flag also covers drives that went away.
         let degraded = self.degraded || !worse.is_empty();
+        if !degraded && self.drives.is_empty() {
+            return super::verdict::Judgement {
+                verdict: super::Verdict::Untested,
+                detail: "not measured: no drive's health was tracked".into(),
+                devices: Vec::new(),
+                per_device: Vec::new(),
+            };
+        }
         super::verdict::Judgement {
+            per_device: worse
+                .iter()
+                .map(|d| {
+                    let mine: Vec<String> = d
+                        .changes
+                        .iter()
+                        .filter(|c| c.degraded)
+                        .map(|c| format!("{}: {} -> {}", c.what, c.before, c.after))
+                        .collect();
+                    (d.drive.clone(), mine.join("; "))
+                })
+                .collect(),
             verdict: super::Verdict::of(!degraded),
             detail: match (what.is_empty(), degraded) {
                 (false, _) => what.join("; "),

@@ -17,6 +17,15 @@ pub struct Finding {
     /// The rule that set the expectation: "drive[2]" (and its match).
     pub rule: String,
     pub device: String,
+    /// The block device the finding is about ("/dev/sda"); none for a
+    /// controller or the server.
+    #[serde(default)]
+    pub disk: Option<String>,
+    /// Not about a drive under test (another disk, a controller, the
+    /// server): reported apart, and a warning unless the run's profile
+    /// says machine findings fail it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub machine: bool,
     pub check: String,
     pub expected: String,
     pub actual: String,
@@ -67,24 +76,45 @@ impl Report {
             .iter()
             .filter(|f| f.severity == Severity::Fail)
             .collect();
+        let line = |f: &&Finding| {
+            format!(
+                "{} {}: expected {}, found {}",
+                f.device, f.check, f.expected, f.actual
+            )
+        };
+        let machine = self.findings.iter().filter(|f| f.machine).count();
+        let mut devices: Vec<String> = Vec::new();
+        let mut per_device: Vec<(String, String)> = Vec::new();
+        for f in &fails {
+            // A drive's row names the drive, not its label.
+            let dev = f.disk.clone().unwrap_or_else(|| f.device.clone());
+            match per_device.iter_mut().find(|(d, _)| *d == dev) {
+                Some((_, why)) => {
+                    why.push_str("; ");
+                    why.push_str(&line(f));
+                }
+                None => {
+                    devices.push(dev.clone());
+                    per_device.push((dev, line(f)));
+                }
+            }
+        }
         super::verdict::Judgement {
             // The findings decide, whatever the report's own flag says.
             verdict: super::Verdict::of(self.pass && fails.is_empty()),
             detail: if fails.is_empty() {
-                format!("{} checks passed", self.checks)
+                let mut s = format!("{} checks passed", self.checks);
+                if machine > 0 {
+                    s.push_str(&format!(
+                        "; {machine} finding(s) about the machine, not the drives under test (warnings)"
+                    ));
+                }
+                s
             } else {
-                fails
-                    .iter()
-                    .map(|f| {
-                        format!(
-                            "{} {}: expected {}, found {}",
-                            f.device, f.check, f.expected, f.actual
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; ")
+                fails.iter().map(line).collect::<Vec<_>>().join("; ")
             },
-            devices: fails.iter().map(|f| f.device.clone()).collect(),
+            devices,
+            per_device,
         }
     }
 }

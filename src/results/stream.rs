@@ -125,6 +125,7 @@ impl StreamResult {
             }
         }
         super::verdict::Judgement {
+            per_device: Vec::new(),
             verdict: super::Verdict::of(bad.is_empty()),
             detail: if bad.is_empty() {
                 "all passes completed".into()
@@ -175,6 +176,7 @@ impl FsResult {
     /// An interrupted pass fails: its figures cover part of the work.
     pub fn judgement(&self) -> super::verdict::Judgement {
         super::verdict::Judgement {
+            per_device: Vec::new(),
             verdict: super::Verdict::of(!self.interrupted),
             detail: if self.interrupted {
                 "interrupted".into()

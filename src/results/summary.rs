@@ -37,6 +37,18 @@ pub struct TestVerdict {
     pub pass: bool,
     pub detail: String,
     pub devices: Vec<String>,
+    /// False for a test that measured nothing (a health stage that found
+    /// no drive to track): neither a pass nor a failure.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub measured: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

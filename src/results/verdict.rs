@@ -54,4 +54,7 @@ pub struct Judgement {
     pub verdict: Verdict,
     pub detail: String,
     pub devices: Vec<String>,
+    /// Each device's own part of `detail`, where the artefact can tell
+    /// (a drive's row then shows only its own findings).
+    pub per_device: Vec<(String, String)>,
 }

@@ -600,6 +600,46 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     Ok(())
 }
 
+/// Marks the findings that are not about a drive under test as the
+/// machine's; unless the profile says they fail the run, they become
+/// warnings (a spare disk's firmware does not fail the disks qualified).
+fn scope_findings(
+    report: &mut crate::results::policy::Report,
+    targets: &[Target],
+    machine: profile::MachineFindings,
+) {
+    use crate::results::policy::Severity;
+    let bare = |p: &str| p.strip_prefix("/dev/").unwrap_or(p).to_string();
+    for f in &mut report.findings {
+        let tested = f
+            .disk
+            .as_deref()
+            .is_some_and(|d| targets.iter().any(|t| bare(&t.disk) == bare(d)));
+        if !tested {
+            f.machine = true;
+            if machine == profile::MachineFindings::Warn {
+                f.severity = f.severity.min(Severity::Warn);
+            }
+        }
+    }
+    report
+        .findings
+        .sort_by_key(|f| (f.machine, std::cmp::Reverse(f.severity)));
+    report.pass = !report.findings.iter().any(|f| f.severity == Severity::Fail);
+}
+
+/// The drives under test, and only those: a scratch file has none, and the
+/// machine's other disks are not this run's to judge.
+fn tested_disks(targets: &[Target]) -> Inventory {
+    let mut inv = scan(Some(targets));
+    inv.disks.retain(|d| {
+        targets
+            .iter()
+            .any(|t| t.file_size == 0 && t.disk == d.dev_path)
+    });
+    inv
+}
+
 fn scan(targets: Option<&[Target]>) -> Inventory {
     let named = targets.is_some_and(|t| t.iter().any(|t| t.disk.starts_with("/dev/loop")));
     let opts = ScanOptions {
@@ -727,7 +767,8 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 }
                 _ => bail!("no policy"),
             };
-            let report = crate::policy::check::check(&policy, &inv);
+            let mut report = crate::policy::check::check(&policy, &inv);
+            scope_findings(&mut report, &targets, pol.machine);
             ctx.write("policy.json", report.clone())?;
             Ok(format!(
                 "{} checks, {} findings",
@@ -741,7 +782,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         ctx.stage("health before", false, || {
             ctx.write(
                 "health-before.json",
-                crate::health::snapshot(&scan(Some(&targets))),
+                crate::health::snapshot(&tested_disks(&targets)),
             )?;
             Ok(String::new())
         })?;
@@ -749,7 +790,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     suites(ctx, &mut targets)?;
     if health && !ctx.stopped() {
         ctx.stage("health after", false, || {
-            let after = crate::health::snapshot(&scan(Some(&targets)));
+            let after = crate::health::snapshot(&tested_disks(&targets));
             ctx.write("health-after.json", after.clone())?;
             let before: crate::health::Snapshot =
                 serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
@@ -911,4 +952,75 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         }
     }
     Ok(ending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::policy::{Finding, Report, Severity};
+
+    fn report() -> Report {
+        let f = |disk: Option<&str>, severity| Finding {
+            severity,
+            rule: "r".into(),
+            device: disk.unwrap_or("(the server)").into(),
+            disk: disk.map(String::from),
+            machine: false,
+            check: "c".into(),
+            expected: "e".into(),
+            actual: "a".into(),
+            fix: None,
+            action: None,
+        };
+        Report {
+            schema_version: 1,
+            checks: 3,
+            findings: vec![
+                f(Some("/dev/sdb"), Severity::Fail),
+                f(None, Severity::Fail),
+                f(Some("/dev/sda"), Severity::Warn),
+            ],
+            pass: false,
+        }
+    }
+
+    fn targets() -> Vec<Target> {
+        vec![Target {
+            path: "/dev/sda1".into(),
+            disk: "/dev/sda".into(),
+            label: "sda".into(),
+            serial: None,
+            model: None,
+            file_size: 0,
+        }]
+    }
+
+    #[test]
+    fn findings_about_the_rest_of_the_machine_are_warnings_unless_asked() {
+        let mut r = report();
+        scope_findings(&mut r, &targets(), profile::MachineFindings::Warn);
+        assert!(r.pass);
+        let seen: Vec<(Option<&str>, Severity, bool)> = r
+            .findings
+            .iter()
+            .map(|f| (f.disk.as_deref(), f.severity, f.machine))
+            .collect();
+        // The drive under test first, then the machine's, downgraded.
+        assert_eq!(
+            seen,
+            vec![
+                (Some("/dev/sda"), Severity::Warn, false),
+                (Some("/dev/sdb"), Severity::Warn, true),
+                (None, Severity::Warn, true),
+            ]
+        );
+        let mut r = report();
+        scope_findings(&mut r, &targets(), profile::MachineFindings::Fail);
+        assert!(!r.pass);
+        assert!(r
+            .findings
+            .iter()
+            .filter(|f| f.machine)
+            .all(|f| f.severity == Severity::Fail));
+    }
 }

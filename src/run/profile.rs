@@ -94,6 +94,25 @@ fn yes() -> bool {
 pub struct PolicyStage {
     pub file: Option<PathBuf>,
     pub inline: Option<String>,
+    /// What findings about the rest of the machine (other disks,
+    /// controllers, the server) do to the verdict: "warn" (the default)
+    /// or "fail". Findings about the drives under test always count.
+    #[serde(default, skip_serializing_if = "MachineFindings::is_warn")]
+    pub machine: MachineFindings,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MachineFindings {
+    #[default]
+    Warn,
+    Fail,
+}
+
+impl MachineFindings {
+    fn is_warn(&self) -> bool {
+        *self == MachineFindings::Warn
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
