@@ -6,9 +6,17 @@
 //!
 //! What act_latency.py leaves to the reader, the verdict does not: a slice
 //! in which no read completed (a stalled drive), a log that ends in ACT's
-//! "test stopped", and a log that ends before its test-duration-sec each
-//! fail with that reason. A run not a whole number of hours long has its
-//! last part judged as a slice of its own, where act_latency.py drops it.
+//! "test stopped", device I/O errors, a log that ends before its
+//! test-duration-sec, a gap between reports, and reports too far apart to
+//! be cut into hours each fail with that reason. A run not a whole number
+//! of hours long has its last part judged as a slice of its own, where
+//! act_latency.py drops it.
+//!
+//! Logs come from bundles of machines nobody vouches for: the reading is
+//! one pass in constant memory, and a log that contradicts itself (counts
+//! that go down or do not add up, a histogram twice in one report, a
+//! setting given twice, reports out of order or past the test's end) fails
+//! at the first contradiction rather than being guessed at.
 
 use super::histogram::N_BUCKETS;
 use crate::results::act::{Failure, Verdict};
@@ -18,36 +26,70 @@ pub const JUDGED: &str = "reads";
 
 const HOUR: u64 = 3600;
 
+/// The longest report interval whose slices may overrun an hour (as
+/// act_latency.py rounds them up to whole intervals); a longer one must
+/// divide the hour.
+const MAX_OVERRUN: u64 = 60;
+
+/// Problems listed before the rest are only counted.
+const MAX_PROBLEMS: usize = 20;
+
+const RULES: [(&str, u64, u64); 3] = [("> 1 ms", 5, 100), ("> 8 ms", 1, 100), ("> 64 ms", 1, 1000)];
+
 /// One report's cumulative reads: total and per-bucket counts.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Snapshot {
     total: u64,
-    buckets: Vec<u64>,
+    buckets: [u64; N_BUCKETS],
 }
 
 impl Snapshot {
-    /// Operations above bucket `edge` (its upper bound is the threshold).
+    fn zero() -> Snapshot {
+        Snapshot {
+            total: 0,
+            buckets: [0; N_BUCKETS],
+        }
+    }
+
+    /// Operations above bucket `edge` (bucket b holds [2^(b-1), 2^b)).
     fn over(&self, edge: usize) -> u64 {
         let under: u64 = self.buckets.iter().take(edge + 1).sum();
         self.total.saturating_sub(under)
     }
 }
 
-struct Log {
+#[derive(Default)]
+struct Settings {
     duration: Option<u64>,
-    interval: u64,
-    microseconds: bool,
-    /// (seconds, the reads histogram if the report had one)
-    reports: Vec<(u64, Option<Snapshot>)>,
+    interval: Option<u64>,
+    microseconds: Option<bool>,
+}
+
+struct Judge {
+    settings: Settings,
+    /// The slice length once the first report is seen (None before).
+    slice: Option<u64>,
+    failures: Vec<Failure>,
+    problems: Vec<String>,
+    more_problems: usize,
+    /// The report being read: its time, and its reads if seen yet.
+    report: Option<(u64, Option<Snapshot>)>,
+    /// The last report taken in, and the last slice's end.
+    last: Option<(u64, Snapshot)>,
+    boundary: (u64, Snapshot),
+    slices: usize,
+    io_errors: usize,
+    first_io_error: Option<String>,
     stopped: Option<String>,
-    unreadable: Option<String>,
+    /// A contradiction ends the reading of reports.
+    broken: bool,
 }
 
 fn setting<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.strip_prefix(key)?.strip_prefix(": ").map(str::trim)
+    line.strip_prefix(key)?.strip_prefix(':').map(str::trim)
 }
 
-/// `(NN: count)` pairs of a bucket line, in order.
+/// `(NN: count)` pairs of a bucket line.
 fn bucket_pairs(line: &str) -> Option<Vec<(usize, u64)>> {
     let mut out = Vec::new();
     for part in line.split('(').skip(1) {
@@ -58,193 +100,536 @@ fn bucket_pairs(line: &str) -> Option<Vec<(usize, u64)>> {
     Some(out)
 }
 
-fn read_log(text: &str) -> Log {
-    let mut log = Log {
-        duration: None,
-        interval: 1,
-        microseconds: false,
-        reports: Vec::new(),
+impl Judge {
+    fn problem(&mut self, p: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(p);
+        } else {
+            self.more_problems += 1;
+        }
+    }
+
+    fn broken(&mut self, p: String) {
+        self.problem(p);
+        self.broken = true;
+    }
+
+    fn interval(&self) -> u64 {
+        self.settings.interval.unwrap_or(1).max(1)
+    }
+
+    fn header_line(&mut self, line: &str) {
+        let set = |key: &str, slot: &mut Option<u64>| -> Option<String> {
+            let v = setting(line, key)?;
+            if slot.is_some() {
+                return Some(format!("{key} is given twice"));
+            }
+            match v.parse::<u64>() {
+                Ok(n) => *slot = Some(n),
+                Err(_) => return Some(format!("{key} {v:?} is not a whole number")),
+            }
+            None
+        };
+        let mut settings = std::mem::take(&mut self.settings);
+        let mut why = set("test-duration-sec", &mut settings.duration)
+            .or_else(|| set("report-interval-sec", &mut settings.interval));
+        if let Some(v) = setting(line, "microsecond-histograms") {
+            if settings.microseconds.is_some() {
+                why = Some("microsecond-histograms is given twice".into());
+            }
+            settings.microseconds = Some(v.starts_with('y'));
+        }
+        self.settings = settings;
+        if let Some(w) = why {
+            self.broken(w);
+        }
+    }
+
+    /// A new "after N sec:" line: the report before it is complete.
+    fn start_report(&mut self, t: u64) {
+        self.finish_report();
+        if self.broken {
+            return;
+        }
+        if self.slice.is_none() {
+            let i = self.interval();
+            if i > HOUR || (i > MAX_OVERRUN && HOUR % i != 0) {
+                // Only a run shorter than an hour can be judged; the
+                // first report past it says otherwise.
+                self.slice = Some(u64::MAX);
+            } else {
+                self.slice = Some(HOUR.div_ceil(i) * i);
+            }
+        }
+        let prev = self.last.as_ref().map_or(0, |l| l.0);
+        if t <= prev {
+            return self.broken(format!(
+                "the report after {t} s comes after the one at {prev} s"
+            ));
+        }
+        if let Some(d) = self.settings.duration {
+            if t > d.saturating_add(self.interval()) {
+                return self.broken(format!("a report after {t} s, past the test's {d} s"));
+            }
+        }
+        if t - prev > self.interval() {
+            self.problem(format!(
+                "no report between {prev} and {t} s (a gap in the log)"
+            ));
+        }
+        self.report = Some((t, None));
+    }
+
+    fn reads_dump(&mut self, total: Option<u64>, lines: &[&str]) {
+        let Some((t, got)) = self.report.as_ref() else {
+            return;
+        };
+        let t = *t;
+        if got.is_some() {
+            return self.broken(format!("the {JUDGED} histogram appears twice after {t} s"));
+        }
+        let mut snap = Snapshot::zero();
+        let mut ok = total.is_some();
+        snap.total = total.unwrap_or(0);
+        let mut sum: u64 = 0;
+        let mut seen = [false; N_BUCKETS];
+        for l in lines {
+            for (b, n) in bucket_pairs(l).unwrap_or_else(|| {
+                ok = false;
+                Vec::new()
+            }) {
+                match (snap.buckets.get_mut(b), sum.checked_add(n)) {
+                    (Some(slot), Some(s)) if !seen[b] => {
+                        seen[b] = true;
+                        *slot = n;
+                        sum = s;
+                    }
+                    _ => ok = false,
+                }
+            }
+        }
+        if !ok {
+            return self.broken(format!("the {JUDGED} histogram after {t} s is unreadable"));
+        }
+        if sum != snap.total {
+            return self.broken(format!(
+                "the {JUDGED} histogram after {t} s does not add up ({sum} in its buckets, {} total)",
+                snap.total
+            ));
+        }
+        if let Some(r) = self.report.as_mut() {
+            r.1 = Some(snap);
+        }
+    }
+
+    /// Takes in the report just read, closing a slice at an hour's end.
+    fn finish_report(&mut self) {
+        let Some((t, snap)) = self.report.take() else {
+            return;
+        };
+        if self.broken {
+            return;
+        }
+        // A report cut off in the writing (no histogram) is not taken in.
+        let Some(snap) = snap else { return };
+        if let Some((_, prev)) = &self.last {
+            let down = snap.total < prev.total
+                || snap.buckets.iter().zip(&prev.buckets).any(|(a, b)| a < b);
+            if down {
+                return self.broken(format!(
+                    "the {JUDGED} counts go down after {t} s (a histogram is cumulative)"
+                ));
+            }
+        }
+        let slice = self.slice.unwrap_or(HOUR);
+        if t >= HOUR && slice == u64::MAX {
+            return self.broken(format!(
+                "report-interval-sec {} cannot be cut into hours, so the run cannot be judged hour by hour",
+                self.interval()
+            ));
+        }
+        self.last = Some((t, snap));
+        if t % slice == 0 {
+            self.close_slice();
+        }
+    }
+
+    fn close_slice(&mut self) {
+        let Some((end, at)) = self.last.clone() else {
+            return;
+        };
+        let (from, before) = self.boundary.clone();
+        if end <= from {
+            return;
+        }
+        self.slices += 1;
+        let n = self.slices;
+        let total = at.total - before.total;
+        if total == 0 {
+            self.problem(format!("slice {n} ({from}-{end} s): no {JUDGED} completed"));
+        }
+        let edges = if self.settings.microseconds == Some(true) {
+            [10, 13, 16]
+        } else {
+            [0, 3, 6]
+        };
+        for (k, (rule, num, den)) in RULES.iter().enumerate() {
+            let over = at.over(edges[k]).saturating_sub(before.over(edges[k]));
+            // over/total < num/den, in integers: no rounding at the edge.
+            if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
+                let pct = over as f64 * 100.0 / total as f64;
+                self.failures.push(Failure {
+                    histogram: JUDGED.into(),
+                    slice: n,
+                    rule: format!("{rule} must be < {}%", *num as f64 * 100.0 / *den as f64),
+                    // Shown to two places, as act_latency.py rounds.
+                    percent: format!("{pct:.2}").parse().unwrap_or(pct),
+                });
+            }
+        }
+        self.boundary = (end, at);
+    }
+}
+
+/// Judges a log by ACT's criteria; never fails to answer.
+pub fn judge(text: &str) -> Verdict {
+    let mut j = Judge {
+        settings: Settings::default(),
+        slice: None,
+        failures: Vec::new(),
+        problems: Vec::new(),
+        more_problems: 0,
+        report: None,
+        last: None,
+        boundary: (0, Snapshot::zero()),
+        slices: 0,
+        io_errors: 0,
+        first_io_error: None,
         stopped: None,
-        unreadable: None,
+        broken: false,
     };
     let mut lines = text.lines().peekable();
     let mut in_reports = false;
-    while let Some(line) = lines.next() {
+    let mut saw_reads = false;
+    while let Some(raw) = lines.next() {
+        let line = raw.trim_end();
+        if line.ends_with("- test stopped") {
+            j.stopped.get_or_insert(line.trim().to_string());
+            continue;
+        }
+        if line.starts_with("ERROR: reading ") || line.starts_with("ERROR: writing ") {
+            j.io_errors += 1;
+            j.first_io_error.get_or_insert(line.to_string());
+            continue;
+        }
         if let Some(t) = line
             .strip_prefix("after ")
             .and_then(|l| l.strip_suffix(" sec:"))
         {
             in_reports = true;
             match t.parse::<u64>() {
-                Ok(t) if log.reports.last().is_none_or(|r| r.0 < t) => {
-                    log.reports.push((t, None));
-                }
-                _ => {
-                    log.unreadable
-                        .get_or_insert(format!("out-of-order report line {line:?}"));
-                }
+                Ok(t) => j.start_report(t),
+                Err(_) => j.broken(format!(
+                    "a bad report line {:?}",
+                    line.chars().take(60).collect::<String>()
+                )),
             }
-            continue;
-        }
-        if line.ends_with("- test stopped") {
-            log.stopped.get_or_insert(line.trim().to_string());
             continue;
         }
         if !in_reports {
-            if let Some(v) = setting(line, "test-duration-sec") {
-                log.duration = v.parse().ok();
-            } else if let Some(v) = setting(line, "report-interval-sec") {
-                log.interval = v.parse().ok().filter(|&i| i > 0).unwrap_or(1);
-            } else if let Some(v) = setting(line, "microsecond-histograms") {
-                log.microseconds = v.starts_with('y');
-            }
+            j.header_line(line);
             continue;
         }
-        // "reads (N total) ..." followed by " (NN: count)" lines.
+        // "reads (N total)" followed by " (NN: count)" lines.
         let Some(rest) = line.strip_prefix(JUDGED).and_then(|r| r.strip_prefix(" (")) else {
             continue;
         };
-        let Some((t, report)) = log.reports.last_mut() else {
-            continue;
-        };
+        saw_reads = true;
         let total = rest
             .split_once(" total)")
             .and_then(|(n, _)| n.trim().parse::<u64>().ok());
-        let mut snap = Snapshot {
-            total: total.unwrap_or(0),
-            buckets: vec![0; N_BUCKETS],
-        };
-        let mut bad = total.is_none();
+        let mut dump = Vec::new();
         while let Some(next) = lines.next_if(|l| l.starts_with(" (")) {
-            match bucket_pairs(next) {
-                Some(pairs) => {
-                    for (b, n) in pairs {
-                        match snap.buckets.get_mut(b) {
-                            Some(slot) => *slot = n,
-                            None => bad = true,
-                        }
-                    }
-                }
-                None => bad = true,
-            }
+            dump.push(next);
         }
-        if bad {
-            log.unreadable
-                .get_or_insert(format!("the reads histogram after {t} s is unreadable"));
-        } else {
-            *report = Some(snap);
+        if !j.broken {
+            j.reads_dump(total, &dump);
         }
     }
-    log
-}
-
-/// The slice length the verdict uses: an hour, or the whole of a shorter
-/// log, rounded up to whole report intervals as act_latency.py does.
-fn slice_seconds(last: u64, interval: u64) -> u64 {
-    let s = if last > 0 && last < HOUR { last } else { HOUR };
-    s.div_ceil(interval) * interval
-}
-
-/// Judges a log by ACT's criteria; never fails to answer.
-pub fn judge(text: &str) -> Verdict {
-    let log = read_log(text);
-    let mut failures = Vec::new();
-    let mut problems = Vec::new();
-    // Reports with the histogram (one cut off in the writing has none).
-    let judged: Vec<(u64, &Snapshot)> = log
-        .reports
-        .iter()
-        .filter_map(|(t, s)| Some((*t, s.as_ref()?)))
-        .collect();
-    let last = judged.last().map_or(0, |r| r.0);
-    let slice = slice_seconds(last, log.interval);
-    let edges = if log.microseconds {
-        [10, 13, 16]
-    } else {
-        [0, 3, 6]
-    };
-    if let Some(why) = &log.unreadable {
-        problems.push(why.clone());
-    }
-    if log.reports.is_empty() {
-        problems.push("the log has no report (\"after N sec:\")".into());
-    } else if judged.is_empty() {
-        problems.push(format!(
-            "the log has no {JUDGED} histogram: ACT's criteria judge transaction reads"
-        ));
-    } else {
-        // Slice ends: every multiple of the slice length reached, then the
-        // log's last report if it lies beyond.
-        let mut ends: Vec<u64> = (1..=last / slice).map(|k| k * slice).collect();
-        if ends.last().is_none_or(|&e| e < last) {
-            ends.push(last);
-        }
-        let mut before = Snapshot::default();
-        let mut from = 0;
-        for (n, &end) in ends.iter().enumerate() {
-            let at = judged
-                .iter()
-                .rev()
-                .find(|r| r.0 <= end)
-                .map(|r| r.1.clone())
-                .unwrap_or_default();
-            let total = at.total.saturating_sub(before.total);
-            if total == 0 {
-                problems.push(format!(
-                    "slice {} ({from}-{end} s): no {JUDGED} completed",
-                    n + 1
+    j.finish_report();
+    let last = j.last.as_ref().map_or(0, |l| l.0);
+    if !j.broken {
+        if last == 0 && !saw_reads && j.report.is_none() && j.slices == 0 {
+            if in_reports {
+                j.problem(format!(
+                    "the log has no {JUDGED} histogram: ACT's criteria judge transaction reads"
                 ));
+            } else {
+                j.problem("the log has no report (\"after N sec:\")".into());
             }
-            const RULES: [(&str, u64, u64); 3] =
-                [("> 1 ms", 5, 100), ("> 8 ms", 1, 100), ("> 64 ms", 1, 1000)];
-            for (k, (rule, num, den)) in RULES.iter().enumerate() {
-                let over = at.over(edges[k]).saturating_sub(before.over(edges[k]));
-                // over/total < num/den, in integers: no rounding at the edge.
-                if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
-                    failures.push(Failure {
-                        histogram: JUDGED.into(),
-                        slice: n + 1,
-                        rule: format!("{rule} must be < {}%", *num as f64 * 100.0 / *den as f64),
-                        percent: over as f64 * 100.0 / total as f64,
-                    });
-                }
-            }
-            before = at;
-            from = end;
+        } else if j.slices == 0 {
+            // Shorter than a slice: the whole run is one.
+            j.close_slice();
+        } else if last > j.boundary.0 {
+            // A last part-hour, judged on its own.
+            j.close_slice();
         }
     }
-    if let Some(line) = &log.stopped {
-        problems.push(format!("the run stopped: {line}"));
-    } else if !judged.is_empty() {
-        match log.duration {
-            Some(d) if last < d => problems.push(format!(
+    if j.io_errors > 0 {
+        let first = j.first_io_error.clone().unwrap_or_default();
+        j.problem(format!(
+            "{} device I/O error(s) in the log (first: {first})",
+            j.io_errors
+        ));
+    }
+    if let Some(line) = j.stopped.clone() {
+        j.problem(format!("the run stopped: {line}"));
+    } else if !j.broken && last > 0 {
+        match j.settings.duration {
+            Some(d) if last < d => j.problem(format!(
                 "the log ends after {last} s of the test's {d} s (the run was cut short)"
             )),
             Some(_) => {}
-            None => problems.push(
+            None => j.problem(
                 "the log names no test-duration-sec, so whether it is whole cannot be told".into(),
             ),
         }
     }
-    for f in &mut failures {
-        // Shown to two places, as act_latency.py rounds.
-        f.percent = format!("{:.2}", f.percent).parse().unwrap_or(f.percent);
+    if j.more_problems > 0 {
+        j.problems
+            .push(format!("… and {} more problem(s)", j.more_problems));
     }
+    let slice = match j.slice {
+        Some(s) if s != u64::MAX && last >= s => s,
+        _ => last,
+    };
     Verdict {
-        pass: failures.is_empty() && problems.is_empty(),
+        pass: j.failures.is_empty() && j.problems.is_empty(),
         criteria: format!(
             "{JUDGED}, in every slice of {}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
             if slice >= HOUR {
-                "an hour".to_string()
+                format!("{slice} s (an hour, in whole reports)")
             } else {
                 format!("{slice} s (the whole run)")
             }
         ),
-        note: log.microseconds.then(|| {
+        note: (j.settings.microseconds == Some(true)).then(|| {
             "microsecond histograms: the bucket edges 1.024, 8.192 and 65.536 ms stand for 1, 8 and 64 ms".into()
         }),
-        failures,
-        problems,
+        failures: j.failures,
+        problems: j.problems,
         slice_seconds: slice,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log reporting every `interval` s for `duration` s, `reads(t)`
+    /// giving the cumulative (bucket, count) pairs at each report.
+    fn log(
+        duration: u64,
+        interval: u64,
+        micro: bool,
+        reads: impl Fn(u64) -> Vec<(usize, u64)>,
+        tail: &str,
+    ) -> String {
+        let mut s = format!(
+            "\nACT version 6.6\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
+             test-duration-sec: {duration}\nreport-interval-sec: {interval}\n\
+             microsecond-histograms: {}\n\nHISTOGRAM NAMES\nreads\n\n",
+            if micro { "yes" } else { "no" }
+        );
+        let mut t = interval;
+        while t <= duration {
+            let r = reads(t);
+            let total: u64 = r.iter().map(|p| p.1).sum();
+            s.push_str(&format!("after {t} sec:\nreads ({total} total)\n"));
+            for (b, n) in r {
+                s.push_str(&format!(" ({b:02}: {n:010})\n"));
+            }
+            s.push('\n');
+            t += interval;
+        }
+        s + tail
+    }
+
+    fn reasons(v: &Verdict) -> Vec<String> {
+        v.failures
+            .iter()
+            .map(|f| format!("slice {}: {}", f.slice, f.rule))
+            .chain(v.problems.iter().cloned())
+            .collect()
+    }
+
+    /// Steady reads: 1000 a second, `slow(t)` of those of second t in
+    /// `bucket` (not 0).
+    fn steady(bucket: usize, slow: impl Fn(u64) -> u64) -> impl Fn(u64) -> Vec<(usize, u64)> {
+        move |t| {
+            let s: u64 = (1..=t).map(&slow).sum();
+            vec![(0, 1000 * t - s), (bucket, s)]
+        }
+    }
+
+    /// 1000 fast reads a second.
+    fn clean(t: u64) -> Vec<(usize, u64)> {
+        vec![(0, 1000 * t)]
+    }
+
+    #[test]
+    fn the_64_ms_and_microsecond_edges_are_acts() {
+        // Bucket 6 is [32, 64) ms: under the 64 ms edge; bucket 7 over.
+        let v = judge(&log(10, 1, false, steady(6, |_| 5), ""));
+        assert!(v.pass, "{:?}", reasons(&v));
+        let v = judge(&log(10, 1, false, steady(7, |_| 1), ""));
+        assert_eq!(reasons(&v), ["slice 1: > 64 ms must be < 0.1%"]);
+        // Microseconds: bucket 13 is [4096, 8192) µs, 14 over 8.192 ms.
+        let v = judge(&log(10, 1, true, steady(13, |_| 50), ""));
+        assert_eq!(reasons(&v), ["slice 1: > 1 ms must be < 5%"]);
+        let v = judge(&log(10, 1, true, steady(14, |_| 10), ""));
+        assert_eq!(reasons(&v), ["slice 1: > 8 ms must be < 1%"]);
+        // Bucket 16 is [32.768, 65.536) ms: over 8 ms, under 64 ms.
+        let v = judge(&log(10, 1, true, steady(16, |_| 10), ""));
+        assert_eq!(reasons(&v), ["slice 1: > 8 ms must be < 1%"]);
+        let v = judge(&log(10, 1, true, steady(17, |_| 1), ""));
+        assert_eq!(reasons(&v), ["slice 1: > 64 ms must be < 0.1%"]);
+    }
+
+    #[test]
+    fn hours_are_hours_whatever_the_report_interval() {
+        // Reports every 10 minutes; ten minutes of the second hour are
+        // all slow (1/6 of that hour's reads > 5%).
+        let slow = |t: u64| if (4201..=4800).contains(&t) { 1000 } else { 0 };
+        let v = judge(&log(7200, 600, false, steady(1, slow), ""));
+        assert_eq!(reasons(&v), ["slice 2: > 1 ms must be < 5%"]);
+        assert_eq!(v.slice_seconds, 3600);
+        // A day in one report cannot be cut into hours.
+        let v = judge(&log(86400, 86400, false, clean, ""));
+        assert!(!v.pass);
+        assert!(
+            v.problems[0].contains("cannot be cut into hours"),
+            "{:?}",
+            v.problems
+        );
+        // 3599 s reports would make slices of two hours: refused too.
+        let v = judge(&log(7198, 3599, false, clean, ""));
+        assert!(
+            v.problems[0].contains("cannot be cut into hours"),
+            "{:?}",
+            v.problems
+        );
+        // 7 s reports: slices of 3605 s, as act_latency.py makes them.
+        let v = judge(&log(7210, 7, false, clean, ""));
+        assert_eq!(v.slice_seconds, 3605);
+        // A run shorter than an hour is one slice, whatever its interval.
+        let v = judge(&log(1800, 900, false, clean, ""));
+        assert!(v.pass && v.slice_seconds == 1800, "{:?}", reasons(&v));
+    }
+
+    #[test]
+    fn a_log_that_contradicts_itself_fails() {
+        let good = log(4, 1, false, clean, "");
+        let cases: [(&str, String); 9] = [
+            (
+                "given twice",
+                good.replace(
+                    "report-interval-sec: 1\n",
+                    "report-interval-sec: 1\nreport-interval-sec: 2\n",
+                ),
+            ),
+            (
+                "given twice",
+                good.replace(
+                    "microsecond-histograms: no\n",
+                    "microsecond-histograms: no\nmicrosecond-histograms: yes\n",
+                ),
+            ),
+            (
+                "appears twice",
+                good.replace(
+                    "after 2 sec:\n",
+                    "after 2 sec:\nreads (2000 total)\n (00: 0000002000)\n",
+                ),
+            ),
+            (
+                "does not add up",
+                good.replace("reads (3000 total)", "reads (2000 total)"),
+            ),
+            (
+                "go down",
+                good.replace(
+                    "reads (3000 total)\n (00: 0000003000)",
+                    "reads (1000 total)\n (00: 0000001000)",
+                ),
+            ),
+            ("comes after", good.replace("after 3 sec:", "after 1 sec:")),
+            (
+                "past the test",
+                good.replace("after 4 sec:", "after 36000000000000 sec:"),
+            ),
+            ("a gap", {
+                let g = log(10, 1, false, clean, "");
+                let (a, b) = (
+                    g.find("after 3 sec:").unwrap(),
+                    g.find("after 9 sec:").unwrap(),
+                );
+                format!("{}{}", &g[..a], &g[b..])
+            }),
+            (
+                "unreadable",
+                good.replace("(00: 0000002000)", "(00: 18446744073709551615) (01: 1)"),
+            ),
+        ];
+        for (why, text) in cases {
+            let v = judge(&text);
+            assert!(!v.pass, "{why}");
+            assert!(
+                v.problems.iter().any(|p| p.contains(why)),
+                "{why}: {:?}",
+                v.problems
+            );
+        }
+        // A stop line with trailing blanks, and I/O errors, fail too.
+        let v = judge(&format!("{good}drive(s) can't keep up - test stopped  \n"));
+        assert!(v.problems.iter().any(|p| p.contains("test stopped")));
+        let v = judge(&good.replace(
+            "after 2 sec:",
+            "ERROR: reading /dev/sdz: 5 'Input/output error'\nafter 2 sec:",
+        ));
+        assert_eq!(
+            v.problems,
+            ["1 device I/O error(s) in the log (first: ERROR: reading /dev/sdz: 5 'Input/output error')"]
+        );
+    }
+
+    #[test]
+    fn hostile_logs_take_bounded_time_and_memory() {
+        // A report far past a huge test-duration-sec: the slices are the
+        // reports', not one per hour of the claimed time.
+        let text = log(3600, 3600, false, clean, "").replace(
+            "test-duration-sec: 3600",
+            "test-duration-sec: 18446744073709551615",
+        )
+            + "after 18446744073709551614 sec:\nreads (3600000 total)\n (00: 0003600000)\n";
+        let asked = std::time::Instant::now();
+        let v = judge(&text);
+        assert!(asked.elapsed() < std::time::Duration::from_secs(2));
+        assert!(v.problems.len() <= MAX_PROBLEMS + 1, "{}", v.problems.len());
+        // Many hourly reports: linear.
+        let big = log(3600 * 20_000, 3600, false, clean, "");
+        let asked = std::time::Instant::now();
+        let v = judge(&big);
+        assert!(v.pass, "{:?}", reasons(&v));
+        assert!(asked.elapsed() < std::time::Duration::from_secs(5));
+        // Many problems: listed up to a bound, then counted.
+        let stalls = log(3600 * 100, 3600, false, |_| vec![(0, 1)], "");
+        let v = judge(&stalls);
+        assert_eq!(v.problems.len(), MAX_PROBLEMS + 1);
+        assert!(
+            v.problems.last().unwrap().starts_with("… and 79 more"),
+            "{:?}",
+            v.problems.last()
+        );
     }
 }

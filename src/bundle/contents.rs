@@ -101,6 +101,14 @@ fn legacy(path: &str, data: &[u8]) -> Option<Result<Artefact, serde_json::Error>
     }
 }
 
+fn verdict_word(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
 /// A name of a file beside the artefact, nothing more ("x.log", not
 /// "../x.log" or "a/x.log").
 fn plain_name(n: &str) -> bool {
@@ -154,11 +162,14 @@ impl Contents {
                 artefact,
             });
         }
-        // A saved analysis counts only for the very bytes it judged, in
-        // the same folder: one without its log is unreadable, and one of
-        // other bytes (a stale file left by an earlier run) gives way to
-        // the log itself.
+        // Every log is judged afresh, by today's rules: a saved analysis is
+        // a claim about its log, never taken on trust (whoever holds the
+        // signing key could write any). One without its log in the same
+        // folder is unreadable; one of other bytes (stale, left by an
+        // earlier run) or of an older judge gives way to the log; one of
+        // the same bytes whose verdict differs is named as unreadable.
         let mut unreadable = Vec::new();
+        let mut saved: Vec<(String, LogAnalysis)> = Vec::new();
         c.items.retain(|i| {
             let Artefact::ActAnalysis(a) = &i.artefact else {
                 return true;
@@ -168,48 +179,58 @@ impl Contents {
                     i.path.clone(),
                     format!("names its log {:?}, not a file beside it", a.log),
                 ));
-                return false;
+            } else if !files.contains_key(&format!("{}{}", split(&i.path).0, a.log)) {
+                unreadable.push((
+                    i.path.clone(),
+                    format!("the analysis of {}, which is not in the results", a.log),
+                ));
+            } else {
+                saved.push((i.path.clone(), a.clone()));
             }
-            match files.get(&format!("{}{}", split(&i.path).0, a.log)) {
-                None => {
-                    unreadable.push((
-                        i.path.clone(),
-                        format!("the analysis of {}, which is not in the results", a.log),
-                    ));
-                    false
-                }
-                // An analysis by an older judge gives way too: the log is
-                // judged by today's rules.
-                Some(log) => {
-                    crate::util::sha256_hex(log) == a.log_sha256
-                        && i.artefact.schema_version() == crate::results::act::ANALYSIS_SCHEMA
-                }
-            }
+            false
         });
         c.unreadable.extend(unreadable);
-        // A log whose analysis was saved with it is read through that; an
-        // older one is analysed now, the way a run does after each log.
         for (path, data) in logs {
             let (dir, name) = split(path);
-            let analysed = c.items.iter().any(|i| match &i.artefact {
-                Artefact::ActAnalysis(a) => split(&i.path).0 == dir && a.log == name,
-                _ => false,
-            });
-            if analysed {
-                continue;
-            }
+            let claim = saved
+                .iter()
+                .find(|(at, a)| split(at).0 == dir && a.log == name);
             let timeline_name = name.replace(".log", ".timeline.jsonl");
-            let timeline = files
-                .contains_key(&format!("{dir}{timeline_name}"))
-                .then_some(timeline_name);
-            let at = analyze::analysis_path(Path::new(path))
-                .to_string_lossy()
-                .into_owned();
+            let timeline = claim
+                .and_then(|(_, a)| a.timeline.clone())
+                .filter(|t| plain_name(t))
+                .or_else(|| {
+                    files
+                        .contains_key(&format!("{dir}{timeline_name}"))
+                        .then_some(timeline_name)
+                });
+            let at = claim.map(|(at, _)| at.clone()).unwrap_or_else(|| {
+                analyze::analysis_path(Path::new(path))
+                    .to_string_lossy()
+                    .into_owned()
+            });
             match analyze::judge_log(data, name, path, timeline) {
-                Ok(a) => c.items.push(Item {
-                    path: at,
-                    artefact: Artefact::ActAnalysis(a),
-                }),
+                Ok(a) => {
+                    if let Some((claim_at, old)) = claim {
+                        let same_bytes = old.log_sha256 == a.log_sha256
+                            && old.schema_version == crate::results::act::ANALYSIS_SCHEMA;
+                        if same_bytes && old.analysis.verdict.pass != a.analysis.verdict.pass {
+                            c.unreadable.push((
+                                claim_at.clone(),
+                                format!(
+                                    "says {} where its log ({}) is judged {}",
+                                    verdict_word(old.analysis.verdict.pass),
+                                    a.log,
+                                    verdict_word(a.analysis.verdict.pass)
+                                ),
+                            ));
+                        }
+                    }
+                    c.items.push(Item {
+                        path: at,
+                        artefact: Artefact::ActAnalysis(a),
+                    });
+                }
                 Err(e) => c
                     .unreadable
                     .push((path.clone(), format!("ACT log unreadable: {e}"))),
@@ -337,6 +358,25 @@ mod hostile {
         ]);
         assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
         assert_eq!(s.tests.len(), 1, "{s:#?}");
+        // A forged analysis of the very bytes, saying PASS for a failing
+        // log: the log is judged afresh, and the forgery is named.
+        let mut forged = analyze::judge_log(&fail, "a.log", "a.log", None).unwrap();
+        forged.analysis.verdict.pass = true;
+        forged.analysis.verdict.failures.clear();
+        forged.analysis.verdict.problems.clear();
+        let s = verdict(&[
+            ("act/a.log", fail.clone()),
+            ("act/a.analysis.json", Artefact::from(forged).to_json()),
+        ]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert!(
+            s.tests.iter().any(|t| t
+                .name
+                .starts_with("unreadable (results/act/a.analysis.json)")
+                && t.detail
+                    .contains("says PASS where its log (a.log) is judged FAIL")),
+            "{s:#?}"
+        );
         // An analysis whose log is not there, or outside its folder.
         for name in ["ghost.log", "../a.log", "x/a.log", ""] {
             let mut a = analyze::judge_log(&pass, "a.log", "a.log", None).unwrap();

@@ -92,11 +92,21 @@ impl FromStr for NullLatency {
     }
 }
 
+/// A latency in the largest unit that keeps it whole.
+fn latency_text(d: Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
+}
+
 impl fmt::Display for NullLatency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}us", self.base.as_micros())?;
+        f.write_str(&latency_text(self.base))?;
         for (rate, lat) in &self.steps {
-            write!(f, ",{rate}/s={}us", lat.as_micros())?;
+            write!(f, ",{rate}/s={}", latency_text(*lat))?;
         }
         Ok(())
     }
@@ -140,13 +150,14 @@ impl NullEngine {
         }
     }
 
+    /// Moves every request due by `now` to `out`, in one pass.
     fn collect(&mut self, now: Instant, out: &mut Vec<Completion>) -> usize {
-        let mut got = 0;
-        let mut i = 0;
-        while i < self.pending.len() {
-            if self.pending[i].1 <= now {
-                let (issued_at, completed_at, req) = self.pending.remove(i);
-                out.push(Completion {
+        let (done, waiting): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.1 <= now);
+        self.pending = waiting;
+        let got = done.len();
+        out.extend(
+            done.into_iter()
+                .map(|(issued_at, completed_at, req)| Completion {
                     tag: req.tag,
                     offset: req.offset,
                     len: req.len,
@@ -155,12 +166,8 @@ impl NullEngine {
                     buf: req.buf,
                     issued_at,
                     completed_at,
-                });
-                got += 1;
-            } else {
-                i += 1;
-            }
-        }
+                }),
+        );
         got
     }
 }
@@ -240,6 +247,10 @@ mod tests {
             ]
         );
         assert_eq!(m.to_string().parse::<NullLatency>().unwrap(), m);
+        for text in ["500ns", "1500ns,10/s=2ms", "0ms", "60s"] {
+            let m: NullLatency = text.parse().unwrap();
+            assert_eq!(m.to_string().parse::<NullLatency>().unwrap(), m, "{text}");
+        }
         assert_eq!(m.at_rate(5000), Duration::from_micros(200));
         assert_eq!(m.at_rate(5001), Duration::from_millis(3));
         assert_eq!(m.at_rate(100_000), Duration::from_millis(20));

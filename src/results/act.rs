@@ -242,7 +242,26 @@ pub struct LogAnalysis {
     pub load: Option<f64>,
     /// The per-second timeline's file name beside the log, when kept.
     pub timeline: Option<String>,
+    /// The I/O engine storcert's log header names ("io_uring", "null");
+    /// none for upstream ACT's logs.
+    #[serde(default)]
+    pub engine: Option<String>,
     pub analysis: Analysis,
+}
+
+/// The engine that does no I/O: its results are a test of storcert, never
+/// of a drive.
+pub const NULL_ENGINE: &str = "null";
+
+/// The judgement of a result the null engine made: a failure, whatever its
+/// figures say, so that no bundle qualifies a drive on it.
+pub fn null_engine_judgement(devices: Vec<String>) -> super::verdict::Judgement {
+    super::verdict::Judgement {
+        verdict: super::Verdict::Fail,
+        detail: "made by the null engine, which does no I/O: it qualifies no drive".into(),
+        devices,
+        per_device: Vec::new(),
+    }
 }
 
 /// ACT prep of one or more devices.
@@ -255,6 +274,9 @@ pub struct Prep {
 impl RunResult {
     /// A run judged by how it ended: completed, or stopped and why.
     pub fn judgement(&self) -> super::verdict::Judgement {
+        if self.engine == NULL_ENGINE {
+            return null_engine_judgement(self.devices.iter().map(|d| d.name.clone()).collect());
+        }
         let errors = self.device_errors();
         let detail = match &self.outcome {
             Outcome::Completed if !errors.is_empty() => {
@@ -292,6 +314,9 @@ impl LogAnalysis {
 
     /// ACT's criteria over the log's slices.
     pub fn judgement(&self) -> super::verdict::Judgement {
+        if self.engine.as_deref() == Some(NULL_ENGINE) {
+            return null_engine_judgement(self.devices.clone());
+        }
         let v = &self.analysis.verdict;
         let detail = if v.pass {
             format!(

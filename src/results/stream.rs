@@ -111,6 +111,11 @@ pub const SCHEMA_VERSION: u32 = 1;
 impl StreamResult {
     /// Failed on a job's error, bad blocks on verify, or an interrupted pass.
     pub fn judgement(&self) -> super::verdict::Judgement {
+        if self.engine == super::act::NULL_ENGINE {
+            return super::act::null_engine_judgement(
+                self.targets.iter().map(|t| t.path.clone()).collect(),
+            );
+        }
         let mut bad = Vec::new();
         if self.passes.is_empty() {
             bad.push("no pass ran".to_string());
