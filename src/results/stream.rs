@@ -109,6 +109,36 @@ pub struct DiskUtil {
 pub const SCHEMA_VERSION: u32 = 1;
 
 impl StreamResult {
+    /// Each device's counters over the whole run, once per device (fio
+    /// prints one line a disk): the passes' counts summed, utilisation
+    /// weighted by each pass's length.
+    pub fn disks(&self) -> Vec<DiskUtil> {
+        let mut out: Vec<(DiskUtil, f64)> = Vec::new();
+        for p in &self.passes {
+            let ms = p.group.max_runtime_ms as f64;
+            for d in &p.disks {
+                match out.iter_mut().find(|(o, _)| o.name == d.name) {
+                    Some((o, weight)) => {
+                        o.read_ios += d.read_ios;
+                        o.write_ios += d.write_ios;
+                        o.read_merges += d.read_merges;
+                        o.write_merges += d.write_merges;
+                        o.read_ticks += d.read_ticks;
+                        o.write_ticks += d.write_ticks;
+                        o.in_queue += d.in_queue;
+                        let total = *weight + ms;
+                        if total > 0.0 {
+                            o.util = (o.util * *weight + d.util * ms) / total;
+                        }
+                        *weight = total;
+                    }
+                    None => out.push((d.clone(), ms)),
+                }
+            }
+        }
+        out.into_iter().map(|(d, _)| d).collect()
+    }
+
     /// Failed on a job's error, bad blocks on verify, or an interrupted pass.
     pub fn judgement(&self) -> super::verdict::Judgement {
         if self.engine == super::act::NULL_ENGINE {
@@ -194,5 +224,40 @@ impl FsResult {
             },
             devices: vec![self.dir.clone()],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_disk_once_over_the_passes() {
+        let disk = |name: &str, ios: u64, util: f64| {
+            serde_json::json!({"name": name, "read_ios": ios, "write_ios": ios, "read_merges": 0,
+                "write_merges": 0, "read_ticks": 1, "write_ticks": 1, "in_queue": 2, "util": util})
+        };
+        let pass = |p: &str, ms: u64, disks: Vec<serde_json::Value>| {
+            serde_json::json!({"pass": p, "jobs": [], "disks": disks, "verify": null,
+                "bw_timeline": [], "interrupted": false,
+                "group": {"bytes": 0, "aggr_bw_bytes": 0.0, "min_bw_bytes": 0.0,
+                    "max_bw_bytes": 0.0, "min_runtime_ms": ms, "max_runtime_ms": ms}})
+        };
+        let r: StreamResult = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "seed": 1, "storcert_version": "0", "engine": "io_uring",
+            "bs": 4096, "qd": 1, "jobs_per_target": 1, "direct": true, "targets": [],
+            "passes": [
+                pass("write", 3000, vec![disk("sda", 10, 90.0), disk("sdb", 20, 80.0)]),
+                pass("read", 1000, vec![disk("sda", 1, 50.0), disk("sdb", 2, 40.0)]),
+            ]
+        }))
+        .unwrap();
+        let d = r.disks();
+        let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["sda", "sdb"]);
+        assert_eq!((d[0].read_ios, d[0].in_queue), (11, 4));
+        // Three seconds at 90% and one at 50%: 80%.
+        assert!((d[0].util - 80.0).abs() < 1e-9, "{}", d[0].util);
+        assert!((d[1].util - 70.0).abs() < 1e-9, "{}", d[1].util);
     }
 }

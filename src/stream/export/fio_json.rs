@@ -118,12 +118,11 @@ pub fn render(r: &StreamResult) -> Value {
             "job_runtime": r.passes.iter().filter_map(|p| p.jobs.get(i)).map(|j| j.runtime_ms).sum::<u64>(),
         }));
     }
-    let mut disk_util = Vec::new();
-    for p in &r.passes {
-        for d in &p.disks {
-            disk_util.push(serde_json::to_value(d).unwrap_or(Value::Null));
-        }
-    }
+    let disk_util: Vec<Value> = r
+        .disks()
+        .iter()
+        .map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
+        .collect();
     json!({
         "storcert version": format!("storcert-{}", r.storcert_version),
         "timestamp": now.as_secs(),

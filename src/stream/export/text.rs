@@ -60,32 +60,23 @@ pub fn render(r: &StreamResult) -> String {
     for pass in &r.passes {
         let _ = writeln!(s, "{}", group_line(pass));
     }
-    let disks: Vec<&super::super::diskstats::DiskUtil> =
-        r.passes.iter().flat_map(|p| p.disks.iter()).collect();
+    let disks = r.disks();
     if !disks.is_empty() {
         let _ = writeln!(s, "\nDisk stats (read/write):");
-        // One line per device, summed over the passes, as fio does.
-        let mut names: Vec<&str> = disks.iter().map(|d| d.name.as_str()).collect();
-        names.dedup();
-        for name in names {
-            let of = |f: fn(&super::super::diskstats::DiskUtil) -> u64| -> u64 {
-                disks.iter().filter(|d| d.name == name).map(|d| f(d)).sum()
-            };
-            let util = disks
-                .iter()
-                .filter(|d| d.name == name)
-                .map(|d| d.util)
-                .fold(0.0, f64::max);
+        // One line per device, over the passes, as fio does.
+        for d in &disks {
             let _ = writeln!(
                 s,
-                "  {name}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={util:.2}%",
-                of(|d| d.read_ios),
-                of(|d| d.write_ios),
-                of(|d| d.read_merges),
-                of(|d| d.write_merges),
-                of(|d| d.read_ticks),
-                of(|d| d.write_ticks),
-                of(|d| d.in_queue)
+                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks,
+                d.write_ticks,
+                d.in_queue,
+                d.util
             );
         }
     }
