@@ -145,13 +145,33 @@ fn named(overrides: &Overrides, disk: Option<&Disk>, path: &Path) -> Option<Stri
 }
 
 /// Decides whether `path` may be written to.
+/// Why a device could not be looked at; "permission denied" says that
+/// root is needed, and for what.
+fn access(what: &str, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        format!("permission denied: storcert needs root to {what} (run it as root)")
+    } else {
+        format!("cannot {what}: {e}")
+    }
+}
+
 pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleared, Refusal> {
     let refuse = |reasons: Vec<String>| Refusal {
         path: path.display().to_string(),
         reasons: reasons.join("; "),
     };
+    // A name under /dev is a device: a mistyped one must not become a new
+    // file in RAM that is then "benchmarked".
+    let under_dev = std::path::absolute(path)
+        .map(|p| p.starts_with("/dev"))
+        .unwrap_or(false);
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && under_dev => {
+            return Err(refuse(vec![
+                "no such device (a name under /dev is never created as a file: check it against `storcert inventory`)".into(),
+            ]))
+        }
         // A file that does not exist yet holds nothing: writers create it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Cleared {
@@ -162,11 +182,20 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
                 overridden: Vec::new(),
             })
         }
-        Err(e) => return Err(refuse(vec![format!("cannot inspect it: {e}")])),
+        Err(e) => return Err(refuse(vec![access("inspect it", &e)])),
     };
+    if meta.is_file() && under_dev {
+        return Err(refuse(vec![
+            "a regular file under /dev, not a device (left by a mistyped name? remove it)".into(),
+        ]));
+    }
     if meta.is_file() {
-        let sig = read_signatures(path, meta.len())
-            .map_err(|e| refuse(vec![format!("cannot read it: {e}")]))?;
+        let sig = read_signatures(path, meta.len()).map_err(|e| {
+            refuse(vec![access(
+                "read it to look for filesystem signatures",
+                &e,
+            )])
+        })?;
         let mut overridden = Vec::new();
         if let Some(sig) = sig {
             match named(overrides, None, path) {
@@ -267,7 +296,7 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
     match read_signatures(path, size) {
         Ok(Some(sig)) => soft.push(format!("it holds a {sig}")),
         Ok(None) => {}
-        Err(e) => hard.push(format!("cannot read it to look for signatures: {e}")),
+        Err(e) => hard.push(access("read it to look for filesystem signatures", &e)),
     }
     if !hard.is_empty() {
         hard.extend(soft);

@@ -141,3 +141,83 @@ fn act_subcommands_have_help_and_analyze_keeps_dash_h_for_histograms() {
         "storcert act storage: --load: load \"ten\" is not a positive multiple like 10x"
     );
 }
+
+#[test]
+fn a_mistyped_device_path_is_an_error_in_every_command() {
+    // A name under /dev that does not exist is never created as a file
+    // and benchmarked: every writer, dry run included, exits 2 naming it.
+    let dev = "/dev/storcert-no-such-nvme9n1";
+    let cases: [&[&str]; 8] = [
+        &["stream", "-d", dev, "--size", "8M"],
+        &["stream", "-d", dev, "--size", "8M", "--dry-run"],
+        &["stream", "-d", dev, "--size", "8M", "--pattern", "read"],
+        &[
+            "act",
+            "storage",
+            "--device",
+            dev,
+            "--load",
+            "1x",
+            "--duration",
+            "2s",
+        ],
+        &[
+            "act",
+            "storage",
+            "--device",
+            dev,
+            "--load",
+            "1x",
+            "--duration",
+            "2s",
+            "--dry-run",
+        ],
+        &["act", "prep", dev, "--dry-run"],
+        &[
+            "act", "search", "--device", dev, "--max", "2x", "--trial", "1s",
+        ],
+        &["provision", "--device", dev, "--spare", "10", "--dry-run"],
+    ];
+    for args in cases {
+        let out = storcert(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(dev), "{args:?}: {err}");
+        assert!(!err.contains("WRITE new file"), "{args:?}: {err}");
+        assert!(
+            !std::path::Path::new(dev).exists(),
+            "{args:?} created {dev}"
+        );
+    }
+    for args in [
+        &["inventory", "--device", dev][..],
+        &["health", "--device", dev, "--snapshot", "/dev/null"][..],
+    ] {
+        let out = storcert(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn permission_errors_say_that_root_is_needed() {
+    // As an unprivileged user, a file only root may read: the refusal
+    // says root is needed and for what, not a bare "Permission denied".
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("drive.img");
+    std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_storcert"))
+        .args(["stream", "-d", file.to_str().unwrap(), "--size", "1M"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("storcert needs root to read it to look for filesystem signatures"),
+        "{err}"
+    );
+}
