@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "storcert",
+    bin_name = "storcert",
     version,
     about = "Storage qualification: inventory, policy checks, ACT and streaming suites, signed results",
     long_about = "storcert qualifies a server's drives unattended: it enumerates disks and \

@@ -69,7 +69,7 @@ pub fn cmdline(data: &[u8]) {
             .as_deref()
             .is_none_or(|p| crate::run::profile::Profile::built_in(p).is_some());
         if local {
-            let _ = resolve(None, &c, None);
+            let _ = resolve(None, &c, None, false);
         }
     }
 }

@@ -221,3 +221,47 @@ fn permission_errors_say_that_root_is_needed() {
         "{err}"
     );
 }
+
+#[test]
+fn usage_names_storcert_whatever_the_file_is_called() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("storcert-x86_64-static");
+    std::fs::copy(env!("CARGO_BIN_EXE_storcert"), &copy).unwrap();
+    let out = Command::new(&copy)
+        .args(["stream", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: storcert stream"), "{help}");
+}
+
+#[test]
+fn the_install_script_places_completions_and_man_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install"))
+        .arg(env!("CARGO_BIN_EXE_storcert"))
+        .env("DESTDIR", tmp.path())
+        .env("PREFIX", "/usr")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let usr = tmp.path().join("usr");
+    for f in [
+        "bin/storcert",
+        "share/bash-completion/completions/storcert",
+        "share/zsh/site-functions/_storcert",
+        "share/fish/vendor_completions.d/storcert.fish",
+        "share/man/man1/storcert.1",
+        "share/man/man1/storcert-run.1",
+    ] {
+        let meta = std::fs::metadata(usr.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(meta.len() > 100, "{f} is nearly empty");
+    }
+    let bash =
+        std::fs::read_to_string(usr.join("share/bash-completion/completions/storcert")).unwrap();
+    assert!(bash.contains("storcert"), "{bash}");
+}

@@ -26,7 +26,12 @@ pub fn run(a: RunArgs) -> ExitCode {
     };
     let partition = run::boot::results_partition();
     // The whole profile is validated here, before any device is touched.
-    let resolved = match source::resolve(a.profile.as_deref(), &cmdline, partition.as_deref()) {
+    let resolved = match source::resolve(
+        a.profile.as_deref(),
+        &cmdline,
+        partition.as_deref(),
+        std::path::Path::new(crate::bundle::system::IMAGE_BUILD_ID).exists(),
+    ) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };

@@ -1,6 +1,8 @@
 //! Where a run's profile comes from, in order: `--profile FILE|URL|NAME`,
 //! the kernel command line (`storcert.profile=`), `profile.toml` on the
-//! partition labelled STORCERT, then the built-in `quick`. Settings a PXE
+//! partition labelled STORCERT, then the built-in default: `field-check`
+//! when booted from storcert's image (every real drive, non-destructive),
+//! `quick` elsewhere (a scratch file). Settings a PXE
 //! operator needs come from the kernel command line on top of whichever
 //! profile won (docs/profile.md lists the keys).
 
@@ -189,12 +191,14 @@ fn load(spec: &str, how: &str) -> Result<Resolved, ProfileError> {
 }
 
 /// Picks the profile: `explicit` (--profile), the kernel command line,
-/// `partition`/profile.toml, or the built-in default; then applies the
-/// command line's settings and validates the result whole.
+/// `partition`/profile.toml, or the built-in default (`field-check` in
+/// the boot `image`, else `quick`); then applies the command line's
+/// settings and validates the result whole.
 pub fn resolve(
     explicit: Option<&str>,
     cmdline: &Cmdline,
     partition: Option<&Path>,
+    image: bool,
 ) -> Result<Resolved, ProfileError> {
     let mut r = if let Some(spec) = explicit {
         load(spec, "--profile")?
@@ -209,6 +213,12 @@ pub fn resolve(
         Resolved {
             profile: Profile::parse(&text, &file.display().to_string())?,
             source: format!("{} (results partition)", file.display()),
+        }
+    } else if image {
+        // A scratch file in RAM would test nothing of the machine.
+        Resolved {
+            profile: Profile::built_in("field-check").expect("built in"),
+            source: "built-in profile field-check (the boot image's default)".into(),
         }
     } else {
         Resolved {
@@ -260,39 +270,51 @@ mod tests {
         std::fs::write(&file, "name = \"from-file\"\n[devices]\nscratch = \"1G\"\n").unwrap();
         let none = Cmdline::default();
         // Built-in default last.
-        assert_eq!(resolve(None, &none, None).unwrap().profile.name, "quick");
+        assert_eq!(
+            resolve(None, &none, None, false).unwrap().profile.name,
+            "quick"
+        );
+        // Booted from the image: every real drive, not a scratch file.
+        let r = resolve(None, &none, None, true).unwrap();
+        assert_eq!(r.profile.name, "field-check");
+        assert!(r.source.contains("boot image"), "{}", r.source);
         // The stick's profile beats the default.
-        let r = resolve(None, &none, Some(dir.path())).unwrap();
+        let r = resolve(None, &none, Some(dir.path()), false).unwrap();
         assert_eq!(r.profile.name, "from-stick");
         assert!(r.source.contains("results partition"));
         // The kernel command line beats the stick.
         let cmd = Cmdline::parse("storcert.profile=field-check").unwrap();
         assert_eq!(
-            resolve(None, &cmd, Some(dir.path())).unwrap().profile.name,
+            resolve(None, &cmd, Some(dir.path()), false)
+                .unwrap()
+                .profile
+                .name,
             "field-check"
         );
         // --profile beats everything.
-        let r = resolve(Some(file.to_str().unwrap()), &cmd, Some(dir.path())).unwrap();
+        let r = resolve(Some(file.to_str().unwrap()), &cmd, Some(dir.path()), false).unwrap();
         assert_eq!(r.profile.name, "from-file");
         // Settings apply on top, and are validated with the profile.
         let cmd =
             Cmdline::parse("storcert.load=12x storcert.duration=2h storcert.done=reboot").unwrap();
-        let r = resolve(Some("burn-in"), &cmd, None).unwrap();
+        let r = resolve(Some("burn-in"), &cmd, None, false).unwrap();
         assert_eq!(r.profile.act.as_ref().unwrap().storage[0].load, "12x");
         assert_eq!(r.profile.done, "reboot");
         // On a profile with several loads (quick: 1x and 10x) it is the one load.
         let one = Cmdline::parse("storcert.load=3x").unwrap();
-        let r = resolve(Some("quick"), &one, None).unwrap();
+        let r = resolve(Some("quick"), &one, None, false).unwrap();
         let storage = &r.profile.act.as_ref().unwrap().storage;
         assert_eq!(storage.len(), 1, "{storage:?}");
         assert_eq!(storage[0].load, "3x");
         let bad = Cmdline::parse("storcert.load=lots").unwrap();
-        assert!(resolve(Some("burn-in"), &bad, None).is_err());
+        assert!(resolve(Some("burn-in"), &bad, None, false).is_err());
         let bad = Cmdline::parse("storcert.upload=http://c/").unwrap();
-        let e = resolve(None, &bad, None).unwrap_err().0;
+        let e = resolve(None, &bad, None, false).unwrap_err().0;
         assert!(e.contains("allow_http"), "{e}");
         // A missing file says what was expected.
-        let e = resolve(Some("/no/such.toml"), &none, None).unwrap_err().0;
+        let e = resolve(Some("/no/such.toml"), &none, None, false)
+            .unwrap_err()
+            .0;
         assert!(e.contains("built-in name"), "{e}");
     }
 }
