@@ -85,8 +85,12 @@ struct Judge {
     broken: bool,
 }
 
-fn setting<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.strip_prefix(key)?.strip_prefix(':').map(str::trim)
+/// A setting's value, read as act_latency.py reads it ("key: value"); a
+/// line that starts with the key in any other shape is `Err`, so the
+/// verdict and the table never read a setting differently.
+fn setting<'a>(line: &'a str, key: &str) -> Option<Result<&'a str, ()>> {
+    let rest = line.strip_prefix(key)?;
+    Some(rest.strip_prefix(": ").map(str::trim).ok_or(()))
 }
 
 /// `(NN: count)` pairs of a bucket line.
@@ -120,7 +124,9 @@ impl Judge {
 
     fn header_line(&mut self, line: &str) {
         let set = |key: &str, slot: &mut Option<u64>| -> Option<String> {
-            let v = setting(line, key)?;
+            let Ok(v) = setting(line, key)? else {
+                return Some(format!("a malformed {key} line {line:?}"));
+            };
             if slot.is_some() {
                 return Some(format!("{key} is given twice"));
             }
@@ -133,11 +139,17 @@ impl Judge {
         let mut settings = std::mem::take(&mut self.settings);
         let mut why = set("test-duration-sec", &mut settings.duration)
             .or_else(|| set("report-interval-sec", &mut settings.interval));
-        if let Some(v) = setting(line, "microsecond-histograms") {
-            if settings.microseconds.is_some() {
-                why = Some("microsecond-histograms is given twice".into());
+        match setting(line, "microsecond-histograms") {
+            Some(Ok(v)) => {
+                if settings.microseconds.is_some() {
+                    why = Some("microsecond-histograms is given twice".into());
+                }
+                settings.microseconds = Some(v.starts_with('y'));
             }
-            settings.microseconds = Some(v.starts_with('y'));
+            Some(Err(())) => {
+                why = Some(format!("a malformed microsecond-histograms line {line:?}"))
+            }
+            None => {}
         }
         self.settings = settings;
         if let Some(w) = why {
@@ -172,10 +184,21 @@ impl Judge {
                 return self.broken(format!("a report after {t} s, past the test's {d} s"));
             }
         }
-        if t - prev > self.interval() {
-            self.problem(format!(
-                "no report between {prev} and {t} s (a gap in the log)"
-            ));
+        // ACT reports at every interval, one after another: a report
+        // anywhere else means the log and its settings disagree (a slice
+        // would never close on its boundary).
+        if t - prev != self.interval() {
+            if t - prev > self.interval() && t % self.interval() == 0 {
+                self.problem(format!(
+                    "no report between {prev} and {t} s (a gap in the log)"
+                ));
+            } else {
+                return self.broken(format!(
+                    "a report after {t} s, where report-interval-sec {} puts one at {} s",
+                    self.interval(),
+                    prev + self.interval()
+                ));
+            }
         }
         self.report = Some((t, None));
     }
@@ -590,6 +613,22 @@ mod tests {
                 v.problems
             );
         }
+        // Settings the table would read otherwise: a report off the
+        // interval, a setting in another shape.
+        let off = log(14, 7, false, clean, "")
+            .replace("report-interval-sec: 7", "report-interval-sec: 2");
+        let v = judge(&off);
+        assert!(
+            v.problems.iter().any(|p| p.contains("puts one at")),
+            "{:?}",
+            v.problems
+        );
+        let v = judge(&good.replace("microsecond-histograms: no", "microsecond-histograms:yes"));
+        assert!(
+            v.problems.iter().any(|p| p.contains("malformed")),
+            "{:?}",
+            v.problems
+        );
         // A stop line with trailing blanks, and I/O errors, fail too.
         let v = judge(&format!("{good}drive(s) can't keep up - test stopped  \n"));
         assert!(v.problems.iter().any(|p| p.contains("test stopped")));

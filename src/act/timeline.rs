@@ -104,16 +104,19 @@ pub fn find_spikes(values: &[(u64, f64)]) -> Spikes {
     dev.sort_by(|a, b| a.total_cmp(b));
     let mad = dev[dev.len() / 2].max(median * 0.05).max(1e-9);
     let threshold = (median + 3.0 * 1.4826 * mad).max(median * 2.0);
-    let seconds: Vec<u64> = values
+    // In order and once each, whatever order a (crafted) timeline has.
+    let mut seconds: Vec<u64> = values
         .iter()
         .filter(|v| v.1 > threshold)
         .map(|v| v.0)
         .collect();
+    seconds.sort_unstable();
+    seconds.dedup();
     // A burst starts at a spike second whose previous second was calm.
     let starts: Vec<u64> = seconds
         .iter()
         .enumerate()
-        .filter(|(i, &t)| *i == 0 || seconds[i - 1] + 1 != t)
+        .filter(|(i, &t)| *i == 0 || seconds[i - 1].saturating_add(1) != t)
         .map(|(_, &t)| t)
         .collect();
     let mut gaps: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
@@ -175,6 +178,19 @@ mod tests {
         let s = find_spikes(&series);
         assert!(s.seconds.len() >= 20, "{:?}", s.seconds);
         assert_eq!(s.period_s, Some(30));
+    }
+
+    #[test]
+    fn a_timeline_out_of_order_is_read_in_order() {
+        let mut series: Vec<(u64, f64)> = (1..=120)
+            .map(|t| (t, if t % 15 == 0 { 5000.0 } else { 300.0 }))
+            .collect();
+        series.reverse();
+        series.push((u64::MAX, 9000.0));
+        series.push((30, 9000.0));
+        let s = find_spikes(&series);
+        assert_eq!(s.seconds.first(), Some(&15));
+        assert_eq!(s.period_s, Some(15));
     }
 
     #[test]

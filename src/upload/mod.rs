@@ -16,6 +16,7 @@ pub mod drain;
 pub mod spool;
 pub mod tls;
 
+use crate::util::text::printable;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,6 +130,19 @@ impl Client {
                 .connect_timeout(Duration::from_secs(10))
                 .read_timeout(Duration::from_secs(60))
                 .user_agent(concat!("storcert/", env!("CARGO_PKG_VERSION")))
+                // Never from https down to http (the token and the bundle
+                // would travel in clear); reqwest drops the token on a
+                // redirect to another host.
+                .redirect(reqwest::redirect::Policy::custom(|a| {
+                    let from_https = a.previous().iter().any(|u| u.scheme() == "https");
+                    if from_https && a.url().scheme() != "https" {
+                        a.error("refusing a redirect from https to plain http")
+                    } else if a.previous().len() >= 5 {
+                        a.error("more than 5 redirects")
+                    } else {
+                        a.follow()
+                    }
+                }))
         };
         let mut b = builder();
         if !opts.pins.is_empty() {
@@ -213,25 +227,41 @@ impl Client {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let result = self
-                .attempt(
+            // The deadline bounds every attempt too: a server that trickles
+            // its answer a byte at a time cannot hold an unattended run.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let result = tokio::time::timeout(
+                left,
+                self.attempt(
                     &name,
                     &bytes,
                     &sha256,
                     &minisig,
                     &envelope,
                     progress.clone(),
-                )
-                .await;
+                ),
+            )
+            .await;
             let (why, hint) = match result {
-                Attempt::Done(o) => return o,
-                Attempt::Retry(why, hint) => (why, hint),
+                Err(_) => {
+                    return Outcome::GaveUp(format!(
+                        "{name}: attempt {attempt}: no answer before the deadline"
+                    ))
+                }
+                Ok(Attempt::Done(o)) => return o,
+                Ok(Attempt::Retry(why, hint)) => (why, hint),
             };
             // Equal jitter: half the backoff fixed, half random, so a rack
             // of machines that lost the network together does not return
-            // in lockstep.
+            // in lockstep. A server's Retry-After lengthens the wait, never
+            // shortens it below the backoff ("0" made a tight loop), and
+            // keeps a tenth of jitter so a fleet told the same still spreads.
             let jittered = delay / 2 + delay.mul_f64(rand::random::<f64>() / 2.0);
-            let wait = hint.unwrap_or(jittered).min(self.opts.max_backoff);
+            let wait = match hint {
+                Some(h) if h > jittered => h + h.mul_f64(rand::random::<f64>() / 10.0),
+                _ => jittered,
+            }
+            .min(self.opts.max_backoff);
             if Instant::now() + wait >= deadline {
                 return Outcome::GaveUp(format!(
                     "{name}: attempt {attempt}: {why}; deadline reached"
@@ -299,13 +329,16 @@ impl Client {
                 sha256: String,
                 status: String,
             }
-            return match resp.json::<Stored>().await {
+            return match serde_json::from_slice::<Stored>(&read_capped(resp).await) {
                 Ok(s) if s.sha256 == sha256 => Attempt::Done(Outcome::Confirmed {
                     sha256: s.sha256,
-                    status: s.status,
+                    status: printable(&s.status, 80),
                 }),
                 Ok(s) => Attempt::Retry(
-                    format!("collector stored digest {}, not {sha256}", s.sha256),
+                    format!(
+                        "collector stored digest {}, not {sha256}",
+                        printable(&s.sha256, 80)
+                    ),
                     None,
                 ),
                 Err(e) => Attempt::Retry(format!("collector's answer: {e}"), None),
@@ -345,6 +378,44 @@ impl Client {
     }
 }
 
+/// The most of a server's answer read: enough for a reason or a JSON
+/// receipt; a 400 MB error body is not read into memory.
+const MAX_REPLY: usize = 8 << 10;
+
+async fn read_capped(mut resp: reqwest::Response) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = MAX_REPLY - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() >= MAX_REPLY {
+            break;
+        }
+    }
+    out
+}
+
+/// A server's reason, printable: S3's XML error gives its Code and
+/// Message; anything else its first non-blank line.
+fn reason_of(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let tag = |t: &str| {
+        let (_, rest) = text.split_once(&format!("<{t}>"))?;
+        let (value, _) = rest.split_once(&format!("</{t}>"))?;
+        Some(value.trim().to_string())
+    };
+    let reason = match (tag("Code"), tag("Message")) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (Some(c), None) => c,
+        _ => text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("<?xml"))
+            .unwrap_or("")
+            .to_string(),
+    };
+    printable(&reason, 200)
+}
+
 /// 408, 429 and 5xx are worth retrying; any other 4xx is final.
 async fn classify_failure(resp: reqwest::Response) -> Attempt {
     let status = resp.status();
@@ -354,8 +425,7 @@ async fn classify_failure(resp: reqwest::Response) -> Attempt {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let text = resp.text().await.unwrap_or_default();
-    let reason = text.lines().next().unwrap_or("").trim().to_string();
+    let reason = reason_of(&read_capped(resp).await);
     let what = format!(
         "HTTP {status}{}",
         if reason.is_empty() {

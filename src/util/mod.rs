@@ -5,6 +5,7 @@
 pub mod fs;
 pub mod random;
 pub mod size;
+pub mod text;
 
 /// Lower-case hex SHA-256 of `data`.
 pub fn sha256_hex(data: &[u8]) -> String {
