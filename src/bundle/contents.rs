@@ -49,12 +49,10 @@ fn split(path: &str) -> (&str, &str) {
     }
 }
 
+/// An ACT log: a line "ACT version" anywhere (act_latency.py looks that
+/// far too), so blank lines in front cannot hide a log from judgement.
 fn is_act_log(data: &[u8]) -> bool {
-    let head = &data[..data.len().min(4096)];
-    String::from_utf8_lossy(head)
-        .lines()
-        .take(20)
-        .any(|l| l.starts_with("ACT version"))
+    data.starts_with(b"ACT version") || data.windows(12).any(|w| w == b"\nACT version")
 }
 
 /// An untagged file of an older storcert, by the name `storcert run` gave
@@ -137,6 +135,15 @@ impl Contents {
             }
             if is_act_log(data) {
                 logs.push((path, data));
+                continue;
+            }
+            // Under act/, a .log is a log to judge: one that is no ACT log
+            // cannot pass by being skipped.
+            if path.starts_with("act/") && path.ends_with(".log") {
+                c.unreadable.push((
+                    path.clone(),
+                    "not an ACT log (no \"ACT version\" line)".into(),
+                ));
                 continue;
             }
             if !path.ends_with(".json") {
@@ -234,6 +241,41 @@ impl Contents {
                 Err(e) => c
                     .unreadable
                     .push((path.clone(), format!("ACT log unreadable: {e}"))),
+            }
+        }
+        // A claim no log answered (its log is not an ACT log) is named.
+        for (at, a) in &saved {
+            let dir = split(at).0;
+            let answered = c.items.iter().any(|i| {
+                matches!(&i.artefact, Artefact::ActAnalysis(x) if x.log == a.log && split(&i.path).0 == dir)
+            });
+            if !answered
+                && !c
+                    .unreadable
+                    .iter()
+                    .any(|(p, _)| p == &format!("{dir}{}", a.log))
+            {
+                c.unreadable.push((
+                    at.clone(),
+                    format!("the analysis of {}, which is no ACT log", a.log),
+                ));
+            }
+        }
+        // An ACT run's result whose log is not beside it: its latency was
+        // never judged, so it cannot stand for a pass.
+        for item in &c.items {
+            if let Artefact::ActRun(_) = &item.artefact {
+                let dir = split(&item.path).0;
+                let judged = c.items.iter().any(|i| {
+                    matches!(i.artefact, Artefact::ActAnalysis(_)) && split(&i.path).0 == dir
+                });
+                if !judged {
+                    c.unreadable.push((
+                        item.path.clone(),
+                        "an ACT run whose log is not in the results: its latency was not judged"
+                            .into(),
+                    ));
+                }
             }
         }
         for item in &c.items {
@@ -338,6 +380,42 @@ mod hostile {
 
     fn analysis_of(data: &[u8], name: &str) -> Vec<u8> {
         Artefact::from(analyze::judge_log(data, name, name, None).unwrap()).to_json()
+    }
+
+    #[test]
+    fn no_log_escapes_judgement() {
+        let fail = log("storcert-ms-2dev.log");
+        let run = br#"{"artefact":"act-run","schema_version":1,"outcome":{"outcome":"completed"},"engine":"io_uring","elapsed_s":1.0,"max_lag_ms":0.0,"reports":1,"streams":[],"histograms":[],"devices":[],"read_spikes":{"seconds":[],"period_s":null,"threshold":null}}"#.to_vec();
+        // Blank lines in front of a failing log: still found and judged.
+        let mut padded = b"\n".repeat(40);
+        padded.extend_from_slice(&fail);
+        let s = verdict(&[("act/a.log", padded), ("act/a.json", run.clone())]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert!(
+            s.tests.iter().any(|t| t.name.starts_with("act-storage")),
+            "{s:#?}"
+        );
+        // A .log under act/ that is no ACT log is named, not skipped.
+        let s = verdict(&[
+            ("act/a.log", b"hello".to_vec()),
+            ("act/a.json", run.clone()),
+        ]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert!(
+            s.tests
+                .iter()
+                .any(|t| t.name == "unreadable (results/act/a.log)"),
+            "{s:#?}"
+        );
+        // An ACT run's result alone: its latency was never judged.
+        let s = verdict(&[("act/a.json", run)]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert!(
+            s.tests
+                .iter()
+                .any(|t| t.detail.contains("its latency was not judged")),
+            "{s:#?}"
+        );
     }
 
     #[test]
