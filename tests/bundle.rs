@@ -420,7 +420,7 @@ fn a_search_is_judged_by_its_result_not_by_its_failing_trials() {
     )
     .unwrap();
     let search = serde_json::json!({
-        "highest_passing_load": 20, "confirmed": true, "interrupted": false,
+        "highest_passing_load": 20, "confirmed": false, "interrupted": false,
         "trials": [
             {"load": 20, "purpose": "escalate", "result": "passing", "max_lag_ms": 1.0,
              "log": "/somewhere/else/act/search-loop0/trial-01-20x.log"},

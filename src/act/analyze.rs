@@ -117,11 +117,15 @@ pub fn judge_log(
         .lines()
         .take(5)
         .any(|l| l.starts_with("Index device IO test"));
-    // storcert's banner: "(ACT-compatible log; open-loop ENGINE scheduler".
-    let engine = text.lines().take(5).find_map(|l| {
-        let rest = l.split_once("open-loop ")?.1;
-        Some(rest.split_once(" scheduler")?.0.to_string())
-    });
+    // storcert's banner: "(ACT-compatible log; open-loop ENGINE scheduler",
+    // looked for in the whole header (lines in front cannot hide it).
+    let engine = text
+        .lines()
+        .take_while(|l| !l.starts_with("after "))
+        .find_map(|l| {
+            let rest = l.split_once("open-loop ")?.1;
+            Some(rest.split_once(" scheduler")?.0.to_string())
+        });
     Ok(LogAnalysis {
         schema_version: ANALYSIS_SCHEMA,
         log: log_name.to_string(),

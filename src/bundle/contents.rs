@@ -383,6 +383,94 @@ mod hostile {
     }
 
     #[test]
+    fn a_search_is_held_to_its_trials_logs() {
+        let pass = log("storcert-us-20x.log");
+        let fail = log("storcert-ms-2dev.log");
+        let search = |trials: &[(&str, f64, &str, &str)], highest: Option<f64>| {
+            let trials: Vec<serde_json::Value> = trials
+                .iter()
+                .map(|(log, load, purpose, result)| {
+                    serde_json::json!({"load": load, "purpose": purpose, "result": result,
+                        "worst_pct_over_1ms": null, "worst_pct_over_8ms": null,
+                        "worst_pct_over_64ms": null, "max_lag_ms": 0.0, "log": log})
+                })
+                .collect();
+            serde_json::to_vec(
+                &serde_json::json!({"artefact": "act-search", "schema_version": 2,
+                "highest_passing_load": highest, "confirmed": true, "trials": trials,
+                "interrupted": false}),
+            )
+            .unwrap()
+        };
+        let t1 = "/var/lib/storcert/run/act/search-sda/trial-01-1x.log";
+        let t2 = "/var/lib/storcert/run/act/search-sda/trial-02-1x.log";
+        // Honest: the passing confirm is the load found.
+        let honest = search(
+            &[
+                (t1, 1.0, "escalate", "passing"),
+                (t2, 1.0, "confirm", "passing"),
+            ],
+            Some(1.0),
+        );
+        let s = verdict(&[
+            ("act/search-sda.json", honest),
+            ("act/search-sda/trial-01-1x.log", pass.clone()),
+            ("act/search-sda/trial-02-1x.log", pass.clone()),
+        ]);
+        assert_eq!(s.verdict, Verdict::Pass, "{s:#?}");
+        // A trial counted as passing whose log fails.
+        let lying = search(
+            &[
+                (t1, 1.0, "escalate", "passing"),
+                (t2, 1.0, "confirm", "passing"),
+            ],
+            Some(1.0),
+        );
+        let s = verdict(&[
+            ("act/search-sda.json", lying),
+            ("act/search-sda/trial-01-1x.log", pass.clone()),
+            ("act/search-sda/trial-02-1x.log", fail.clone()),
+        ]);
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+        assert!(
+            s.reasons.iter().any(|r| r.contains("counted as passing")),
+            "{s:#?}"
+        );
+        assert!(s.loads_reached.is_empty(), "{s:#?}");
+        // A search naming an ordinary log as its trial exempts nothing.
+        let claim = search(
+            &[(
+                "/elsewhere/act/sda-day.log",
+                1.0,
+                "escalate",
+                "stable at increased latency",
+            )],
+            None,
+        );
+        let s = verdict(&[
+            ("act/search-sda.json", claim),
+            ("act/sda-day.log", fail.clone()),
+        ]);
+        assert!(
+            s.tests
+                .iter()
+                .any(|t| t.name.starts_with("act-storage") && !t.pass),
+            "{s:#?}"
+        );
+        // A trial whose log is missing.
+        let s = verdict(&[(
+            "act/search-sda.json",
+            search(&[(t1, 1.0, "confirm", "passing")], Some(1.0)),
+        )]);
+        assert!(
+            s.reasons
+                .iter()
+                .any(|r| r.contains("is not in the results")),
+            "{s:#?}"
+        );
+    }
+
+    #[test]
     fn no_log_escapes_judgement() {
         let fail = log("storcert-ms-2dev.log");
         let run = br#"{"artefact":"act-run","schema_version":1,"outcome":{"outcome":"completed"},"engine":"io_uring","elapsed_s":1.0,"max_lag_ms":0.0,"reports":1,"streams":[],"histograms":[],"devices":[],"read_spikes":{"seconds":[],"period_s":null,"threshold":null}}"#.to_vec();

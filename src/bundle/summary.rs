@@ -151,12 +151,20 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                 a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE)
                     && r.trials.iter().any(|t| same_log(&log, &t.log))
             });
+            let broken = search_claims(r, c);
             let j = if null {
                 crate::results::act::null_engine_judgement(devices)
+            } else if let Some(why) = &broken {
+                Judgement {
+                    verdict: Verdict::Fail,
+                    detail: why.clone(),
+                    devices,
+                    per_device: Vec::new(),
+                }
             } else {
                 r.judgement(devices)
             };
-            if let (Some(l), false) = (r.highest_passing_load, null) {
+            if let (Some(l), false, None) = (r.highest_passing_load, null, &broken) {
                 reach(&mut s, &j.devices, l);
             }
             judge(
@@ -168,7 +176,9 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         }
     }
     for (log, a) in c.analyses() {
-        if owned.iter().any(|o| same_log(&log, o)) {
+        // Only a trial's own log (named as storcert names trials) is the
+        // search's business; any other log is judged on its own.
+        if is_trial_log(&log) && owned.iter().any(|o| same_log(&log, o)) {
             continue;
         }
         let j = a.judgement();
@@ -290,6 +300,69 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         Verdict::Pass
     };
     s
+}
+
+/// "trial-03-2x.log", "trial-12-1.5x.log": a search's trial, as `act
+/// search` names them.
+fn is_trial_log(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some(rest) = name.strip_prefix("trial-") else {
+        return false;
+    };
+    let Some((n, load)) = rest.split_once('-') else {
+        return false;
+    };
+    !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+        && load
+            .strip_suffix("x.log")
+            .is_some_and(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+}
+
+/// What a search says, checked against its trials' logs, judged afresh:
+/// every trial it counts as passing must pass, every trial log must be in
+/// the results, and its highest passing load must be a trial that passed.
+/// None when the search holds.
+fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
+    let fresh = |t: &crate::results::act::Trial| {
+        c.analyses()
+            .find(|(log, _)| is_trial_log(log) && same_log(log, &t.log))
+            .map(|(_, a)| a.analysis.verdict.pass)
+    };
+    for (i, t) in r.trials.iter().enumerate() {
+        if t.result == "interrupted" {
+            continue;
+        }
+        match fresh(t) {
+            None => {
+                return Some(format!(
+                    "trial {} ({}x): its log {} is not in the results",
+                    i + 1,
+                    t.load,
+                    crate::util::text::printable(&t.log, 120)
+                ))
+            }
+            Some(false) if t.result == "passing" => {
+                return Some(format!(
+                    "trial {} ({}x) is counted as passing, but its log fails ACT's rule",
+                    i + 1,
+                    t.load
+                ))
+            }
+            _ => {}
+        }
+    }
+    if let Some(l) = r.highest_passing_load {
+        let borne = r.trials.iter().any(|t| {
+            t.load == l && (!r.confirmed || t.purpose == "confirm") && fresh(t) == Some(true)
+        });
+        if !borne {
+            return Some(format!(
+                "the highest passing load {l}x is not a trial whose log passes"
+            ));
+        }
+    }
+    None
 }
 
 /// A log in the bundle ("results/act/search-sdb/trial-2.log") and the path
