@@ -499,6 +499,62 @@ mod scope_tests {
     }
 
     #[test]
+    fn a_health_failure_lands_on_its_drive_s_row() {
+        let mut s = summary_of(Vec::new(), 0);
+        // Re-read with a diff in which sda degraded and sdc went away.
+        let diff: Diff = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "seconds": 60, "degraded": true,
+            "unmatched": ["sdc (S3): only before (the drive went away)"],
+            "drives": [{"drive": "sda (M S1)", "degraded": true, "endurance": null,
+                "temperature_c": null, "changes": [{"what": "media errors", "before": "0",
+                "after": "4", "degraded": true}]}]
+        }))
+        .unwrap();
+        let targets = Targets {
+            schema_version: TARGETS_SCHEMA,
+            targets: ["/dev/sda", "/dev/sdc"]
+                .iter()
+                .map(|d| Target {
+                    path: d.to_string(),
+                    disk: d.to_string(),
+                    label: d[5..].to_string(),
+                    serial: None,
+                    model: None,
+                    file_size: 0,
+                })
+                .collect(),
+        };
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("targets.json", Artefact::from(targets).to_json()),
+            ("health-diff.json", Artefact::from(diff).to_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        s = summarise(Machine::default(), &Contents::read_in(&files, ""));
+        let rows: Vec<(&str, Verdict)> = s
+            .drives
+            .iter()
+            .map(|d| (d.device.as_str(), d.verdict))
+            .collect();
+        assert_eq!(
+            rows,
+            [("/dev/sda", Verdict::Fail), ("/dev/sdc", Verdict::Fail)],
+            "{s:#?}"
+        );
+        assert!(
+            s.drives[0].reasons[0].contains("media errors: 0 -> 4"),
+            "{:?}",
+            s.drives[0].reasons
+        );
+        assert!(
+            s.drives[1].reasons[0].contains("went away"),
+            "{:?}",
+            s.drives[1].reasons
+        );
+    }
+
+    #[test]
     fn machine_findings_warn_and_an_empty_health_stage_is_not_measured() {
         let s = summary_of(
             vec![

@@ -101,9 +101,15 @@ impl Diff {
             })
             .collect();
         // A drive that degraded fails the diff whatever its own flag says;
-        // the diff's flag also covers drives that went away.
-        let degraded = self.degraded || !worse.is_empty();
-        if !degraded && self.drives.is_empty() {
+        // a drive in one snapshot only (it went away) fails it too.
+        let gone: Vec<String> = self
+            .unmatched
+            .iter()
+            .filter(|u| u.contains("only before"))
+            .map(|u| device_of(u))
+            .collect();
+        let degraded = self.degraded || !worse.is_empty() || !gone.is_empty();
+        if !degraded && self.drives.is_empty() && self.unmatched.is_empty() {
             return super::verdict::Judgement {
                 verdict: super::Verdict::Untested,
                 detail: "not measured: no drive's health was tracked".into(),
@@ -121,8 +127,12 @@ impl Diff {
                         .filter(|c| c.degraded)
                         .map(|c| format!("{}: {} -> {}", c.what, c.before, c.after))
                         .collect();
-                    (d.drive.clone(), mine.join("; "))
+                    (device_of(&d.drive), mine.join("; "))
                 })
+                .chain(
+                    gone.iter()
+                        .map(|g| (g.clone(), "went away during the run".to_string())),
+                )
                 .collect(),
             verdict: super::Verdict::of(!degraded),
             detail: match (what.is_empty(), degraded) {
@@ -133,7 +143,17 @@ impl Diff {
                     self.unmatched.join(", ")
                 ),
             },
-            devices: worse.iter().map(|d| d.drive.clone()).collect(),
+            devices: worse
+                .iter()
+                .map(|d| device_of(&d.drive))
+                .chain(gone.iter().cloned())
+                .collect(),
         }
     }
+}
+
+/// The drive a diff's label names: "sda (MODEL SERIAL)" → "sda", so its
+/// findings land on the drive's own row.
+fn device_of(label: &str) -> String {
+    label.split(" (").next().unwrap_or(label).to_string()
 }
