@@ -500,8 +500,7 @@ mod scope_tests {
 
     #[test]
     fn a_health_failure_lands_on_its_drive_s_row() {
-        let mut s = summary_of(Vec::new(), 0);
-        // Re-read with a diff in which sda degraded and sdc went away.
+        // A diff in which sda degraded and sdc went away.
         let diff: Diff = serde_json::from_value(serde_json::json!({
             "schema_version": 1, "seconds": 60, "degraded": true,
             "unmatched": ["sdc (S3): only before (the drive went away)"],
@@ -531,7 +530,7 @@ mod scope_tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        s = summarise(Machine::default(), &Contents::read_in(&files, ""));
+        let s = summarise(Machine::default(), &Contents::read_in(&files, ""));
         let rows: Vec<(&str, Verdict)> = s
             .drives
             .iter()
