@@ -1032,3 +1032,126 @@ impl SpawnOutput for Command {
             .unwrap()
     }
 }
+
+/// A hostile server: reads each request whole (head and Content-Length
+/// body), then lets `reply` answer on the socket. Counts connections.
+fn hostile_server(
+    reply: impl Fn(&mut TcpStream) + Send + Sync + 'static,
+) -> (String, Arc<AtomicUsize>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/upload/", l.local_addr().unwrap());
+    let conns = Arc::new(AtomicUsize::new(0));
+    let n = conns.clone();
+    let reply = Arc::new(reply);
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            n.fetch_add(1, Ordering::SeqCst);
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match conn.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let len: u64 = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                let _ = std::io::copy(&mut (&mut conn).take(len), &mut std::io::sink());
+                reply(&mut conn);
+            });
+        }
+    });
+    (url, conns)
+}
+
+#[test]
+fn a_retry_after_of_zero_makes_no_tight_loop() {
+    let lab = Lab::new();
+    let b = lab.bundle("r.tar.zst", true, 0);
+    let (url, conns) = hostile_server(|c| {
+        let _ = c.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let o = upload(&[s(&b), "--to", &url, "--deadline", "3s"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    // The backoff floor (0.5 s or more with jitter) holds: a handful of
+    // attempts in 3 s, where Retry-After: 0 used to make thousands.
+    let n = conns.load(Ordering::SeqCst);
+    assert!((1..=8).contains(&n), "{n} attempts in 3 s");
+}
+
+#[test]
+fn a_server_s_reason_is_bounded_escaped_and_read_from_s3_xml() {
+    let lab = Lab::new();
+    let b = lab.bundle("x.tar.zst", true, 0);
+    // S3's XML error, with an escape sequence that would clear a terminal.
+    let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
+                <Message>\u{1b}[2JAccess Denied</Message></Error>";
+    let (url, _) = hostile_server(move |c| {
+        let _ = c.write_all(
+            format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+    });
+    let o = upload(&[s(&b), "--to", &url, "--deadline", "10s"]);
+    let t = text(&o);
+    assert!(t.contains("AccessDenied: \\u{1b}[2JAccess Denied"), "{t}");
+    assert!(!t.contains('\u{1b}'), "{t}");
+    // A 300 MB error body, one line: read no further than a few KB.
+    let (url, _) = hostile_server(|c| {
+        let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 300000000\r\n\r\n");
+        let chunk = vec![b'A'; 1 << 20];
+        for _ in 0..300 {
+            if c.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let asked = Instant::now();
+    let o = upload(&[s(&b), "--to", &url, "--deadline", "30s"]);
+    assert!(!o.status.success());
+    assert!(
+        o.stdout.len() + o.stderr.len() < 4096,
+        "{} bytes",
+        o.stdout.len() + o.stderr.len()
+    );
+    assert!(asked.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn the_deadline_bounds_a_server_that_trickles_its_answer() {
+    let lab = Lab::new();
+    let b = lab.bundle("t.tar.zst", true, 0);
+    // Its answer's head, a byte every 2 s: each byte resets a read
+    // timeout, so only a deadline over the whole attempt ends it.
+    let (url, _) = hostile_server(|c| {
+        let _ = c.write_all(b"HTTP/1.1 200 OK\r\nX-Slow: ");
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_secs(2));
+            if c.write_all(b"x").is_err() {
+                return;
+            }
+        }
+    });
+    let asked = Instant::now();
+    let o = upload(&[s(&b), "--to", &url, "--deadline", "5s"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "took {:?}: {}",
+        asked.elapsed(),
+        text(&o)
+    );
+    assert!(text(&o).contains("deadline"), "{}", text(&o));
+}
