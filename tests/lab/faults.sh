@@ -11,7 +11,14 @@ dmsetup mknodes >> /results/dm.log 2>&1
 ls -l /dev/mapper >> /results/dm.log 2>&1
 for p in flaky slow unplug; do
   if [ "$p" = unplug ]; then
-    ( sleep 6; echo 1 > /sys/block/sda/device/delete; echo "deleted sda" > /results/unplug.log ) &
+    # Deleted once its ACT run has written its first report, so the disk
+    # goes away in the middle of the run however slow the host is.
+    ( for _ in $(seq 1 480); do
+        log=$(find /tmp/unplug -name sda-1x.log 2>/dev/null | head -n 1)
+        if [ -n "$log" ] && grep -q "^after 1 sec:" "$log"; then break; fi
+        sleep 0.5
+      done
+      echo 1 > /sys/block/sda/device/delete; echo "deleted sda" > /results/unplug.log ) &
   fi
   timeout 240 storcert run --profile /lab/$p.toml --results /tmp/$p --key /tmp/k.key --cmdline /dev/null --plain \
     > /results/$p.out 2> /results/$p.err
