@@ -434,20 +434,6 @@ mod scope_tests {
     }
 
     fn summary_of(findings: Vec<Finding>, health_drives: usize) -> Summary {
-        let targets = Targets {
-            schema_version: TARGETS_SCHEMA,
-            targets: ["/dev/sda", "/dev/sdc"]
-                .iter()
-                .map(|d| Target {
-                    path: d.to_string(),
-                    disk: d.to_string(),
-                    label: d[5..].to_string(),
-                    serial: None,
-                    model: None,
-                    file_size: 0,
-                })
-                .collect(),
-        };
         let policy = Report {
             schema_version: crate::results::policy::SCHEMA_VERSION,
             checks: 9,
@@ -462,14 +448,32 @@ mod scope_tests {
             })).collect::<Vec<_>>()
         }))
         .unwrap();
-        let files: BTreeMap<String, Vec<u8>> = [
-            ("targets.json", Artefact::from(targets).to_json()),
+        summary_of_files(vec![
             ("policy.json", Artefact::from(policy).to_json()),
             ("health-diff.json", Artefact::from(diff).to_json()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        ])
+    }
+
+    /// The summary of `files` beside a targets.json naming /dev/sda and
+    /// /dev/sdc as the drives under test.
+    fn summary_of_files(mut files: Vec<(&str, Vec<u8>)>) -> Summary {
+        let targets = Targets {
+            schema_version: TARGETS_SCHEMA,
+            targets: ["/dev/sda", "/dev/sdc"]
+                .iter()
+                .map(|d| Target {
+                    path: d.to_string(),
+                    disk: d.to_string(),
+                    label: d[5..].to_string(),
+                    serial: None,
+                    model: None,
+                    file_size: 0,
+                })
+                .collect(),
+        };
+        files.push(("targets.json", Artefact::from(targets).to_json()));
+        let files: BTreeMap<String, Vec<u8>> =
+            files.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let c = Contents::read_in(&files, "");
         assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
         summarise(Machine::default(), &c)
@@ -509,28 +513,7 @@ mod scope_tests {
                 "after": "4", "degraded": true}]}]
         }))
         .unwrap();
-        let targets = Targets {
-            schema_version: TARGETS_SCHEMA,
-            targets: ["/dev/sda", "/dev/sdc"]
-                .iter()
-                .map(|d| Target {
-                    path: d.to_string(),
-                    disk: d.to_string(),
-                    label: d[5..].to_string(),
-                    serial: None,
-                    model: None,
-                    file_size: 0,
-                })
-                .collect(),
-        };
-        let files: BTreeMap<String, Vec<u8>> = [
-            ("targets.json", Artefact::from(targets).to_json()),
-            ("health-diff.json", Artefact::from(diff).to_json()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        let s = summarise(Machine::default(), &Contents::read_in(&files, ""));
+        let s = summary_of_files(vec![("health-diff.json", Artefact::from(diff).to_json())]);
         let rows: Vec<(&str, Verdict)> = s
             .drives
             .iter()
