@@ -136,7 +136,7 @@ impl Judge {
             }
             None
         };
-        let mut settings = std::mem::take(&mut self.settings);
+        let settings = &mut self.settings;
         let mut why = set("test-duration-sec", &mut settings.duration)
             .or_else(|| set("report-interval-sec", &mut settings.interval));
         match setting(line, "microsecond-histograms") {
@@ -151,7 +151,6 @@ impl Judge {
             }
             None => {}
         }
-        self.settings = settings;
         if let Some(w) = why {
             self.broken(w);
         }
