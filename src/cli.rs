@@ -51,6 +51,8 @@ pub enum Command {
     Run(RunArgs),
     /// Render a bundle's report: self-contained HTML, Markdown or text
     Report(ReportArgs),
+    /// ACT runs side by side: a table across loads per drive, and with and without spare area
+    Compare(CompareArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// The boot image's systemd generator: end action and shells from the kernel command line
@@ -647,6 +649,29 @@ pub struct ReportArgs {
     /// Verify the bundle's signatures with this public key first
     #[arg(short = 'p', long, value_name = "KEY.pub")]
     pub pubkey: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Bundles (.tar.zst) or results folders, each one or more ACT runs
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// Where to write (default: standard output)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "txt")]
+    pub format: CompareFormat,
+    /// Verify each bundle's signatures with this public key first
+    #[arg(short = 'p', long, value_name = "KEY.pub")]
+    pub pubkey: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CompareFormat {
+    Txt,
+    Md,
+    Html,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -3,8 +3,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use storcert::cli::{Cli, Command};
 use storcert::commands::{
-    self, act, bundle, check, collect, docs, health, inventory, provision, report, run, stream,
-    upload,
+    self, act, bundle, check, collect, compare, docs, health, inventory, provision, report, run,
+    stream, upload,
 };
 
 fn main() -> ExitCode {
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => collect::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Completions(args) => docs::completions(args),
         Command::Generator(args) => run::generator(args),
         Command::Man(args) => docs::man(args),

@@ -78,6 +78,8 @@ struct Judge {
     last: Option<(u64, Snapshot)>,
     boundary: (u64, Snapshot),
     slices: usize,
+    /// The highest percentage over each rule's edge in any slice.
+    worst: [f64; 3],
     io_errors: usize,
     first_io_error: Option<String>,
     stopped: Option<String>,
@@ -297,6 +299,9 @@ impl Judge {
         };
         for (k, (rule, num, den)) in RULES.iter().enumerate() {
             let over = at.over(edges[k]).saturating_sub(before.over(edges[k]));
+            if total > 0 {
+                self.worst[k] = self.worst[k].max(over as f64 * 100.0 / total as f64);
+            }
             // over/total < num/den, in integers: no rounding at the edge.
             if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
                 let pct = over as f64 * 100.0 / total as f64;
@@ -325,6 +330,7 @@ pub fn judge(text: &str) -> Verdict {
         last: None,
         boundary: (0, Snapshot::zero()),
         slices: 0,
+        worst: [0.0; 3],
         io_errors: 0,
         first_io_error: None,
         stopped: None,
@@ -441,6 +447,16 @@ pub fn judge(text: &str) -> Verdict {
         failures: j.failures,
         problems: j.problems,
         slice_seconds: slice,
+        // Shown to two places, as act_latency.py rounds; none where no
+        // slice was judged.
+        worst_pct: if j.slices == 0 {
+            Vec::new()
+        } else {
+            j.worst
+                .iter()
+                .map(|w| format!("{w:.2}").parse().unwrap_or(*w))
+                .collect()
+        },
     }
 }
 
@@ -526,6 +542,9 @@ mod tests {
         let v = judge(&log(7200, 600, false, steady(1, slow), ""));
         assert_eq!(reasons(&v), ["slice 2: > 1 ms must be < 5%"]);
         assert_eq!(v.slice_seconds, 3600);
+        // The worst slice's figures: 600,000 of the second hour's 3.6 M
+        // reads in bucket 1 (over 1 ms, under 8 ms).
+        assert_eq!(v.worst_pct, [16.67, 0.0, 0.0]);
         // A day in one report cannot be cut into hours.
         let v = judge(&log(86400, 86400, false, clean, ""));
         assert!(!v.pass);

@@ -5,6 +5,7 @@ pub mod act;
 pub mod bundle;
 pub mod check;
 pub mod collect;
+pub mod compare;
 pub mod docs;
 pub mod health;
 pub mod inventory;

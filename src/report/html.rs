@@ -3,6 +3,7 @@
 use crate::results::Verdict;
 use std::fmt::Write;
 
+use super::compare::{headline, Comparison};
 use super::plot::{line_chart, Series};
 use super::{ActSection, Report};
 
@@ -119,6 +120,12 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str("</ul></section>");
 
+    if super::compare::worth_showing(&r.comparison) {
+        comparison(&mut out, &r.comparison);
+    }
+    if !r.spare.is_empty() {
+        spare_area(&mut out, &r.spare);
+    }
     out.push_str("<section id=\"machine\"><h2>Machine</h2><table>");
     let m = &s.machine;
     let mut row = |k: &str, v: Option<String>| {
@@ -399,6 +406,174 @@ pub fn render(r: &Report) -> String {
     }
     out.push_str("</section></body></html>\n");
     out
+}
+
+/// The comparison across loads and spare area: the headline, a plot of
+/// the worst hour's % over 1 ms against load per drive and setting, and
+/// the tables. Shown near the top, as it is the answer asked for.
+pub fn comparison(out: &mut String, c: &Comparison) {
+    use super::compare::{load_text, pct, spare_text};
+    out.push_str("<section id=\"compare\"><h2>Across loads and spare area</h2><ul>");
+    for line in headline(c) {
+        let _ = write!(out, "<li>{}</li>", esc(&line));
+    }
+    out.push_str("</ul>");
+    let series: Vec<Series> = c
+        .loads
+        .iter()
+        .map(|t| Series {
+            name: crate::util::text::printable(
+                &format!("{}, {}", t.drive, spare_text(t.spare.as_ref())),
+                80,
+            ),
+            points: {
+                let mut by_load: Vec<(f64, f64)> = Vec::new();
+                for p in &t.rows {
+                    let Some(&w) = p.worst_pct.first() else {
+                        continue;
+                    };
+                    match by_load.iter_mut().find(|(l, _)| *l == p.load) {
+                        Some(e) => e.1 = e.1.max(w),
+                        None => by_load.push((p.load, w)),
+                    }
+                }
+                by_load
+            },
+        })
+        .collect();
+    out.push_str(&line_chart(
+        "compare-plot",
+        "worst hour's % of reads over 1 ms, by load",
+        "load (x)",
+        "% > 1 ms",
+        &series,
+        &[],
+        &[(5.0, "5% limit (> 1 ms)")],
+    ));
+    for (i, t) in c.spare.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<h3>ACT {}, {}: with and without spare area</h3><table id=\"compare-spare-{i}\"><thead><tr><th>load</th>",
+            esc(&t.workload),
+            esc(&t.drive)
+        );
+        for s in &t.settings {
+            let _ = write!(
+                out,
+                "<th>{}: max % &gt; 1 ms</th><th>verdict</th>",
+                esc(&spare_text(s.as_ref()))
+            );
+        }
+        out.push_str("</tr></thead><tbody>");
+        for r in &t.rows {
+            let _ = write!(out, "<tr><td>{}</td>", load_text(r.load));
+            for cell in &r.cells {
+                match cell {
+                    Some(cell) => {
+                        let _ = write!(
+                            out,
+                            "<td>{}</td><td>{}</td>",
+                            pct(&cell.worst_pct, 0),
+                            verdict(Verdict::of(cell.pass))
+                        );
+                    }
+                    None => out.push_str("<td>not run</td><td>–</td>"),
+                }
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("<tr><th>highest passing</th>");
+        for h in &t.highest_passing_load {
+            let _ = write!(
+                out,
+                "<th>{}</th><th></th>",
+                h.map(load_text).unwrap_or_else(|| "none".into())
+            );
+        }
+        out.push_str("</tr></tbody></table>");
+    }
+    for (i, t) in c.loads.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<h3>ACT {}, {}, {}</h3><table id=\"compare-loads-{i}\"><thead><tr><th>load</th><th>max % &gt; 1 ms</th>\
+             <th>max % &gt; 8 ms</th><th>max % &gt; 64 ms</th><th>verdict</th><th class=\"l\">log</th></tr></thead><tbody>",
+            esc(&t.workload),
+            esc(&t.drive_and_devices()),
+            esc(&spare_text(t.spare.as_ref()))
+        );
+        for p in &t.rows {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code>{}</td></tr>",
+                load_text(p.load),
+                pct(&p.worst_pct, 0),
+                pct(&p.worst_pct, 1),
+                pct(&p.worst_pct, 2),
+                verdict(Verdict::of(p.pass)),
+                esc(&format!("{}: {}", p.source, p.log)),
+                p.why
+                    .as_ref()
+                    .map(|w| format!("<br><small>{}</small>", esc(w)))
+                    .unwrap_or_default()
+            );
+        }
+        let _ = write!(
+            out,
+            "</tbody></table><p>Highest passing load: <b>{}</b> ({}).</p>",
+            t.highest_passing_load
+                .map(load_text)
+                .unwrap_or_else(|| "none".into()),
+            if t.highest_passing_load.is_some() {
+                "at and below it, every run passed"
+            } else {
+                "no load passed"
+            }
+        );
+        for n in &t.notes {
+            let _ = write!(out, "<p class=\"note\">{}</p>", esc(n));
+        }
+    }
+    for l in &c.left_out {
+        let _ = write!(out, "<p class=\"note\">left out: {}</p>", esc(l));
+    }
+    out.push_str("</section>");
+}
+
+/// A page of its own for `storcert compare --format html`.
+pub fn comparison_page(c: &Comparison) -> String {
+    let mut out = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>storcert compare</title>\
+         <style>{STYLE}</style></head><body><h1>storcert compare</h1><p>{}</p>",
+        esc(&c.sources.join(", "))
+    );
+    comparison(&mut out, c);
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The spare area of every provisioned drive: storcert's partition, the
+/// factory spare the policy named, and their total.
+fn spare_area(out: &mut String, spare: &[crate::results::provision::ProvisionResult]) {
+    out.push_str(
+        "<section id=\"spare\"><h2>Spare area (over-provisioning)</h2><table><thead><tr>\
+         <th class=\"l\">drive</th><th class=\"l\">partition</th><th>partition size</th><th>spare</th>\
+         <th>factory spare</th><th>total spare</th></tr></thead><tbody>",
+    );
+    let pct = |v: Option<f64>| v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "–".into());
+    for p in spare {
+        let _ = write!(
+            out,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.1}% ({})</td><td>{}</td><td>{}</td></tr>",
+            esc(&p.device),
+            esc(p.kernel.as_ref().map_or("not shown by the kernel", |k| k.partition.as_str())),
+            crate::output::units::decimal_bytes(p.partition_size_bytes),
+            p.spare_pct,
+            crate::output::units::decimal_bytes(p.spare_bytes),
+            pct(p.factory_spare_pct),
+            pct(p.total_spare_pct)
+        );
+    }
+    out.push_str("</tbody></table></section>");
 }
 
 #[cfg(test)]

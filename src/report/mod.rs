@@ -3,6 +3,7 @@
 //! from a bundle or a results folder through the same `Report` data, so
 //! the report inside every bundle and `storcert report BUNDLE` agree.
 
+pub mod compare;
 pub mod html;
 pub mod plot;
 pub mod text;
@@ -16,6 +17,7 @@ use crate::bundle::contents::Contents;
 use crate::bundle::summary::{summarise, Summary};
 use crate::bundle::system::SystemIdentity;
 use crate::results::policy::Finding;
+use crate::results::provision::ProvisionResult;
 use crate::results::Artefact;
 use anyhow::{Context, Result};
 
@@ -68,6 +70,10 @@ pub struct Report {
     pub health: Vec<HealthChange>,
     pub endurance: Vec<EnduranceRow>,
     pub notes: Vec<String>,
+    /// The run's ACT logs across loads and spare area.
+    pub comparison: compare::Comparison,
+    /// The spare area storcert provisioned, per drive.
+    pub spare: Vec<ProvisionResult>,
 }
 
 impl Report {
@@ -89,10 +95,13 @@ impl Report {
             health: Vec::new(),
             endurance: Vec::new(),
             notes: Vec::new(),
+            comparison: compare::compare(&[(title.to_string(), c)]),
+            spare: Vec::new(),
         };
         for item in &c.items {
             match &item.artefact {
                 Artefact::System(sys) => r.system = Some(sys.clone()),
+                Artefact::Provision(p) => r.spare.push(p.clone()),
                 Artefact::Policy(p) => r.findings.extend(p.findings.iter().cloned()),
                 Artefact::Stream(st) => r.streams.push(StreamSection {
                     path: item.path.clone(),
@@ -197,6 +206,31 @@ pub fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     Ok(out)
 }
 
+/// The typed contents of a results folder.
+pub fn contents_of_results(dir: &Path) -> Result<Contents> {
+    let files = read_dir_files(dir)?;
+    Ok(Contents::read_in(&files, crate::bundle::RESULTS_PREFIX))
+}
+
+/// A bundle's results files, by their path in the results folder (and
+/// its system identity).
+fn bundle_files(unpacked: &crate::bundle::Unpacked) -> BTreeMap<String, Vec<u8>> {
+    unpacked
+        .files
+        .iter()
+        .filter_map(|(p, d)| {
+            p.strip_prefix(crate::bundle::RESULTS_PREFIX)
+                .map(|r| (r.to_string(), d.clone()))
+                .or_else(|| (p == crate::bundle::SYSTEM).then(|| (p.clone(), d.clone())))
+        })
+        .collect()
+}
+
+/// The typed contents of a bundle's results.
+pub fn contents_of_bundle(unpacked: &crate::bundle::Unpacked) -> Contents {
+    Contents::read(&bundle_files(unpacked))
+}
+
 /// The report of a results folder (as the bundle will judge it).
 pub fn for_results(dir: &Path) -> Result<Report> {
     let files = read_dir_files(dir)?;
@@ -222,16 +256,7 @@ pub fn for_bundle(name: &str, unpacked: &crate::bundle::Unpacked) -> Result<Repo
             .get(crate::bundle::SUMMARY)
             .context("the bundle has no summary.json")?,
     )?;
-    let files: BTreeMap<String, Vec<u8>> = unpacked
-        .files
-        .iter()
-        .filter_map(|(p, d)| {
-            p.strip_prefix(crate::bundle::RESULTS_PREFIX)
-                .map(|r| (r.to_string(), d.clone()))
-                .or_else(|| (p == crate::bundle::SYSTEM).then(|| (p.clone(), d.clone())))
-        })
-        .collect();
-    Ok(Report::build(name, summary, &files))
+    Ok(Report::build(name, summary, &bundle_files(unpacked)))
 }
 
 /// Writes report.html and report.md into a results folder (before it is

@@ -54,6 +54,30 @@ fn render(r: &Report, md: bool) -> String {
     if !s.reasons.is_empty() {
         out.push('\n');
     }
+    if super::compare::worth_showing(&r.comparison) {
+        out += &h(2, "Across loads and spare area");
+        out += &super::compare::text(&r.comparison, md);
+    }
+    if !r.spare.is_empty() {
+        out += &h(2, "Spare area (over-provisioning)");
+        let pct = |v: Option<f64>| v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "–".into());
+        for p in &r.spare {
+            let _ = writeln!(
+                out,
+                "- {}: partition {} of {}, spare {:.1}% ({}), factory spare {}, total {}",
+                p.device,
+                p.kernel
+                    .as_ref()
+                    .map_or("not shown by the kernel", |k| k.partition.as_str()),
+                crate::output::units::decimal_bytes(p.partition_size_bytes),
+                p.spare_pct,
+                crate::output::units::decimal_bytes(p.spare_bytes),
+                pct(p.factory_spare_pct),
+                pct(p.total_spare_pct)
+            );
+        }
+        out.push('\n');
+    }
     let m = &s.machine;
     let _ = writeln!(
         out,

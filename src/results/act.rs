@@ -188,6 +188,11 @@ pub struct Verdict {
     /// The slice length the verdict used: an hour, or a shorter run whole.
     #[serde(default)]
     pub slice_seconds: u64,
+    /// The highest percentage of reads over 1, 8 and 64 ms in any judged
+    /// slice: the figures a cross-load table shows beside the verdict.
+    /// Empty where no slice was judged (and in analyses before it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worst_pct: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

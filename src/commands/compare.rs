@@ -1,0 +1,66 @@
+//! `storcert compare`: ACT runs side by side, from results folders and
+//! bundles.
+
+use std::process::ExitCode;
+
+use super::exit;
+use super::report::{open, Opened};
+use crate::bundle::contents::Contents;
+use crate::cli::{CompareArgs, CompareFormat};
+use crate::report::{self, compare};
+use crate::util::fs::write_durably;
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("storcert compare: {msg}");
+    ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+pub fn run(a: CompareArgs) -> ExitCode {
+    let mut runs: Vec<(String, Contents)> = Vec::new();
+    for input in &a.inputs {
+        let contents = match open(input, a.pubkey.as_deref()) {
+            Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
+                Ok(c) => c,
+                Err(e) => return fail(format!("{}: {e:#}", dir.display())),
+            },
+            Ok(Opened::Bundle { unpacked, .. }) => report::contents_of_bundle(&unpacked),
+            Err(r) => {
+                eprintln!("storcert compare: {}", r.message);
+                return ExitCode::from(r.status);
+            }
+        };
+        // A run's results that could not be read are named: the
+        // comparison is of what could.
+        for (path, why) in &contents.unreadable {
+            eprintln!(
+                "storcert compare: {}: {}: {}",
+                input.display(),
+                crate::util::text::printable(path, 200),
+                crate::util::text::printable(why, 300)
+            );
+        }
+        runs.push((input.display().to_string(), contents));
+    }
+    let borrowed: Vec<(String, &Contents)> = runs.iter().map(|(n, c)| (n.clone(), c)).collect();
+    let c = compare::compare(&borrowed);
+    if c.loads.is_empty() {
+        return fail("no ACT log in these inputs");
+    }
+    let text = match a.format {
+        CompareFormat::Txt => compare::text(&c, false),
+        CompareFormat::Md => compare::text(&c, true),
+        CompareFormat::Html => report::html::comparison_page(&c),
+        CompareFormat::Json => {
+            serde_json::to_string_pretty(&c).expect("a comparison serialises") + "\n"
+        }
+    };
+    match &a.output {
+        Some(p) => {
+            if let Err(e) = write_durably(p, &text) {
+                return fail(format!("{}: {e}", p.display()));
+            }
+        }
+        None => print!("{text}"),
+    }
+    ExitCode::SUCCESS
+}

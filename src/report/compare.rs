@@ -1,0 +1,661 @@
+//! Runs side by side: what a qualification engineer asks of several ACT
+//! runs of the same drive. One table per drive and spare-area setting
+//! across loads, in the layout of ACT's published write-ups (load, the
+//! worst hour's % over 1 / 8 / 64 ms, verdict), with the highest passing
+//! load; and one table per drive that was run with more than one spare
+//! area, the settings side by side.
+//!
+//! Every figure comes from a log judged afresh (`Contents` judges each ACT
+//! log it holds), never from a saved claim, so a comparison is as right as
+//! the verdicts it is built from. Runs are matched to a drive by its serial
+//! (from the run's targets or inventory), else by its device path; a run
+//! on a partition storcert provisioned is matched to the drive under it,
+//! with that partition's spare area.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::bundle::contents::Contents;
+use crate::results::act::LogAnalysis;
+use crate::results::Artefact;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A drive's spare area in one run: storcert's provisioned share and the
+/// factory spare the policy named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpareArea {
+    pub spare_pct: f64,
+    pub factory_spare_pct: Option<f64>,
+    pub total_spare_pct: Option<f64>,
+}
+
+/// "no spare partition", "12% spare (total 19%)".
+pub fn spare_text(s: Option<&SpareArea>) -> String {
+    match s {
+        None => "no spare partition".into(),
+        Some(s) => format!(
+            "{}% spare{}",
+            trim(s.spare_pct),
+            s.total_spare_pct
+                .map(|t| format!(" (total {}%)", trim(t)))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// A number without trailing zeros: 12, 12.5, 1.25.
+fn trim(x: f64) -> String {
+    format!("{x:.2}")
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
+}
+
+/// "1.5x".
+pub fn load_text(load: f64) -> String {
+    format!("{}x", trim(load))
+}
+
+/// One judged ACT log.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The run (results folder or bundle) it came from.
+    pub source: String,
+    /// The log's path in that run.
+    pub log: String,
+    pub load: f64,
+    /// The worst judged hour's % of reads over 1, 8 and 64 ms (empty when
+    /// no hour was judged: a log with no reads).
+    pub worst_pct: Vec<f64>,
+    pub pass: bool,
+    /// Why it failed, as its verdict says.
+    pub why: Option<String>,
+}
+
+/// One drive at one spare-area setting, across loads.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadTable {
+    /// The drive: "serial S1" where known, else its device path.
+    pub drive: String,
+    /// The device paths the runs used.
+    pub devices: Vec<String>,
+    /// "storage" or "index".
+    pub workload: String,
+    pub spare: Option<SpareArea>,
+    /// Sorted by load.
+    pub rows: Vec<Point>,
+    /// The highest load at which every run passed, with every run at each
+    /// lower load passing too.
+    pub highest_passing_load: Option<f64>,
+    /// Results that do not fit one answer (a pass above a failure).
+    pub notes: Vec<String>,
+}
+
+impl LoadTable {
+    /// "serial S1 (/dev/sdb1)"; the path alone where it is the drive's name.
+    pub fn drive_and_devices(&self) -> String {
+        let devices = self.devices.join(", ");
+        if devices == self.drive {
+            devices
+        } else {
+            format!("{} ({devices})", self.drive)
+        }
+    }
+}
+
+/// One load of a spare-area table: a cell per setting, none where that
+/// setting was not run at this load.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpareRow {
+    pub load: f64,
+    pub cells: Vec<Option<Cell>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The worst of the runs at this load (empty: none judged an hour).
+    pub worst_pct: Vec<f64>,
+    pub pass: bool,
+}
+
+/// The same drive with and without (or with other) spare area.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpareTable {
+    pub drive: String,
+    pub workload: String,
+    /// The columns, without spare area first, then by spare.
+    pub settings: Vec<Option<SpareArea>>,
+    pub rows: Vec<SpareRow>,
+    /// Per setting.
+    pub highest_passing_load: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub schema_version: u32,
+    pub sources: Vec<String>,
+    pub loads: Vec<LoadTable>,
+    pub spare: Vec<SpareTable>,
+    /// ACT logs left out, and why (no load in the log).
+    pub left_out: Vec<String>,
+}
+
+/// What a run knows of a device path: the drive it is (or is on) and the
+/// spare area storcert left on that drive.
+struct DeviceInfo {
+    drive: String,
+    spare: Option<SpareArea>,
+}
+
+/// Device path → drive and spare area, from a run's targets, provisioning
+/// records and inventory.
+fn device_map(c: &Contents) -> BTreeMap<String, DeviceInfo> {
+    let mut serials: BTreeMap<String, String> = BTreeMap::new();
+    let mut spares: BTreeMap<String, SpareArea> = BTreeMap::new();
+    let mut partitions: Vec<(String, String)> = Vec::new();
+    let mut targets: Vec<(String, String)> = Vec::new();
+    for item in &c.items {
+        match &item.artefact {
+            Artefact::Inventory(inv) => {
+                for d in &inv.disks {
+                    if let Some(s) = d.serial.as_ref().filter(|s| !s.trim().is_empty()) {
+                        serials
+                            .entry(d.dev_path.clone())
+                            .or_insert_with(|| s.trim().to_string());
+                    }
+                }
+            }
+            Artefact::Targets(t) => {
+                for t in &t.targets {
+                    if let Some(s) = t.serial.as_ref().filter(|s| !s.trim().is_empty()) {
+                        serials.insert(t.disk.clone(), s.trim().to_string());
+                    }
+                    targets.push((t.path.clone(), t.disk.clone()));
+                }
+            }
+            Artefact::Provision(p) => {
+                spares.insert(
+                    p.device.clone(),
+                    SpareArea {
+                        spare_pct: p.spare_pct,
+                        factory_spare_pct: p.factory_spare_pct,
+                        total_spare_pct: p.total_spare_pct,
+                    },
+                );
+                if let Some(k) = &p.kernel {
+                    partitions.push((k.partition.clone(), p.device.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (path, disk) in targets.into_iter().chain(partitions) {
+        out.entry(path).or_insert(disk);
+    }
+    let mut map: BTreeMap<String, DeviceInfo> = BTreeMap::new();
+    for (path, disk) in out {
+        map.insert(
+            path,
+            DeviceInfo {
+                drive: drive_name(&serials, &disk),
+                spare: spares.get(&disk).cloned(),
+            },
+        );
+    }
+    // Devices no record names are drives of their own (a standalone `act
+    // run`), known by serial where the inventory has one.
+    for (disk, _) in serials.iter() {
+        map.entry(disk.clone()).or_insert_with(|| DeviceInfo {
+            drive: drive_name(&serials, disk),
+            spare: spares.get(disk).cloned(),
+        });
+    }
+    map
+}
+
+fn drive_name(serials: &BTreeMap<String, String>, disk: &str) -> String {
+    match serials.get(disk) {
+        Some(s) => format!("serial {s}"),
+        None => disk.to_string(),
+    }
+}
+
+/// The highest load passed with every run at it and below passing, and a
+/// note for each pass above the first failure.
+fn highest_passing(points: &[(f64, bool)]) -> (Option<f64>, Vec<String>) {
+    let mut by_load: BTreeMap<u64, (f64, bool)> = BTreeMap::new();
+    for &(load, pass) in points {
+        let e = by_load.entry(load.to_bits()).or_insert((load, true));
+        e.1 &= pass;
+    }
+    let mut loads: Vec<(f64, bool)> = by_load.into_values().collect();
+    loads.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut highest = None;
+    let mut first_failure = None;
+    let mut notes = Vec::new();
+    for (load, pass) in loads {
+        match (pass, first_failure) {
+            (true, None) => highest = Some(load),
+            (false, None) => first_failure = Some(load),
+            (true, Some(f)) => notes.push(format!(
+                "{} passed above a failing {}: the highest passing load counts up to the \
+                 first failure only; run both again",
+                load_text(load),
+                load_text(f)
+            )),
+            (false, Some(_)) => {}
+        }
+    }
+    (highest, notes)
+}
+
+fn spare_key(s: &Option<SpareArea>) -> (bool, u64) {
+    match s {
+        None => (false, 0),
+        Some(s) => (true, (s.spare_pct * 100.0).round() as u64),
+    }
+}
+
+/// The comparison of the ACT runs in `runs` (a name and its contents each).
+pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
+    // (drive, workload, spare key) → devices, spare, points.
+    type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
+    let mut groups: BTreeMap<(String, String, (bool, u64)), Group> = BTreeMap::new();
+    let mut left_out = Vec::new();
+    for (source, c) in runs {
+        let map = device_map(c);
+        for (log, a) in c.analyses() {
+            let Some(load) = a.load.filter(|l| l.is_finite()) else {
+                left_out.push(format!("{source}: {log}: the log names no read rate"));
+                continue;
+            };
+            let (drive, spare) = drive_of(&map, a);
+            let judgement = a.judgement();
+            let pass = judgement.verdict == crate::results::Verdict::Pass;
+            let key = (drive, a.workload.clone(), spare_key(&spare));
+            let g = groups
+                .entry(key)
+                .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
+            for d in &a.devices {
+                if !g.0.contains(d) {
+                    g.0.push(d.clone());
+                }
+            }
+            g.2.push(Point {
+                source: source.clone(),
+                log,
+                load,
+                worst_pct: a.analysis.verdict.worst_pct.clone(),
+                pass,
+                why: (!pass).then_some(judgement.detail),
+            });
+        }
+    }
+    let mut loads = Vec::new();
+    for ((drive, workload, _), (devices, spare, mut rows)) in groups {
+        rows.sort_by(|a, b| {
+            a.load
+                .total_cmp(&b.load)
+                .then_with(|| a.source.cmp(&b.source))
+                .then_with(|| a.log.cmp(&b.log))
+        });
+        let (highest, notes) =
+            highest_passing(&rows.iter().map(|p| (p.load, p.pass)).collect::<Vec<_>>());
+        loads.push(LoadTable {
+            drive,
+            devices,
+            workload,
+            spare,
+            rows,
+            highest_passing_load: highest,
+            notes,
+        });
+    }
+    let spare = spare_tables(&loads);
+    Comparison {
+        schema_version: SCHEMA_VERSION,
+        sources: runs.iter().map(|(s, _)| s.clone()).collect(),
+        loads,
+        spare,
+        left_out,
+    }
+}
+
+/// The drive an analysis ran on (drives joined by " + " for a run over
+/// several) and its spare area (only where every device has the same).
+fn drive_of(map: &BTreeMap<String, DeviceInfo>, a: &LogAnalysis) -> (String, Option<SpareArea>) {
+    let infos: Vec<(String, Option<SpareArea>)> = a
+        .devices
+        .iter()
+        .map(|d| match map.get(d) {
+            Some(i) => (i.drive.clone(), i.spare.clone()),
+            None => (d.clone(), None),
+        })
+        .collect();
+    let drive = infos
+        .iter()
+        .map(|i| i.0.as_str())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let spare = match infos.split_first() {
+        Some((first, rest)) if rest.iter().all(|i| i.1 == first.1) => first.1.clone(),
+        _ => None,
+    };
+    (drive, spare)
+}
+
+/// One table per drive and workload run at more than one spare setting.
+fn spare_tables(loads: &[LoadTable]) -> Vec<SpareTable> {
+    let mut by_drive: BTreeMap<(&str, &str), Vec<&LoadTable>> = BTreeMap::new();
+    for t in loads {
+        by_drive
+            .entry((t.drive.as_str(), t.workload.as_str()))
+            .or_default()
+            .push(t);
+    }
+    let mut out = Vec::new();
+    for ((drive, workload), mut tables) in by_drive {
+        if tables.len() < 2 {
+            continue;
+        }
+        tables.sort_by_key(|t| spare_key(&t.spare));
+        let mut all_loads: Vec<f64> = tables
+            .iter()
+            .flat_map(|t| t.rows.iter().map(|p| p.load))
+            .collect();
+        all_loads.sort_by(f64::total_cmp);
+        all_loads.dedup();
+        let rows = all_loads
+            .iter()
+            .map(|&load| SpareRow {
+                load,
+                cells: tables
+                    .iter()
+                    .map(|t| {
+                        let at: Vec<&Point> = t.rows.iter().filter(|p| p.load == load).collect();
+                        (!at.is_empty()).then(|| Cell {
+                            worst_pct: worst_of(&at),
+                            pass: at.iter().all(|p| p.pass),
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        out.push(SpareTable {
+            drive: drive.to_string(),
+            workload: workload.to_string(),
+            settings: tables.iter().map(|t| t.spare.clone()).collect(),
+            rows,
+            highest_passing_load: tables.iter().map(|t| t.highest_passing_load).collect(),
+        });
+    }
+    out
+}
+
+/// Each figure's worst over several runs; empty if any run has none.
+fn worst_of(points: &[&Point]) -> Vec<f64> {
+    if points.iter().any(|p| p.worst_pct.len() != 3) {
+        return Vec::new();
+    }
+    (0..3)
+        .map(|k| points.iter().map(|p| p.worst_pct[k]).fold(0.0, f64::max))
+        .collect()
+}
+
+/// A figure as the tables print it: two places, "–" where none.
+pub fn pct(worst: &[f64], k: usize) -> String {
+    worst
+        .get(k)
+        .map(|v| format!("{v:.2}"))
+        .unwrap_or_else(|| "–".into())
+}
+
+pub fn verdict_word(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// The comparison's answer in a sentence per drive: the highest passing
+/// load at each spare setting.
+pub fn headline(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &c.spare {
+        out.push(format!(
+            "{} ({}): highest passing load {}",
+            t.drive,
+            t.workload,
+            t.settings
+                .iter()
+                .zip(&t.highest_passing_load)
+                .map(|(s, h)| format!(
+                    "{} with {}",
+                    h.map(load_text).unwrap_or_else(|| "none".into()),
+                    spare_text(s.as_ref())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for t in &c.loads {
+        if c.spare
+            .iter()
+            .any(|s| s.drive == t.drive && s.workload == t.workload)
+        {
+            continue;
+        }
+        out.push(format!(
+            "{} ({}, {}): highest passing load {}",
+            t.drive,
+            t.workload,
+            spare_text(t.spare.as_ref()),
+            t.highest_passing_load
+                .map(load_text)
+                .unwrap_or_else(|| "none".into())
+        ));
+    }
+    out
+}
+
+/// Whether there is anything to compare: a drive at more than one load,
+/// or at more than one spare setting.
+pub fn worth_showing(c: &Comparison) -> bool {
+    !c.spare.is_empty()
+        || c.loads.iter().any(|t| {
+            t.rows
+                .iter()
+                .any(|p| p.load.to_bits() != t.rows[0].load.to_bits())
+        })
+}
+
+/// Text from a run (device paths, serials, log names) made safe to print.
+fn shown(s: &str) -> String {
+    crate::util::text::printable(s, 200)
+}
+
+/// The comparison as text (`md`: Markdown tables).
+pub fn text(c: &Comparison, md: bool) -> String {
+    use crate::output::table::Table;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let heading = |out: &mut String, t: &str| {
+        if md {
+            let _ = writeln!(out, "### {t}\n");
+        } else {
+            let _ = writeln!(out, "{t}\n{}", "-".repeat(t.chars().count()));
+        }
+    };
+    let table = |out: &mut String, header: &[String], rows: &[Vec<String>]| {
+        if md {
+            let _ = writeln!(out, "| {} |", header.join(" | "));
+            let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+            for r in rows {
+                let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+                let _ = writeln!(out, "| {} |", cells.join(" | "));
+            }
+        } else {
+            let h: Vec<&str> = header.iter().map(String::as_str).collect();
+            let mut t = Table::new(&h);
+            for r in rows {
+                t.row(r.clone());
+            }
+            out.push_str(&t.render());
+        }
+        out.push('\n');
+    };
+    for line in headline(c) {
+        let _ = writeln!(out, "- {}", shown(&line));
+    }
+    out.push('\n');
+    for t in &c.spare {
+        heading(
+            &mut out,
+            &format!(
+                "ACT {}, {}: with and without spare area",
+                t.workload,
+                shown(&t.drive)
+            ),
+        );
+        let mut header = vec!["load".to_string()];
+        for s in &t.settings {
+            let name = spare_text(s.as_ref());
+            header.push(format!("{name}: max %>1ms"));
+            header.push("verdict".into());
+        }
+        let mut rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![load_text(r.load)];
+                for cell in &r.cells {
+                    match cell {
+                        Some(c) => {
+                            row.push(pct(&c.worst_pct, 0));
+                            row.push(verdict_word(c.pass).into());
+                        }
+                        None => {
+                            row.push("not run".into());
+                            row.push("–".into());
+                        }
+                    }
+                }
+                row
+            })
+            .collect();
+        let mut last = vec!["highest passing".to_string()];
+        for h in &t.highest_passing_load {
+            last.push(h.map(load_text).unwrap_or_else(|| "none".into()));
+            last.push(String::new());
+        }
+        rows.push(last);
+        table(&mut out, &header, &rows);
+    }
+    for t in &c.loads {
+        heading(
+            &mut out,
+            &format!(
+                "ACT {}, {}, {}",
+                t.workload,
+                shown(&t.drive_and_devices()),
+                spare_text(t.spare.as_ref())
+            ),
+        );
+        let header: Vec<String> = [
+            "load",
+            "max %>1ms",
+            "max %>8ms",
+            "max %>64ms",
+            "verdict",
+            "log",
+        ]
+        .map(String::from)
+        .to_vec();
+        let rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|p| {
+                vec![
+                    load_text(p.load),
+                    pct(&p.worst_pct, 0),
+                    pct(&p.worst_pct, 1),
+                    pct(&p.worst_pct, 2),
+                    verdict_word(p.pass).into(),
+                    shown(&format!("{}: {}", p.source, p.log)),
+                ]
+            })
+            .collect();
+        table(&mut out, &header, &rows);
+        let _ = writeln!(
+            out,
+            "highest passing load: {}",
+            t.highest_passing_load
+                .map(load_text)
+                .unwrap_or_else(|| "none".into())
+        );
+        for n in &t.notes {
+            let _ = writeln!(out, "note: {}", shown(n));
+        }
+        for p in t.rows.iter().filter(|p| !p.pass) {
+            if let Some(why) = &p.why {
+                let _ = writeln!(
+                    out,
+                    "{} ({}) failed: {}",
+                    load_text(p.load),
+                    shown(&p.log),
+                    shown(why)
+                );
+            }
+        }
+        out.push('\n');
+    }
+    for l in &c.left_out {
+        let _ = writeln!(out, "left out: {}", shown(l));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_highest_passing_load_stops_at_the_first_failure() {
+        assert_eq!(highest_passing(&[]), (None, vec![]));
+        assert_eq!(
+            highest_passing(&[(2.0, true), (1.0, true), (3.0, false)]).0,
+            Some(2.0)
+        );
+        // Two runs at 2x, one failing: 2x is not passed.
+        assert_eq!(
+            highest_passing(&[(1.0, true), (2.0, true), (2.0, false)]).0,
+            Some(1.0)
+        );
+        // Failing at the lowest load: none, whatever passed above.
+        let (h, notes) = highest_passing(&[(1.0, false), (4.0, true)]);
+        assert_eq!(h, None);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].starts_with("4x passed above a failing 1x"),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn numbers_read_as_write_ups_write_them() {
+        assert_eq!(load_text(1.5), "1.5x");
+        assert_eq!(load_text(12.0), "12x");
+        assert_eq!(load_text(0.25), "0.25x");
+        let s = SpareArea {
+            spare_pct: 12.0,
+            factory_spare_pct: Some(7.0),
+            total_spare_pct: Some(19.0),
+        };
+        assert_eq!(spare_text(Some(&s)), "12% spare (total 19%)");
+        assert_eq!(spare_text(None), "no spare partition");
+    }
+}

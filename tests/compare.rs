@@ -1,0 +1,212 @@
+//! `storcert compare` and the report's comparison: the same drive across
+//! loads, and with and without spare area, from logs whose latencies the
+//! test sets (so the verdicts are known), in folders laid out as `storcert
+//! run` writes them.
+
+mod common;
+
+use std::path::Path;
+
+use common::{s, storcert};
+
+/// An ACT storage log of `device` at `load`x: one report after 10 s of
+/// 20,000 reads, `slow_per_10k` of each 10,000 in bucket 1 (over 1 ms,
+/// under 2 ms) and `very_slow_per_10k` in bucket 4 (over 8 ms).
+fn act_log(device: &str, load: f64, slow_per_10k: u64, very_slow_per_10k: u64) -> String {
+    let reads = 20_000u64;
+    let slow = slow_per_10k * 2;
+    let very = very_slow_per_10k * 2;
+    format!(
+        "\nACT version 6.6\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
+         device-names: {device}\nnum-devices: 1\ntest-duration-sec: 10\nreport-interval-sec: 10\n\
+         microsecond-histograms: no\nread-reqs-per-sec: {}\nwrite-reqs-per-sec: {}\n\n\
+         DERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
+         HISTOGRAM NAMES\nreads\n\nafter 10 sec:\nreads ({reads} total)\n (00: {:010}) (01: {slow:010}) (04: {very:010})\n\n",
+        (load * 2000.0) as u64,
+        (load * 1000.0) as u64,
+        reads - slow - very
+    )
+}
+
+fn write(path: &Path, data: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, data).unwrap();
+}
+
+/// The drive under test as `storcert run` records it: on `path` (the
+/// partition storcert made, or the drive), serial S1.
+fn targets(dir: &Path, path: &str) {
+    write(
+        &dir.join("targets.json"),
+        &serde_json::json!({
+            "artefact": "targets", "schema_version": 1,
+            "targets": [{"path": path, "disk": "/dev/sdx", "label": "sdx",
+                "serial": "S1", "model": "M", "file_size": 0}]
+        })
+        .to_string(),
+    );
+}
+
+/// A run without spare area: 1x 1%, 2x 4%, 3x 7% over 1 ms.
+fn without_spare(dir: &Path) {
+    targets(dir, "/dev/sdx");
+    for (load, slow) in [(1.0, 100), (2.0, 400), (3.0, 700)] {
+        write(
+            &dir.join(format!("act/sdx-{load}x.log")),
+            &act_log("/dev/sdx", load, slow, 0),
+        );
+    }
+}
+
+/// A run on a 12% spare partition: 1x–3x under 5%, 4x 6% over 1 ms and
+/// 2% over 8 ms.
+fn with_spare(dir: &Path) {
+    targets(dir, "/dev/sdx1");
+    write(
+        &dir.join("provision/sdx.json"),
+        &serde_json::json!({
+            "artefact": "provision", "schema_version": 1, "device": "/dev/sdx",
+            "size_bytes": 1_000_000_000u64, "sector_size": 512, "discard": null,
+            "partition_start_bytes": 1_048_576, "partition_end_bytes": 880_000_000,
+            "partition_size_bytes": 878_951_424, "spare_bytes": 120_000_000,
+            "spare_pct": 12.0, "factory_spare_pct": 7.0, "total_spare_pct": 19.0,
+            "kernel": {"partition": "/dev/sdx1", "start_bytes": 1_048_576, "size_bytes": 878_951_424},
+            "notes": []
+        })
+        .to_string(),
+    );
+    for (load, slow, very) in [(1.0, 50, 0), (2.0, 100, 0), (3.0, 300, 0), (4.0, 600, 200)] {
+        write(
+            &dir.join(format!("act/sdx1-{load}x.log")),
+            &act_log("/dev/sdx1", load, slow, very),
+        );
+    }
+}
+
+#[test]
+fn compare_tables_loads_and_spare_area_of_one_drive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("no-op"), tmp.path().join("op12"));
+    without_spare(&a);
+    with_spare(&b);
+
+    let out = storcert(&["compare", s(&a), s(&b)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "serial S1 (storage): highest passing load 2x with no spare partition, \
+             3x with 12% spare (total 19%)"
+        ),
+        "{text}"
+    );
+    // The cross-load table, in the write-ups' layout.
+    let row = |load: &str| {
+        text.lines()
+            .find(|l| l.starts_with(load) && l.contains("sdx1-"))
+            .unwrap_or_else(|| panic!("no {load} row in\n{text}"))
+            .split_whitespace()
+            .take(5)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("3x"), ["3x", "3.00", "0.00", "0.00", "PASS"]);
+    assert_eq!(row("4x"), ["4x", "8.00", "2.00", "0.00", "FAIL"]);
+    // The side-by-side table: 3x fails without spare area, passes with it;
+    // 4x was run only with it.
+    let side = |load: &str| {
+        text.lines()
+            .find(|l| l.starts_with(load) && !l.contains("sdx"))
+            .unwrap_or_else(|| panic!("no {load} row in\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(side("3x"), "3x 7.00 FAIL 3.00 PASS");
+    assert_eq!(side("4x"), "4x not run – 8.00 FAIL");
+    assert!(text.contains("highest passing  2x"), "{text}");
+
+    // JSON, for tools: the same answer.
+    let out = storcert(&["compare", "--format", "json", s(&a), s(&b)]);
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spare = &j["spare"][0];
+    assert_eq!(spare["drive"], "serial S1");
+    assert_eq!(spare["highest_passing_load"], serde_json::json!([2.0, 3.0]));
+    assert_eq!(spare["settings"][1]["total_spare_pct"], 19.0);
+    assert_eq!(j["loads"].as_array().unwrap().len(), 2);
+
+    // HTML: the tables and the plot of % over 1 ms against load.
+    let out = storcert(&["compare", "--format", "html", s(&a), s(&b)]);
+    let html = String::from_utf8_lossy(&out.stdout);
+    for id in ["compare-plot", "compare-spare-0", "compare-loads-1"] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "{id} missing");
+    }
+}
+
+#[test]
+fn the_report_of_a_run_answers_the_highest_passing_load_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("op12");
+    with_spare(&dir);
+    for format in ["txt", "html"] {
+        let out = storcert(&["report", "--format", format, s(&dir)]);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let answer = text
+            .find("highest passing load 3x")
+            .unwrap_or_else(|| panic!("{format}: no answer in\n{text}"));
+        // Before the machine and drive tables: on the first screen.
+        assert!(answer < text.find("Machine").unwrap(), "{format}");
+        // The spare area of the drive, with the factory spare and total.
+        assert!(text.contains("12.0%") && text.contains("7.0%") && text.contains("19.0%"));
+    }
+}
+
+#[test]
+fn a_pass_above_a_failure_is_not_a_higher_passing_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    targets(&dir, "/dev/sdx");
+    for (load, slow) in [(1.0, 100), (2.0, 600), (3.0, 100)] {
+        write(
+            &dir.join(format!("act/sdx-{load}x.log")),
+            &act_log("/dev/sdx", load, slow, 0),
+        );
+    }
+    let out = storcert(&["compare", s(&dir)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("highest passing load: 1x"), "{text}");
+    assert!(
+        text.contains("note: 3x passed above a failing 2x"),
+        "{text}"
+    );
+    assert!(
+        text.contains("2x (act/sdx-2x.log) failed: reads slice 1: 6.00% > 1 ms"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_refuses_inputs_without_act_and_escapes_what_runs_say() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = storcert(&["compare", s(tmp.path())]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ACT log"));
+    let out = storcert(&["compare", s(&tmp.path().join("missing"))]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // A device name with a terminal escape reaches no terminal raw.
+    let dir = tmp.path().join("r");
+    write(
+        &dir.join("act/x.log"),
+        &act_log("/dev/sd\u{1b}[2Jx", 1.0, 0, 0),
+    );
+    let out = storcert(&["compare", s(&dir)]);
+    assert!(out.status.success());
+    assert!(!out.stdout.contains(&0x1b));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}[2J"));
+}
