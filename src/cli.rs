@@ -408,8 +408,12 @@ pub struct ProvisionArgs {
     #[arg(long, short = 'd', value_name = "DEV")]
     pub device: PathBuf,
     /// Share of the device to leave unpartitioned, as "21%" or "21"
-    #[arg(long, value_name = "PCT")]
-    pub spare: String,
+    #[arg(long, value_name = "PCT", required_unless_present = "remove")]
+    pub spare: Option<String>,
+    /// Take the device back to no partition: remove the partition table
+    /// storcert wrote (and nothing else's), discarding the whole device
+    #[arg(long, conflicts_with_all = ["spare", "factory_spare", "policy"])]
+    pub remove: bool,
     /// The drive's factory spare, to report the total (as "12%")
     #[arg(long, value_name = "PCT")]
     pub factory_spare: Option<String>,

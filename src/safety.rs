@@ -57,6 +57,49 @@ pub struct Refusal {
     pub reasons: String,
 }
 
+/// The name storcert gives the one partition it makes.
+pub const STORCERT_PARTITION: &str = "storcert";
+
+/// Bytes [start, end) of storcert's spare-area partition when `path`'s GPT
+/// holds that partition and no other: a table storcert wrote and nothing
+/// else did.
+pub fn storcert_partition(path: &Path) -> Option<(u64, u64)> {
+    let mut f = File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    let sector = if meta.file_type().is_block_device() {
+        u64::from(crate::blockdev::logical_block_size(&f).ok()?)
+    } else {
+        512
+    };
+    let gpt = gptman::GPT::read_from(&mut f, sector).ok()?;
+    let used: Vec<(u32, &gptman::GPTPartitionEntry)> =
+        gpt.iter().filter(|(_, p)| p.is_used()).collect();
+    match used.as_slice() {
+        [(1, p)] if p.partition_name.as_str() == STORCERT_PARTITION => {
+            Some((p.starting_lba * sector, (p.ending_lba + 1) * sector))
+        }
+        _ => None,
+    }
+}
+
+/// What to do about a drive that carries storcert's spare partition, in
+/// place of the advice to destroy it: that would write over the spare area.
+fn spare_partition_hint(path: &Path, listed: Option<&str>) -> String {
+    let dev = path.display();
+    let test = match listed {
+        Some(p) => format!("to test within the spare area's bounds, give its partition /dev/{p}"),
+        None => format!(
+            "to test within the spare area's bounds, have the kernel list its partition \
+             (blockdev --rereadpt {dev}) and give that"
+        ),
+    };
+    format!(
+        "it carries storcert's spare-area partition: {test}; to test the whole drive, \
+         remove the partition first with storcert provision --remove --device {dev} \
+         --force-destroy SERIAL (--force-destroy on a test would write over the spare area)"
+    )
+}
+
 /// Known on-disk signatures and where they live.
 pub fn detect_signature(head: &[u8]) -> Option<&'static str> {
     let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
@@ -310,7 +353,15 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
                     .map(|r| format!("{r} (named by --force-destroy {by})")),
             ),
             None => {
-                soft.push("name it with --force-destroy SERIAL to allow destroying it".into());
+                let listed = disk.and_then(|d| match d.partitions.as_slice() {
+                    [p] => Some(p.name.as_str()),
+                    _ => None,
+                });
+                soft.push(if !is_partition && storcert_partition(path).is_some() {
+                    spare_partition_hint(path, listed)
+                } else {
+                    "name it with --force-destroy SERIAL to allow destroying it".into()
+                });
                 return Err(refuse(soft));
             }
         }

@@ -232,3 +232,89 @@ fn bad_input() {
     assert!(err(&["--device", &tiny.dev, "--spare", "10%"]).contains("is too small for a GPT"));
     assert!(err(&["--device", "/dev/nonexistent", "--spare", "10%"]).contains("/dev/nonexistent"));
 }
+
+#[test]
+fn remove_takes_back_storcert_s_partition_and_nothing_else() {
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("r.img");
+    let lo = Loop::new(&img, 256 << 20);
+    let (out, _) = provision(&["--device", &lo.dev, "--spare", "20%"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Testing or provisioning the whole drive again is refused with advice
+    // that keeps the spare area, not the advice to destroy it.
+    for args in [
+        vec!["stream", "--device", &lo.dev, "--size", "1M"],
+        vec!["provision", "--device", &lo.dev, "--spare", "10%"],
+    ] {
+        let sum = checksum(&img);
+        let out = storcert(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("it carries storcert's spare-area partition")
+                && err.contains("storcert provision --remove --device")
+                && !err.contains("to allow destroying it"),
+            "{err}"
+        );
+        assert_eq!(checksum(&img), sum);
+    }
+    // Removing is a write to a partitioned drive: named, or refused.
+    let sum = checksum(&img);
+    let (out, _) = provision(&["--device", &lo.dev, "--remove"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(checksum(&img), sum);
+
+    let (out, v) = provision(&["--device", &lo.dev, "--remove", "--force-destroy", &lo.dev]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = v.expect("--json");
+    assert_eq!(v["device"], lo.dev.as_str());
+    assert_eq!(v["kernel_partitions"], serde_json::json!([]));
+    let data = std::fs::read(&img).unwrap();
+    let mib = 1 << 20;
+    assert!(data[..mib].iter().all(|&b| b == 0), "the first MiB is zero");
+    assert!(
+        data[data.len() - mib..].iter().all(|&b| b == 0),
+        "the last MiB is zero"
+    );
+    assert!(sgdisk(&["-p"], &lo.dev).contains("Creating new GPT entries"));
+    // The drive is plain again: provisioned without naming it.
+    let (out, _) = provision(&["--device", &lo.dev, "--spare", "10%"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Another tool's table is not storcert's to remove, named or not.
+    assert!(Command::new("sgdisk")
+        .args(["-o", "-n", "1:0:+10M"])
+        .arg(&lo.dev)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let sum = checksum(&img);
+    let (out, _) = provision(&["--device", &lo.dev, "--remove", "--force-destroy", &lo.dev]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("carries no storcert partition table"));
+    assert_eq!(checksum(&img), sum);
+    // Nor is a drive with no table at all.
+    assert!(Command::new("sgdisk")
+        .arg("-Z")
+        .arg(&lo.dev)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let (out, _) = provision(&["--device", &lo.dev, "--remove"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -468,3 +468,67 @@ fn killed_at_many_points_every_finished_result_reaches_the_bundle() {
         journal["starts"].as_u64().unwrap() - 1
     );
 }
+
+/// A provisioned drive whose partition the kernel never lists (this host's
+/// kernel reads no GPT) is waited for, then failed with that reason: never
+/// left out silently, and never tested whole over its spare area.
+#[test]
+fn a_partition_the_kernel_never_lists_fails_the_drive() {
+    let t = tempfile::tempdir().unwrap();
+    let img = t.path().join("a.img");
+    let a = Loop::new(&img, 64 << 20);
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"op\"\n[devices]\npaths = [\"{}\"]\n[provision]\nspare_pct = 20\n\
+             [policy]\ninline = \"[[drive]]\\nfactory_spare_pct = 7.0\\n\"\n\
+             [act]\nstorage = [{{ load = \"1x\", duration = \"2s\" }}]\n",
+            a.dev
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let label = a.dev.trim_start_matches("/dev/").to_string();
+    let out = run_cmd(&profile, &results, &key).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "[partition {label}] FAILED: the kernel lists no partition on {} 30 s after provisioning",
+            a.dev
+        )),
+        "{err}"
+    );
+    assert!(!err.contains(&format!("[act 1x {label}] started")), "{err}");
+    // The spare area (the last 20%) was not written: discard leaves zeros.
+    let data = std::fs::read(&img).unwrap();
+    let spare = &data[data.len() * 4 / 5 + (1 << 20)..data.len() - (1 << 20)];
+    assert!(spare.iter().all(|&b| b == 0));
+
+    let bundle = std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .expect("a spooled bundle");
+    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
+        .unwrap()
+        .files;
+    // The provisioning record has the policy's factory spare and the total.
+    let prov: serde_json::Value =
+        serde_json::from_slice(&files[&format!("results/provision/{label}.json")]).unwrap();
+    assert_eq!(prov["factory_spare_pct"], 7.0);
+    let total = prov["total_spare_pct"].as_f64().unwrap();
+    assert!((total - 7.0 - prov["spare_pct"].as_f64().unwrap()).abs() < 1e-9);
+    assert!((26.0..28.0).contains(&total), "{prov:#}");
+    let summary: serde_json::Value = serde_json::from_slice(&files["summary.json"]).unwrap();
+    let drive = &summary["drives"][0];
+    assert_eq!(drive["verdict"], "fail", "{summary:#}");
+    assert!(
+        drive["reasons"]
+            .to_string()
+            .contains("the kernel lists no partition"),
+        "{summary:#}"
+    );
+}

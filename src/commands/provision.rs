@@ -22,8 +22,73 @@ fn pct(flag: &str, text: &str) -> anyhow::Result<f64> {
         .ok_or_else(|| anyhow!("{flag} {text:?} is not a percentage like 21%"))
 }
 
+/// `provision --remove`: storcert's partition table taken away.
+fn remove(a: &ProvisionArgs) -> ExitCode {
+    let action = format!(
+        "{}zero the first and last MiB (storcert's partition table)",
+        if a.no_discard {
+            ""
+        } else {
+            "discard every block, then "
+        }
+    );
+    // Refused before the gate where the table is not storcert's, so the
+    // gate's advice (name the drive to destroy it) is not given for a
+    // table this command would not touch anyway.
+    if crate::safety::storcert_partition(&a.device).is_none() && a.device.exists() {
+        return fail(format!(
+            "{} carries no storcert partition table (one partition named \"{}\"): nothing \
+             of storcert's to remove",
+            a.device.display(),
+            crate::safety::STORCERT_PARTITION
+        ));
+    }
+    if let Err(code) = gate(
+        "provision",
+        &action,
+        std::slice::from_ref(&a.device),
+        &a.safety,
+    ) {
+        return code;
+    }
+    let r = match provision::remove(&a.device, !a.no_discard) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).expect("a removal serialises")
+        );
+    } else if let Some(d) = &r.discard {
+        match &d.error {
+            None => println!("discarded {} bytes in {} ranges", d.bytes, d.ranges),
+            Some(e) => println!("discard refused ({e}); the table was removed all the same"),
+        }
+    }
+    if !a.json {
+        println!("removed storcert's partition table from {}", r.device);
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    if !r.kernel_partitions.is_empty() {
+        return fail(format!(
+            "{}: the kernel still lists {} after re-reading the table; \
+             it may be in use (close it and run blockdev --rereadpt)",
+            r.device,
+            r.kernel_partitions.join(", ")
+        ));
+    }
+    ExitCode::SUCCESS
+}
+
 pub fn run(a: ProvisionArgs) -> ExitCode {
-    let spare = match pct("--spare", &a.spare) {
+    if a.remove {
+        return remove(&a);
+    }
+    let spare_text = a.spare.as_deref().unwrap_or_default();
+    let spare = match pct("--spare", spare_text) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };

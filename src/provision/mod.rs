@@ -4,7 +4,7 @@
 //! the kernel re-read the table, and check what it now sees.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -113,13 +113,7 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
     if !meta.file_type().is_block_device() {
         return None;
     }
-    let mut f = File::open(device).ok()?;
-    let sector = u64::from(blockdev::logical_block_size(&f).ok()?);
-    let gpt = gptman::GPT::read_from(&mut f, sector).ok()?;
-    let p = &gpt[1];
-    if !p.is_used() || p.partition_name.as_str() != "storcert" {
-        return None;
-    }
+    let (start, _) = crate::safety::storcert_partition(device)?;
     let disk = device
         .canonicalize()
         .ok()?
@@ -127,7 +121,7 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
         .to_string_lossy()
         .into_owned();
     let k = kernel_view(&disk)?;
-    (k.start_bytes == p.starting_lba * sector).then(|| Path::new("/dev").join(k.partition))
+    (k.start_bytes == start).then(|| Path::new("/dev").join(k.partition))
 }
 
 pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
@@ -172,7 +166,7 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
         starting_lba: start / sector,
         ending_lba: end / sector - 1,
         attribute_bits: 0,
-        partition_name: "storcert".into(),
+        partition_name: crate::safety::STORCERT_PARTITION.into(),
     };
     gptman::GPT::write_protective_mbr_into(&mut f, sector)
         .map_err(|e| anyhow::anyhow!("write the protective MBR: {e}"))?;
@@ -223,6 +217,78 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
         factory_spare_pct: spec.factory_spare_pct,
         total_spare_pct: spec.factory_spare_pct.map(|f| f + spare_pct),
         kernel,
+        notes,
+    })
+}
+
+/// What taking storcert's partition away did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Removed {
+    pub device: String,
+    pub discard: Option<Discard>,
+    /// Partitions the kernel still lists after re-reading (none expected).
+    pub kernel_partitions: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Takes `device` back to no partition: only where its table is storcert's
+/// own (one partition, named "storcert"), which holds nothing but test
+/// data. Discards the whole device (the spare area is given back to the
+/// drive's own use), then zeroes the protective MBR and both GPTs (the
+/// first and the last MiB) so no table is left to find.
+pub fn remove(device: &Path, discard_first: bool) -> Result<Removed> {
+    if crate::safety::storcert_partition(device).is_none() {
+        bail!(
+            "{} carries no storcert partition table (one partition named \"{}\"): \
+             nothing of storcert's to remove",
+            device.display(),
+            crate::safety::STORCERT_PARTITION
+        );
+    }
+    let meta = std::fs::metadata(device).with_context(|| format!("{}", device.display()))?;
+    let is_block = meta.file_type().is_block_device();
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(if is_block { libc::O_EXCL } else { 0 })
+        .open(device)
+        .with_context(|| format!("open {} exclusively", device.display()))?;
+    let size = if is_block {
+        blockdev::size_bytes(&f)?
+    } else {
+        meta.len()
+    };
+    let mut notes = Vec::new();
+    let disc = (discard_first && is_block).then(|| discard(&f, size));
+    let zeros = vec![0u8; MIB.min(size) as usize];
+    for at in [0, size.saturating_sub(zeros.len() as u64)] {
+        f.write_all_at(&zeros, at)
+            .with_context(|| format!("zero {} at byte {at}", device.display()))?;
+    }
+    f.sync_all().context("fsync")?;
+    let mut kernel_partitions = Vec::new();
+    if is_block {
+        match blockdev::reread_partitions(&f) {
+            Err(e) => notes.push(format!(
+                "the kernel did not re-read the partition table: {e}"
+            )),
+            Ok(()) => {
+                let name = device
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_default();
+                kernel_partitions = kernel_view(&name)
+                    .map(|k| k.partition)
+                    .into_iter()
+                    .collect();
+            }
+        }
+    }
+    Ok(Removed {
+        device: device.display().to_string(),
+        discard: disc,
+        kernel_partitions,
         notes,
     })
 }

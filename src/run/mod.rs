@@ -413,6 +413,46 @@ fn storage_config(t: &Target, load: f64, secs: u64) -> Result<StorageConfig> {
     drive_config!(StorageConfig, t, load, secs)
 }
 
+/// The profile's policy, from its file or inline text.
+fn load_policy(pol: &crate::run::profile::PolicyStage) -> Result<crate::policy::Policy> {
+    match (&pol.file, &pol.inline) {
+        (Some(f), _) => crate::policy::Policy::from_file(f).map_err(|e| anyhow!("{e}")),
+        (None, Some(t)) => {
+            crate::policy::Policy::parse(t, "policy.inline").map_err(|e| anyhow!("{e}"))
+        }
+        _ => bail!("no policy"),
+    }
+}
+
+/// How long the kernel is given to list a provisioned partition.
+const PARTITION_WAIT: Duration = Duration::from_secs(30);
+const PARTITION_POLL: Duration = Duration::from_millis(200);
+
+/// Each target's storcert partition as the kernel lists it, asking the
+/// kernel to re-read the tables of those not yet listed until `wait` is
+/// over.
+fn wait_for_partitions(targets: &[&Target], wait: Duration) -> Vec<Option<PathBuf>> {
+    let start = Instant::now();
+    let mut found: Vec<Option<PathBuf>> = vec![None; targets.len()];
+    loop {
+        for (t, f) in targets.iter().zip(found.iter_mut()) {
+            if f.is_none() {
+                let disk = Path::new(&t.disk);
+                *f = crate::provision::provisioned_partition(disk);
+                if f.is_none() {
+                    if let Ok(file) = std::fs::File::open(disk) {
+                        let _ = crate::blockdev::reread_partitions(&file);
+                    }
+                }
+            }
+        }
+        if found.iter().all(Option::is_some) || start.elapsed() >= wait {
+            return found;
+        }
+        std::thread::sleep(PARTITION_POLL);
+    }
+}
+
 /// Runs `f` for every target at once, one thread each.
 fn each_parallel(targets: &[Target], f: impl Fn(&Target) -> Result<()> + Sync) -> Result<()> {
     std::thread::scope(|s| {
@@ -428,12 +468,17 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let p = ctx.profile;
     let plan = &p.plan;
     if let Some(pr) = &p.provision {
+        // The factory spare the policy gives each drive, for the total
+        // spare area (a policy that does not load fails its own stage).
+        let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
         each_parallel(targets, |t| {
             ctx.stage(&format!("provision {}", t.label), true, || {
                 let r = crate::provision::provision(&crate::provision::Spec {
                     device: PathBuf::from(&t.path),
                     spare_pct: pr.spare_pct,
-                    factory_spare_pct: None,
+                    factory_spare_pct: policy
+                        .as_ref()
+                        .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
                     discard: true,
                 })?;
                 ctx.write(&format!("provision/{}.json", t.label), r.clone())?;
@@ -444,30 +489,48 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             })
         })?;
         // Later stages run on the partition storcert made, never on the
-        // whole drive (that would write over the table and the spare area):
-        // the kernel may show the partition late (udev still probing the
-        // drive holds off the re-read), so it is asked again for a while.
+        // whole drive (that would write over the table and the spare area).
+        // The kernel may list the partition late (udev still probing the
+        // drive holds off the re-read), so it is asked again for a while;
+        // a drive whose partition never shows fails with that reason.
+        let waiting: Vec<&Target> = targets
+            .iter()
+            .filter(|t| {
+                t.file_size == 0 && ctx.journal().is_done(&format!("provision {}", t.label))
+            })
+            .collect();
+        let found = wait_for_partitions(&waiting, PARTITION_WAIT);
+        for (t, part) in waiting.iter().zip(&found) {
+            ctx.stage(&format!("partition {}", t.label), false, || match part {
+                Some(p) => Ok(format!("the kernel lists {}", p.display())),
+                None => Err(anyhow!(
+                    "the kernel lists no partition on {} {} s after provisioning (its table \
+                     re-read every {} ms): the drive is not tested, rather than tested whole, \
+                     which would write over its spare area",
+                    t.disk,
+                    PARTITION_WAIT.as_secs(),
+                    PARTITION_POLL.as_millis()
+                )),
+            })?;
+        }
+        let parts: std::collections::BTreeMap<String, PathBuf> = waiting
+            .iter()
+            .zip(found)
+            .filter_map(|(t, p)| Some((t.label.clone(), p?)))
+            .collect();
+        // A drive whose provisioning failed is not tested either: its
+        // failed stage says why.
         targets.retain_mut(|t| {
             if t.file_size > 0 {
                 return true;
             }
-            let disk = Path::new(&t.disk);
-            for _ in 0..100 {
-                if let Some(part) = crate::provision::provisioned_partition(disk) {
-                    t.path = part.display().to_string();
-                    return true;
+            match parts.get(&t.label) {
+                Some(p) => {
+                    t.path = p.display().to_string();
+                    true
                 }
-                if let Ok(f) = std::fs::File::open(disk) {
-                    let _ = crate::blockdev::reread_partitions(&f);
-                }
-                std::thread::sleep(Duration::from_millis(100));
+                None => false,
             }
-            ctx.note(format!(
-                "{}: no storcert partition to test after provisioning; later stages skip \
-                 this drive rather than test the whole drive in its place",
-                t.disk
-            ));
-            false
         });
     }
     if let Some(act) = &p.act {
@@ -760,13 +823,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     }
     if let Some(pol) = &p.policy {
         ctx.stage("policy", false, || {
-            let policy = match (&pol.file, &pol.inline) {
-                (Some(f), _) => crate::policy::Policy::from_file(f).map_err(|e| anyhow!("{e}"))?,
-                (None, Some(t)) => {
-                    crate::policy::Policy::parse(t, "policy.inline").map_err(|e| anyhow!("{e}"))?
-                }
-                _ => bail!("no policy"),
-            };
+            let policy = load_policy(pol)?;
             let mut report = crate::policy::check::check(&policy, &inv);
             scope_findings(&mut report, &targets, pol.machine);
             ctx.write("policy.json", report.clone())?;
