@@ -50,6 +50,10 @@ fn targets(dir: &Path, path: &str) {
 /// A run without spare area: 1x 1%, 2x 4%, 3x 7% over 1 ms.
 fn without_spare(dir: &Path) {
     targets(dir, "/dev/sdx");
+    without_spare_logs(dir);
+}
+
+fn without_spare_logs(dir: &Path) {
     for (load, slow) in [(1.0, 100), (2.0, 400), (3.0, 700)] {
         write(
             &dir.join(format!("act/sdx-{load}x.log")),
@@ -62,6 +66,10 @@ fn without_spare(dir: &Path) {
 /// 2% over 8 ms.
 fn with_spare(dir: &Path) {
     targets(dir, "/dev/sdx1");
+    with_spare_logs(dir);
+}
+
+fn with_spare_logs(dir: &Path) {
     write(
         &dir.join("provision/sdx.json"),
         &serde_json::json!({
@@ -70,7 +78,7 @@ fn with_spare(dir: &Path) {
             "partition_start_bytes": 1_048_576, "partition_end_bytes": 880_000_000,
             "partition_size_bytes": 878_951_424, "spare_bytes": 120_000_000,
             "spare_pct": 12.0, "factory_spare_pct": 7.0, "total_spare_pct": 19.0,
-            "kernel": {"partition": "/dev/sdx1", "start_bytes": 1_048_576, "size_bytes": 878_951_424},
+            "kernel": {"partition": "sdx1", "start_bytes": 1_048_576, "size_bytes": 878_951_424},
             "notes": []
         })
         .to_string(),
@@ -209,4 +217,46 @@ fn compare_refuses_inputs_without_act_and_escapes_what_runs_say() {
     assert!(out.status.success());
     assert!(!out.stdout.contains(&0x1b));
     assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}[2J"));
+}
+
+#[test]
+fn a_run_in_phases_compares_its_phases() {
+    // One run, as a profile with phases writes it: phase 1 on the whole
+    // drive, phase 2 on a 12% spare partition of the same drive.
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    targets(&run, "/dev/sdx");
+    without_spare_logs(&run.join("phase-1"));
+    with_spare_logs(&run.join("phase-2"));
+    let out = storcert(&["report", "--format", "txt", s(&run)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "serial S1 (storage): highest passing load 2x with no spare partition, \
+             3x with 12% spare (total 19%)"
+        ),
+        "{text}"
+    );
+    // The spare area of phase 2 is not given to phase 1's logs, though
+    // they ran on the same drive.
+    let j: serde_json::Value =
+        serde_json::from_slice(&storcert(&["compare", "--format", "json", s(&run)]).stdout)
+            .unwrap();
+    let spares: Vec<(String, serde_json::Value)> = j["loads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["rows"][0]["log"].as_str().unwrap().to_string(),
+                t["spare"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(spares.len(), 2, "{j:#}");
+    assert!(
+        spares[0].0.starts_with("phase-1/") && spares[0].1.is_null(),
+        "{spares:?}"
+    );
+    assert!(spares[1].0.starts_with("phase-2/") && spares[1].1["spare_pct"] == 12.0);
 }

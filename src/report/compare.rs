@@ -142,27 +142,46 @@ pub struct Comparison {
     pub left_out: Vec<String>,
 }
 
-/// What a run knows of a device path: the drive it is (or is on) and the
-/// spare area storcert left on that drive.
-struct DeviceInfo {
-    drive: String,
-    spare: Option<SpareArea>,
+/// What a run records of its drives: serials by device path, the drive a
+/// test path is on, and the spare partitions it provisioned.
+struct Drives {
+    serials: BTreeMap<String, String>,
+    /// Test path (drive or partition) → the drive.
+    disks: BTreeMap<String, String>,
+    spares: Vec<ProvisionedSpare>,
 }
 
-/// Device path → drive and spare area, from a run's targets, provisioning
-/// records and inventory.
-fn device_map(c: &Contents) -> BTreeMap<String, DeviceInfo> {
-    let mut serials: BTreeMap<String, String> = BTreeMap::new();
-    let mut spares: BTreeMap<String, SpareArea> = BTreeMap::new();
-    let mut partitions: Vec<(String, String)> = Vec::new();
-    let mut targets: Vec<(String, String)> = Vec::new();
+/// A spare partition a run provisioned: it applies to the logs under the
+/// same folder (a phase's `phase-N/`, or the whole run).
+struct ProvisionedSpare {
+    folder: String,
+    partition: String,
+    disk: String,
+    spare: SpareArea,
+}
+
+/// "/dev/sdb1" for the kernel's "sdb1" (as provisioning records it).
+fn dev_path(name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("/dev/{name}")
+    }
+}
+
+fn drives(c: &Contents) -> Drives {
+    let mut d = Drives {
+        serials: BTreeMap::new(),
+        disks: BTreeMap::new(),
+        spares: Vec::new(),
+    };
     for item in &c.items {
         match &item.artefact {
             Artefact::Inventory(inv) => {
-                for d in &inv.disks {
-                    if let Some(s) = d.serial.as_ref().filter(|s| !s.trim().is_empty()) {
-                        serials
-                            .entry(d.dev_path.clone())
+                for disk in &inv.disks {
+                    if let Some(s) = disk.serial.as_ref().filter(|s| !s.trim().is_empty()) {
+                        d.serials
+                            .entry(disk.dev_path.clone())
                             .or_insert_with(|| s.trim().to_string());
                     }
                 }
@@ -170,50 +189,52 @@ fn device_map(c: &Contents) -> BTreeMap<String, DeviceInfo> {
             Artefact::Targets(t) => {
                 for t in &t.targets {
                     if let Some(s) = t.serial.as_ref().filter(|s| !s.trim().is_empty()) {
-                        serials.insert(t.disk.clone(), s.trim().to_string());
+                        d.serials.insert(t.disk.clone(), s.trim().to_string());
                     }
-                    targets.push((t.path.clone(), t.disk.clone()));
+                    d.disks.insert(t.path.clone(), t.disk.clone());
+                    d.disks.insert(t.disk.clone(), t.disk.clone());
                 }
             }
             Artefact::Provision(p) => {
-                spares.insert(
-                    p.device.clone(),
-                    SpareArea {
-                        spare_pct: p.spare_pct,
-                        factory_spare_pct: p.factory_spare_pct,
-                        total_spare_pct: p.total_spare_pct,
-                    },
-                );
                 if let Some(k) = &p.kernel {
-                    partitions.push((k.partition.clone(), p.device.clone()));
+                    let folder = item
+                        .path
+                        .find("provision/")
+                        .map_or("", |i| &item.path[..i])
+                        .to_string();
+                    d.spares.push(ProvisionedSpare {
+                        folder,
+                        partition: dev_path(&k.partition),
+                        disk: p.device.clone(),
+                        spare: SpareArea {
+                            spare_pct: p.spare_pct,
+                            factory_spare_pct: p.factory_spare_pct,
+                            total_spare_pct: p.total_spare_pct,
+                        },
+                    });
                 }
             }
             _ => {}
         }
     }
-    let mut out = BTreeMap::new();
-    for (path, disk) in targets.into_iter().chain(partitions) {
-        out.entry(path).or_insert(disk);
+    d
+}
+
+impl Drives {
+    /// The drive `device` is (or is on), and its spare area when `device`
+    /// is a partition provisioned in the folder of the log at `log`.
+    fn of(&self, log: &str, device: &str) -> (String, Option<SpareArea>) {
+        let spare = self
+            .spares
+            .iter()
+            .filter(|s| log.starts_with(&s.folder) && s.partition == device)
+            .max_by_key(|s| s.folder.len());
+        if let Some(s) = spare {
+            return (drive_name(&self.serials, &s.disk), Some(s.spare.clone()));
+        }
+        let disk = self.disks.get(device).map_or(device, String::as_str);
+        (drive_name(&self.serials, disk), None)
     }
-    let mut map: BTreeMap<String, DeviceInfo> = BTreeMap::new();
-    for (path, disk) in out {
-        map.insert(
-            path,
-            DeviceInfo {
-                drive: drive_name(&serials, &disk),
-                spare: spares.get(&disk).cloned(),
-            },
-        );
-    }
-    // Devices no record names are drives of their own (a standalone `act
-    // run`), known by serial where the inventory has one.
-    for (disk, _) in serials.iter() {
-        map.entry(disk.clone()).or_insert_with(|| DeviceInfo {
-            drive: drive_name(&serials, disk),
-            spare: spares.get(disk).cloned(),
-        });
-    }
-    map
 }
 
 fn drive_name(serials: &BTreeMap<String, String>, disk: &str) -> String {
@@ -266,13 +287,13 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     let mut groups: BTreeMap<(String, String, (bool, u64)), Group> = BTreeMap::new();
     let mut left_out = Vec::new();
     for (source, c) in runs {
-        let map = device_map(c);
+        let known = drives(c);
         for (log, a) in c.analyses() {
             let Some(load) = a.load.filter(|l| l.is_finite()) else {
                 left_out.push(format!("{source}: {log}: the log names no read rate"));
                 continue;
             };
-            let (drive, spare) = drive_of(&map, a);
+            let (drive, spare) = drive_of(&known, &log, a);
             let judgement = a.judgement();
             let pass = judgement.verdict == crate::results::Verdict::Pass;
             let key = (drive, a.workload.clone(), spare_key(&spare));
@@ -326,15 +347,9 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
 
 /// The drive an analysis ran on (drives joined by " + " for a run over
 /// several) and its spare area (only where every device has the same).
-fn drive_of(map: &BTreeMap<String, DeviceInfo>, a: &LogAnalysis) -> (String, Option<SpareArea>) {
-    let infos: Vec<(String, Option<SpareArea>)> = a
-        .devices
-        .iter()
-        .map(|d| match map.get(d) {
-            Some(i) => (i.drive.clone(), i.spare.clone()),
-            None => (d.clone(), None),
-        })
-        .collect();
+fn drive_of(known: &Drives, log: &str, a: &LogAnalysis) -> (String, Option<SpareArea>) {
+    let infos: Vec<(String, Option<SpareArea>)> =
+        a.devices.iter().map(|d| known.of(log, d)).collect();
     let drive = infos
         .iter()
         .map(|i| i.0.as_str())
