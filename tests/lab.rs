@@ -69,6 +69,17 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         "[[drive]]\nmatch = { serial = \"LABVIRTIO0001\" }\ndestroy = true\nfactory_spare_pct = 12.0\n",
     )
     .unwrap();
+    // The same drive without and with spare area in one run (phases),
+    // then compared: the drive is provisioned by the steps before it, so
+    // phase 1 takes storcert's partition away.
+    let phases = out.path().join("phases.toml");
+    std::fs::write(
+        &phases,
+        "name = \"phases\"\n[devices]\npaths = [\"/dev/vda\"]\ndestroy = [\"LABVIRTIO0001\"]\n\
+         [[phase]]\nspare_pct = 0\nstorage = [{ load = \"1x\", duration = \"3s\" }, { load = \"2x\", duration = \"3s\" }]\n\
+         [[phase]]\nspare_pct = 20\nstorage = [{ load = \"1x\", duration = \"3s\" }, { load = \"2x\", duration = \"3s\" }]\n",
+    )
+    .unwrap();
     run_lab(
         out.path(),
         "storcert inventory --json > inventory.json; storcert inventory > inventory.txt; \
@@ -87,8 +98,12 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert provision --device /dev/vda --spare 30% --destroy-policy /lab/destroy.toml \
            --policy /lab/destroy.toml --json \
            > again2.json 2> again2.err; \
-         storcert stream --device /dev/vda --size 16M --output-format json > onpart.json 2> onpart.err; true",
-        &[&fix_policy, &destroy_policy],
+         storcert stream --device /dev/vda --size 16M --output-format json > onpart.json 2> onpart.err; \
+         storcert run --profile /lab/phases.toml --results /tmp/runs --key /tmp/k.key \
+           --cmdline /dev/null > phases.out 2> phases.err; echo $? > phases.rc; \
+         storcert compare /tmp/runs/run-* > compare.txt 2> compare.err; \
+         storcert compare --format json /tmp/runs/run-* > compare.json 2>> compare.err; true",
+        &[&fix_policy, &destroy_policy, &phases],
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -397,6 +412,44 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     assert!(std::fs::read_to_string(results.join("onpart.err"))
         .unwrap()
         .contains("/dev/vda is provisioned; using its partition /dev/vda1"));
+
+    // Phases: storcert's partition taken away for the whole-drive phase,
+    // made again (20%) for the next, and both compared side by side.
+    let read = |f: &str| std::fs::read_to_string(results.join(f)).unwrap_or_default();
+    let phases_err = read("phases.err");
+    assert!(
+        matches!(read("phases.rc").trim(), "0" | "1"),
+        "{phases_err}"
+    );
+    for line in [
+        "[phase 1 remove partition vda] done",
+        "[phase 2 provision vda] done",
+        "[phase 2 partition vda] done: the kernel lists /dev/vda1",
+    ] {
+        assert!(phases_err.contains(line), "{line:?} not in:\n{phases_err}");
+    }
+    let cmp: serde_json::Value = serde_json::from_str(&read("compare.json"))
+        .unwrap_or_else(|e| panic!("{e}: {}", read("compare.err")));
+    let table = &cmp["spare"][0];
+    assert_eq!(table["drive"], "serial LABVIRTIO0001", "{cmp:#}");
+    assert!(table["settings"][0].is_null(), "{cmp:#}");
+    let pct = table["settings"][1]["spare_pct"].as_f64().unwrap();
+    assert!((19.0..=20.5).contains(&pct), "{cmp:#}");
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{cmp:#}");
+    for (row, load) in rows.iter().zip([1.0, 2.0]) {
+        assert_eq!(row["load"], load);
+        assert!(
+            row["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| !c.is_null()),
+            "{cmp:#}"
+        );
+    }
+    assert!(read("compare.txt")
+        .contains("ACT storage, serial LABVIRTIO0001: with and without spare area"));
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

@@ -464,139 +464,285 @@ fn each_parallel(targets: &[Target], f: impl Fn(&Target) -> Result<()> + Sync) -
     })
 }
 
+/// The stage ids of a phase's ACT runs on `t`.
+fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
+    let mut ids: Vec<String> = ph
+        .storage
+        .iter()
+        .map(|tl| format!("{}act {} {}", ph.id, tl.name, t.label))
+        .collect();
+    if ph.search.is_some() {
+        ids.push(format!("{}act search {}", ph.id, t.label));
+    }
+    ids
+}
+
+fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> {
+    let p = ctx.profile;
+    let dir = &ph.folder;
+    if !ph.folder.is_empty() {
+        // A resumed run does not set up again the spare area of a phase
+        // whose every ACT run is done (a later phase may have changed it).
+        targets.retain(|t| {
+            !phase_act_ids(ph, t)
+                .iter()
+                .all(|id| ctx.journal().is_done(id))
+        });
+    }
+    match ph.spare {
+        SpareSetting::AsItIs => {}
+        SpareSetting::Remove => {
+            each_parallel(targets, |t| {
+                if t.file_size > 0
+                    || crate::safety::storcert_partition(Path::new(&t.disk)).is_none()
+                {
+                    return Ok(());
+                }
+                ctx.stage(
+                    &format!("{}remove partition {}", ph.id, t.label),
+                    true,
+                    || {
+                        let r = crate::provision::remove(Path::new(&t.disk), true)?;
+                        if !r.kernel_partitions.is_empty() {
+                            bail!(
+                                "the kernel still lists {} after the table was removed",
+                                r.kernel_partitions.join(", ")
+                            );
+                        }
+                        Ok("storcert's partition removed: the whole drive is tested".into())
+                    },
+                )
+            })?;
+            // A drive whose partition could not be removed is not tested
+            // whole: its failed stage says why.
+            targets.retain(|t| {
+                t.file_size > 0 || crate::safety::storcert_partition(Path::new(&t.disk)).is_none()
+            });
+        }
+        SpareSetting::Provision(spare_pct) => {
+            // The factory spare the policy gives each drive, for the total
+            // spare area (a policy that does not load fails its own stage).
+            let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
+            let provision_id = |t: &Target| format!("{}provision {}", ph.id, t.label);
+            each_parallel(targets, |t| {
+                ctx.stage(&provision_id(t), true, || {
+                    let r = crate::provision::provision(&crate::provision::Spec {
+                        device: PathBuf::from(&t.disk),
+                        spare_pct,
+                        factory_spare_pct: policy.as_ref().and_then(|pol| {
+                            pol.factory_spare(t.model.as_deref(), t.serial.as_deref())
+                        }),
+                        discard: true,
+                    })?;
+                    ctx.write(&format!("{dir}provision/{}.json", t.label), r.clone())?;
+                    Ok(format!(
+                        "partition of {} bytes, {} spare",
+                        r.partition_size_bytes, r.spare_bytes
+                    ))
+                })
+            })?;
+            // Later stages run on the partition storcert made, never on
+            // the whole drive (that would write over the table and the
+            // spare area). The kernel may list the partition late (udev
+            // still probing the drive holds off the re-read), so it is
+            // asked again for a while; a drive whose partition never
+            // shows fails with that reason.
+            let waiting: Vec<&Target> = targets
+                .iter()
+                .filter(|t| t.file_size == 0 && ctx.journal().is_done(&provision_id(t)))
+                .collect();
+            let found = wait_for_partitions(&waiting, PARTITION_WAIT);
+            for (t, part) in waiting.iter().zip(&found) {
+                ctx.stage(
+                    &format!("{}partition {}", ph.id, t.label),
+                    false,
+                    || match part {
+                        Some(p) => Ok(format!("the kernel lists {}", p.display())),
+                        None => Err(anyhow!(
+                            "the kernel lists no partition on {} {} s after provisioning (its \
+                             table re-read every {} ms): the drive is not tested, rather than \
+                             tested whole, which would write over its spare area",
+                            t.disk,
+                            PARTITION_WAIT.as_secs(),
+                            PARTITION_POLL.as_millis()
+                        )),
+                    },
+                )?;
+            }
+            let parts: std::collections::BTreeMap<String, PathBuf> = waiting
+                .iter()
+                .zip(found)
+                .filter_map(|(t, p)| Some((t.label.clone(), p?)))
+                .collect();
+            // A drive whose provisioning failed is not tested either: its
+            // failed stage says why.
+            targets.retain_mut(|t| {
+                if t.file_size > 0 {
+                    return true;
+                }
+                match parts.get(&t.label) {
+                    Some(p) => {
+                        t.path = p.display().to_string();
+                        true
+                    }
+                    None => false,
+                }
+            });
+        }
+    }
+    if ph.prep {
+        each_parallel(targets, |t| {
+            ctx.stage(&format!("{}act prep {}", ph.id, t.label), true, || {
+                if t.file_size > 0 {
+                    // A scratch file is created at its size first.
+                    crate::act::device::Device::open(&t.path, false, t.file_size)?;
+                }
+                let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+                let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
+                let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
+                ctx.write(
+                    &format!("{dir}act/prep-{}.json", t.label),
+                    Prep {
+                        schema_version: PREP_SCHEMA,
+                        devices: vec![r],
+                    },
+                )?;
+                Ok(String::new())
+            })
+        })?;
+    }
+    for tl in ph.storage {
+        each_parallel(targets, |t| {
+            let id = format!("{}act {} {}", ph.id, tl.name, t.label);
+            ctx.stage(&id, true, || {
+                let c = storage_config(t, tl.load, tl.secs)?;
+                act_run(
+                    ctx,
+                    &id,
+                    &c,
+                    &format!("{dir}act/{}-{}", t.label, tl.name),
+                    tl.secs,
+                )
+            })
+        })?;
+    }
+    if let Some(s) = ph.search {
+        let (trial, confirm) = (s.trial_secs, s.confirm_secs);
+        each_parallel(targets, |t| {
+            ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
+                let spec = crate::act::search::SearchSpec {
+                    base: storage_config(t, 1.0, trial)?,
+                    max_load: s.max_load,
+                    step: s.step,
+                    trial_secs: trial,
+                    confirm_secs: confirm,
+                    out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
+                };
+                let r = crate::act::search::search(
+                    &spec,
+                    &crate::act::RunOptions::default(),
+                    &ctx.stop,
+                    &ctx.console,
+                )?;
+                ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
+                Ok(match r.highest_passing_load {
+                    Some(l) => format!("highest passing load {l}x"),
+                    None => "no load passed".into(),
+                })
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// The spare area a phase sets before its ACT runs.
+enum SpareSetting {
+    /// Whatever the drives have (a run without a provision stage).
+    AsItIs,
+    /// storcert's partition leaving this share spare.
+    Provision(f64),
+    /// No spare partition: storcert's partition, where there is one, is
+    /// taken away.
+    Remove,
+}
+
+/// One phase: its spare area, then ACT prep, storage and search. Its
+/// files go under `folder` and its stage ids start with `id`, so phases
+/// of one run do not overwrite or resume each other.
+struct PhaseRun<'a> {
+    folder: String,
+    id: String,
+    spare: SpareSetting,
+    prep: bool,
+    storage: &'a [profile::TimedPlan],
+    search: Option<&'a profile::SearchPlan>,
+}
+
 fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let p = ctx.profile;
     let plan = &p.plan;
-    if let Some(pr) = &p.provision {
-        // The factory spare the policy gives each drive, for the total
-        // spare area (a policy that does not load fails its own stage).
-        let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
-        each_parallel(targets, |t| {
-            ctx.stage(&format!("provision {}", t.label), true, || {
-                let r = crate::provision::provision(&crate::provision::Spec {
-                    device: PathBuf::from(&t.path),
-                    spare_pct: pr.spare_pct,
-                    factory_spare_pct: policy
-                        .as_ref()
-                        .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
-                    discard: true,
-                })?;
-                ctx.write(&format!("provision/{}.json", t.label), r.clone())?;
-                Ok(format!(
-                    "partition of {} bytes, {} spare",
-                    r.partition_size_bytes, r.spare_bytes
-                ))
-            })
-        })?;
-        // Later stages run on the partition storcert made, never on the
-        // whole drive (that would write over the table and the spare area).
-        // The kernel may list the partition late (udev still probing the
-        // drive holds off the re-read), so it is asked again for a while;
-        // a drive whose partition never shows fails with that reason.
-        let waiting: Vec<&Target> = targets
+    if plan.phases.is_empty() {
+        run_phase(
+            ctx,
+            targets,
+            &PhaseRun {
+                folder: String::new(),
+                id: String::new(),
+                spare: match &p.provision {
+                    Some(pr) => SpareSetting::Provision(pr.spare_pct),
+                    None => SpareSetting::AsItIs,
+                },
+                prep: p.act.as_ref().is_some_and(|a| a.prep),
+                storage: &plan.storage,
+                search: plan.search.as_ref(),
+            },
+        )?;
+    } else {
+        // Each phase starts from the whole drives; later stages (index,
+        // stream) run on the drives as the last phase left them.
+        let whole: Vec<Target> = targets
             .iter()
-            .filter(|t| {
-                t.file_size == 0 && ctx.journal().is_done(&format!("provision {}", t.label))
+            .map(|t| Target {
+                path: t.disk.clone(),
+                ..t.clone()
             })
             .collect();
-        let found = wait_for_partitions(&waiting, PARTITION_WAIT);
-        for (t, part) in waiting.iter().zip(&found) {
-            ctx.stage(&format!("partition {}", t.label), false, || match part {
-                Some(p) => Ok(format!("the kernel lists {}", p.display())),
-                None => Err(anyhow!(
-                    "the kernel lists no partition on {} {} s after provisioning (its table \
-                     re-read every {} ms): the drive is not tested, rather than tested whole, \
-                     which would write over its spare area",
-                    t.disk,
-                    PARTITION_WAIT.as_secs(),
-                    PARTITION_POLL.as_millis()
-                )),
-            })?;
-        }
-        let parts: std::collections::BTreeMap<String, PathBuf> = waiting
-            .iter()
-            .zip(found)
-            .filter_map(|(t, p)| Some((t.label.clone(), p?)))
-            .collect();
-        // A drive whose provisioning failed is not tested either: its
-        // failed stage says why.
-        targets.retain_mut(|t| {
-            if t.file_size > 0 {
-                return true;
+        for (i, ph) in plan.phases.iter().enumerate() {
+            if ctx.stopped() {
+                break;
             }
-            match parts.get(&t.label) {
-                Some(p) => {
-                    t.path = p.display().to_string();
-                    true
+            run_phase(
+                ctx,
+                &mut whole.clone(),
+                &PhaseRun {
+                    folder: format!("phase-{}/", i + 1),
+                    id: format!("phase {} ", i + 1),
+                    spare: if ph.spare_pct > 0.0 {
+                        SpareSetting::Provision(ph.spare_pct)
+                    } else {
+                        SpareSetting::Remove
+                    },
+                    prep: ph.prep,
+                    storage: &ph.storage,
+                    search: ph.search.as_ref(),
+                },
+            )?;
+        }
+        // Later stages see the drives as the last phase left them: on
+        // storcert's partition where it set one.
+        let last_provisions = plan.phases.last().is_some_and(|ph| ph.spare_pct > 0.0);
+        *targets = whole
+            .into_iter()
+            .filter_map(|mut t| {
+                if last_provisions {
+                    let part = crate::provision::provisioned_partition(Path::new(&t.disk))?;
+                    t.path = part.display().to_string();
                 }
-                None => false,
-            }
-        });
+                Some(t)
+            })
+            .collect();
     }
-    if let Some(act) = &p.act {
-        if act.prep {
-            each_parallel(targets, |t| {
-                ctx.stage(&format!("act prep {}", t.label), true, || {
-                    if t.file_size > 0 {
-                        // A scratch file is created at its size first.
-                        crate::act::device::Device::open(&t.path, false, t.file_size)?;
-                    }
-                    let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
-                    let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
-                    let r =
-                        crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
-                    ctx.write(
-                        &format!("act/prep-{}.json", t.label),
-                        Prep {
-                            schema_version: PREP_SCHEMA,
-                            devices: vec![r],
-                        },
-                    )?;
-                    Ok(String::new())
-                })
-            })?;
-        }
-        for tl in &plan.storage {
-            each_parallel(targets, |t| {
-                let id = format!("act {} {}", tl.name, t.label);
-                ctx.stage(&id, true, || {
-                    let c = storage_config(t, tl.load, tl.secs)?;
-                    act_run(
-                        ctx,
-                        &id,
-                        &c,
-                        &format!("act/{}-{}", t.label, tl.name),
-                        tl.secs,
-                    )
-                })
-            })?;
-        }
-        if let Some(s) = &plan.search {
-            let (trial, confirm) = (s.trial_secs, s.confirm_secs);
-            each_parallel(targets, |t| {
-                ctx.stage(&format!("act search {}", t.label), true, || {
-                    let spec = crate::act::search::SearchSpec {
-                        base: storage_config(t, 1.0, trial)?,
-                        max_load: s.max_load,
-                        step: s.step,
-                        trial_secs: trial,
-                        confirm_secs: confirm,
-                        out_dir: ctx.path(&format!("act/search-{}", t.label)),
-                    };
-                    let r = crate::act::search::search(
-                        &spec,
-                        &crate::act::RunOptions::default(),
-                        &ctx.stop,
-                        &ctx.console,
-                    )?;
-                    ctx.write(&format!("act/search-{}.json", t.label), r.clone())?;
-                    Ok(match r.highest_passing_load {
-                        Some(l) => format!("highest passing load {l}x"),
-                        None => "no load passed".into(),
-                    })
-                })
-            })?;
-        }
+    if p.act.is_some() {
         if let Some(ix) = &plan.index {
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.name, t.label);

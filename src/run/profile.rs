@@ -44,6 +44,10 @@ pub struct Profile {
     pub health: Option<Toggle>,
     pub provision: Option<Provision>,
     pub act: Option<Act>,
+    /// ACT in phases, in order, each at its own spare area (`[[phase]]`):
+    /// the same drives with and without over-provisioning in one run.
+    #[serde(default, rename = "phase", skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
     pub stream: Option<Stream>,
     #[serde(default)]
     pub bundle: Bundle,
@@ -132,6 +136,20 @@ pub struct Act {
     pub index: Option<TimedLoad>,
 }
 
+/// One phase of a run: the spare area, then ACT on it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    /// storcert's partition leaving this share of each drive spare; 0
+    /// takes storcert's partition away and tests the whole drive.
+    pub spare_pct: f64,
+    #[serde(default)]
+    pub prep: bool,
+    #[serde(default)]
+    pub storage: Vec<TimedLoad>,
+    pub search: Option<Search>,
+}
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TimedLoad {
@@ -199,6 +217,7 @@ pub struct Plan {
     pub storage: Vec<TimedPlan>,
     pub search: Option<SearchPlan>,
     pub index: Option<TimedPlan>,
+    pub phases: Vec<PhasePlan>,
     pub stream: Option<StreamPlan>,
     pub upload: Option<UploadPlan>,
 }
@@ -209,6 +228,15 @@ pub struct TimedPlan {
     pub name: String,
     pub load: f64,
     pub secs: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhasePlan {
+    /// 0: no spare partition.
+    pub spare_pct: f64,
+    pub prep: bool,
+    pub storage: Vec<TimedPlan>,
+    pub search: Option<SearchPlan>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -280,6 +308,32 @@ impl Profile {
             ))
         })?;
         Ok(p)
+    }
+
+    fn storage_plan(key: &str, loads: &[TimedLoad]) -> Result<Vec<TimedPlan>, (String, String)> {
+        loads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let k = format!("{key}[{i}]");
+                Ok(TimedPlan {
+                    name: t.load.clone(),
+                    load: parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?,
+                    secs: Self::duration(&format!("{k}.duration"), &t.duration)?,
+                })
+            })
+            .collect()
+    }
+
+    fn search_plan(key: &str, s: &Search) -> Result<SearchPlan, (String, String)> {
+        let step = s.step.unwrap_or(1.0);
+        crate::act::search::check_loads(s.max_load, step).map_err(|e| (key.to_string(), e))?;
+        Ok(SearchPlan {
+            max_load: s.max_load,
+            step,
+            trial_secs: Self::duration(&format!("{key}.trial"), &s.trial)?,
+            confirm_secs: Self::duration(&format!("{key}.confirm"), &s.confirm)?,
+        })
     }
 
     fn duration(key: &str, v: &str) -> Result<u64, (String, String)> {
@@ -371,26 +425,12 @@ impl Profile {
             }
         }
         if let Some(a) = &self.act {
-            for (i, t) in a.storage.iter().enumerate() {
-                let k = format!("act.storage[{i}]");
-                plan.storage.push(TimedPlan {
-                    name: t.load.clone(),
-                    load: parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?,
-                    secs: Self::duration(&format!("{k}.duration"), &t.duration)?,
-                });
-            }
-            if let Some(s) = &a.search {
-                let step = s.step.unwrap_or(1.0);
-                if let Err(e) = crate::act::search::check_loads(s.max_load, step) {
-                    return bad("act.search", e);
-                }
-                plan.search = Some(SearchPlan {
-                    max_load: s.max_load,
-                    step,
-                    trial_secs: Self::duration("act.search.trial", &s.trial)?,
-                    confirm_secs: Self::duration("act.search.confirm", &s.confirm)?,
-                });
-            }
+            plan.storage = Self::storage_plan("act.storage", &a.storage)?;
+            plan.search = a
+                .search
+                .as_ref()
+                .map(|s| Self::search_plan("act.search", s))
+                .transpose()?;
             if let Some(t) = &a.index {
                 plan.index = Some(TimedPlan {
                     name: t.load.clone(),
@@ -403,6 +443,52 @@ impl Profile {
                 return bad(
                     "act",
                     "names no ACT stage (prep, storage, search or index)".into(),
+                );
+            }
+        }
+        for (i, ph) in self.phases.iter().enumerate() {
+            let k = format!("phase[{i}]");
+            if !(ph.spare_pct >= 0.0 && ph.spare_pct < 90.0) {
+                return bad(
+                    &format!("{k}.spare_pct"),
+                    format!(
+                        "{} is not a percentage from 0 (no spare partition) to under 90",
+                        ph.spare_pct
+                    ),
+                );
+            }
+            if ph.storage.is_empty() && ph.search.is_none() {
+                return bad(&k, "names no ACT run (storage or search)".into());
+            }
+            plan.phases.push(PhasePlan {
+                spare_pct: ph.spare_pct,
+                prep: ph.prep,
+                storage: Self::storage_plan(&format!("{k}.storage"), &ph.storage)?,
+                search: ph
+                    .search
+                    .as_ref()
+                    .map(|s| Self::search_plan(&format!("{k}.search"), s))
+                    .transpose()?,
+            });
+        }
+        if !self.phases.is_empty() {
+            if d.scratch.is_some() {
+                return bad("phase", "a scratch file has no spare area to vary".into());
+            }
+            if self.provision.is_some() {
+                return bad(
+                    "provision",
+                    "phases set the spare area each; drop [provision]".into(),
+                );
+            }
+            if self
+                .act
+                .as_ref()
+                .is_some_and(|a| a.prep || !a.storage.is_empty() || a.search.is_some())
+            {
+                return bad(
+                    "act",
+                    "phases run ACT storage and search; keep only act.index beside them".into(),
                 );
             }
         }
@@ -471,6 +557,9 @@ impl Profile {
             if self.act.is_some() {
                 return bad("act", "contradicts read_only = true (ACT writes)".into());
             }
+            if !self.phases.is_empty() {
+                return bad("phase", "contradicts read_only = true (ACT writes)".into());
+            }
             if self.devices.scratch.is_some() {
                 return bad("devices.scratch", "contradicts read_only = true".into());
             }
@@ -530,12 +619,21 @@ impl Plan {
     /// Seconds of the timed stages (ACT runs; a search counts its
     /// confirmation and one trial per doubling up to max_load).
     pub fn timed_seconds(&self) -> u64 {
-        let mut total: u64 = self.storage.iter().map(|t| t.secs).sum();
-        if let Some(s) = &self.search {
-            let trials = s.max_load.max(1.0).log2().ceil() as u64 + 1;
-            total += trials * s.trial_secs + s.confirm_secs;
-        }
-        total + self.index.as_ref().map_or(0, |i| i.secs)
+        let acts = |storage: &[TimedPlan], search: Option<&SearchPlan>| {
+            let mut total: u64 = storage.iter().map(|t| t.secs).sum();
+            if let Some(s) = search {
+                let trials = s.max_load.max(1.0).log2().ceil() as u64 + 1;
+                total += trials * s.trial_secs + s.confirm_secs;
+            }
+            total
+        };
+        acts(&self.storage, self.search.as_ref())
+            + self
+                .phases
+                .iter()
+                .map(|p| acts(&p.storage, p.search.as_ref()))
+                .sum::<u64>()
+            + self.index.as_ref().map_or(0, |i| i.secs)
     }
 }
 
@@ -653,5 +751,47 @@ mod tests {
         assert!(e.contains("size or percent"), "{e}");
         let e = err("name = \"x\"\ndone = \"explode\"\n[devices]\nselect = \"all\"\n");
         assert!(e.contains("line 2: done"), "{e}");
+    }
+
+    #[test]
+    fn phases_plan_each_spare_area_and_its_loads() {
+        const DRIVES: &str = "name = \"x\"\ntime_budget = \"3h\"\n[devices]\nselect = \"all\"\n";
+        let p = Profile::parse(
+            &format!(
+                "{DRIVES}[[phase]]\nspare_pct = 0\nstorage = [{{ load = \"1x\", duration = \"1h\" }}]\n\
+                 [[phase]]\nspare_pct = 21\nprep = true\n\
+                 search = {{ max_load = 4, trial = \"10m\", confirm = \"30m\" }}\n"
+            ),
+            "p.toml",
+        )
+        .unwrap();
+        assert_eq!(p.plan.phases.len(), 2);
+        assert_eq!(p.plan.phases[0].spare_pct, 0.0);
+        assert_eq!(p.plan.phases[0].storage[0].secs, 3600);
+        assert!(p.plan.phases[1].prep);
+        assert_eq!(p.plan.phases[1].search.as_ref().unwrap().max_load, 4.0);
+        // 1 h, then 3 trials of 10 min and a 30 min confirmation.
+        assert_eq!(p.plan.timed_seconds(), 3600 + 3 * 600 + 1800);
+
+        let phase = |body: &str| err(&format!("{DRIVES}[[phase]]\n{body}"));
+        let e = phase("spare_pct = 95\nstorage = [{ load = \"1x\", duration = \"1h\" }]\n");
+        assert!(e.contains("phase[0].spare_pct") && e.contains("95"), "{e}");
+        let e = phase("spare_pct = 10\n");
+        assert!(e.contains("phase[0]: names no ACT run"), "{e}");
+        let e = phase("spare_pct = 10\nstorage = [{ load = \"fast\", duration = \"1h\" }]\n");
+        assert!(e.contains("phase[0].storage[0].load"), "{e}");
+        let e = phase("spare_pct = 10\nsearch = { max_load = 4, trial = \"1m\", confirm = \"soon\" }\n");
+        assert!(e.contains("phase[0].search.confirm"), "{e}");
+        let e = phase("spare_pct = 10\nstorage = [{ load = \"1x\", duration = \"5h\" }]\n");
+        assert!(e.contains("time_budget"), "{e}");
+        let one = "[[phase]]\nspare_pct = 10\nstorage = [{ load = \"1x\", duration = \"1h\" }]\n";
+        let e = err(&format!("{DRIVES}[provision]\nspare_pct = 5\n{one}"));
+        assert!(e.contains("drop [provision]"), "{e}");
+        let e = err(&format!("{DRIVES}[act]\nprep = true\n{one}"));
+        assert!(e.contains("keep only act.index"), "{e}");
+        let e = err(&format!("name = \"x\"\n[devices]\nscratch = \"1G\"\n{one}"));
+        assert!(e.contains("a scratch file has no spare area"), "{e}");
+        let e = err(&format!("name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n{one}"));
+        assert!(e.contains("contradicts read_only"), "{e}");
     }
 }
