@@ -629,6 +629,10 @@ pub struct RunArgs {
     /// Print the resolved profile and stop
     #[arg(long)]
     pub show_profile: bool,
+    /// Print what the run would do on this machine, the drives it would
+    /// destroy first, and stop: nothing is written
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -532,3 +532,71 @@ fn a_partition_the_kernel_never_lists_fails_the_drive() {
         "{summary:#}"
     );
 }
+
+/// `run --dry-run` names the drives it would destroy, the ones the gate
+/// refuses and why, and every stage of every phase, and writes nothing.
+#[test]
+fn a_dry_run_names_what_it_would_destroy_and_writes_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let (ia, ib) = (t.path().join("a.img"), t.path().join("b.img"));
+    let a = Loop::new(&ia, 64 << 20);
+    let b = Loop::new(&ib, 64 << 20);
+    assert!(Command::new("mkfs.ext4")
+        .args(["-q", "-F", &b.dev])
+        .status()
+        .unwrap()
+        .success());
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"dry\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
+             [[phase]]\nspare_pct = 0\nstorage = [{{ load = \"1x\", duration = \"1h\" }}]\n\
+             [[phase]]\nspare_pct = 21\nsearch = {{ max_load = 8, trial = \"10m\", confirm = \"1h\" }}\n\
+             [stream]\nsize = \"16M\"\n",
+            a.dev, b.dev
+        ),
+    )
+    .unwrap();
+    let sums = || (common::sha256_file(&ia), common::sha256_file(&ib));
+    let before = sums();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let out = run_cmd(&profile, &results, &key)
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    let destroyed = text
+        .split("DESTROYED: every byte of these drives is overwritten:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let listed: Vec<&str> = destroyed
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(listed.len(), 1, "{text}");
+    assert!(listed[0].starts_with(&format!("  {}:", a.dev)), "{text}");
+    assert!(
+        err.contains(&format!("skipping {}", b.dev)) && err.contains("ext2/3/4"),
+        "{err}"
+    );
+    for step in [
+        "phase 1: no spare partition",
+        "phase 1: ACT storage at 1x for 1h",
+        "phase 2: discard each drive, then storcert's partition leaving 21% spare",
+        "phase 2: ACT search for the highest passing load up to 8x",
+        "stream: write then read passes of 1 MiB blocks",
+    ] {
+        assert!(text.contains(step), "{step:?} not in:\n{text}");
+    }
+    // 1 h, then 4 trials of 10 min and an hour's confirmation.
+    assert!(text.contains("timed stages: 2h 40m"), "{text}");
+    assert_eq!(sums(), before, "a dry run wrote to a drive");
+    assert!(
+        !results.exists() && !key.exists(),
+        "a dry run wrote results"
+    );
+}

@@ -48,6 +48,15 @@ pub fn run(a: RunArgs) -> ExitCode {
         plain: a.plain,
         fresh: a.fresh,
     };
+    if a.dry_run {
+        return match run::plan::dry_run(&opts) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(format!("{e:#}")),
+        };
+    }
     let ending = match run::run(&opts, stop_flag()) {
         Ok(e) => e,
         Err(e) => return fail(format!("{e:#}")),

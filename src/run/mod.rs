@@ -9,6 +9,7 @@
 
 pub mod boot;
 pub mod journal;
+pub mod plan;
 pub mod profile;
 pub mod source;
 
@@ -142,7 +143,11 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
 
 /// The drives of the profile, after the data-safety gate for a profile
 /// that writes. Refused drives are named with the gate's reason.
-fn select_targets(p: &Profile, inv: &Inventory, console: &Console) -> Result<Vec<Target>> {
+pub(super) fn select_targets(
+    p: &Profile,
+    inv: &Inventory,
+    console: &Console,
+) -> Result<Vec<Target>> {
     let d = &p.devices;
     if let Some(size) = p.plan.scratch_bytes {
         let path = std::env::current_dir()?.join(SCRATCH);

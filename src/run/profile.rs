@@ -780,7 +780,9 @@ mod tests {
         assert!(e.contains("phase[0]: names no ACT run"), "{e}");
         let e = phase("spare_pct = 10\nstorage = [{ load = \"fast\", duration = \"1h\" }]\n");
         assert!(e.contains("phase[0].storage[0].load"), "{e}");
-        let e = phase("spare_pct = 10\nsearch = { max_load = 4, trial = \"1m\", confirm = \"soon\" }\n");
+        let e = phase(
+            "spare_pct = 10\nsearch = { max_load = 4, trial = \"1m\", confirm = \"soon\" }\n",
+        );
         assert!(e.contains("phase[0].search.confirm"), "{e}");
         let e = phase("spare_pct = 10\nstorage = [{ load = \"1x\", duration = \"5h\" }]\n");
         assert!(e.contains("time_budget"), "{e}");
@@ -791,7 +793,9 @@ mod tests {
         assert!(e.contains("keep only act.index"), "{e}");
         let e = err(&format!("name = \"x\"\n[devices]\nscratch = \"1G\"\n{one}"));
         assert!(e.contains("a scratch file has no spare area"), "{e}");
-        let e = err(&format!("name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n{one}"));
+        let e = err(&format!(
+            "name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n{one}"
+        ));
         assert!(e.contains("contradicts read_only"), "{e}");
     }
 }

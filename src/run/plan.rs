@@ -1,0 +1,240 @@
+//! `storcert run --dry-run`: what a run of this profile would do on this
+//! machine, the drives it would destroy first, with nothing written (no
+//! results folder, no key, no scratch file).
+
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::profile::{PhasePlan, Profile, SearchPlan, TimedPlan};
+use super::{select_targets, Options, Target};
+use crate::output::console::Console;
+
+fn secs(s: u64) -> String {
+    humantime::format_duration(Duration::from_secs(s)).to_string()
+}
+
+fn loads(storage: &[TimedPlan]) -> String {
+    storage
+        .iter()
+        .map(|t| format!("{} for {}", t.name, secs(t.secs)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn search(s: &SearchPlan) -> String {
+    format!(
+        "search for the highest passing load up to {}x in steps of {}x ({} trials, {} confirmation)",
+        s.max_load,
+        s.step,
+        secs(s.trial_secs),
+        secs(s.confirm_secs)
+    )
+}
+
+/// Whether the profile writes to the drives under test.
+pub fn writes(p: &Profile) -> bool {
+    !p.read_only
+        && (p.provision.is_some()
+            || p.act.is_some()
+            || !p.plan.phases.is_empty()
+            || p.plan
+                .stream
+                .as_ref()
+                .is_some_and(|s| s.passes.contains(&crate::stream::Pass::Write)))
+}
+
+/// The ACT steps of a phase (or of the run without phases), one line each.
+fn act_steps(prep: bool, storage: &[TimedPlan], srch: Option<&SearchPlan>) -> Vec<String> {
+    let mut out = Vec::new();
+    if prep {
+        out.push("ACT prep (zero, then salt, every block)".into());
+    }
+    if !storage.is_empty() {
+        out.push(format!("ACT storage at {}", loads(storage)));
+    }
+    if let Some(s) = srch {
+        out.push(format!("ACT {}", search(s)));
+    }
+    out
+}
+
+fn phase_steps(i: usize, ph: &PhasePlan) -> Vec<String> {
+    let spare = if ph.spare_pct > 0.0 {
+        format!(
+            "phase {}: discard each drive, then storcert's partition leaving {}% spare; the tests run on it",
+            i + 1,
+            ph.spare_pct
+        )
+    } else {
+        format!(
+            "phase {}: no spare partition (storcert's own partition, where there is one, is removed); the whole drive is tested",
+            i + 1
+        )
+    };
+    std::iter::once(spare)
+        .chain(
+            act_steps(ph.prep, &ph.storage, ph.search.as_ref())
+                .into_iter()
+                .map(|s| format!("phase {}: {s}", i + 1)),
+        )
+        .collect()
+}
+
+/// The plan as text.
+pub fn dry_run(opts: &Options) -> Result<String> {
+    let p = &opts.profile;
+    let console = Console::new(p.plan.progress_interval, true);
+    // As the run scans: named loop, md or dm devices are only in an
+    // inventory that lists all.
+    let inv = crate::inventory::scan(
+        &crate::inventory::Roots::default(),
+        &crate::inventory::ScanOptions {
+            all: !p.devices.paths.is_empty(),
+            ..Default::default()
+        },
+    );
+    let targets = select_targets(p, &inv, &console)?;
+    console.close();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "dry run of profile {} ({}): nothing is written",
+        p.name, opts.source
+    );
+    let destroys = writes(p);
+    if targets.is_empty() {
+        out.push_str(
+            "no drive to test: the profile's devices matched none the safety gate clears\n",
+        );
+        return Ok(out);
+    }
+    let scratch = targets.iter().all(|t| t.file_size > 0);
+    let _ = writeln!(
+        out,
+        "\n{}:",
+        match (destroys, scratch) {
+            (true, false) => "DESTROYED: every byte of these drives is overwritten",
+            (true, true) => "written: a scratch file storcert makes",
+            (false, _) => "read only: these are read, nothing is written to them",
+        }
+    );
+    let overrides =
+        crate::safety::Overrides::new(&p.devices.destroy, None).map_err(|e| anyhow::anyhow!(e))?;
+    for t in &targets {
+        let _ = writeln!(out, "  {}", describe(t, &inv));
+        if destroys && t.file_size == 0 {
+            if let Ok(c) = crate::safety::check(
+                Path::new(&t.disk),
+                &crate::inventory::Roots::default(),
+                &overrides,
+            ) {
+                for o in &c.overridden {
+                    let _ = writeln!(out, "    allowed although {o}");
+                }
+            }
+        }
+    }
+    let mut steps: Vec<String> = vec!["inventory of the machine".into()];
+    if let Some(pol) = &p.policy {
+        steps.push(format!(
+            "policy check ({}), findings about other disks and controllers: {}",
+            pol.file
+                .as_ref()
+                .map_or("inline".to_string(), |f| f.display().to_string()),
+            match pol.machine {
+                super::profile::MachineFindings::Warn => "warnings",
+                super::profile::MachineFindings::Fail => "failures",
+            }
+        ));
+    }
+    let health = p.health.as_ref().is_some_and(|h| h.enabled);
+    if health {
+        steps.push("health snapshot of the drives under test".into());
+    }
+    if let Some(pr) = &p.provision {
+        steps.push(format!(
+            "discard each drive, then storcert's partition leaving {}% spare; later stages run on it",
+            pr.spare_pct
+        ));
+    }
+    let plan = &p.plan;
+    if let Some(a) = &p.act {
+        steps.extend(act_steps(a.prep, &plan.storage, plan.search.as_ref()));
+    }
+    for (i, ph) in plan.phases.iter().enumerate() {
+        steps.extend(phase_steps(i, ph));
+    }
+    if let Some(ix) = &plan.index {
+        steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
+    }
+    if let Some(s) = &plan.stream {
+        steps.push(format!(
+            "stream: {} passes of {} blocks at queue depth {} over {}{}",
+            s.passes
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(" then "),
+            block_size(s.bs),
+            s.qd,
+            match s.size {
+                Some(b) => crate::output::units::decimal_bytes(b),
+                None => format!("{}% of each drive", s.percent),
+            },
+            if s.verify { ", verified" } else { "" }
+        ));
+    }
+    if health {
+        steps.push("health snapshot again, and what changed".into());
+    }
+    steps.push("report, signed bundle, spool".into());
+    if let Some(u) = &p.upload {
+        steps.push(format!("upload to {}", u.to.join(", ")));
+    }
+    let _ = writeln!(out, "\nstages, in order:");
+    for (i, s) in steps.iter().enumerate() {
+        let _ = writeln!(out, "  {:>2}. {s}", i + 1);
+    }
+    let _ = writeln!(
+        out,
+        "\ntimed stages: {}{}",
+        secs(plan.timed_seconds()),
+        plan.time_budget
+            .map(|b| format!(" (time budget {})", secs(b.as_secs())))
+            .unwrap_or_default()
+    );
+    Ok(out)
+}
+
+/// "1 MiB", "128 KiB": block sizes as they were given.
+fn block_size(bs: u32) -> String {
+    match bs {
+        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b % 1024 == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// "/dev/sdb: SAMSUNG X, serial S1, 960.2 GB"; a scratch file by its size.
+fn describe(t: &Target, inv: &crate::inventory::Inventory) -> String {
+    if t.file_size > 0 {
+        return format!(
+            "{} (a scratch file of {}, made sparse)",
+            t.path,
+            crate::output::units::decimal_bytes(t.file_size)
+        );
+    }
+    let d = inv.disks.iter().find(|d| d.dev_path == t.disk);
+    format!(
+        "{}: {}, serial {}, {}",
+        t.disk,
+        crate::util::text::printable(t.model.as_deref().unwrap_or("model unknown"), 80),
+        crate::util::text::printable(t.serial.as_deref().unwrap_or("unknown"), 80),
+        d.map_or("size unknown".into(), |d| {
+            crate::output::units::decimal_bytes(d.capacity_bytes)
+        })
+    )
+}
