@@ -600,3 +600,39 @@ fn a_dry_run_names_what_it_would_destroy_and_writes_nothing() {
         "a dry run wrote results"
     );
 }
+
+/// A profile's ACT entry with rates and ACT's own config keys runs with
+/// exactly those: its log's header says so.
+#[test]
+fn a_profile_s_act_config_keys_reach_the_log() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"keys\"\n[devices]\nscratch = \"64M\"\n[act]\nstorage = [{ duration = \"2s\", \
+         config = { \"read-reqs-per-sec\" = 500, \"write-reqs-per-sec\" = 250, \"record-bytes\" = 4096 } }]\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let out = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("run-"))
+        .unwrap();
+    let log = std::fs::read_to_string(run.join("act/scratch-500r-250w.log")).unwrap();
+    for line in [
+        "read-reqs-per-sec: 500\n",
+        "write-reqs-per-sec: 250\n",
+        "record-bytes: 4096\n",
+        "test-duration-sec: 2\n",
+    ] {
+        assert!(log.contains(line), "{line:?} not in:\n{log}");
+    }
+}

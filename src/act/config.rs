@@ -518,6 +518,13 @@ impl IndexConfig {
     }
 
     pub fn parse(text: &str, origin: &str) -> Result<IndexConfig, ConfigError> {
+        let mut c = Self::parse_unchecked(text, origin)?;
+        c.finish(origin)?;
+        Ok(c)
+    }
+
+    /// The literal settings of a file, before validation and derivation.
+    pub fn parse_unchecked(text: &str, origin: &str) -> Result<IndexConfig, ConfigError> {
         let mut c = IndexConfig::default();
         for line in lines(text) {
             let p = Parser {
@@ -543,7 +550,6 @@ impl IndexConfig {
                 other => return Err(p.err(format!("unknown config item {other:?}"))),
             }
         }
-        c.finish(origin)?;
         Ok(c)
     }
 

@@ -401,21 +401,28 @@ fn act_run(
 
 /// One drive's ACT configuration (storage or index) at `load` for `secs`:
 /// both config types carry the same fields for this.
+/// The profile entry's own ACT keys first, then the drive, the duration,
+/// and the rates of its load where the entry did not give them.
 macro_rules! drive_config {
-    ($ty:ty, $t:expr, $load:expr, $secs:expr) => {{
-        let mut c = <$ty>::default();
+    ($ty:ty, $t:expr, $plan:expr, $secs:expr) => {{
+        let plan: &profile::TimedPlan = $plan;
+        let mut c = <$ty>::parse_unchecked(&plan.config, "profile").map_err(|e| anyhow!("{e}"))?;
         c.device_names = vec![$t.path.clone()];
-        let (r, w) = rates_for_load($load, 1);
-        c.read_reqs_per_sec = r;
-        c.write_reqs_per_sec = w;
+        let (r, w) = rates_for_load(plan.load, 1);
+        if !plan.sets_reads {
+            c.read_reqs_per_sec = r;
+        }
+        if !plan.sets_writes {
+            c.write_reqs_per_sec = w;
+        }
         c.test_duration_sec = $secs;
         c.file_size_bytes = $t.file_size;
         c.finish("profile").map_err(|e| anyhow!("{e}")).map(|_| c)
     }};
 }
 
-fn storage_config(t: &Target, load: f64, secs: u64) -> Result<StorageConfig> {
-    drive_config!(StorageConfig, t, load, secs)
+fn storage_config(t: &Target, plan: &profile::TimedPlan, secs: u64) -> Result<StorageConfig> {
+    drive_config!(StorageConfig, t, plan, secs)
 }
 
 /// The profile's policy, from its file or inline text.
@@ -620,7 +627,7 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
         each_parallel(targets, |t| {
             let id = format!("{}act {} {}", ph.id, tl.name, t.label);
             ctx.stage(&id, true, || {
-                let c = storage_config(t, tl.load, tl.secs)?;
+                let c = storage_config(t, tl, tl.secs)?;
                 act_run(
                     ctx,
                     &id,
@@ -636,7 +643,14 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
         each_parallel(targets, |t| {
             ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
                 let spec = crate::act::search::SearchSpec {
-                    base: storage_config(t, 1.0, trial)?,
+                    base: storage_config(
+                        t,
+                        &profile::TimedPlan {
+                            load: 1.0,
+                            ..Default::default()
+                        },
+                        trial,
+                    )?,
                     max_load: s.max_load,
                     step: s.step,
                     trial_secs: trial,
@@ -752,7 +766,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.name, t.label);
                 ctx.stage(&id, true, || {
-                    let c = drive_config!(IndexConfig, t, ix.load, ix.secs)?;
+                    let c = drive_config!(IndexConfig, t, ix, ix.secs)?;
                     act_run(
                         ctx,
                         &id,

@@ -4,6 +4,7 @@
 //! included, before any device is touched; errors name the origin, line
 //! and key.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -153,8 +154,60 @@ pub struct Phase {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TimedLoad {
-    pub load: String,
+    /// "6x": 6 × (2000 reads + 1000 writes) a second per drive. May be
+    /// left out where `config` gives read-reqs-per-sec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
     pub duration: String,
+    /// Any key of ACT's config file (act_storage.conf, or act_index.conf
+    /// for `act.index`), as ACT spells it: "read-reqs-per-sec" = 6000,
+    /// "record-bytes" = 1536, "microsecond-histograms" = true. The run
+    /// sets device-names, test-duration-sec and file-size-mbytes itself.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, toml::Value>,
+}
+
+/// The keys a run sets itself from the drive and the entry's duration.
+const RUN_OWNED_KEYS: [&str; 3] = ["device-names", "test-duration-sec", "file-size-mbytes"];
+
+/// The keys that set the load.
+pub const RATE_KEYS: [&str; 2] = ["read-reqs-per-sec", "write-reqs-per-sec"];
+
+/// `config` as the lines of an ACT config file, for ACT's own parser (so
+/// the keys and values a profile takes are exactly ACT's).
+fn act_config_text(
+    key: &str,
+    config: &BTreeMap<String, toml::Value>,
+) -> Result<String, (String, String)> {
+    let mut text = String::new();
+    for (k, v) in config {
+        let bad = |why: String| Err((format!("{key}.config.{k}"), why));
+        if RUN_OWNED_KEYS.contains(&k.as_str()) {
+            return bad("set by the run from the drive and the duration".into());
+        }
+        if !k
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
+            return bad("not an ACT config key".into());
+        }
+        let value = match v {
+            toml::Value::Integer(i) if *i >= 0 => i.to_string(),
+            toml::Value::Boolean(b) => if *b { "yes" } else { "no" }.to_string(),
+            toml::Value::String(s)
+                if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') =>
+            {
+                s.clone()
+            }
+            other => {
+                return bad(format!(
+                    "{other} is not a value ACT takes (a whole number, true/false or a word)"
+                ))
+            }
+        };
+        text.push_str(&format!("{k}: {value}\n"));
+    }
+    Ok(text)
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -222,12 +275,18 @@ pub struct Plan {
     pub upload: Option<UploadPlan>,
 }
 
-/// An ACT load for a time: `name` as the profile wrote it ("10x").
+/// An ACT load for a time: `name` as the profile wrote it ("10x"), or
+/// the rates it gave ("6000r-2000w").
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TimedPlan {
     pub name: String,
     pub load: f64,
     pub secs: u64,
+    /// The entry's ACT config keys, as config-file lines.
+    pub config: String,
+    /// Whether `config` sets the read and write rates itself.
+    pub sets_reads: bool,
+    pub sets_writes: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -316,13 +375,51 @@ impl Profile {
             .enumerate()
             .map(|(i, t)| {
                 let k = format!("{key}[{i}]");
-                Ok(TimedPlan {
-                    name: t.load.clone(),
-                    load: parse_load(&t.load).map_err(|e| (format!("{k}.load"), e.to_string()))?,
-                    secs: Self::duration(&format!("{k}.duration"), &t.duration)?,
-                })
+                let plan = Self::timed_plan(&k, t)?;
+                crate::act::config::StorageConfig::parse_unchecked(&plan.config, &k)
+                    .map_err(|e| (format!("{k}.config"), e.to_string()))?;
+                Ok(plan)
             })
             .collect()
+    }
+
+    /// One ACT entry: its load (or rates), duration and config keys.
+    fn timed_plan(k: &str, t: &TimedLoad) -> Result<TimedPlan, (String, String)> {
+        let config = act_config_text(k, &t.config)?;
+        let rate = |key: &str| {
+            t.config
+                .get(key)
+                .and_then(|v| v.as_integer())
+                .filter(|r| *r >= 0)
+        };
+        let (reads, writes) = (rate(RATE_KEYS[0]), rate(RATE_KEYS[1]));
+        let (name, load) = match (&t.load, reads) {
+            (Some(l), _) => (
+                l.clone(),
+                parse_load(l).map_err(|e| (format!("{k}.load"), e.to_string()))?,
+            ),
+            (None, Some(r)) => (
+                format!("{r}r-{}w", writes.map_or("?".into(), |w| w.to_string())),
+                r as f64 / 2000.0,
+            ),
+            (None, None) => {
+                return Err((
+                    k.to_string(),
+                    "give a load (\"6x\") or config.read-reqs-per-sec".into(),
+                ))
+            }
+        };
+        if reads.is_none() && writes.is_some() && t.load.is_none() {
+            return Err((k.to_string(), "give a load or read-reqs-per-sec".into()));
+        }
+        Ok(TimedPlan {
+            name,
+            load,
+            secs: Self::duration(&format!("{k}.duration"), &t.duration)?,
+            config,
+            sets_reads: reads.is_some(),
+            sets_writes: writes.is_some(),
+        })
     }
 
     fn search_plan(key: &str, s: &Search) -> Result<SearchPlan, (String, String)> {
@@ -432,12 +529,10 @@ impl Profile {
                 .map(|s| Self::search_plan("act.search", s))
                 .transpose()?;
             if let Some(t) = &a.index {
-                plan.index = Some(TimedPlan {
-                    name: t.load.clone(),
-                    load: parse_load(&t.load)
-                        .map_err(|e| ("act.index.load".to_string(), e.to_string()))?,
-                    secs: Self::duration("act.index.duration", &t.duration)?,
-                });
+                let ix = Self::timed_plan("act.index", t)?;
+                crate::act::config::IndexConfig::parse_unchecked(&ix.config, "act.index")
+                    .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
+                plan.index = Some(ix);
             }
             if a.storage.is_empty() && a.search.is_none() && a.index.is_none() && !a.prep {
                 return bad(
@@ -652,12 +747,14 @@ mod tests {
                 TimedPlan {
                     name: "1x".into(),
                     load: 1.0,
-                    secs: 20
+                    secs: 20,
+                    ..Default::default()
                 },
                 TimedPlan {
                     name: "10x".into(),
                     load: 10.0,
-                    secs: 20
+                    secs: 20,
+                    ..Default::default()
                 },
             ]
         );
@@ -751,6 +848,58 @@ mod tests {
         assert!(e.contains("size or percent"), "{e}");
         let e = err("name = \"x\"\ndone = \"explode\"\n[devices]\nselect = \"all\"\n");
         assert!(e.contains("line 2: done"), "{e}");
+    }
+
+    #[test]
+    fn act_entries_take_rates_and_act_s_own_config_keys() {
+        const DRIVES: &str = "name = \"x\"\n[devices]\nselect = \"all\"\n[act]\n";
+        let p = Profile::parse(
+            &format!(
+                "{DRIVES}storage = [{{ duration = \"1h\", config = {{ \"read-reqs-per-sec\" = 6000, \
+                 \"write-reqs-per-sec\" = 6000, \"record-bytes\" = 4096, \"microsecond-histograms\" = true }} }}, \
+                 {{ load = \"2x\", duration = \"1h\", config = {{ \"large-block-op-kbytes\" = 256 }} }}]\n\
+                 index = {{ load = \"1x\", duration = \"1m\", config = {{ \"cache-threads\" = 4 }} }}\n"
+            ),
+            "p.toml",
+        )
+        .unwrap();
+        let s = &p.plan.storage;
+        assert_eq!((s[0].name.as_str(), s[0].load), ("6000r-6000w", 3.0));
+        assert!(s[0].sets_reads && s[0].sets_writes);
+        assert_eq!(
+            s[0].config,
+            "microsecond-histograms: yes\nread-reqs-per-sec: 6000\nrecord-bytes: 4096\nwrite-reqs-per-sec: 6000\n"
+        );
+        assert_eq!((s[1].name.as_str(), s[1].load), ("2x", 2.0));
+        assert!(!s[1].sets_reads);
+        assert_eq!(p.plan.index.as_ref().unwrap().config, "cache-threads: 4\n");
+
+        let entry = |e: &str| err(&format!("{DRIVES}storage = [{e}]\n"));
+        let e = entry("{ duration = \"1h\" }");
+        assert!(e.contains("act.storage[0]: give a load"), "{e}");
+        let e =
+            entry("{ load = \"1x\", duration = \"1h\", config = { \"device-names\" = \"sdb\" } }");
+        assert!(
+            e.contains("act.storage[0].config.device-names: set by the run"),
+            "{e}"
+        );
+        let e = entry("{ load = \"1x\", duration = \"1h\", config = { \"record-byte\" = 1 } }");
+        assert!(e.contains("unknown config item \"record-byte\""), "{e}");
+        let e = entry("{ load = \"1x\", duration = \"1h\", config = { \"record-bytes\" = -1 } }");
+        assert!(
+            e.contains("record-bytes: -1 is not a value ACT takes"),
+            "{e}"
+        );
+        let e =
+            entry("{ load = \"1x\", duration = \"1h\", config = { \"update-pct\" = \"a b\" } }");
+        assert!(e.contains("update-pct"), "{e}");
+        let e = err(&format!(
+            "{DRIVES}index = {{ load = \"1x\", duration = \"1m\", config = {{ \"record-bytes\" = 1 }} }}\n"
+        ));
+        assert!(
+            e.contains("act.index.config") && e.contains("record-bytes"),
+            "{e}"
+        );
     }
 
     #[test]

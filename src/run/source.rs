@@ -105,9 +105,18 @@ impl Cmdline {
                     .first()
                     .map(|t| t.duration.clone())
                     .unwrap_or_else(|| "1h".into());
+                // The first entry's config keys stay, but its rates: the
+                // load given here sets them.
+                let mut config = act
+                    .storage
+                    .first()
+                    .map(|t| t.config.clone())
+                    .unwrap_or_default();
+                config.retain(|k, _| !super::profile::RATE_KEYS.contains(&k.as_str()));
                 act.storage = vec![TimedLoad {
-                    load: l.clone(),
+                    load: Some(l.clone()),
                     duration,
+                    config,
                 }];
             }
             for t in &mut act.storage {
@@ -298,14 +307,17 @@ mod tests {
         let cmd =
             Cmdline::parse("storcert.load=12x storcert.duration=2h storcert.done=reboot").unwrap();
         let r = resolve(Some("burn-in"), &cmd, None, false).unwrap();
-        assert_eq!(r.profile.act.as_ref().unwrap().storage[0].load, "12x");
+        assert_eq!(
+            r.profile.act.as_ref().unwrap().storage[0].load.as_deref(),
+            Some("12x")
+        );
         assert_eq!(r.profile.done, "reboot");
         // On a profile with several loads (quick: 1x and 10x) it is the one load.
         let one = Cmdline::parse("storcert.load=3x").unwrap();
         let r = resolve(Some("quick"), &one, None, false).unwrap();
         let storage = &r.profile.act.as_ref().unwrap().storage;
         assert_eq!(storage.len(), 1, "{storage:?}");
-        assert_eq!(storage[0].load, "3x");
+        assert_eq!(storage[0].load.as_deref(), Some("3x"));
         let bad = Cmdline::parse("storcert.load=lots").unwrap();
         assert!(resolve(Some("burn-in"), &bad, None, false).is_err());
         let bad = Cmdline::parse("storcert.upload=http://c/").unwrap();
