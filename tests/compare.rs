@@ -260,3 +260,66 @@ fn a_run_in_phases_compares_its_phases() {
     );
     assert!(spares[1].0.starts_with("phase-2/") && spares[1].1["spare_pct"] == 12.0);
 }
+
+/// A storage run over two drives (a profile's `wide` mode): /dev/sda has
+/// no slow reads, /dev/sdb 8% over 1 ms. Over both, 4%: ACT's rule passes
+/// the run, but /dev/sdb fails on its own share.
+fn wide_log() -> String {
+    let per = 10_000u64;
+    let slow_b = 800u64;
+    format!(
+        "\nACT version 6.6\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
+         device-names: /dev/sda,/dev/sdb\nnum-devices: 2\ntest-duration-sec: 10\nreport-interval-sec: 10\n\
+         microsecond-histograms: no\nread-reqs-per-sec: 4000\nwrite-reqs-per-sec: 2000\n\n\
+         DERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
+         HISTOGRAM NAMES\nreads\n/dev/sda-reads\n/dev/sdb-reads\n\nafter 10 sec:\n\
+         reads ({} total)\n (00: {:010}) (01: {slow_b:010})\n\
+         /dev/sda-reads ({per} total)\n (00: {per:010})\n\
+         /dev/sdb-reads ({per} total)\n (00: {:010}) (01: {slow_b:010})\n\n",
+        2 * per,
+        2 * per - slow_b,
+        per - slow_b
+    )
+}
+
+#[test]
+fn a_run_over_several_drives_judges_each_drive_on_its_own_share() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("wide");
+    write(&dir.join("act/wide-1x.log"), &wide_log());
+    let r = storcert::report::for_results(&dir).unwrap();
+    let s = &r.summary;
+    let verdict = |dev: &str| {
+        s.drives
+            .iter()
+            .find(|d| d.device == dev)
+            .unwrap_or_else(|| panic!("no {dev} in {:?}", s.drives))
+            .verdict
+    };
+    assert_eq!(verdict("/dev/sda"), storcert::results::Verdict::Pass);
+    assert_eq!(verdict("/dev/sdb"), storcert::results::Verdict::Fail);
+    assert_eq!(s.verdict, storcert::results::Verdict::Fail);
+    let names: Vec<(&str, bool)> = s.tests.iter().map(|t| (t.name.as_str(), t.pass)).collect();
+    assert_eq!(
+        names,
+        [
+            ("act-storage 1x (results/act/wide-1x.log) /dev/sda", true),
+            ("act-storage 1x (results/act/wide-1x.log) /dev/sdb", false),
+            ("act-storage 1x (results/act/wide-1x.log) all drives", true),
+        ]
+    );
+    let b = s.drives.iter().find(|d| d.device == "/dev/sdb").unwrap();
+    assert!(
+        b.reasons[0].contains("/dev/sdb-reads slice 1: 8.00% > 1 ms must be < 5%"),
+        "{:?}",
+        b.reasons
+    );
+    assert_eq!(
+        s.drives
+            .iter()
+            .find(|d| d.device == "/dev/sda")
+            .unwrap()
+            .act_load_passed,
+        Some(1.0)
+    );
+}

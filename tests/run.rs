@@ -636,3 +636,63 @@ fn a_profile_s_act_config_keys_reach_the_log() {
         assert!(log.contains(line), "{line:?} not in:\n{log}");
     }
 }
+
+/// `act.wide`: one ACT run over both drives at twice the rates, whose log
+/// has each drive's own histogram, judged per drive and over both.
+#[test]
+fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
+    let t = tempfile::tempdir().unwrap();
+    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
+    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"wide\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
+             [act]\nwide = true\nstorage = [{{ load = \"1x\", duration = \"2s\" }}]\n",
+            a.dev, b.dev
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let out = run_cmd(&profile, &results, &key).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    assert!(err.contains("[act 1x wide] done"), "{err}");
+    let bundle = std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .expect("a spooled bundle");
+    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
+        .unwrap()
+        .files;
+    let log = String::from_utf8_lossy(&files["results/act/wide-1x.log"]).into_owned();
+    for line in [
+        format!("device-names: {} {}\n", a.dev, b.dev),
+        "read-reqs-per-sec: 4000\n".to_string(),
+        format!("{}-reads (", a.dev),
+        format!("{}-reads (", b.dev),
+    ] {
+        assert!(log.contains(&line), "{line:?} not in the log");
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&files["summary.json"]).unwrap();
+    let tests: Vec<&str> = summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .filter(|n| n.starts_with("act-storage"))
+        .collect();
+    assert_eq!(
+        tests,
+        [
+            format!("act-storage 1x (results/act/wide-1x.log) {}", a.dev),
+            format!("act-storage 1x (results/act/wide-1x.log) {}", b.dev),
+            "act-storage 1x (results/act/wide-1x.log) all drives".to_string(),
+        ],
+        "{summary:#}"
+    );
+    assert_eq!(summary["drives"].as_array().unwrap().len(), 2);
+}

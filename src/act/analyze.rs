@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 pub use crate::results::act::{Analysis, Failure, HistTable, SliceRow, Verdict};
-use crate::results::act::{LogAnalysis, ANALYSIS_SCHEMA};
+use crate::results::act::{DeviceVerdict, LogAnalysis, ANALYSIS_SCHEMA};
 
 /// act_latency.py's options.
 #[derive(Debug, Clone)]
@@ -126,6 +126,28 @@ pub fn judge_log(
             let rest = l.split_once("open-loop ")?.1;
             Some(rest.split_once(" scheduler")?.0.to_string())
         });
+    // Each drive's own share of a storage run over several; a log naming
+    // more drives than ACT takes is not a run ACT could make.
+    let mut analysis = analysis;
+    let mut per_device = Vec::new();
+    if devices.len() > crate::act::config::MAX_STORAGE_DEVICES {
+        analysis.verdict.pass = false;
+        analysis.verdict.problems.push(format!(
+            "the log names {} drives, more than ACT's {}",
+            devices.len(),
+            crate::act::config::MAX_STORAGE_DEVICES
+        ));
+    } else if !index && devices.len() > 1 {
+        let names: Vec<String> = devices.iter().map(|d| format!("{d}-reads")).collect();
+        per_device = devices
+            .iter()
+            .zip(crate::act::judge::judge_histograms(text, &names))
+            .map(|(d, verdict)| DeviceVerdict {
+                device: d.clone(),
+                verdict,
+            })
+            .collect();
+    }
     Ok(LogAnalysis {
         schema_version: ANALYSIS_SCHEMA,
         log: log_name.to_string(),
@@ -136,6 +158,7 @@ pub fn judge_log(
         timeline,
         engine,
         analysis,
+        per_device,
     })
 }
 

@@ -66,6 +66,8 @@ struct Settings {
 }
 
 struct Judge {
+    /// The histogram judged: "reads", or a drive's own "/dev/sdb-reads".
+    name: String,
     settings: Settings,
     /// The slice length once the first report is seen (None before).
     slice: Option<u64>,
@@ -85,6 +87,8 @@ struct Judge {
     stopped: Option<String>,
     /// A contradiction ends the reading of reports.
     broken: bool,
+    /// Whether the histogram appeared at all.
+    saw_histogram: bool,
 }
 
 /// A setting's value, read as act_latency.py reads it ("key: value"); a
@@ -210,7 +214,10 @@ impl Judge {
         };
         let t = *t;
         if got.is_some() {
-            return self.broken(format!("the {JUDGED} histogram appears twice after {t} s"));
+            return self.broken(format!(
+                "the {} histogram appears twice after {t} s",
+                self.name
+            ));
         }
         let mut snap = Snapshot::zero();
         let mut ok = total.is_some();
@@ -233,12 +240,15 @@ impl Judge {
             }
         }
         if !ok {
-            return self.broken(format!("the {JUDGED} histogram after {t} s is unreadable"));
+            return self.broken(format!(
+                "the {} histogram after {t} s is unreadable",
+                self.name
+            ));
         }
         if sum != snap.total {
             return self.broken(format!(
-                "the {JUDGED} histogram after {t} s does not add up ({sum} in its buckets, {} total)",
-                snap.total
+                "the {} histogram after {t} s does not add up ({sum} in its buckets, {} total)",
+                self.name, snap.total
             ));
         }
         if let Some(r) = self.report.as_mut() {
@@ -261,7 +271,8 @@ impl Judge {
                 || snap.buckets.iter().zip(&prev.buckets).any(|(a, b)| a < b);
             if down {
                 return self.broken(format!(
-                    "the {JUDGED} counts go down after {t} s (a histogram is cumulative)"
+                    "the {} counts go down after {t} s (a histogram is cumulative)",
+                    self.name
                 ));
             }
         }
@@ -290,7 +301,8 @@ impl Judge {
         let n = self.slices;
         let total = at.total - before.total;
         if total == 0 {
-            self.problem(format!("slice {n} ({from}-{end} s): no {JUDGED} completed"));
+            let name = self.name.clone();
+            self.problem(format!("slice {n} ({from}-{end} s): no {name} completed"));
         }
         let edges = if self.settings.microseconds == Some(true) {
             [10, 13, 16]
@@ -306,7 +318,7 @@ impl Judge {
             if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
                 let pct = over as f64 * 100.0 / total as f64;
                 self.failures.push(Failure {
-                    histogram: JUDGED.into(),
+                    histogram: self.name.clone(),
                     slice: n,
                     rule: format!("{rule} must be < {}%", *num as f64 * 100.0 / *den as f64),
                     // Shown to two places, as act_latency.py rounds.
@@ -320,34 +332,54 @@ impl Judge {
 
 /// Judges a log by ACT's criteria; never fails to answer.
 pub fn judge(text: &str) -> Verdict {
-    let mut j = Judge {
-        settings: Settings::default(),
-        slice: None,
-        failures: Vec::new(),
-        problems: Vec::new(),
-        more_problems: 0,
-        report: None,
-        last: None,
-        boundary: (0, Snapshot::zero()),
-        slices: 0,
-        worst: [0.0; 3],
-        io_errors: 0,
-        first_io_error: None,
-        stopped: None,
-        broken: false,
-    };
+    judge_histograms(text, &[JUDGED.to_string()])
+        .pop()
+        .expect("one verdict per name")
+}
+
+impl Judge {
+    fn new(name: &str) -> Judge {
+        Judge {
+            name: name.to_string(),
+            settings: Settings::default(),
+            slice: None,
+            failures: Vec::new(),
+            problems: Vec::new(),
+            more_problems: 0,
+            report: None,
+            last: None,
+            boundary: (0, Snapshot::zero()),
+            slices: 0,
+            worst: [0.0; 3],
+            io_errors: 0,
+            first_io_error: None,
+            stopped: None,
+            broken: false,
+            saw_histogram: false,
+        }
+    }
+}
+
+/// ACT's criteria applied to each histogram of `names` in a log, in one
+/// pass over it: "reads", and in a run over several drives each drive's
+/// own share ("/dev/sdb-reads"). A verdict per name, in order.
+pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
+    let mut judges: Vec<Judge> = names.iter().map(|n| Judge::new(n)).collect();
     let mut lines = text.lines().peekable();
     let mut in_reports = false;
-    let mut saw_reads = false;
     while let Some(raw) = lines.next() {
         let line = raw.trim_end();
         if line.ends_with("- test stopped") {
-            j.stopped.get_or_insert(line.trim().to_string());
+            for j in &mut judges {
+                j.stopped.get_or_insert(line.trim().to_string());
+            }
             continue;
         }
         if line.starts_with("ERROR: reading ") || line.starts_with("ERROR: writing ") {
-            j.io_errors += 1;
-            j.first_io_error.get_or_insert(line.to_string());
+            for j in &mut judges {
+                j.io_errors += 1;
+                j.first_io_error.get_or_insert(line.to_string());
+            }
             continue;
         }
         if let Some(t) = line
@@ -355,24 +387,31 @@ pub fn judge(text: &str) -> Verdict {
             .and_then(|l| l.strip_suffix(" sec:"))
         {
             in_reports = true;
-            match t.parse::<u64>() {
-                Ok(t) => j.start_report(t),
-                Err(_) => j.broken(format!(
-                    "a bad report line {:?}",
-                    line.chars().take(60).collect::<String>()
-                )),
+            for j in &mut judges {
+                match t.parse::<u64>() {
+                    Ok(t) => j.start_report(t),
+                    Err(_) => j.broken(format!(
+                        "a bad report line {:?}",
+                        line.chars().take(60).collect::<String>()
+                    )),
+                }
             }
             continue;
         }
         if !in_reports {
-            j.header_line(line);
+            for j in &mut judges {
+                j.header_line(line);
+            }
             continue;
         }
         // "reads (N total)" followed by " (NN: count)" lines.
-        let Some(rest) = line.strip_prefix(JUDGED).and_then(|r| r.strip_prefix(" (")) else {
+        let Some((j, rest)) = judges.iter_mut().find_map(|j| {
+            let rest = line.strip_prefix(j.name.as_str())?.strip_prefix(" (")?;
+            Some((j, rest))
+        }) else {
             continue;
         };
-        saw_reads = true;
+        j.saw_histogram = true;
         let total = rest
             .split_once(" total)")
             .and_then(|(n, _)| n.trim().parse::<u64>().ok());
@@ -384,79 +423,89 @@ pub fn judge(text: &str) -> Verdict {
             j.reads_dump(total, &dump);
         }
     }
-    j.finish_report();
-    let last = j.last.as_ref().map_or(0, |l| l.0);
-    if !j.broken {
-        if last == 0 && !saw_reads && j.report.is_none() && j.slices == 0 {
-            if in_reports {
-                j.problem(format!(
-                    "the log has no {JUDGED} histogram: ACT's criteria judge transaction reads"
-                ));
-            } else {
-                j.problem("the log has no report (\"after N sec:\")".into());
+    judges.into_iter().map(|j| j.verdict(in_reports)).collect()
+}
+
+impl Judge {
+    /// The verdict once the whole log is read.
+    fn verdict(mut self, in_reports: bool) -> Verdict {
+        let j = &mut self;
+        let name = j.name.clone();
+        j.finish_report();
+        let last = j.last.as_ref().map_or(0, |l| l.0);
+        if !j.broken {
+            if last == 0 && !j.saw_histogram && j.report.is_none() && j.slices == 0 {
+                if in_reports {
+                    j.problem(format!(
+                        "the log has no {name} histogram: ACT's criteria judge transaction reads"
+                    ));
+                } else {
+                    j.problem("the log has no report (\"after N sec:\")".into());
+                }
+            } else if j.slices == 0 {
+                // Shorter than a slice: the whole run is one.
+                j.close_slice();
+            } else if last > j.boundary.0 {
+                // A last part-hour, judged on its own.
+                j.close_slice();
             }
-        } else if j.slices == 0 {
-            // Shorter than a slice: the whole run is one.
-            j.close_slice();
-        } else if last > j.boundary.0 {
-            // A last part-hour, judged on its own.
-            j.close_slice();
         }
-    }
-    if j.io_errors > 0 {
-        let first = j.first_io_error.clone().unwrap_or_default();
-        j.problem(format!(
-            "{} device I/O error(s) in the log (first: {first})",
-            j.io_errors
-        ));
-    }
-    if let Some(line) = j.stopped.clone() {
-        j.problem(format!("the run stopped: {line}"));
-    } else if !j.broken && last > 0 {
-        match j.settings.duration {
-            Some(d) if last < d => j.problem(format!(
-                "the log ends after {last} s of the test's {d} s (the run was cut short)"
-            )),
-            Some(_) => {}
-            None => j.problem(
-                "the log names no test-duration-sec, so whether it is whole cannot be told".into(),
+        if j.io_errors > 0 {
+            let first = j.first_io_error.clone().unwrap_or_default();
+            j.problem(format!(
+                "{} device I/O error(s) in the log (first: {first})",
+                j.io_errors
+            ));
+        }
+        if let Some(line) = j.stopped.clone() {
+            j.problem(format!("the run stopped: {line}"));
+        } else if !j.broken && last > 0 {
+            match j.settings.duration {
+                Some(d) if last < d => j.problem(format!(
+                    "the log ends after {last} s of the test's {d} s (the run was cut short)"
+                )),
+                Some(_) => {}
+                None => j.problem(
+                    "the log names no test-duration-sec, so whether it is whole cannot be told"
+                        .into(),
+                ),
+            }
+        }
+        if j.more_problems > 0 {
+            let more = j.more_problems;
+            j.problems.push(format!("… and {more} more problem(s)"));
+        }
+        let slice = match j.slice {
+            Some(s) if s != u64::MAX && last >= s => s,
+            _ => last,
+        };
+        Verdict {
+            pass: j.failures.is_empty() && j.problems.is_empty(),
+            criteria: format!(
+                "{name}, in every slice of {}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
+                if slice >= HOUR {
+                    format!("{slice} s (an hour, in whole reports)")
+                } else {
+                    format!("{slice} s (the whole run)")
+                }
             ),
-        }
-    }
-    if j.more_problems > 0 {
-        j.problems
-            .push(format!("… and {} more problem(s)", j.more_problems));
-    }
-    let slice = match j.slice {
-        Some(s) if s != u64::MAX && last >= s => s,
-        _ => last,
-    };
-    Verdict {
-        pass: j.failures.is_empty() && j.problems.is_empty(),
-        criteria: format!(
-            "{JUDGED}, in every slice of {}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
-            if slice >= HOUR {
-                format!("{slice} s (an hour, in whole reports)")
+            note: (j.settings.microseconds == Some(true)).then(|| {
+                "microsecond histograms: the bucket edges 1.024, 8.192 and 65.536 ms stand for 1, 8 and 64 ms".into()
+            }),
+            // Shown to two places, as act_latency.py rounds; none where no
+            // slice was judged.
+            worst_pct: if j.slices == 0 {
+                Vec::new()
             } else {
-                format!("{slice} s (the whole run)")
-            }
-        ),
-        note: (j.settings.microseconds == Some(true)).then(|| {
-            "microsecond histograms: the bucket edges 1.024, 8.192 and 65.536 ms stand for 1, 8 and 64 ms".into()
-        }),
-        failures: j.failures,
-        problems: j.problems,
-        slice_seconds: slice,
-        // Shown to two places, as act_latency.py rounds; none where no
-        // slice was judged.
-        worst_pct: if j.slices == 0 {
-            Vec::new()
-        } else {
-            j.worst
-                .iter()
-                .map(|w| format!("{w:.2}").parse().unwrap_or(*w))
-                .collect()
-        },
+                j.worst
+                    .iter()
+                    .map(|w| format!("{w:.2}").parse().unwrap_or(*w))
+                    .collect()
+            },
+            failures: std::mem::take(&mut j.failures),
+            problems: std::mem::take(&mut j.problems),
+            slice_seconds: slice,
+        }
     }
 }
 

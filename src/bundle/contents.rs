@@ -523,7 +523,9 @@ mod hostile {
             ("act/a.analysis.json", analysis_of(&pass, "a.log")),
         ]);
         assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
-        assert_eq!(s.tests.len(), 1, "{s:#?}");
+        // Judged once: each of its two drives and the run over both.
+        assert_eq!(s.tests.len(), 3, "{s:#?}");
+        assert!(s.tests.iter().all(|t| !t.pass), "{s:#?}");
         // A forged analysis of the very bytes, saying PASS for a failing
         // log: the log is judged afresh, and the forgery is named.
         let mut forged = analyze::judge_log(&fail, "a.log", "a.log", None).unwrap();

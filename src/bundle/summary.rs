@@ -181,21 +181,45 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         if is_trial_log(&log) && owned.iter().any(|o| same_log(&log, o)) {
             continue;
         }
-        let j = a.judgement();
-        if let (Verdict::Pass, Some(l)) = (j.verdict, a.load) {
-            reach(&mut s, &j.devices, l);
-        }
         let kind = if a.workload == "index" {
             "act-index"
         } else {
             "act-storage"
         };
-        judge(
-            &mut s,
-            &mut pd,
-            format!("{kind} {} ({}{log})", a.load_text(), c.prefix),
-            j,
-        );
+        let name = format!("{kind} {} ({}{log})", a.load_text(), c.prefix);
+        let mut j = a.judgement();
+        if !a.per_device.is_empty() && j.verdict != Verdict::Untested {
+            // A run over several drives: each drive is judged on its own
+            // share, and ACT's rule over all of them is the run's (it
+            // fails the bundle, not one drive).
+            for d in &a.per_device {
+                let own = if a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE) {
+                    crate::results::act::null_engine_judgement(vec![d.device.clone()])
+                } else {
+                    Judgement {
+                        per_device: Vec::new(),
+                        verdict: Verdict::of(d.verdict.pass),
+                        detail: if d.verdict.pass {
+                            "its reads within ACT's limits in every slice".into()
+                        } else {
+                            crate::results::act::verdict_reasons(&d.verdict)
+                        },
+                        devices: vec![d.device.clone()],
+                    }
+                };
+                if let (Verdict::Pass, Some(l)) = (own.verdict, a.load) {
+                    reach(&mut s, &own.devices, l);
+                }
+                judge(&mut s, &mut pd, format!("{name} {}", d.device), own);
+            }
+            j.devices = Vec::new();
+            judge(&mut s, &mut pd, format!("{name} all drives"), j);
+            continue;
+        }
+        if let (Verdict::Pass, Some(l)) = (j.verdict, a.load) {
+            reach(&mut s, &j.devices, l);
+        }
+        judge(&mut s, &mut pd, name, j);
     }
     for (path, why) in &c.unreadable {
         judge(

@@ -173,7 +173,7 @@ pub struct Failure {
     pub percent: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Verdict {
     pub pass: bool,
     pub criteria: String,
@@ -252,6 +252,33 @@ pub struct LogAnalysis {
     #[serde(default)]
     pub engine: Option<String>,
     pub analysis: Analysis,
+    /// In a storage run over several drives, each drive's own reads
+    /// ("/dev/sdb-reads") judged by the same rule: a drive passes on its
+    /// own share, not on the others' average.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_device: Vec<DeviceVerdict>,
+}
+
+/// One drive's share of a run over several, judged.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceVerdict {
+    pub device: String,
+    pub verdict: Verdict,
+}
+
+/// A verdict's reasons, one line: its problems, then each failing slice.
+pub fn verdict_reasons(v: &Verdict) -> String {
+    v.problems
+        .iter()
+        .cloned()
+        .chain(v.failures.iter().map(|f| {
+            format!(
+                "{} slice {}: {:.2}% {}",
+                f.histogram, f.slice, f.percent, f.rule
+            )
+        }))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The engine that does no I/O: its results are a test of storcert, never
@@ -329,17 +356,7 @@ impl LogAnalysis {
                 v.slice_seconds
             )
         } else {
-            v.problems
-                .iter()
-                .cloned()
-                .chain(v.failures.iter().map(|f| {
-                    format!(
-                        "{} slice {}: {:.2}% {}",
-                        f.histogram, f.slice, f.percent, f.rule
-                    )
-                }))
-                .collect::<Vec<_>>()
-                .join("; ")
+            verdict_reasons(v)
         };
         super::verdict::Judgement {
             per_device: Vec::new(),

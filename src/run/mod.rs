@@ -425,6 +425,25 @@ fn storage_config(t: &Target, plan: &profile::TimedPlan, secs: u64) -> Result<St
     drive_config!(StorageConfig, t, plan, secs)
 }
 
+/// One ACT storage run over all `targets` at once (a profile's `wide`
+/// mode): the load is per drive, as in ACT, so the rates are the load's
+/// times the number of drives; rates the entry gives are ACT's totals.
+fn wide_storage_config(targets: &[Target], plan: &profile::TimedPlan) -> Result<StorageConfig> {
+    let mut c =
+        StorageConfig::parse_unchecked(&plan.config, "profile").map_err(|e| anyhow!("{e}"))?;
+    c.device_names = targets.iter().map(|t| t.path.clone()).collect();
+    let (r, w) = rates_for_load(plan.load, targets.len());
+    if !plan.sets_reads {
+        c.read_reqs_per_sec = r;
+    }
+    if !plan.sets_writes {
+        c.write_reqs_per_sec = w;
+    }
+    c.test_duration_sec = plan.secs;
+    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
+    Ok(c)
+}
+
 /// The profile's policy, from its file or inline text.
 fn load_policy(pol: &crate::run::profile::PolicyStage) -> Result<crate::policy::Policy> {
     match (&pol.file, &pol.inline) {
@@ -481,7 +500,13 @@ fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
     let mut ids: Vec<String> = ph
         .storage
         .iter()
-        .map(|tl| format!("{}act {} {}", ph.id, tl.name, t.label))
+        .map(|tl| {
+            if ph.wide {
+                format!("{}act {} wide", ph.id, tl.name)
+            } else {
+                format!("{}act {} {}", ph.id, tl.name, t.label)
+            }
+        })
         .collect();
     if ph.search.is_some() {
         ids.push(format!("{}act search {}", ph.id, t.label));
@@ -623,7 +648,17 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
             })
         })?;
     }
-    for tl in ph.storage {
+    if ph.wide && !ph.storage.is_empty() && !targets.is_empty() {
+        // One run over every drive, judged per drive and over all.
+        for tl in ph.storage {
+            let id = format!("{}act {} wide", ph.id, tl.name);
+            ctx.stage(&id, true, || {
+                let c = wide_storage_config(targets, tl)?;
+                act_run(ctx, &id, &c, &format!("{dir}act/wide-{}", tl.name), tl.secs)
+            })?;
+        }
+    }
+    for tl in ph.storage.iter().filter(|_| !ph.wide) {
         each_parallel(targets, |t| {
             let id = format!("{}act {} {}", ph.id, tl.name, t.label);
             ctx.stage(&id, true, || {
@@ -694,6 +729,8 @@ struct PhaseRun<'a> {
     spare: SpareSetting,
     prep: bool,
     storage: &'a [profile::TimedPlan],
+    /// The storage runs over all drives at once, not one per drive.
+    wide: bool,
     search: Option<&'a profile::SearchPlan>,
 }
 
@@ -713,6 +750,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 },
                 prep: p.act.as_ref().is_some_and(|a| a.prep),
                 storage: &plan.storage,
+                wide: p.act.as_ref().is_some_and(|a| a.wide),
                 search: plan.search.as_ref(),
             },
         )?;
@@ -743,6 +781,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     },
                     prep: ph.prep,
                     storage: &ph.storage,
+                    wide: ph.wide,
                     search: ph.search.as_ref(),
                 },
             )?;

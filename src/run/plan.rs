@@ -47,13 +47,26 @@ pub fn writes(p: &Profile) -> bool {
 }
 
 /// The ACT steps of a phase (or of the run without phases), one line each.
-fn act_steps(prep: bool, storage: &[TimedPlan], srch: Option<&SearchPlan>) -> Vec<String> {
+fn act_steps(
+    prep: bool,
+    storage: &[TimedPlan],
+    wide: bool,
+    srch: Option<&SearchPlan>,
+) -> Vec<String> {
     let mut out = Vec::new();
     if prep {
         out.push("ACT prep (zero, then salt, every block)".into());
     }
     if !storage.is_empty() {
-        out.push(format!("ACT storage at {}", loads(storage)));
+        out.push(format!(
+            "ACT storage{} at {}",
+            if wide {
+                ", one run over all the drives at once (judged per drive and over all),"
+            } else {
+                ""
+            },
+            loads(storage)
+        ));
     }
     if let Some(s) = srch {
         out.push(format!("ACT {}", search(s)));
@@ -76,7 +89,7 @@ fn phase_steps(i: usize, ph: &PhasePlan) -> Vec<String> {
     };
     std::iter::once(spare)
         .chain(
-            act_steps(ph.prep, &ph.storage, ph.search.as_ref())
+            act_steps(ph.prep, &ph.storage, ph.wide, ph.search.as_ref())
                 .into_iter()
                 .map(|s| format!("phase {}: {s}", i + 1)),
         )
@@ -162,7 +175,12 @@ pub fn dry_run(opts: &Options) -> Result<String> {
     }
     let plan = &p.plan;
     if let Some(a) = &p.act {
-        steps.extend(act_steps(a.prep, &plan.storage, plan.search.as_ref()));
+        steps.extend(act_steps(
+            a.prep,
+            &plan.storage,
+            a.wide,
+            plan.search.as_ref(),
+        ));
     }
     for (i, ph) in plan.phases.iter().enumerate() {
         steps.extend(phase_steps(i, ph));

@@ -133,6 +133,10 @@ pub struct Act {
     pub prep: bool,
     #[serde(default)]
     pub storage: Vec<TimedLoad>,
+    /// Each storage entry is one ACT run over all the drives at once
+    /// (per-drive and overall verdicts), not one run per drive.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wide: bool,
     pub search: Option<Search>,
     pub index: Option<TimedLoad>,
 }
@@ -148,6 +152,9 @@ pub struct Phase {
     pub prep: bool,
     #[serde(default)]
     pub storage: Vec<TimedLoad>,
+    /// As `act.wide`: each storage entry one run over all the drives.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wide: bool,
     pub search: Option<Search>,
 }
 
@@ -295,6 +302,7 @@ pub struct PhasePlan {
     pub spare_pct: f64,
     pub prep: bool,
     pub storage: Vec<TimedPlan>,
+    pub wide: bool,
     pub search: Option<SearchPlan>,
 }
 
@@ -522,6 +530,12 @@ impl Profile {
             }
         }
         if let Some(a) = &self.act {
+            if a.wide && a.storage.is_empty() {
+                return bad("act.wide", "needs storage entries to run wide".into());
+            }
+            if a.wide && d.scratch.is_some() {
+                return bad("act.wide", "a scratch file is one drive".into());
+            }
             plan.storage = Self::storage_plan("act.storage", &a.storage)?;
             plan.search = a
                 .search
@@ -555,9 +569,16 @@ impl Profile {
             if ph.storage.is_empty() && ph.search.is_none() {
                 return bad(&k, "names no ACT run (storage or search)".into());
             }
+            if ph.wide && ph.storage.is_empty() {
+                return bad(
+                    &format!("{k}.wide"),
+                    "needs storage entries to run wide".into(),
+                );
+            }
             plan.phases.push(PhasePlan {
                 spare_pct: ph.spare_pct,
                 prep: ph.prep,
+                wide: ph.wide,
                 storage: Self::storage_plan(&format!("{k}.storage"), &ph.storage)?,
                 search: ph
                     .search
