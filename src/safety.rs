@@ -82,6 +82,19 @@ pub fn storcert_partition(path: &Path) -> Option<(u64, u64)> {
     }
 }
 
+/// What storcert's partition on `path` holds now, when that is a known
+/// filesystem or volume (it was formatted and put to use since): then it
+/// is no test data of storcert's to take away.
+pub fn storcert_partition_in_use(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileExt;
+    let (start, end) = storcert_partition(path)?;
+    let f = File::open(path).ok()?;
+    let mut head = vec![0u8; (128 * 1024).min(end - start) as usize];
+    let n = f.read_at(&mut head, start).ok()?;
+    head.truncate(n);
+    detect_signature(&head)
+}
+
 /// What to do about a drive that carries storcert's spare partition, in
 /// place of the advice to destroy it: that would write over the spare area.
 fn spare_partition_hint(path: &Path, listed: Option<&str>) -> String {
@@ -357,11 +370,16 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
                     [p] => Some(p.name.as_str()),
                     _ => None,
                 });
-                soft.push(if !is_partition && storcert_partition(path).is_some() {
-                    spare_partition_hint(path, listed)
-                } else {
-                    "name it with --force-destroy SERIAL to allow destroying it".into()
-                });
+                soft.push(
+                    if !is_partition
+                        && storcert_partition(path).is_some()
+                        && storcert_partition_in_use(path).is_none()
+                    {
+                        spare_partition_hint(path, listed)
+                    } else {
+                        "name it with --force-destroy SERIAL to allow destroying it".into()
+                    },
+                );
                 return Err(refuse(soft));
             }
         }

@@ -323,3 +323,74 @@ fn a_run_over_several_drives_judges_each_drive_on_its_own_share() {
         Some(1.0)
     );
 }
+
+#[test]
+fn a_search_counts_by_its_confirmation_not_its_trials() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    targets(&dir, "/dev/sdx");
+    let trial = |n: u32, load: f64, purpose: &str| {
+        serde_json::json!({"load": load, "purpose": purpose, "result": "passing",
+            "worst_pct_over_1ms": 0.0, "worst_pct_over_8ms": 0.0, "worst_pct_over_64ms": 0.0,
+            "max_lag_ms": 0.0, "log": format!("act/search-sdx/trial-{n:02}-{load}x.log")})
+    };
+    write(
+        &dir.join("act/search-sdx.json"),
+        &serde_json::json!({"artefact": "act-search", "schema_version": 2,
+            "highest_passing_load": 2.0, "confirmed": true, "reached_max": true,
+            "max_load": 2.0, "step": 1.0, "interrupted": false,
+            "trials": [trial(1, 1.0, "escalate"), trial(2, 2.0, "escalate"), trial(3, 2.0, "confirm")]})
+        .to_string(),
+    );
+    for (n, load) in [(1, 1.0), (2, 2.0), (3, 2.0)] {
+        write(
+            &dir.join(format!("act/search-sdx/trial-{n:02}-{load}x.log")),
+            &act_log("/dev/sdx", load, 100, 0),
+        );
+    }
+    // And a log the null engine made: it measured no drive.
+    let null = act_log("/dev/sdx", 4.0, 0, 0).replace(
+        "Storage device IO test\n",
+        "Storage device IO test\n(ACT-compatible log; open-loop null scheduler)\n",
+    );
+    write(&dir.join("act/sdx-4x.log"), &null);
+    let j: serde_json::Value =
+        serde_json::from_slice(&storcert(&["compare", "--format", "json", s(&dir)]).stdout)
+            .unwrap();
+    let rows = j["loads"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{j:#}");
+    assert!(rows[0]["log"]
+        .as_str()
+        .unwrap()
+        .ends_with("trial-03-2x.log"));
+    assert_eq!(rows[0]["seconds"], 10);
+    let left = j["left_out"].to_string();
+    assert!(left.contains("2 search trial log(s)"), "{left}");
+    assert!(
+        left.contains("sdx-4x.log: made by the null engine"),
+        "{left}"
+    );
+}
+
+#[test]
+fn the_text_report_escapes_what_a_run_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    with_spare(&dir);
+    // A provisioning record and a drive from a hostile bundle.
+    let p = dir.join("provision/sdx.json");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "\"/dev/sdx\"",
+        "\"/dev/sdx\\u001b]0;owned\\u0007\\u001b[2J\"",
+    );
+    std::fs::write(&p, text).unwrap();
+    for format in ["txt", "md"] {
+        let out = storcert(&["report", "--format", format, s(&dir)]);
+        assert!(out.status.success());
+        assert!(
+            !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+            "{format}"
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}]0;owned"));
+    }
+}

@@ -263,6 +263,31 @@ fn remove_takes_back_storcert_s_partition_and_nothing_else() {
         );
         assert_eq!(checksum(&img), sum);
     }
+    // A spare partition put to use since (a filesystem in it) is no test
+    // data: not storcert's to remove, and the advice is not to.
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lo.dev)
+            .unwrap();
+        f.write_all_at(&[0x53, 0xef], (1 << 20) + 1080).unwrap();
+        f.sync_all().unwrap();
+        let sum = checksum(&img);
+        let (out, _) = provision(&["--device", &lo.dev, "--remove", "--force-destroy", &lo.dev]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("now holds a ext2/3/4 filesystem"), "{err}");
+        assert_eq!(checksum(&img), sum);
+        let out = storcert(&["stream", "--device", &lo.dev, "--size", "1M"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("to allow destroying it") && !err.contains("--remove"),
+            "{err}"
+        );
+        f.write_all_at(&[0, 0], (1 << 20) + 1080).unwrap();
+        f.sync_all().unwrap();
+    }
     // Removing is a write to a partitioned drive: named, or refused.
     let sum = checksum(&img);
     let (out, _) = provision(&["--device", &lo.dev, "--remove"]);

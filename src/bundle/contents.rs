@@ -137,9 +137,9 @@ impl Contents {
                 logs.push((path, data));
                 continue;
             }
-            // Under act/, a .log is a log to judge: one that is no ACT log
-            // cannot pass by being skipped.
-            if path.starts_with("act/") && path.ends_with(".log") {
+            // Under act/ (a phase's phase-N/act/ too), a .log is a log to
+            // judge: one that is no ACT log cannot pass by being skipped.
+            if path.split('/').any(|c| c == "act") && path.ends_with(".log") {
                 c.unreadable.push((
                     path.clone(),
                     "not an ACT log (no \"ACT version\" line)".into(),

@@ -328,7 +328,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
 
 /// "trial-03-2x.log", "trial-12-1.5x.log": a search's trial, as `act
 /// search` names them.
-fn is_trial_log(path: &str) -> bool {
+pub(crate) fn is_trial_log(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let Some(rest) = name.strip_prefix("trial-") else {
         return false;
@@ -391,7 +391,7 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
 
 /// A log in the bundle ("results/act/search-sdb/trial-2.log") and the path
 /// a search recorded for it: the same when their last two components agree.
-fn same_log(in_bundle: &str, recorded: &str) -> bool {
+pub(crate) fn same_log(in_bundle: &str, recorded: &str) -> bool {
     fn tail(p: &str) -> Vec<&str> {
         p.rsplit('/').take(2).collect()
     }

@@ -25,7 +25,10 @@ pub fn run(a: CompareArgs) -> ExitCode {
             },
             Ok(Opened::Bundle { unpacked, .. }) => report::contents_of_bundle(&unpacked),
             Err(r) => {
-                eprintln!("storcert compare: {}", r.message);
+                eprintln!(
+                    "storcert compare: {}",
+                    crate::util::text::printable(&r.message, 1000)
+                );
                 return ExitCode::from(r.status);
             }
         };

@@ -35,6 +35,13 @@ fn remove(a: &ProvisionArgs) -> ExitCode {
     // Refused before the gate where the table is not storcert's, so the
     // gate's advice (name the drive to destroy it) is not given for a
     // table this command would not touch anyway.
+    if let Some(sig) = crate::safety::storcert_partition_in_use(&a.device) {
+        return fail(format!(
+            "storcert's partition on {} now holds a {sig}: it was put to use since, it is no \
+             test data; storcert does not remove it",
+            a.device.display()
+        ));
+    }
     if crate::safety::storcert_partition(&a.device).is_none() && a.device.exists() {
         return fail(format!(
             "{} carries no storcert partition table (one partition named \"{}\"): nothing \

@@ -79,7 +79,10 @@ pub fn run(a: ReportArgs) -> ExitCode {
             report::for_bundle(&name, &unpacked).map_err(|e| format!("{e:#}"))
         }
         Err(r) => {
-            eprintln!("storcert report: {}", r.message);
+            eprintln!(
+                "storcert report: {}",
+                crate::util::text::printable(&r.message, 1000)
+            );
             return ExitCode::from(r.status);
         }
     };

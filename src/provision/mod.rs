@@ -113,7 +113,7 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
     if !meta.file_type().is_block_device() {
         return None;
     }
-    let (start, _) = crate::safety::storcert_partition(device)?;
+    let (start, end) = crate::safety::storcert_partition(device)?;
     let disk = device
         .canonicalize()
         .ok()?
@@ -121,7 +121,11 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
         .to_string_lossy()
         .into_owned();
     let k = kernel_view(&disk)?;
-    (k.start_bytes == start).then(|| Path::new("/dev").join(k.partition))
+    // The kernel's view of this very table: an older partition still
+    // listed after a new table was written (its re-read refused while
+    // the drive was busy) has the same start but not the same end.
+    (k.start_bytes == start && k.size_bytes == end - start)
+        .then(|| Path::new("/dev").join(k.partition))
 }
 
 pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
@@ -237,6 +241,13 @@ pub struct Removed {
 /// drive's own use), then zeroes the protective MBR and both GPTs (the
 /// first and the last MiB) so no table is left to find.
 pub fn remove(device: &Path, discard_first: bool) -> Result<Removed> {
+    if let Some(sig) = crate::safety::storcert_partition_in_use(device) {
+        bail!(
+            "storcert's partition on {} now holds a {sig}: it was put to use since, it is no \
+             test data; storcert does not remove it",
+            device.display()
+        );
+    }
     if crate::safety::storcert_partition(device).is_none() {
         bail!(
             "{} carries no storcert partition table (one partition named \"{}\"): \

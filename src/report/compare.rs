@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::bundle::contents::Contents;
-use crate::results::act::LogAnalysis;
 use crate::results::Artefact;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -66,6 +65,8 @@ pub struct Point {
     /// The log's path in that run.
     pub log: String,
     pub load: f64,
+    /// How long the run ran (its last report), s.
+    pub seconds: u64,
     /// The worst judged hour's % of reads over 1, 8 and 64 ms (empty when
     /// no hour was judged: a log with no reads).
     pub worst_pct: Vec<f64>,
@@ -288,31 +289,86 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     let mut left_out = Vec::new();
     for (source, c) in runs {
         let known = drives(c);
+        let confirmations = confirmation_logs(c);
+        let mut trials = 0;
         for (log, a) in c.analyses() {
-            let Some(load) = a.load.filter(|l| l.is_finite()) else {
+            // A search's trials are shorter runs that find a load; its
+            // confirmation, at full length, is the one that qualifies it.
+            if crate::bundle::summary::is_trial_log(&log)
+                && !confirmations
+                    .iter()
+                    .any(|c| crate::bundle::summary::same_log(&log, c))
+            {
+                trials += 1;
+                continue;
+            }
+            if a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE) {
+                left_out.push(format!(
+                    "{source}: {log}: made by the null engine, which measures no drive"
+                ));
+                continue;
+            }
+            let Some(load) = a.load.filter(|l| l.is_finite() && *l > 0.0) else {
                 left_out.push(format!("{source}: {log}: the log names no read rate"));
                 continue;
             };
-            let (drive, spare) = drive_of(&known, &log, a);
-            let judgement = a.judgement();
-            let pass = judgement.verdict == crate::results::Verdict::Pass;
-            let key = (drive, a.workload.clone(), spare_key(&spare));
-            let g = groups
-                .entry(key)
-                .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
-            for d in &a.devices {
-                if !g.0.contains(d) {
-                    g.0.push(d.clone());
+            let seconds = a
+                .analysis
+                .histograms
+                .first()
+                .and_then(|h| h.slices.last())
+                .map_or(0, |s| s.end_s);
+            // A run over several drives: a point per drive, by its own
+            // share; a run on one drive: its verdict.
+            let shares: Vec<(
+                Vec<String>,
+                &crate::results::act::Verdict,
+                crate::results::verdict::Judgement,
+            )> = if a.per_device.is_empty() {
+                vec![(a.devices.clone(), &a.analysis.verdict, a.judgement())]
+            } else {
+                a.per_device
+                    .iter()
+                    .map(|d| {
+                        let v = &d.verdict;
+                        let j = crate::results::verdict::Judgement {
+                            per_device: Vec::new(),
+                            verdict: crate::results::Verdict::of(v.pass),
+                            detail: crate::results::act::verdict_reasons(v),
+                            devices: vec![d.device.clone()],
+                        };
+                        (vec![d.device.clone()], v, j)
+                    })
+                    .collect()
+            };
+            for (devices, verdict, judgement) in shares {
+                let (drive, spare) = drive_of(&known, &log, &devices);
+                let pass = judgement.verdict == crate::results::Verdict::Pass;
+                let key = (drive, a.workload.clone(), spare_key(&spare));
+                let g = groups
+                    .entry(key)
+                    .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
+                for d in &devices {
+                    if !g.0.contains(d) {
+                        g.0.push(d.clone());
+                    }
                 }
+                g.2.push(Point {
+                    source: source.clone(),
+                    log: log.clone(),
+                    load,
+                    seconds,
+                    worst_pct: verdict.worst_pct.clone(),
+                    pass,
+                    why: (!pass).then_some(judgement.detail),
+                });
             }
-            g.2.push(Point {
-                source: source.clone(),
-                log,
-                load,
-                worst_pct: a.analysis.verdict.worst_pct.clone(),
-                pass,
-                why: (!pass).then_some(judgement.detail),
-            });
+        }
+        if trials > 0 {
+            left_out.push(format!(
+                "{source}: {trials} search trial log(s): shorter runs that find a load, not \
+                 qualify it (a search's confirmation is shown)"
+            ));
         }
     }
     let mut loads = Vec::new();
@@ -345,11 +401,25 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     }
 }
 
-/// The drive an analysis ran on (drives joined by " + " for a run over
-/// several) and its spare area (only where every device has the same).
-fn drive_of(known: &Drives, log: &str, a: &LogAnalysis) -> (String, Option<SpareArea>) {
+/// The logs of searches' confirmation runs.
+fn confirmation_logs(c: &Contents) -> Vec<String> {
+    c.items
+        .iter()
+        .filter_map(|i| match &i.artefact {
+            Artefact::ActSearch(s) => Some(s),
+            _ => None,
+        })
+        .flat_map(|s| s.trials.iter())
+        .filter(|t| t.purpose == "confirm")
+        .map(|t| t.log.clone())
+        .collect()
+}
+
+/// The drive of `devices` (drives joined by " + " for a share of several)
+/// and its spare area (only where every device has the same).
+fn drive_of(known: &Drives, log: &str, devices: &[String]) -> (String, Option<SpareArea>) {
     let infos: Vec<(String, Option<SpareArea>)> =
-        a.devices.iter().map(|d| known.of(log, d)).collect();
+        devices.iter().map(|d| known.of(log, d)).collect();
     let drive = infos
         .iter()
         .map(|i| i.0.as_str())
@@ -418,6 +488,11 @@ fn worst_of(points: &[&Point]) -> Vec<f64> {
     (0..3)
         .map(|k| points.iter().map(|p| p.worst_pct[k]).fold(0.0, f64::max))
         .collect()
+}
+
+/// "20s", "24h": how long a run ran.
+pub fn duration_text(seconds: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_secs(seconds)).to_string()
 }
 
 /// A figure as the tables print it: two places, "–" where none.
@@ -586,6 +661,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
             "max %>8ms",
             "max %>64ms",
             "verdict",
+            "run",
             "log",
         ]
         .map(String::from)
@@ -600,6 +676,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
                     pct(&p.worst_pct, 1),
                     pct(&p.worst_pct, 2),
                     verdict_word(p.pass).into(),
+                    duration_text(p.seconds),
                     shown(&format!("{}: {}", p.source, p.log)),
                 ]
             })
@@ -631,7 +708,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
     for l in &c.left_out {
         let _ = writeln!(out, "left out: {}", shown(l));
     }
-    out
+    crate::util::text::printable_lines(&out)
 }
 
 #[cfg(test)]

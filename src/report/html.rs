@@ -496,7 +496,7 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         let _ = write!(
             out,
             "<h3>ACT {}, {}, {}</h3><table id=\"compare-loads-{i}\"><thead><tr><th>load</th><th>max % &gt; 1 ms</th>\
-             <th>max % &gt; 8 ms</th><th>max % &gt; 64 ms</th><th>verdict</th><th class=\"l\">log</th></tr></thead><tbody>",
+             <th>max % &gt; 8 ms</th><th>max % &gt; 64 ms</th><th>verdict</th><th>run</th><th class=\"l\">log</th></tr></thead><tbody>",
             esc(&t.workload),
             esc(&t.drive_and_devices()),
             esc(&spare_text(t.spare.as_ref()))
@@ -504,12 +504,13 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         for p in &t.rows {
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><code>{}</code>{}</td></tr>",
                 load_text(p.load),
                 pct(&p.worst_pct, 0),
                 pct(&p.worst_pct, 1),
                 pct(&p.worst_pct, 2),
                 verdict(Verdict::of(p.pass)),
+                super::compare::duration_text(p.seconds),
                 esc(&format!("{}: {}", p.source, p.log)),
                 p.why
                     .as_ref()

@@ -5,11 +5,13 @@ use std::fmt::Write;
 use super::Report;
 
 pub fn markdown(r: &Report) -> String {
-    render(r, true)
+    crate::util::text::printable_lines(&render(r, true))
 }
 
+/// Plain text: every string from the run or the bundle (device names,
+/// serials, reasons) with its control characters escaped.
 pub fn plain(r: &Report) -> String {
-    render(r, false)
+    crate::util::text::printable_lines(&render(r, false))
 }
 
 fn render(r: &Report, md: bool) -> String {

@@ -529,32 +529,43 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
     match ph.spare {
         SpareSetting::AsItIs => {}
         SpareSetting::Remove => {
+            let remove_id = |t: &Target| format!("{}remove partition {}", ph.id, t.label);
+            // Drives that carry storcert's partition now (or whose removal
+            // an earlier start began).
+            let carrying: Vec<String> = targets
+                .iter()
+                .filter(|t| {
+                    t.file_size == 0
+                        && (crate::safety::storcert_partition(Path::new(&t.disk)).is_some()
+                            || ctx.journal().get(&remove_id(t)).is_some())
+                })
+                .map(|t| t.label.clone())
+                .collect();
             each_parallel(targets, |t| {
-                if t.file_size > 0
-                    || crate::safety::storcert_partition(Path::new(&t.disk)).is_none()
-                {
+                if !carrying.contains(&t.label) {
                     return Ok(());
                 }
-                ctx.stage(
-                    &format!("{}remove partition {}", ph.id, t.label),
-                    true,
-                    || {
-                        let r = crate::provision::remove(Path::new(&t.disk), true)?;
-                        if !r.kernel_partitions.is_empty() {
-                            bail!(
-                                "the kernel still lists {} after the table was removed",
-                                r.kernel_partitions.join(", ")
-                            );
-                        }
-                        Ok("storcert's partition removed: the whole drive is tested".into())
-                    },
-                )
+                ctx.stage(&remove_id(t), true, || {
+                    if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
+                        return Ok("removed by an earlier, interrupted attempt".into());
+                    }
+                    let r = crate::provision::remove(Path::new(&t.disk), true)?;
+                    if let Some(n) = r.notes.first() {
+                        bail!("{n}: whether the kernel still lists a partition is unknown");
+                    }
+                    if !r.kernel_partitions.is_empty() {
+                        bail!(
+                            "the kernel still lists {} after the table was removed",
+                            r.kernel_partitions.join(", ")
+                        );
+                    }
+                    Ok("storcert's partition removed: the whole drive is tested".into())
+                })
             })?;
-            // A drive whose partition could not be removed is not tested
-            // whole: its failed stage says why.
-            targets.retain(|t| {
-                t.file_size > 0 || crate::safety::storcert_partition(Path::new(&t.disk)).is_none()
-            });
+            // A drive whose partition was not removed is not tested whole:
+            // its failed stage says why.
+            targets
+                .retain(|t| !carrying.contains(&t.label) || ctx.journal().is_done(&remove_id(t)));
         }
         SpareSetting::Provision(spare_pct) => {
             // The factory spare the policy gives each drive, for the total

@@ -378,17 +378,39 @@ impl Profile {
     }
 
     fn storage_plan(key: &str, loads: &[TimedLoad]) -> Result<Vec<TimedPlan>, (String, String)> {
-        loads
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let k = format!("{key}[{i}]");
-                let plan = Self::timed_plan(&k, t)?;
-                crate::act::config::StorageConfig::parse_unchecked(&plan.config, &k)
-                    .map_err(|e| (format!("{k}.config"), e.to_string()))?;
-                Ok(plan)
-            })
-            .collect()
+        let mut plans: Vec<TimedPlan> = Vec::new();
+        for (i, t) in loads.iter().enumerate() {
+            let k = format!("{key}[{i}]");
+            let plan = Self::timed_plan(&k, t)?;
+            // Checked whole, as ACT checks a config, with a stand-in drive:
+            // a value ACT refuses fails here, not after drives are wiped.
+            let mut c = crate::act::config::StorageConfig::parse_unchecked(&plan.config, &k)
+                .map_err(|e| (format!("{k}.config"), e.to_string()))?;
+            c.device_names = vec!["/dev/profile-check".into()];
+            let (r, w) = crate::act::config::rates_for_load(plan.load, 1);
+            if !plan.sets_reads {
+                c.read_reqs_per_sec = r;
+            }
+            if !plan.sets_writes {
+                c.write_reqs_per_sec = w;
+            }
+            c.test_duration_sec = plan.secs;
+            c.finish(&k)
+                .map_err(|e| (format!("{k}.config"), e.to_string()))?;
+            // Stage ids and files are named after the entry: two of one
+            // name would be one run.
+            if plans.iter().any(|p| p.name == plan.name) {
+                return Err((
+                    k,
+                    format!(
+                        "a second entry named {:?} (loads and rates name the runs)",
+                        plan.name
+                    ),
+                ));
+            }
+            plans.push(plan);
+        }
+        Ok(plans)
     }
 
     /// One ACT entry: its load (or rates), duration and config keys.
@@ -401,6 +423,14 @@ impl Profile {
                 .filter(|r| *r >= 0)
         };
         let (reads, writes) = (rate(RATE_KEYS[0]), rate(RATE_KEYS[1]));
+        if t.load.is_some() && (reads.is_some() || writes.is_some()) {
+            return Err((
+                k.to_string(),
+                "give a load or config rates, not both (the rates would run, the load's name \
+                 would say otherwise)"
+                    .into(),
+            ));
+        }
         let (name, load) = match (&t.load, reads) {
             (Some(l), _) => (
                 l.clone(),
@@ -544,7 +574,19 @@ impl Profile {
                 .transpose()?;
             if let Some(t) = &a.index {
                 let ix = Self::timed_plan("act.index", t)?;
-                crate::act::config::IndexConfig::parse_unchecked(&ix.config, "act.index")
+                let mut c =
+                    crate::act::config::IndexConfig::parse_unchecked(&ix.config, "act.index")
+                        .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
+                c.device_names = vec!["/dev/profile-check".into()];
+                let (r, w) = crate::act::config::rates_for_load(ix.load, 1);
+                if !ix.sets_reads {
+                    c.read_reqs_per_sec = r;
+                }
+                if !ix.sets_writes {
+                    c.write_reqs_per_sec = w;
+                }
+                c.test_duration_sec = ix.secs;
+                c.finish("act.index")
                     .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
                 plan.index = Some(ix);
             }
@@ -914,6 +956,27 @@ mod tests {
         let e =
             entry("{ load = \"1x\", duration = \"1h\", config = { \"update-pct\" = \"a b\" } }");
         assert!(e.contains("update-pct"), "{e}");
+        let e = entry(
+            "{ load = \"2x\", duration = \"1h\", config = { \"read-reqs-per-sec\" = 20000 } }",
+        );
+        assert!(
+            e.contains("act.storage[0]: give a load or config rates, not both"),
+            "{e}"
+        );
+        // Values ACT's own check refuses are refused with the profile.
+        let e =
+            entry("{ load = \"1x\", duration = \"1h\", config = { \"report-interval-sec\" = 0 } }");
+        assert!(e.contains("act.storage[0].config"), "{e}");
+        let e =
+            entry("{ load = \"1x\", duration = \"1h\", config = { \"record-bytes\" = 9000000 } }");
+        assert!(e.contains("act.storage[0].config"), "{e}");
+        let e = entry(
+            "{ load = \"1x\", duration = \"1h\" }, { load = \"1x\", duration = \"2h\", config = { \"record-bytes\" = 4096 } }",
+        );
+        assert!(
+            e.contains("act.storage[1]: a second entry named \"1x\""),
+            "{e}"
+        );
         let e = err(&format!(
             "{DRIVES}index = {{ load = \"1x\", duration = \"1m\", config = {{ \"record-bytes\" = 1 }} }}\n"
         ));

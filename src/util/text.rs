@@ -27,9 +27,32 @@ pub fn printable(s: &str, max_chars: usize) -> String {
     out
 }
 
+/// A whole text (a report, a table) with every unprintable character but
+/// its line breaks and tabs written as `\u{..}`: what a run or a bundle
+/// said reaches a terminal as text, never as a control sequence.
+pub fn printable_lines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if is_unprintable(c) && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{printable, printable_lines};
+
+    #[test]
+    fn a_text_keeps_its_lines_and_loses_its_controls() {
+        assert_eq!(
+            printable_lines("a\tb\nc\u{1b}[2J\r\u{202e}d\n"),
+            "a\tb\nc\\u{1b}[2J\\u{d}\\u{202e}d\n"
+        );
+    }
 
     #[test]
     fn escapes_and_bounds() {
