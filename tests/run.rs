@@ -696,3 +696,61 @@ fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
     );
     assert_eq!(summary["drives"].as_array().unwrap().len(), 2);
 }
+
+/// A streaming burn-in: the passes three times over (each loop's result
+/// kept), dd's single stream, then a filesystem pass in a directory.
+#[test]
+fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
+    let t = tempfile::tempdir().unwrap();
+    let fsdir = t.path().join("vol");
+    std::fs::create_dir(&fsdir).unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"burn\"\n[devices]\nscratch = \"32M\"\n\
+             [stream]\nsize = \"8M\"\ndd = true\nloops = 3\nfs_dir = \"{}\"\nfs_size = \"4M\"\nfs_files = 16\n",
+            fsdir.display()
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let dry = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        plan.contains("at queue depth 1 (1 job(s) a drive) over 8.4 MB, 3 times over")
+            && plan.contains("filesystem pass in"),
+        "{plan}"
+    );
+    let out = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("[stream] done: 3 loop(s)"), "{err}");
+    assert!(err.contains("[stream fs] done"), "{err}");
+    let bundle = std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .expect("a spooled bundle");
+    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
+        .unwrap()
+        .files;
+    for n in 1..=3 {
+        let f = format!("results/stream/loop-{n:04}.json");
+        let v: serde_json::Value = serde_json::from_slice(&files[&f]).unwrap();
+        assert_eq!(v["artefact"], "stream", "{f}");
+    }
+    assert!(!files.contains_key("results/stream/loop-0004.json"));
+    let fs: serde_json::Value = serde_json::from_slice(&files["results/stream-fs.json"]).unwrap();
+    assert_eq!(fs["artefact"], "stream-fs");
+    // The filesystem pass cleans up after itself.
+    assert_eq!(std::fs::read_dir(&fsdir).unwrap().count(), 0);
+}

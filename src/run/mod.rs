@@ -829,8 +829,42 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
         }
     }
     if let Some(s) = &plan.stream {
-        let writes = s.passes.contains(&crate::stream::Pass::Write);
-        ctx.stage("stream", writes, || {
+        if !s.passes.is_empty() {
+            stream_stage(ctx, targets, s)?;
+        }
+        if let Some(fs) = &s.fs {
+            ctx.stage("stream fs", true, || {
+                let r = crate::stream::fs::run(
+                    &crate::stream::fs::FsSpec {
+                        dir: fs.dir.clone(),
+                        file_size: fs.file_size,
+                        chunk: s.bs as usize,
+                        files: fs.files,
+                        seeks: 8000,
+                    },
+                    &ctx.stop,
+                )?;
+                ctx.write("stream-fs.json", r.clone())?;
+                Ok(format!("in {}", fs.dir.display()))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The streaming passes over the drives: once, or for a burn-in again and
+/// again (`loops`, or until `duration` has gone), each loop's result kept
+/// as it ends; a loop that fails ends the burn-in.
+fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Result<()> {
+    let writes = s.passes.contains(&crate::stream::Pass::Write);
+    let burn_in = s.loops.is_some() || s.duration_secs.is_some();
+    ctx.stage("stream", writes, || {
+        let until = s
+            .duration_secs
+            .map(|d| Instant::now() + Duration::from_secs(d));
+        let mut n = 0u32;
+        loop {
+            n += 1;
             let spec = crate::stream::Spec {
                 targets: targets.iter().map(|t| t.path.clone()).collect(),
                 size: s.size,
@@ -846,7 +880,12 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                 seed: rand::random(),
             };
             let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;
-            ctx.write("stream.json", r.clone())?;
+            let name = if burn_in {
+                format!("stream/loop-{n:04}.json")
+            } else {
+                "stream.json".to_string()
+            };
+            ctx.write(&name, r.clone())?;
             if r.failed() {
                 let why: Vec<String> = r
                     .passes
@@ -864,7 +903,12 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     })
                     .collect();
                 bail!(
-                    "a stream pass failed: {}",
+                    "a stream pass failed{}: {}",
+                    if burn_in {
+                        format!(" in loop {n}")
+                    } else {
+                        String::new()
+                    },
                     if why.is_empty() {
                         "verify found bad blocks".into()
                     } else {
@@ -872,10 +916,21 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     }
                 );
             }
-            Ok(String::new())
-        })?;
-    }
-    Ok(())
+            let more = match (until, s.loops) {
+                (Some(u), _) => Instant::now() < u,
+                (None, Some(l)) => n < l,
+                (None, None) => false,
+            };
+            if !more || ctx.stopped() {
+                break;
+            }
+        }
+        Ok(if burn_in {
+            format!("{n} loop(s)")
+        } else {
+            String::new()
+        })
+    })
 }
 
 /// Marks the findings that are not about a drive under test as the

@@ -189,21 +189,37 @@ pub fn dry_run(opts: &Options) -> Result<String> {
         steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
     }
     if let Some(s) = &plan.stream {
-        steps.push(format!(
-            "stream: {} passes of {} blocks at queue depth {} over {}{}",
-            s.passes
-                .iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(" then "),
-            block_size(s.bs),
-            s.qd,
-            match s.size {
-                Some(b) => crate::output::units::decimal_bytes(b),
-                None => format!("{}% of each drive", s.percent),
-            },
-            if s.verify { ", verified" } else { "" }
-        ));
+        if !s.passes.is_empty() {
+            steps.push(format!(
+                "stream: {} passes of {} blocks at queue depth {} ({} job(s) a drive) over {}{}{}",
+                s.passes
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" then "),
+                block_size(s.bs),
+                s.qd,
+                s.jobs,
+                match s.size {
+                    Some(b) => crate::output::units::decimal_bytes(b),
+                    None => format!("{}% of each drive", s.percent),
+                },
+                if s.verify { ", verified" } else { "" },
+                match (s.loops, s.duration_secs) {
+                    (Some(n), _) => format!(", {n} times over"),
+                    (None, Some(d)) => format!(", again and again for {}", secs(d)),
+                    (None, None) => String::new(),
+                }
+            ));
+        }
+        if let Some(fs) = &s.fs {
+            steps.push(format!(
+                "filesystem pass in {} (a {} file, {} files; nothing is formatted)",
+                fs.dir.display(),
+                crate::output::units::decimal_bytes(fs.file_size),
+                fs.files
+            ));
+        }
     }
     if health {
         steps.push("health snapshot again, and what changed".into());

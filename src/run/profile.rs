@@ -239,8 +239,22 @@ pub struct Stream {
     pub jobs: Option<u32>,
     #[serde(default)]
     pub verify: bool,
-    /// Passes in order: "write", "read" (default both).
+    /// Passes in order: "write", "read" (default both); [] for none (a
+    /// filesystem pass alone).
     pub pattern: Option<Vec<String>>,
+    /// dd's single stream: one job, one request at a time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dd: bool,
+    /// Burn-in: the passes again and again, this many times...
+    pub loops: Option<u32>,
+    /// ... or until this long has gone ("12h"; the loop under way ends).
+    pub duration: Option<String>,
+    /// A filesystem pass (bonnie++-style) in this directory, on a volume
+    /// mounted there: it never formats anything.
+    pub fs_dir: Option<PathBuf>,
+    /// Its file's size (default 1G) and the files it creates (default 1024).
+    pub fs_size: Option<String>,
+    pub fs_files: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -323,6 +337,18 @@ pub struct StreamPlan {
     pub jobs: u32,
     pub passes: Vec<crate::stream::Pass>,
     pub verify: bool,
+    /// How many times the passes run (1 without `loops`/`duration`).
+    pub loops: Option<u32>,
+    /// Loop until this many seconds have gone.
+    pub duration_secs: Option<u64>,
+    pub fs: Option<FsPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FsPlan {
+    pub dir: PathBuf,
+    pub file_size: u64,
+    pub files: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -672,6 +698,47 @@ impl Profile {
                 }
                 None => 1 << 20,
             };
+            if s.loops.is_some() && s.duration.is_some() {
+                return bad("stream", "give loops or duration, not both".into());
+            }
+            if s.loops == Some(0) {
+                return bad("stream.loops", "must be at least 1".into());
+            }
+            if s.dd && (s.qd.is_some() || s.jobs.is_some()) {
+                return bad(
+                    "stream.dd",
+                    "is one job at one request at a time: drop qd and jobs".into(),
+                );
+            }
+            let duration_secs = s
+                .duration
+                .as_deref()
+                .map(|d| Self::duration("stream.duration", d))
+                .transpose()?;
+            let fs = match &s.fs_dir {
+                Some(dir) => Some(FsPlan {
+                    dir: dir.clone(),
+                    file_size: s
+                        .fs_size
+                        .as_deref()
+                        .map(|v| {
+                            parse_size(v).map_err(|e| ("stream.fs_size".to_string(), e.to_string()))
+                        })
+                        .transpose()?
+                        .unwrap_or(1 << 30),
+                    files: s.fs_files.unwrap_or(1024),
+                }),
+                None if s.fs_size.is_some() || s.fs_files.is_some() => {
+                    return bad("stream.fs_dir", "fs_size and fs_files need fs_dir".into());
+                }
+                None => None,
+            };
+            if fs.is_some() && self.read_only {
+                return bad("stream.fs_dir", "contradicts read_only = true".into());
+            }
+            if s.pattern.as_ref().is_some_and(|p| p.is_empty()) && fs.is_none() {
+                return bad("stream.pattern", "[] runs nothing without fs_dir".into());
+            }
             for p in s.pattern.iter().flatten() {
                 if p != "read" && p != "write" {
                     return bad("stream.pattern", format!("{p:?}: \"write\" or \"read\""));
@@ -696,8 +763,11 @@ impl Profile {
                 size,
                 percent: s.percent.unwrap_or(100),
                 bs,
-                qd: s.qd.unwrap_or(32),
-                jobs: s.jobs.unwrap_or(1),
+                qd: if s.dd { 1 } else { s.qd.unwrap_or(32) },
+                jobs: if s.dd { 1 } else { s.jobs.unwrap_or(1) },
+                loops: s.loops,
+                duration_secs,
+                fs,
                 passes: match &s.pattern {
                     Some(v) => v
                         .iter()
@@ -786,6 +856,11 @@ impl Plan {
             total
         };
         acts(&self.storage, self.search.as_ref())
+            + self
+                .stream
+                .as_ref()
+                .and_then(|s| s.duration_secs)
+                .unwrap_or(0)
             + self
                 .phases
                 .iter()
@@ -984,6 +1059,31 @@ mod tests {
             e.contains("act.index.config") && e.contains("record-bytes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn stream_entries_take_burn_in_dd_and_a_filesystem_pass() {
+        const S: &str = "name = \"x\"\n[devices]\nselect = \"all\"\n[stream]\n";
+        let p = Profile::parse(
+            &format!("{S}dd = true\nduration = \"2h\"\nfs_dir = \"/mnt/v\"\nfs_size = \"8G\"\n"),
+            "p.toml",
+        )
+        .unwrap();
+        let st = p.plan.stream.as_ref().unwrap();
+        assert_eq!((st.qd, st.jobs, st.duration_secs), (1, 1, Some(7200)));
+        assert_eq!(st.fs.as_ref().unwrap().file_size, 8 << 30);
+        assert_eq!(st.fs.as_ref().unwrap().files, 1024);
+        assert_eq!(p.plan.timed_seconds(), 7200);
+        let e = err(&format!("{S}loops = 2\nduration = \"1h\"\n"));
+        assert!(e.contains("loops or duration, not both"), "{e}");
+        let e = err(&format!("{S}loops = 0\n"));
+        assert!(e.contains("stream.loops"), "{e}");
+        let e = err(&format!("{S}dd = true\nqd = 4\n"));
+        assert!(e.contains("stream.dd"), "{e}");
+        let e = err(&format!("{S}fs_files = 4\n"));
+        assert!(e.contains("need fs_dir"), "{e}");
+        let e = err(&format!("{S}pattern = []\n"));
+        assert!(e.contains("runs nothing"), "{e}");
     }
 
     #[test]
