@@ -754,3 +754,70 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
     // The filesystem pass cleans up after itself.
     assert_eq!(std::fs::read_dir(&fsdir).unwrap().count(), 0);
 }
+
+/// The reference profiles of docs/profile.md: each is valid as written,
+/// and on loop devices (durations cut to seconds) its dry run plans every
+/// phase; the streaming burn-in runs whole. (Their spare-area phases need
+/// a kernel that reads partition tables: the qemu lab runs such a
+/// profile, tests/lab.rs.)
+#[test]
+fn the_reference_profiles_plan_and_run_on_loop_devices() {
+    let t = tempfile::tempdir().unwrap();
+    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
+    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/profiles");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        storcert::run::profile::Profile::parse(&text, &name)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // On the loop devices, in seconds.
+        let mut local = String::new();
+        for line in text.lines() {
+            if line.starts_with("select =") {
+                local.push_str(&format!("paths = [\"{}\", \"{}\"]\n", a.dev, b.dev));
+            } else if line.starts_with("models =") || line.starts_with("time_budget") {
+            } else {
+                local.push_str(
+                    &line
+                        .replace("\"4h\"", "\"2s\"")
+                        .replace("\"1h\"", "\"2s\"")
+                        .replace("\"12h\"", "\"3s\""),
+                );
+                local.push('\n');
+            }
+        }
+        let profile = t.path().join(format!("{name}.toml"));
+        std::fs::write(&profile, &local).unwrap();
+        let results = t.path().join(format!("results-{name}"));
+        let key = t.path().join("k.key");
+        let out = run_cmd(&profile, &results, &key)
+            .arg("--dry-run")
+            .output()
+            .unwrap();
+        let plan = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {plan}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(plan.contains(&format!("  {}:", a.dev)), "{name}: {plan}");
+        if text.contains("[[phase]]") {
+            for phase in ["phase 1: no spare partition", "phase 2: discard each drive"] {
+                assert!(plan.contains(phase), "{name}: {phase:?} not in {plan}");
+            }
+        }
+        if name == "raid-stream-burn-in" {
+            let out = run_cmd(&profile, &results, &key).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{err}");
+            assert!(err.contains("[stream] done: "), "{err}");
+            assert!(err.contains("[policy] done"), "{err}");
+        }
+        names.push(name);
+    }
+    names.sort();
+    assert_eq!(names, ["op21-wide8", "perc-rising-loads", "raid-stream-burn-in"]);
+}
