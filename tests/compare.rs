@@ -394,3 +394,44 @@ fn the_text_report_escapes_what_a_run_says() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}]0;owned"));
     }
 }
+
+#[test]
+fn a_drive_under_test_that_no_run_measured_keeps_the_bundle_from_passing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let targets: Vec<serde_json::Value> = ["sdx", "sdy"]
+        .iter()
+        .map(|d| {
+            serde_json::json!({"path": format!("/dev/{d}"), "disk": format!("/dev/{d}"),
+                "label": d, "serial": null, "model": null, "file_size": 0})
+        })
+        .collect();
+    write(
+        &dir.join("targets.json"),
+        &serde_json::json!({"artefact": "targets", "schema_version": 1, "targets": targets})
+            .to_string(),
+    );
+    write(&dir.join("act/sdx-1x.log"), &act_log("/dev/sdx", 1.0, 0, 0));
+    let s = storcert::report::for_results(&dir).unwrap().summary;
+    assert_eq!(
+        s.verdict,
+        storcert::results::Verdict::Incomplete,
+        "{:?}",
+        s.reasons
+    );
+    assert!(
+        s.reasons
+            .contains(&"/dev/sdy: under test, but no test measured it".to_string()),
+        "{:?}",
+        s.reasons
+    );
+    // Both measured: a pass.
+    write(&dir.join("act/sdy-1x.log"), &act_log("/dev/sdy", 1.0, 0, 0));
+    let s = storcert::report::for_results(&dir).unwrap().summary;
+    assert_eq!(
+        s.verdict,
+        storcert::results::Verdict::Pass,
+        "{:?}",
+        s.reasons
+    );
+}

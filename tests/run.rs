@@ -819,5 +819,8 @@ fn the_reference_profiles_plan_and_run_on_loop_devices() {
         names.push(name);
     }
     names.sort();
-    assert_eq!(names, ["op21-wide8", "perc-rising-loads", "raid-stream-burn-in"]);
+    assert_eq!(
+        names,
+        ["op21-wide8", "perc-rising-loads", "raid-stream-burn-in"]
+    );
 }

@@ -315,10 +315,33 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             .map(|(_, v)| *v);
     }
     s.drives = drives;
+    // A drive the run set out to test that no test measured, where ACT or
+    // streaming measured the others: the run cannot pass on them. (A run
+    // of policy and health alone judges what it tracked, not workloads.)
+    let drive_tests = s.tests.iter().any(|t| {
+        t.measured
+            && !t.devices.is_empty()
+            && (t.name.starts_with("act-") || t.name.starts_with("stream"))
+    });
+    let untested: Vec<String> = if targets.is_some() && drive_tests {
+        s.drives
+            .iter()
+            .filter(|d| d.verdict == Verdict::Untested)
+            .map(|d| d.device.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
     s.verdict = if s.tests.iter().any(|t| t.measured && !t.pass) {
         Verdict::Fail
     } else if !s.tests.iter().any(|t| t.measured) {
         s.reasons.push("no test results in the bundle".into());
+        Verdict::Incomplete
+    } else if !untested.is_empty() {
+        s.reasons.push(format!(
+            "{}: under test, but no test measured it",
+            untested.join(", ")
+        ));
         Verdict::Incomplete
     } else {
         Verdict::Pass
