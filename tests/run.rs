@@ -31,6 +31,22 @@ fn run_cmd(profile: &Path, results: &Path, key: &Path) -> Command {
     c
 }
 
+/// The bundle a run left in its spool.
+fn spooled_bundle(results: &Path) -> PathBuf {
+    std::fs::read_dir(results.join("spool/pending"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
+        .expect("a spooled bundle")
+}
+
+/// The files of the bundle a run left in its spool.
+fn spooled_files(results: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    storcert::bundle::unpack(&std::fs::read(spooled_bundle(results)).unwrap())
+        .unwrap()
+        .files
+}
+
 #[test]
 fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let t = tempfile::tempdir().unwrap();
@@ -126,11 +142,7 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     );
 
     // The bundle: complete (the first start's prep results too) and verified.
-    let bundle = std::fs::read_dir(results.join("spool/pending"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
-        .expect("a spooled bundle");
+    let bundle = spooled_bundle(&results);
     let pubkey = PathBuf::from(format!("{}.pub", s(&key)));
     let v = storcert(&["bundle", "verify", s(&bundle), "-p", s(&pubkey), "--json"]);
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
@@ -422,11 +434,7 @@ fn killed_at_many_points_every_finished_result_reaches_the_bundle() {
         .find(|s| s["id"] == format!("act prep {label}"))
         .unwrap();
     assert_eq!(prep["state"], "done");
-    let bundle = std::fs::read_dir(results.join("spool/pending"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
-        .unwrap();
+    let bundle = spooled_bundle(&results);
     let pubkey = format!("{}.pub", s(&key));
     assert!(storcert(&["bundle", "verify", s(&bundle), "-p", &pubkey])
         .status
@@ -507,14 +515,7 @@ fn a_partition_the_kernel_never_lists_fails_the_drive() {
     let spare = &data[data.len() * 4 / 5 + (1 << 20)..data.len() - (1 << 20)];
     assert!(spare.iter().all(|&b| b == 0));
 
-    let bundle = std::fs::read_dir(results.join("spool/pending"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
-        .expect("a spooled bundle");
-    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
-        .unwrap()
-        .files;
+    let files = spooled_files(&results);
     // The provisioning record has the policy's factory spare and the total.
     let prov: serde_json::Value =
         serde_json::from_slice(&files[&format!("results/provision/{label}.json")]).unwrap();
@@ -660,14 +661,7 @@ fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     assert!(err.contains("[act 1x wide] done"), "{err}");
-    let bundle = std::fs::read_dir(results.join("spool/pending"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
-        .expect("a spooled bundle");
-    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
-        .unwrap()
-        .files;
+    let files = spooled_files(&results);
     let log = String::from_utf8_lossy(&files["results/act/wide-1x.log"]).into_owned();
     for line in [
         format!("device-names: {} {}\n", a.dev, b.dev),
@@ -735,14 +729,7 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("[stream] done: 3 loop(s)"), "{err}");
     assert!(err.contains("[stream fs] done"), "{err}");
-    let bundle = std::fs::read_dir(results.join("spool/pending"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.to_str().unwrap().ends_with(".tar.zst"))
-        .expect("a spooled bundle");
-    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
-        .unwrap()
-        .files;
+    let files = spooled_files(&results);
     for n in 1..=3 {
         let f = format!("results/stream/loop-{n:04}.json");
         let v: serde_json::Value = serde_json::from_slice(&files[&f]).unwrap();

@@ -8,7 +8,6 @@ use super::report::{open, Opened};
 use crate::bundle::contents::Contents;
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::report::{self, compare};
-use crate::util::fs::write_durably;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert compare: {msg}");
@@ -57,13 +56,5 @@ pub fn run(a: CompareArgs) -> ExitCode {
             serde_json::to_string_pretty(&c).expect("a comparison serialises") + "\n"
         }
     };
-    match &a.output {
-        Some(p) => {
-            if let Err(e) = write_durably(p, &text) {
-                return fail(format!("{}: {e}", p.display()));
-            }
-        }
-        None => print!("{text}"),
-    }
-    ExitCode::SUCCESS
+    super::emit("compare", a.output.as_deref(), &text)
 }

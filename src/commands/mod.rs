@@ -63,6 +63,23 @@ pub fn stop_flag() -> Arc<AtomicBool> {
     flag
 }
 
+/// Writes a command's output durably to `output`, or prints it.
+pub fn emit(cmd: &str, output: Option<&std::path::Path>, text: &str) -> ExitCode {
+    match output {
+        Some(p) => match crate::util::fs::write_durably(p, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("storcert {cmd}: {}: {e}", p.display());
+                ExitCode::from(exit::COULD_NOT_RUN)
+            }
+        },
+        None => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 /// Later stages run on the partition of a device storcert provisioned:
 /// a whole disk given to a workload is replaced by it, and said so.
 pub fn on_provisioned(cmd: &str, targets: &[String]) -> Vec<String> {

@@ -9,7 +9,6 @@ use super::exit;
 use crate::bundle;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::report;
-use crate::util::fs::write_durably;
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert report: {msg}");
@@ -95,13 +94,5 @@ pub fn run(a: ReportArgs) -> ExitCode {
         ReportFormat::Md => report::text::markdown(&r),
         ReportFormat::Txt => report::text::plain(&r),
     };
-    match &a.output {
-        Some(p) => {
-            if let Err(e) = write_durably(p, &text) {
-                return fail(format!("{}: {e}", p.display()));
-            }
-        }
-        None => print!("{text}"),
-    }
-    ExitCode::SUCCESS
+    super::emit("report", a.output.as_deref(), &text)
 }

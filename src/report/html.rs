@@ -560,18 +560,13 @@ fn spare_area(out: &mut String, spare: &[crate::results::provision::ProvisionRes
          <th class=\"l\">drive</th><th class=\"l\">partition</th><th>partition size</th><th>spare</th>\
          <th>factory spare</th><th>total spare</th></tr></thead><tbody>",
     );
-    let pct = |v: Option<f64>| v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "–".into());
     for p in spare {
+        let [drive, part, size, spare, factory, total] = super::spare_cells(p);
         let _ = write!(
             out,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.1}% ({})</td><td>{}</td><td>{}</td></tr>",
-            esc(&p.device),
-            esc(p.kernel.as_ref().map_or("not shown by the kernel", |k| k.partition.as_str())),
-            crate::output::units::decimal_bytes(p.partition_size_bytes),
-            p.spare_pct,
-            crate::output::units::decimal_bytes(p.spare_bytes),
-            pct(p.factory_spare_pct),
-            pct(p.total_spare_pct)
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{size}</td><td>{spare}</td><td>{factory}</td><td>{total}</td></tr>",
+            esc(&drive),
+            esc(&part),
         );
     }
     out.push_str("</tbody></table></section>");

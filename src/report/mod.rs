@@ -179,6 +179,26 @@ impl Report {
     }
 }
 
+/// A provisioned drive's spare area as the report's table shows it: drive,
+/// partition, partition size, spare (% and bytes), factory spare, total.
+pub fn spare_cells(p: &ProvisionResult) -> [String; 6] {
+    let pct = |v: Option<f64>| v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "–".into());
+    [
+        p.device.clone(),
+        p.kernel
+            .as_ref()
+            .map_or("not shown by the kernel".into(), |k| k.partition.clone()),
+        crate::output::units::decimal_bytes(p.partition_size_bytes),
+        format!(
+            "{:.1}% ({})",
+            p.spare_pct,
+            crate::output::units::decimal_bytes(p.spare_bytes)
+        ),
+        pct(p.factory_spare_pct),
+        pct(p.total_spare_pct),
+    ]
+}
+
 /// Files of a results folder, by relative path.
 pub fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
     fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {

@@ -62,20 +62,11 @@ fn render(r: &Report, md: bool) -> String {
     }
     if !r.spare.is_empty() {
         out += &h(2, "Spare area (over-provisioning)");
-        let pct = |v: Option<f64>| v.map(|v| format!("{v:.1}%")).unwrap_or_else(|| "–".into());
         for p in &r.spare {
+            let [drive, part, size, spare, factory, total] = super::spare_cells(p);
             let _ = writeln!(
                 out,
-                "- {}: partition {} of {}, spare {:.1}% ({}), factory spare {}, total {}",
-                p.device,
-                p.kernel
-                    .as_ref()
-                    .map_or("not shown by the kernel", |k| k.partition.as_str()),
-                crate::output::units::decimal_bytes(p.partition_size_bytes),
-                p.spare_pct,
-                crate::output::units::decimal_bytes(p.spare_bytes),
-                pct(p.factory_spare_pct),
-                pct(p.total_spare_pct)
+                "- {drive}: partition {part} of {size}, spare {spare}, factory spare {factory}, total {total}"
             );
         }
         out.push('\n');
