@@ -265,19 +265,26 @@ fn a_run_in_phases_compares_its_phases() {
 /// no slow reads, /dev/sdb 8% over 1 ms. Over both, 4%: ACT's rule passes
 /// the run, but /dev/sdb fails on its own share.
 fn wide_log() -> String {
+    wide_log_with(0, 800)
+}
+
+/// The same with `slow_a` and `slow_b` of each drive's 10,000 reads over
+/// 1 ms.
+fn wide_log_with(slow_a: u64, slow_b: u64) -> String {
     let per = 10_000u64;
-    let slow_b = 800u64;
     format!(
         "\nACT version 6.6\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
          device-names: /dev/sda,/dev/sdb\nnum-devices: 2\ntest-duration-sec: 10\nreport-interval-sec: 10\n\
          microsecond-histograms: no\nread-reqs-per-sec: 4000\nwrite-reqs-per-sec: 2000\n\n\
          DERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
          HISTOGRAM NAMES\nreads\n/dev/sda-reads\n/dev/sdb-reads\n\nafter 10 sec:\n\
-         reads ({} total)\n (00: {:010}) (01: {slow_b:010})\n\
-         /dev/sda-reads ({per} total)\n (00: {per:010})\n\
+         reads ({} total)\n (00: {:010}) (01: {:010})\n\
+         /dev/sda-reads ({per} total)\n (00: {:010}) (01: {slow_a:010})\n\
          /dev/sdb-reads ({per} total)\n (00: {:010}) (01: {slow_b:010})\n\n",
         2 * per,
-        2 * per - slow_b,
+        2 * per - slow_a - slow_b,
+        slow_a + slow_b,
+        per - slow_a,
         per - slow_b
     )
 }
@@ -322,6 +329,19 @@ fn a_run_over_several_drives_judges_each_drive_on_its_own_share() {
             .act_load_passed,
         Some(1.0)
     );
+    // 3% and 9%: 6% over both fails ACT's rule, and with it /dev/sda,
+    // whose own 3% would pass (in upstream ACT's logs a drive's own
+    // histogram is its raw latency, without the queueing `reads` has).
+    write(&dir.join("act/wide-1x.log"), &wide_log_with(300, 900));
+    let s = storcert::report::for_results(&dir).unwrap().summary;
+    let a = s.drives.iter().find(|d| d.device == "/dev/sda").unwrap();
+    assert_eq!(a.verdict, storcert::results::Verdict::Fail);
+    assert!(
+        a.reasons[0].contains("the run over all drives: reads slice 1: 6.00% > 1 ms"),
+        "{:?}",
+        a.reasons
+    );
+    assert_eq!(a.act_load_passed, None);
 }
 
 #[test]
@@ -393,6 +413,23 @@ fn the_text_report_escapes_what_a_run_says() {
         );
         assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}]0;owned"));
     }
+    // A drive name that would add cells (and a fake PASS) to its row.
+    let t = dir.join("targets.json");
+    let text = std::fs::read_to_string(&t).unwrap().replace(
+        "\"path\":\"/dev/sdx1\"",
+        "\"path\":\"/dev/sdz | PASS | 9x |\\n| x\"",
+    );
+    std::fs::write(&t, text).unwrap();
+    let md = storcert(&["report", "--format", "md", s(&dir)]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| /dev/sdz"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.starts_with("| /dev/sdz \\| PASS \\| 9x \\|\\n\\| x |"),
+        "{row}"
+    );
 }
 
 #[test]

@@ -731,11 +731,11 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
     assert!(err.contains("[stream fs] done"), "{err}");
     let files = spooled_files(&results);
     for n in 1..=3 {
-        let f = format!("results/stream/loop-{n:04}.json");
+        let f = format!("results/stream/attempt-1/loop-{n:04}.json");
         let v: serde_json::Value = serde_json::from_slice(&files[&f]).unwrap();
         assert_eq!(v["artefact"], "stream", "{f}");
     }
-    assert!(!files.contains_key("results/stream/loop-0004.json"));
+    assert!(!files.contains_key("results/stream/attempt-1/loop-0004.json"));
     let fs: serde_json::Value = serde_json::from_slice(&files["results/stream-fs.json"]).unwrap();
     assert_eq!(fs["artefact"], "stream-fs");
     // The filesystem pass cleans up after itself.

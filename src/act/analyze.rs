@@ -69,9 +69,12 @@ pub fn judging_slice(text: &str) -> u64 {
 /// Loads and devices from an ACT log's configuration echo.
 pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
     let mut devices = Vec::new();
+    let mut names = String::new();
     let mut reads = None;
+    let mut count = None;
     for line in text.lines().take(200) {
         if let Some(d) = line.strip_prefix("device-names: ") {
+            names = d.trim().to_string();
             devices = d
                 .split([',', ' '])
                 .filter(|s| !s.is_empty())
@@ -79,7 +82,14 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
                 .collect();
         } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
             reads = r.trim().parse::<f64>().ok();
+        } else if let Some(n) = line.strip_prefix("num-devices: ") {
+            count = n.trim().parse::<usize>().ok();
         }
+    }
+    // One device whose path has a space in it (a scratch file in such a
+    // folder), as the header's own count says.
+    if count == Some(1) && devices.len() > 1 {
+        devices = vec![names];
     }
     let load = reads
         .filter(|_| !devices.is_empty())
@@ -137,7 +147,7 @@ pub fn judge_log(
             devices.len(),
             crate::act::config::MAX_STORAGE_DEVICES
         ));
-    } else if !index && devices.len() > 1 {
+    } else if !index && devices.len() > 1 && devices.iter().all(|d| d.len() <= 255) {
         let names: Vec<String> = devices.iter().map(|d| format!("{d}-reads")).collect();
         per_device = devices
             .iter()
@@ -657,5 +667,27 @@ impl Analysis {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::act_log_setup;
+
+    #[test]
+    fn a_device_path_with_a_space_is_one_device_as_the_header_counts() {
+        let head = "device-names: /home/u/My Tests/storcert-scratch.img\nnum-devices: 1\n\
+                    read-reqs-per-sec: 2000\n";
+        let (devices, load) = act_log_setup(head);
+        assert_eq!(devices, ["/home/u/My Tests/storcert-scratch.img"]);
+        assert_eq!(load, Some(1.0));
+        let two = "device-names: /dev/sda /dev/sdb\nnum-devices: 2\nread-reqs-per-sec: 4000\n";
+        assert_eq!(
+            act_log_setup(two),
+            (
+                vec!["/dev/sda".to_string(), "/dev/sdb".to_string()],
+                Some(1.0)
+            )
+        );
     }
 }

@@ -129,9 +129,12 @@ impl Judge {
     }
 
     fn header_line(&mut self, line: &str) {
+        // A line quoted in a problem is cut short: a log of one huge line
+        // costs its reading, not its copies.
+        let line = &crate::util::text::printable(line, 80);
         let set = |key: &str, slot: &mut Option<u64>| -> Option<String> {
             let Ok(v) = setting(line, key)? else {
-                return Some(format!("a malformed {key} line {line:?}"));
+                return Some(format!("a malformed {key} line \"{line}\""));
             };
             if slot.is_some() {
                 return Some(format!("{key} is given twice"));
@@ -153,7 +156,9 @@ impl Judge {
                 settings.microseconds = Some(v.starts_with('y'));
             }
             Some(Err(())) => {
-                why = Some(format!("a malformed microsecond-histograms line {line:?}"))
+                why = Some(format!(
+                    "a malformed microsecond-histograms line \"{line}\""
+                ))
             }
             None => {}
         }
@@ -370,15 +375,26 @@ pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
     while let Some(raw) = lines.next() {
         let line = raw.trim_end();
         if line.ends_with("- test stopped") {
+            let quoted = crate::util::text::printable(line.trim(), 120);
             for j in &mut judges {
-                j.stopped.get_or_insert(line.trim().to_string());
+                j.stopped.get_or_insert_with(|| quoted.clone());
             }
             continue;
         }
-        if line.starts_with("ERROR: reading ") || line.starts_with("ERROR: writing ") {
+        if let Some(what) = line
+            .strip_prefix("ERROR: reading ")
+            .or_else(|| line.strip_prefix("ERROR: writing "))
+        {
+            // ACT's wording names the device: "ERROR: reading DEV: ...".
+            // A drive's own judge counts its own errors; the run's all.
+            let device = what.split(": ").next().unwrap_or("");
+            let quoted = crate::util::text::printable(line, 160);
             for j in &mut judges {
-                j.io_errors += 1;
-                j.first_io_error.get_or_insert(line.to_string());
+                let own = j.name == JUDGED || j.name.strip_suffix("-reads") == Some(device);
+                if own {
+                    j.io_errors += 1;
+                    j.first_io_error.get_or_insert_with(|| quoted.clone());
+                }
             }
             continue;
         }
@@ -707,6 +723,49 @@ mod tests {
             v.problems,
             ["1 device I/O error(s) in the log (first: ERROR: reading /dev/sdz: 5 'Input/output error')"]
         );
+    }
+
+    #[test]
+    fn a_drive_s_own_judge_counts_its_own_errors_and_quotes_are_cut_short() {
+        // Each report's reads again as each drive's own.
+        let mut text = String::new();
+        let plain = log(4, 1, false, clean, "");
+        let mut lines = plain.lines().peekable();
+        while let Some(l) = lines.next() {
+            text.push_str(l);
+            text.push('\n');
+            if l.starts_with("reads (") {
+                let buckets = lines.next().unwrap();
+                text.push_str(buckets);
+                text.push('\n');
+                for d in ["/dev/sda", "/dev/sdb"] {
+                    text.push_str(&format!("{d}-{l}\n{buckets}\n"));
+                }
+            }
+        }
+        let text = text.replace(
+            "after 2 sec:",
+            "ERROR: reading /dev/sdb: 5 'Input/output error'\nafter 2 sec:",
+        );
+        let names: Vec<String> = ["reads", "/dev/sda-reads", "/dev/sdb-reads"]
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        let v = judge_histograms(&text, &names);
+        let errors = |v: &Verdict| v.problems.iter().any(|p| p.contains("I/O error"));
+        assert!(errors(&v[0]) && errors(&v[2]) && !errors(&v[1]), "{v:?}");
+        assert!(v[1].pass, "{:?}", v[1].problems);
+        // One malformed setting line of a megabyte is quoted in 80
+        // characters, not copied whole into each judge's problems.
+        let huge = format!("test-duration-secX{}\n", "\u{1}".repeat(1 << 20));
+        let v = judge_histograms(&format!("{huge}{}", log(4, 1, false, clean, "")), &names);
+        for v in &v {
+            assert!(
+                v.problems.iter().all(|p| p.len() < 2000),
+                "{:?}",
+                v.problems
+            );
+        }
     }
 
     #[test]

@@ -265,9 +265,12 @@ impl Contents {
         // never judged, so it cannot stand for a pass.
         for item in &c.items {
             if let Artefact::ActRun(_) = &item.artefact {
-                let dir = split(&item.path).0;
+                // Its own log: "act/x.json" is the run of "act/x.log".
+                let (dir, name) = split(&item.path);
+                let stem = name.strip_suffix(".json").unwrap_or(name);
                 let judged = c.items.iter().any(|i| {
-                    matches!(i.artefact, Artefact::ActAnalysis(_)) && split(&i.path).0 == dir
+                    matches!(&i.artefact, Artefact::ActAnalysis(a)
+                        if split(&i.path).0 == dir && a.log.strip_suffix(".log") == Some(stem))
                 });
                 if !judged {
                     c.unreadable.push((
@@ -496,12 +499,22 @@ mod hostile {
             "{s:#?}"
         );
         // An ACT run's result alone: its latency was never judged.
-        let s = verdict(&[("act/a.json", run)]);
+        let s = verdict(&[("act/a.json", run.clone())]);
         assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
         assert!(
             s.tests
                 .iter()
                 .any(|t| t.detail.contains("its latency was not judged")),
+            "{s:#?}"
+        );
+        // Beside another run's log: still not its own.
+        let other = log("storcert-us-20x.log");
+        let s = verdict(&[("act/a.json", run), ("act/b.log", other)]);
+        assert!(
+            s.tests
+                .iter()
+                .any(|t| t.name == "unreadable (results/act/a.json)"
+                    && t.detail.contains("its latency was not judged")),
             "{s:#?}"
         );
     }

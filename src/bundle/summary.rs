@@ -196,16 +196,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                 let own = if a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE) {
                     crate::results::act::null_engine_judgement(vec![d.device.clone()])
                 } else {
-                    Judgement {
-                        per_device: Vec::new(),
-                        verdict: Verdict::of(d.verdict.pass),
-                        detail: if d.verdict.pass {
-                            "its reads within ACT's limits in every slice".into()
-                        } else {
-                            crate::results::act::verdict_reasons(&d.verdict)
-                        },
-                        devices: vec![d.device.clone()],
-                    }
+                    a.share_judgement(d)
                 };
                 if let (Verdict::Pass, Some(l)) = (own.verdict, a.load) {
                     reach(&mut s, &own.devices, l);
@@ -321,7 +312,8 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     let drive_tests = s.tests.iter().any(|t| {
         t.measured
             && !t.devices.is_empty()
-            && (t.name.starts_with("act-") || t.name.starts_with("stream"))
+            && (t.name.starts_with("act-")
+                || (t.name.starts_with("stream") && !t.name.starts_with("stream-fs")))
     });
     let untested: Vec<String> = if targets.is_some() && drive_tests {
         s.drives

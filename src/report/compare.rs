@@ -289,12 +289,15 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     let mut left_out = Vec::new();
     for (source, c) in runs {
         let known = drives(c);
-        let confirmations = confirmation_logs(c);
+        let (owned, confirmations) = search_logs(c);
         let mut trials = 0;
         for (log, a) in c.analyses() {
             // A search's trials are shorter runs that find a load; its
             // confirmation, at full length, is the one that qualifies it.
             if crate::bundle::summary::is_trial_log(&log)
+                && owned
+                    .iter()
+                    .any(|o| crate::bundle::summary::same_log(&log, o))
                 && !confirmations
                     .iter()
                     .any(|c| crate::bundle::summary::same_log(&log, c))
@@ -329,16 +332,7 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
             } else {
                 a.per_device
                     .iter()
-                    .map(|d| {
-                        let v = &d.verdict;
-                        let j = crate::results::verdict::Judgement {
-                            per_device: Vec::new(),
-                            verdict: crate::results::Verdict::of(v.pass),
-                            detail: crate::results::act::verdict_reasons(v),
-                            devices: vec![d.device.clone()],
-                        };
-                        (vec![d.device.clone()], v, j)
-                    })
+                    .map(|d| (vec![d.device.clone()], &d.verdict, a.share_judgement(d)))
                     .collect()
             };
             for (devices, verdict, judgement) in shares {
@@ -401,18 +395,25 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     }
 }
 
-/// The logs of searches' confirmation runs.
-fn confirmation_logs(c: &Contents) -> Vec<String> {
-    c.items
+/// The logs of searches' trials, and of their confirmation runs.
+fn search_logs(c: &Contents) -> (Vec<String>, Vec<String>) {
+    let trials: Vec<&crate::results::act::Trial> = c
+        .items
         .iter()
         .filter_map(|i| match &i.artefact {
             Artefact::ActSearch(s) => Some(s),
             _ => None,
         })
         .flat_map(|s| s.trials.iter())
-        .filter(|t| t.purpose == "confirm")
-        .map(|t| t.log.clone())
-        .collect()
+        .collect();
+    (
+        trials.iter().map(|t| t.log.clone()).collect(),
+        trials
+            .iter()
+            .filter(|t| t.purpose == "confirm")
+            .map(|t| t.log.clone())
+            .collect(),
+    )
 }
 
 /// The drive of `devices` (drives joined by " + " for a share of several)

@@ -26,7 +26,20 @@ fn render(r: &Report, md: bool) -> String {
             )
         }
     };
+    // A cell is one cell: a '|' or a line break in what a bundle says
+    // cannot add cells or rows.
     let row = |cells: &[String]| {
+        let cells: Vec<String> = cells
+            .iter()
+            .map(|c| {
+                let c = c.replace('\n', "\\n").replace('\r', "\\r");
+                if md {
+                    c.replace('|', "\\|")
+                } else {
+                    c
+                }
+            })
+            .collect();
         if md {
             format!("| {} |\n", cells.join(" | "))
         } else {

@@ -367,6 +367,34 @@ impl LogAnalysis {
     }
 }
 
+impl LogAnalysis {
+    /// One drive's share of a run over several: it passes where its own
+    /// histogram and ACT's rule over the run's transactions (`reads`)
+    /// both pass. In upstream ACT's logs "/dev/X-reads" is the drive's raw
+    /// latency, without the queueing `reads` includes, so the drive's own
+    /// figure alone could pass a load ACT failed.
+    pub fn share_judgement(&self, d: &DeviceVerdict) -> super::verdict::Judgement {
+        let run = &self.analysis.verdict;
+        let pass = d.verdict.pass && run.pass;
+        let detail = match (d.verdict.pass, run.pass) {
+            (true, true) => "its reads and the run's within ACT's limits in every slice".into(),
+            (false, true) => verdict_reasons(&d.verdict),
+            (true, false) => format!("the run over all drives: {}", verdict_reasons(run)),
+            (false, false) => format!(
+                "{}; the run over all drives: {}",
+                verdict_reasons(&d.verdict),
+                verdict_reasons(run)
+            ),
+        };
+        super::verdict::Judgement {
+            per_device: Vec::new(),
+            verdict: super::Verdict::of(pass),
+            detail,
+            devices: vec![d.device.clone()],
+        }
+    }
+}
+
 impl SearchResult {
     /// A search is judged by its result: failing the loads above the
     /// highest passing one is how a search works. Its devices are those of

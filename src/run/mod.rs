@@ -859,6 +859,7 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
     let writes = s.passes.contains(&crate::stream::Pass::Write);
     let burn_in = s.loops.is_some() || s.duration_secs.is_some();
     ctx.stage("stream", writes, || {
+        let attempt = ctx.journal().get("stream").map_or(1, |r| r.attempts);
         let until = s
             .duration_secs
             .map(|d| Instant::now() + Duration::from_secs(d));
@@ -880,8 +881,16 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
                 seed: rand::random(),
             };
             let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;
+            if burn_in && ctx.stopped() {
+                // A loop cut short by a stop is no result: the stage runs
+                // again, whole, when the run resumes.
+                break;
+            }
+            // Each attempt's loops in a folder of their own: a resumed
+            // burn-in neither overwrites an earlier attempt's failed loop
+            // nor leaves it to look like this attempt's.
             let name = if burn_in {
-                format!("stream/loop-{n:04}.json")
+                format!("stream/attempt-{attempt}/loop-{n:04}.json")
             } else {
                 "stream.json".to_string()
             };
