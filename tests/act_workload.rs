@@ -393,6 +393,14 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
         (per_a as f64 / all as f64 - 0.5).abs() < 0.02,
         "{per_a} of {all}"
     );
+    // Each drive's large-block latencies too (storcert's addition; ACT
+    // keeps only their totals), adding up to the totals.
+    for what in ["large-block-reads", "large-block-writes"] {
+        let total = |h: &str| analyze(&text, &opts(h), "").unwrap().histograms[0].slices[0].total;
+        let own = total(&format!("{}-{what}", a.dev)) + total(&format!("{}-{what}", b.dev));
+        assert_eq!(own, total(what), "{what}");
+        assert!(own > 0, "{what}");
+    }
     // One JSON line per second, with the read percentiles.
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&timeline)
         .unwrap()

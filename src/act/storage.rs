@@ -66,6 +66,19 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
         )
     });
     let txn_writes = do_commits.then(|| add(&mut names, "txn-writes".into()));
+    // storcert's addition in a run over several drives: each drive's own
+    // large-block latencies (ACT keeps their totals only).
+    let lb_per = (do_large && n > 1).then(|| {
+        let per = |names: &mut Vec<String>, what: &str| -> Vec<usize> {
+            cfg.device_names
+                .iter()
+                .map(|dev| add(names, format!("{dev}-{what}")))
+                .collect()
+        };
+        let r = per(&mut names, "large-block-reads");
+        let w = per(&mut names, "large-block-writes");
+        (r, w)
+    });
 
     if let Some((agg, per)) = read_hists {
         streams.push(StreamSpec {
@@ -108,7 +121,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                     device: Some(dev),
                     shape: Shape::LargeBlock { write: false },
                     hist: Some(r),
-                    device_hists: None,
+                    device_hists: lb_per.as_ref().map(|(r, _)| r.clone()),
                     txn_hist: Some(tr),
                     pause: Duration::ZERO,
                     kind: Kind::LargeBlockRead,
@@ -121,7 +134,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                 device: Some(dev),
                 shape: Shape::LargeBlock { write: true },
                 hist: Some(w),
-                device_hists: None,
+                device_hists: lb_per.as_ref().map(|(_, w)| w.clone()),
                 txn_hist: Some(tw),
                 pause: Duration::ZERO,
                 kind: Kind::LargeBlockWrite,
