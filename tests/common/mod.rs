@@ -164,8 +164,12 @@ impl Drop for Mount {
 
 /// A loop device whose writes fail once a 32 MiB tmpfs under it is full
 /// (ENOSPC through the loop driver), as a failing drive's writes would.
+/// 28 MiB of the tmpfs are taken first, so the errors start after 4 MiB
+/// of writes: however slowly a busy machine lets a test write, it gets
+/// there.
 pub fn failing_loop(tmp: &Path) -> (Mount, Loop) {
     let fs = Mount::tmpfs(&tmp.join("small"), "32m");
+    std::fs::write(fs.0.join("taken"), vec![0x5au8; 28 << 20]).unwrap();
     let back = fs.0.join("back.img");
     std::fs::File::create(&back)
         .unwrap()
