@@ -295,6 +295,12 @@ fn device_faults_end_in_a_verdict_and_a_bundle_never_a_hang() {
         serde_json::from_slice(&o.stdout).unwrap()
     };
     // dm-flakey: errors counted with the device named; FAIL; a bundle.
+    // (The device turns flaky once its ACT run has reported once.)
+    assert!(
+        read(&r.join("dm.log")).contains("flaky from now: 0"),
+        "{}",
+        read(&r.join("dm.log"))
+    );
     assert_eq!(
         read(&r.join("flaky.rc")).trim(),
         "1",

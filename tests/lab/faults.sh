@@ -4,12 +4,27 @@
 set -u
 export DM_DISABLE_UDEV=1
 N=$(blockdev --getsz /dev/vda)
-dmsetup create flaky --noudevsync --table "0 $N flakey /dev/vda 0 1 1" > /results/dm.log 2>&1
+# Healthy (up an hour) until its ACT run has written a first report, then
+# up 1 s, down 1 s: the safety gate's read at the start cannot meet a down
+# second (it would refuse the drive as unreadable), however slow the host.
+FLAKY_TABLE="0 $N flakey /dev/vda 0 1 1"
+dmsetup create flaky --noudevsync --table "0 $N flakey /dev/vda 0 3600 0" > /results/dm.log 2>&1
 N=$(blockdev --getsz /dev/vdb)
 dmsetup create slow --noudevsync --table "0 $N delay /dev/vdb 0 1500" >> /results/dm.log 2>&1
 dmsetup mknodes >> /results/dm.log 2>&1
 ls -l /dev/mapper >> /results/dm.log 2>&1
 for p in flaky slow unplug; do
+  if [ "$p" = flaky ]; then
+    ( for _ in $(seq 1 480); do
+        log=$(find /tmp/flaky -name '*-1x.log' 2>/dev/null | head -n 1)
+        if [ -n "$log" ] && grep -q "^after 1 sec:" "$log"; then break; fi
+        sleep 0.5
+      done
+      dmsetup suspend --noudevsync flaky && \
+        dmsetup reload --noudevsync flaky --table "$FLAKY_TABLE" && \
+        dmsetup resume --noudevsync flaky
+      echo "flaky from now: $?" >> /results/dm.log ) &
+  fi
   if [ "$p" = unplug ]; then
     # Deleted once its ACT run has written its first report, so the disk
     # goes away in the middle of the run however slow the host is.
