@@ -673,6 +673,58 @@ pub fn parse_load(text: &str) -> Result<f64, LoadError> {
 /// Transaction rates of an "Nx" load on `devices` drives: N × 2000 reads
 /// and N × 1000 writes per second per drive (ACT's rates are totals over
 /// all devices).
+/// What a run sets in an ACT config of either workload, on top of the
+/// literal keys a profile entry gave: the drives, the rates its load
+/// gives (unless the entry gave them), the duration and a scratch size.
+pub trait RunConfig: Sized {
+    /// The entry's literal keys, before validation and derivation.
+    fn literal(text: &str, origin: &str) -> Result<Self, ConfigError>;
+    fn set_run(
+        &mut self,
+        devices: Vec<String>,
+        rates: (Option<u32>, Option<u32>),
+        secs: u64,
+        file_size: u64,
+    );
+    /// ACT's check_configuration() and derive_configuration().
+    fn check(&mut self, origin: &str) -> Result<(), ConfigError>;
+}
+
+macro_rules! run_config {
+    ($ty:ty) => {
+        impl RunConfig for $ty {
+            fn literal(text: &str, origin: &str) -> Result<Self, ConfigError> {
+                Self::parse_unchecked(text, origin)
+            }
+
+            fn set_run(
+                &mut self,
+                devices: Vec<String>,
+                (reads, writes): (Option<u32>, Option<u32>),
+                secs: u64,
+                file_size: u64,
+            ) {
+                self.device_names = devices;
+                if let Some(r) = reads {
+                    self.read_reqs_per_sec = r;
+                }
+                if let Some(w) = writes {
+                    self.write_reqs_per_sec = w;
+                }
+                self.test_duration_sec = secs;
+                self.file_size_bytes = file_size;
+            }
+
+            fn check(&mut self, origin: &str) -> Result<(), ConfigError> {
+                self.finish(origin)
+            }
+        }
+    };
+}
+
+run_config!(StorageConfig);
+run_config!(IndexConfig);
+
 pub fn rates_for_load(load: f64, devices: usize) -> (u32, u32) {
     let d = devices.max(1) as f64;
     (

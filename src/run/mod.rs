@@ -24,7 +24,7 @@ use sha2::Digest;
 
 use self::journal::Journal;
 use self::profile::Profile;
-use crate::act::config::{rates_for_load, IndexConfig, StorageConfig};
+use crate::act::config::{IndexConfig, StorageConfig};
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
 use crate::output::console::Console;
 use crate::results::act::{Prep, PREP_SCHEMA};
@@ -399,49 +399,23 @@ fn act_run(
     }
 }
 
-/// One drive's ACT configuration (storage or index) at `load` for `secs`:
-/// both config types carry the same fields for this.
-/// The profile entry's own ACT keys first, then the drive, the duration,
-/// and the rates of its load where the entry did not give them.
-macro_rules! drive_config {
-    ($ty:ty, $t:expr, $plan:expr, $secs:expr) => {{
-        let plan: &profile::TimedPlan = $plan;
-        let mut c = <$ty>::parse_unchecked(&plan.config, "profile").map_err(|e| anyhow!("{e}"))?;
-        c.device_names = vec![$t.path.clone()];
-        let (r, w) = rates_for_load(plan.load, 1);
-        if !plan.sets_reads {
-            c.read_reqs_per_sec = r;
-        }
-        if !plan.sets_writes {
-            c.write_reqs_per_sec = w;
-        }
-        c.test_duration_sec = $secs;
-        c.file_size_bytes = $t.file_size;
-        c.finish("profile").map_err(|e| anyhow!("{e}")).map(|_| c)
-    }};
-}
-
-fn storage_config(t: &Target, plan: &profile::TimedPlan, secs: u64) -> Result<StorageConfig> {
-    drive_config!(StorageConfig, t, plan, secs)
+/// One drive's ACT configuration (storage or index) for `plan`, `secs`.
+fn drive_config<C: crate::act::config::RunConfig>(
+    t: &Target,
+    plan: &profile::TimedPlan,
+    secs: u64,
+) -> Result<C> {
+    plan.act_config(vec![t.path.clone()], t.file_size, secs, "profile")
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// One ACT storage run over all `targets` at once (a profile's `wide`
 /// mode): the load is per drive, as in ACT, so the rates are the load's
 /// times the number of drives; rates the entry gives are ACT's totals.
 fn wide_storage_config(targets: &[Target], plan: &profile::TimedPlan) -> Result<StorageConfig> {
-    let mut c =
-        StorageConfig::parse_unchecked(&plan.config, "profile").map_err(|e| anyhow!("{e}"))?;
-    c.device_names = targets.iter().map(|t| t.path.clone()).collect();
-    let (r, w) = rates_for_load(plan.load, targets.len());
-    if !plan.sets_reads {
-        c.read_reqs_per_sec = r;
-    }
-    if !plan.sets_writes {
-        c.write_reqs_per_sec = w;
-    }
-    c.test_duration_sec = plan.secs;
-    c.finish("profile").map_err(|e| anyhow!("{e}"))?;
-    Ok(c)
+    let devices = targets.iter().map(|t| t.path.clone()).collect();
+    plan.act_config(devices, 0, plan.secs, "profile")
+        .map_err(|e| anyhow!("{e}"))
 }
 
 /// The profile's policy, from its file or inline text.
@@ -673,7 +647,7 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
         each_parallel(targets, |t| {
             let id = format!("{}act {} {}", ph.id, tl.name, t.label);
             ctx.stage(&id, true, || {
-                let c = storage_config(t, tl, tl.secs)?;
+                let c: StorageConfig = drive_config(t, tl, tl.secs)?;
                 act_run(
                     ctx,
                     &id,
@@ -689,7 +663,7 @@ fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> 
         each_parallel(targets, |t| {
             ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
                 let spec = crate::act::search::SearchSpec {
-                    base: storage_config(
+                    base: drive_config(
                         t,
                         &profile::TimedPlan {
                             load: 1.0,
@@ -816,7 +790,7 @@ fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.name, t.label);
                 ctx.stage(&id, true, || {
-                    let c = drive_config!(IndexConfig, t, ix, ix.secs)?;
+                    let c: IndexConfig = drive_config(t, ix, ix.secs)?;
                     act_run(
                         ctx,
                         &id,

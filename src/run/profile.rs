@@ -310,6 +310,34 @@ pub struct TimedPlan {
     pub sets_writes: bool,
 }
 
+impl TimedPlan {
+    /// The ACT config this entry runs as on `devices` for `secs`: its own
+    /// keys, then the drives, the duration, and its load's rates (the
+    /// load is per drive, so rates for all of them) where it gave none.
+    /// The profile's check and the run build it here, alike.
+    pub fn act_config<C: crate::act::config::RunConfig>(
+        &self,
+        devices: Vec<String>,
+        file_size: u64,
+        secs: u64,
+        origin: &str,
+    ) -> Result<C, crate::act::config::ConfigError> {
+        let mut c = C::literal(&self.config, origin)?;
+        let (r, w) = crate::act::config::rates_for_load(self.load, devices.len());
+        c.set_run(
+            devices,
+            (
+                (!self.sets_reads).then_some(r),
+                (!self.sets_writes).then_some(w),
+            ),
+            secs,
+            file_size,
+        );
+        c.check(origin)?;
+        Ok(c)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PhasePlan {
     /// 0: no spare partition.
@@ -410,19 +438,13 @@ impl Profile {
             let plan = Self::timed_plan(&k, t)?;
             // Checked whole, as ACT checks a config, with a stand-in drive:
             // a value ACT refuses fails here, not after drives are wiped.
-            let mut c = crate::act::config::StorageConfig::parse_unchecked(&plan.config, &k)
-                .map_err(|e| (format!("{k}.config"), e.to_string()))?;
-            c.device_names = vec!["/dev/profile-check".into()];
-            let (r, w) = crate::act::config::rates_for_load(plan.load, 1);
-            if !plan.sets_reads {
-                c.read_reqs_per_sec = r;
-            }
-            if !plan.sets_writes {
-                c.write_reqs_per_sec = w;
-            }
-            c.test_duration_sec = plan.secs;
-            c.finish(&k)
-                .map_err(|e| (format!("{k}.config"), e.to_string()))?;
+            plan.act_config::<crate::act::config::StorageConfig>(
+                vec!["/dev/profile-check".into()],
+                0,
+                plan.secs,
+                &k,
+            )
+            .map_err(|e| (format!("{k}.config"), e.to_string()))?;
             // Stage ids and files are named after the entry: two of one
             // name would be one run.
             if plans.iter().any(|p| p.name == plan.name) {
@@ -600,20 +622,13 @@ impl Profile {
                 .transpose()?;
             if let Some(t) = &a.index {
                 let ix = Self::timed_plan("act.index", t)?;
-                let mut c =
-                    crate::act::config::IndexConfig::parse_unchecked(&ix.config, "act.index")
-                        .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
-                c.device_names = vec!["/dev/profile-check".into()];
-                let (r, w) = crate::act::config::rates_for_load(ix.load, 1);
-                if !ix.sets_reads {
-                    c.read_reqs_per_sec = r;
-                }
-                if !ix.sets_writes {
-                    c.write_reqs_per_sec = w;
-                }
-                c.test_duration_sec = ix.secs;
-                c.finish("act.index")
-                    .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
+                ix.act_config::<crate::act::config::IndexConfig>(
+                    vec!["/dev/profile-check".into()],
+                    0,
+                    ix.secs,
+                    "act.index",
+                )
+                .map_err(|e| ("act.index.config".to_string(), e.to_string()))?;
                 plan.index = Some(ix);
             }
             if a.storage.is_empty() && a.search.is_none() && a.index.is_none() && !a.prep {
