@@ -18,8 +18,26 @@ pub fn public_key_path(secret: &Path) -> PathBuf {
 pub fn make_key(secret: &Path, force: bool) -> anyhow::Result<SecretKey> {
     let public = public_key_path(secret);
     for p in [secret, public.as_path()] {
-        if !force && p.exists() {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            continue;
+        };
+        if !force {
             bail!("{}: exists (--force replaces it)", p.display());
+        }
+        // Replaced only if it is a plain file of ours: a link or another
+        // user's file in a shared folder is somebody's trap for the key.
+        if !meta.is_file() {
+            bail!(
+                "{}: exists and is not a regular file; not replaced",
+                p.display()
+            );
+        }
+        // SAFETY: geteuid has no preconditions.
+        if std::os::unix::fs::MetadataExt::uid(&meta) != unsafe { libc::geteuid() } {
+            bail!(
+                "{}: exists and belongs to another user; not replaced",
+                p.display()
+            );
         }
     }
     let key = SecretKey::generate();

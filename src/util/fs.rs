@@ -2,7 +2,7 @@
 //! power cut, never torn, and folders made for it survive too.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes a result file whole or not at all: a temporary beside it,
 /// fsync, rename into place, then fsync of the folder, so a crash or power
@@ -18,34 +18,64 @@ pub fn write_secret(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> 
     write_durably_mode(path, data.as_ref(), 0o600)
 }
 
-fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+/// A new file beside `path`, named `.NAME.RANDOM.tmp`, created
+/// `O_CREAT|O_EXCL|O_NOFOLLOW` with `mode` from its first byte: a link or
+/// file someone planted under a predictable name is never opened through.
+pub fn create_temporary(path: &Path, mode: u32) -> std::io::Result<(std::fs::File, PathBuf)> {
     use std::os::unix::fs::OpenOptionsExt;
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let mut rng = crate::util::random::Rng::from_entropy();
+    loop {
+        let tmp = path.with_file_name(format!(".{name}.{:016x}.tmp", rng.next_u64()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(mode)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((f, tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    // A device or pipe the caller named (/dev/stdout): written in place.
+    // A link is not followed to one: it is replaced like a file.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() && !m.file_type().is_symlink()) {
         return std::fs::write(path, data);
     }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = path.with_file_name(name);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)?;
-    f.write_all(data)?;
-    f.sync_all()?;
+    let (mut f, tmp) = create_temporary(path, mode)?;
+    let written = f
+        .write_all(data)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     drop(f);
-    std::fs::rename(&tmp, path)?;
     // vfat writes a renamed file's new directory entry with size 0 and no
     // first cluster until the file itself is written back: without this
     // second fsync a power cut leaves an empty file under the final name
     // (found by the lab's power-cut test on a STORCERT stick).
-    std::fs::File::open(path)?.sync_all()?;
+    open_nofollow(path)?.sync_all()?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     std::fs::File::open(dir)?.sync_all()
+}
+
+/// Opens `path` for reading without following a final link.
+fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// Creates `dir` and any missing parents so that they survive a power
@@ -96,7 +126,11 @@ mod tests {
         assert_eq!(names, ["result.json"]);
         // Not a regular file: written in place, no temporary in /dev.
         write_durably(Path::new("/dev/null"), "x").unwrap();
-        assert!(!Path::new("/dev/null.tmp").exists());
+        assert!(!std::fs::read_dir("/dev").unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".null.")));
         // A folder that does not exist: an error, not a panic.
         assert!(write_durably(&dir.path().join("missing/r.json"), "x").is_err());
         // Folders made durably, parents included; existing ones are fine.
@@ -104,5 +138,31 @@ mod tests {
         create_dir_durably(&deep).unwrap();
         create_dir_durably(&deep).unwrap();
         assert!(deep.is_dir());
+    }
+
+    #[test]
+    fn a_planted_link_is_neither_followed_nor_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        // A link at the final name, and at the old predictable temporary.
+        let out = dir.path().join("report.html");
+        std::os::unix::fs::symlink(&victim, &out).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("report.html.tmp")).unwrap();
+        write_durably(&out, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&out)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "new");
+        // A secret is 0600 whatever the umask.
+        let key = dir.path().join("k");
+        write_secret(&key, "s").unwrap();
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }
