@@ -519,6 +519,35 @@ pub struct BundleVerifyArgs {
     /// Print the verified facts as JSON
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub limits: UnpackLimitArgs,
+}
+
+/// What reading one bundle may cost (a decompression bomb stops here).
+#[derive(Debug, Clone, Args)]
+pub struct UnpackLimitArgs {
+    /// The most a bundle may unpack to (K/M/G suffixes)
+    #[arg(long, value_name = "SIZE", default_value = "2G")]
+    pub max_unpacked: String,
+    /// The most it may unpack to per compressed byte, beyond the first 32 MiB
+    #[arg(long, value_name = "N", default_value_t = 250)]
+    pub max_ratio: u64,
+    /// The most files a bundle may hold
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_entries: u64,
+}
+
+impl UnpackLimitArgs {
+    pub fn limits(&self) -> Result<crate::bundle::Limits, String> {
+        let max_unpacked = crate::util::size::parse_size(&self.max_unpacked)
+            .map_err(|e| format!("--max-unpacked {:?}: {e}", self.max_unpacked))?;
+        Ok(crate::bundle::Limits {
+            max_unpacked,
+            max_ratio: self.max_ratio,
+            max_entries: self.max_entries,
+            ..Default::default()
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -586,17 +615,38 @@ pub struct CollectArgs {
     /// Uploads per minute accepted from one client address
     #[arg(long, value_name = "N", default_value_t = 120)]
     pub rate: u32,
-    /// Accept uploads only with this bearer token (a file holding it; also
-    /// STORCERT_COLLECT_TOKEN)
+    /// A bearer token (a file holding it; also STORCERT_COLLECT_TOKEN) that
+    /// every request must carry: uploads, and pages, API and downloads too
+    /// unless --public-read. Browsers are asked for it (any user name, the
+    /// token as password). Without a token every endpoint is open to anyone
+    /// who can reach the collector
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Uploads received at once (more are answered 503 and retried); with
-    /// --max-body this bounds the memory uploads can hold
+    /// Serve the pages (/, /bundles/SHA), the API (/api/bundles) and the
+    /// downloads (/download/...) without the token: they show serials,
+    /// host names and whole bundles
+    #[arg(long)]
+    pub public_read: bool,
+    /// Uploads received at once (more are answered 503 and retried)
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_uploads: usize,
-    /// The longest one upload may take, body included
+    /// Uploads received at once from one client address
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_uploads_per_client: usize,
+    /// Bundles verified at once (default: the number of cores)
+    #[arg(long, value_name = "N")]
+    pub max_verifying: Option<usize>,
+    /// The longest one upload may take, body and verification included
     #[arg(long, value_name = "DURATION", default_value = "10m")]
     pub request_timeout: String,
+    /// The longest an upload's body may pause
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub body_idle_timeout: String,
+    /// The CPU time one verification may use
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub verify_cpu: String,
+    #[command(flatten)]
+    pub limits: UnpackLimitArgs,
     /// How often to pick up bundles other collectors stored in a shared store
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub sync_interval: String,
@@ -654,9 +704,12 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "html")]
     pub format: ReportFormat,
-    /// Verify the bundle's signatures with this public key first
+    /// Verify the bundle's signatures with this public key first (without
+    /// it the report says NOT VERIFIED)
     #[arg(short = 'p', long, value_name = "KEY.pub")]
     pub pubkey: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: UnpackLimitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -672,6 +725,8 @@ pub struct CompareArgs {
     /// Verify each bundle's signatures with this public key first
     #[arg(short = 'p', long, value_name = "KEY.pub")]
     pub pubkey: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: UnpackLimitArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -113,9 +113,20 @@ pub fn bundle(data: &[u8]) {
         return;
     };
     let keys = [s.key.clone()];
+    let limits = bundle::Limits::default();
+    let verify = |bytes: &[u8], minisig: &str, envelope: &str| {
+        bundle::verify(
+            std::io::Cursor::new(bytes),
+            "f.tar.zst",
+            minisig,
+            envelope,
+            &keys,
+            &limits,
+        )
+    };
     match mode % 4 {
         0 => {
-            let r = bundle::verify(rest, &s.minisig, &s.envelope, &keys);
+            let r = verify(rest, &s.minisig, &s.envelope);
             assert!(
                 r.is_err() || rest == s.bytes.as_slice(),
                 "a changed bundle verified"
@@ -123,7 +134,7 @@ pub fn bundle(data: &[u8]) {
         }
         1 => {
             let text = String::from_utf8_lossy(rest);
-            let r = bundle::verify(&s.bytes, &text, &s.envelope, &keys);
+            let r = verify(&s.bytes, &text, &s.envelope);
             assert!(
                 r.is_err() || text == s.minisig,
                 "a changed signature verified"
@@ -131,14 +142,14 @@ pub fn bundle(data: &[u8]) {
         }
         2 => {
             let text = String::from_utf8_lossy(rest);
-            let r = bundle::verify(&s.bytes, &s.minisig, &text, &keys);
+            let r = verify(&s.bytes, &s.minisig, &text);
             assert!(
                 r.is_err() || text == s.envelope,
                 "a changed envelope verified"
             );
         }
         _ => {
-            let _ = bundle::unpack(rest);
+            let _ = bundle::unpack_bytes(rest, &limits);
             let _ = PublicKey::parse_many(&String::from_utf8_lossy(rest));
             let _ = SecretKey::parse_file(&String::from_utf8_lossy(rest));
         }
@@ -168,8 +179,18 @@ fn world() -> &'static World {
             rate_per_minute: u32::MAX,
             sync_interval: std::time::Duration::from_secs(3600),
             token: None,
+            public_read: true,
             max_uploads: 4,
+            max_uploads_per_client: 4,
+            max_verifying: 1,
             request_timeout: std::time::Duration::from_secs(10),
+            body_idle_timeout: std::time::Duration::from_secs(10),
+            limits: Default::default(),
+            incoming: {
+                let d = dir.join("incoming");
+                std::fs::create_dir_all(&d).expect("incoming dir");
+                d
+            },
         });
         World {
             rt: tokio::runtime::Builder::new_current_thread()

@@ -13,6 +13,23 @@ use common::storcert;
 use storcert::bundle::{self, minisign::PublicKey, minisign::SecretKey};
 use storcert::results::Verdict;
 
+/// Verifies bundle bytes signed as "b.tar.zst", within the default limits.
+fn verify(
+    bytes: &[u8],
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+) -> Result<bundle::Verified, bundle::VerifyError> {
+    bundle::verify(
+        std::io::Cursor::new(bytes),
+        "b.tar.zst",
+        minisig,
+        envelope,
+        keys,
+        &Default::default(),
+    )
+}
+
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -287,7 +304,7 @@ fn any_changed_byte_fails_verification() {
     let keys = [key.public()];
     let c = bundle::create(&res).unwrap();
     let sigs = bundle::sign(&c.bytes, "b.tar.zst", &c.summary, &key);
-    bundle::verify(&c.bytes, &sigs.minisig, &sigs.envelope, &keys).unwrap();
+    verify(&c.bytes, &sigs.minisig, &sigs.envelope, &keys).unwrap();
 
     // Positions spread over each file, plus the first and last bytes.
     fn positions(len: usize, n: usize) -> Vec<usize> {
@@ -298,21 +315,21 @@ fn any_changed_byte_fails_verification() {
     for pos in positions(c.bytes.len(), 300) {
         let bad = flipped(&c.bytes, pos);
         assert!(
-            bundle::verify(&bad, &sigs.minisig, &sigs.envelope, &keys).is_err(),
+            verify(&bad, &sigs.minisig, &sigs.envelope, &keys).is_err(),
             "bundle byte {pos}"
         );
     }
     for pos in positions(sigs.minisig.len(), 200) {
         let bad = String::from_utf8_lossy(&flipped(sigs.minisig.as_bytes(), pos)).into_owned();
         assert!(
-            bundle::verify(&c.bytes, &bad, &sigs.envelope, &keys).is_err(),
+            verify(&c.bytes, &bad, &sigs.envelope, &keys).is_err(),
             "minisig byte {pos}"
         );
     }
     for pos in positions(sigs.envelope.len(), 400) {
         let bad = String::from_utf8_lossy(&flipped(sigs.envelope.as_bytes(), pos)).into_owned();
         assert!(
-            bundle::verify(&c.bytes, &sigs.minisig, &bad, &keys).is_err(),
+            verify(&c.bytes, &sigs.minisig, &bad, &keys).is_err(),
             "envelope byte {pos}"
         );
     }
@@ -336,12 +353,12 @@ fn any_changed_byte_fails_verification() {
         let mut t2 = tar.clone();
         t2[pos] = if t2[pos] == b'0' { b'1' } else { b'0' };
         let bytes = zstd::encode_all(t2.as_slice(), 3).unwrap();
-        let e = bundle::verify(&bytes, &sigs.minisig, &sigs.envelope, &keys)
+        let e = verify(&bytes, &sigs.minisig, &sigs.envelope, &keys)
             .unwrap_err()
             .to_string();
         assert!(e.contains("signature"), "{e}");
         let resigned = bundle::sign(&bytes, "b.tar.zst", &c.summary, &key);
-        let e = bundle::verify(&bytes, &resigned.minisig, &resigned.envelope, &keys)
+        let e = verify(&bytes, &resigned.minisig, &resigned.envelope, &keys)
             .unwrap_err()
             .to_string();
         assert!(!e.contains("signature"), "manifest byte {pos}: {e}");
@@ -349,7 +366,7 @@ fn any_changed_byte_fails_verification() {
 
     // Another key: named as untrusted.
     let other = [SecretKey::generate().public()];
-    let e = bundle::verify(&c.bytes, &sigs.minisig, &sigs.envelope, &other).unwrap_err();
+    let e = verify(&c.bytes, &sigs.minisig, &sigs.envelope, &other).unwrap_err();
     assert!(e.is_untrusted_key(), "{e}");
     assert!(e.to_string().contains("not trusted"), "{e}");
     // A public key file with a bad line is an error naming the line.
@@ -439,18 +456,22 @@ fn a_search_is_judged_by_its_result_not_by_its_failing_trials() {
 /// inventory, journal, notes), signed by that version.
 const LEGACY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/bundles/legacy-0.1.tar.zst"
+    "/tests/fixtures/bundles/storcert-machine-fixture-run-20261130T170157Z.tar.zst"
 );
 
 #[test]
 fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
-    let key = LEGACY.replace(".tar.zst", ".pub");
-    let out = storcert(&["bundle", "verify", LEGACY, "-p", &key]);
+    let key = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/bundles/legacy-0.1-key.pub"
+    );
+    let out = storcert(&["bundle", "verify", LEGACY, "-p", key]);
     let text = ok(&out) + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("verdict: FAIL"), "{text}");
     // Its untagged files, read by the names that version gave them, give
     // the summary that version signed, test for test.
-    let unpacked = bundle::unpack(&std::fs::read(LEGACY).unwrap()).unwrap();
+    let unpacked =
+        bundle::unpack_bytes(&std::fs::read(LEGACY).unwrap(), &Default::default()).unwrap();
     let signed: bundle::summary::Summary =
         serde_json::from_slice(&unpacked.files[bundle::SUMMARY]).unwrap();
     let results: std::collections::BTreeMap<String, Vec<u8>> = unpacked
@@ -469,7 +490,7 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
     assert_eq!(again, signed);
     // The report of the bundle is the one that version put inside it, but
     // for the title (the bundle's name, not the run folder's).
-    let md = storcert(&["report", LEGACY, "--format", "md", "-p", &key]);
+    let md = storcert(&["report", LEGACY, "--format", "md", "-p", key]);
     let md = ok(&md);
     let inside = String::from_utf8_lossy(&unpacked.files["results/report.md"]).into_owned();
     // Its logs are judged again by today's rules (the same verdicts here),
@@ -499,12 +520,23 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    assert_eq!(body(&md), body(&inside));
+    // Only a bundle's report says whether it was verified.
+    let verified_line = md
+        .lines()
+        .find(|l| l.starts_with("**Verified: "))
+        .map(|l| format!("{l}\n\n"))
+        .unwrap_or_default();
+    assert_eq!(body(&md.replacen(&verified_line, "", 1)), body(&inside));
     assert!(
-        md.starts_with("# storcert report: legacy-0.1.tar.zst"),
+        md.starts_with("# storcert report: storcert-machine-fixture-run-20261130T170157Z.tar.zst"),
         "{md}"
     );
-    let html = ok(&storcert(&["report", LEGACY, "-p", &key]));
+    assert!(
+        md.contains("**Verified: signed by key BB0F0D88D9667A78"),
+        "{md}"
+    );
+    let html = ok(&storcert(&["report", LEGACY, "-p", key]));
+    assert!(html.contains("id=\"provenance\" class=\"verified\""));
     for section in [
         "id=\"act\"",
         "id=\"stream\"",
@@ -513,4 +545,302 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
     ] {
         assert!(html.contains(section), "{section}");
     }
+}
+
+/// A statement sealed with `key` for `bytes` named `name`, changed by
+/// `edit` before sealing.
+fn sealed(
+    bytes: &[u8],
+    name: &str,
+    summary: &storcert::results::summary::Summary,
+    key: &SecretKey,
+    edit: impl FnOnce(&mut bundle::attest::Statement),
+) -> String {
+    let mut st = bundle::attest::statement(
+        name,
+        &bundle::sha256_hex(bytes),
+        summary,
+        "2026-12-01T00:00:00Z",
+    );
+    edit(&mut st);
+    bundle::attest::seal(&st, key)
+}
+
+/// What the signed statement says must be what the bundle says: its
+/// result, its subjects and its name, as the statement and as minisign's
+/// trusted comment sign it.
+#[test]
+fn the_signed_statement_must_agree_with_the_bundle() {
+    let t = tempfile::tempdir().unwrap();
+    let c = bundle::create(&results(t.path())).unwrap();
+    let key = SecretKey::generate();
+    let keys = [key.public()];
+    let minisig = key.sign_minisig(&c.bytes, "timestamp:1\tfile:b.tar.zst\thashed");
+    let honest = sealed(&c.bytes, "b.tar.zst", &c.summary, &key, |_| {});
+    verify(&c.bytes, &minisig, &honest, &keys).unwrap();
+    type Edit = Box<dyn FnOnce(&mut bundle::attest::Statement)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "result",
+            Box::new(|st| st.predicate.result = "FAILED".into()),
+        ),
+        (
+            "not a machine or drive of this bundle",
+            Box::new(|st| {
+                let mut other = st.subject[1].clone();
+                other.name = "drive:serial:SOMEONE-ELSES".into();
+                st.subject.push(other);
+            }),
+        ),
+        (
+            "passedTests",
+            Box::new(|st| st.predicate.passed_tests.clear()),
+        ),
+        (
+            "signed as \"other.tar.zst\"",
+            Box::new(|st| st.subject[0].name = "other.tar.zst".into()),
+        ),
+    ];
+    for (why, edit) in cases {
+        let env = sealed(&c.bytes, "b.tar.zst", &c.summary, &key, edit);
+        let e = verify(&c.bytes, &minisig, &env, &keys)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{why}: {e}");
+    }
+    // minisign's file: names another bundle.
+    let elsewhere = key.sign_minisig(&c.bytes, "timestamp:1\tfile:other.tar.zst\thashed");
+    let e = verify(&c.bytes, &elsewhere, &honest, &keys)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("minisign's trusted comment"), "{e}");
+}
+
+/// A zstd tar of `entries` written as given (raw names), with `trailing`
+/// bytes after the end marker.
+fn raw_archive(entries: &[(&str, &[u8])], trailing: &[u8]) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for (name, data) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.extend_from_slice(h.as_bytes());
+        tar.extend_from_slice(data);
+        tar.resize(tar.len().div_ceil(512) * 512, 0);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    tar.extend_from_slice(trailing);
+    zstd::encode_all(tar.as_slice(), 3).unwrap()
+}
+
+/// Archives signed by the trusted key that tar would unpack otherwise than
+/// the manifest says, or that make the verifier work for hours, are
+/// refused on the command line, naming why.
+#[test]
+fn crafted_archives_signed_by_a_trusted_key_are_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let key_path = t.path().join("k.key");
+    ok(&storcert(&["keygen", "-s", s(&key_path)]));
+    let key = bundle::keys::read_secret_key(&key_path).unwrap();
+    let pubkey = t.path().join("k.key.pub");
+    let summary = br#"{"verdict":"pass"}"#;
+    let manifest = |files: &[(&str, &[u8])], repeat: usize| -> Vec<u8> {
+        let mut list: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(p, d)| serde_json::json!({"path": p, "sha256": bundle::sha256_hex(d), "size": d.len()}))
+            .collect();
+        let first = list[0].clone();
+        list.extend(std::iter::repeat_n(first, repeat));
+        serde_json::to_vec(
+            &serde_json::json!({"schema_version": 1, "storcert_version": "t", "files": list}),
+        )
+        .unwrap()
+    };
+    let big = vec![5u8; 4 << 20];
+    let listed: &[(&str, &[u8])] = &[("summary.json", summary), ("results/x", b"x")];
+    let m = manifest(listed, 0);
+    let repeated = manifest(&[("results/big", &big), ("summary.json", summary)], 100_000);
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "written one way",
+            raw_archive(
+                &[
+                    ("manifest.json", &m),
+                    ("summary.json", summary),
+                    ("results/x", b"x"),
+                    ("results//x", b"y"),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "written one way",
+            raw_archive(
+                &[
+                    ("manifest.json", &m),
+                    ("summary.json", summary),
+                    ("results/x", b"x"),
+                    ("results/./x", b"y"),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "written one way",
+            raw_archive(
+                &[
+                    ("manifest.json", &m),
+                    ("summary.json", summary),
+                    ("results/x/", b"x"),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "appears twice",
+            raw_archive(
+                &[
+                    ("manifest.json", &m),
+                    ("summary.json", summary),
+                    ("results/x", b"x"),
+                    ("results/x", b"x"),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "after the tar end marker",
+            raw_archive(
+                &[
+                    ("manifest.json", &m),
+                    ("summary.json", summary),
+                    ("results/x", b"x"),
+                ],
+                b"\0hidden",
+            ),
+        ),
+        (
+            "lists results/big twice",
+            raw_archive(
+                &[
+                    ("manifest.json", &repeated),
+                    ("results/big", &big),
+                    ("summary.json", summary),
+                ],
+                &[],
+            ),
+        ),
+    ];
+    for (i, (why, bytes)) in cases.into_iter().enumerate() {
+        let name = format!("crafted-{i}.tar.zst");
+        let path = t.path().join(&name);
+        let sigs = bundle::sign(&bytes, &name, &Default::default(), &key);
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::write(bundle::minisig_path(&path), sigs.minisig).unwrap();
+        std::fs::write(bundle::envelope_path(&path), sigs.envelope).unwrap();
+        let started = std::time::Instant::now();
+        let out = storcert(&["bundle", "verify", s(&path), "-p", s(&pubkey)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{why}: {err}");
+        assert!(err.contains(why), "{why}: {err}");
+        // Refused before any work a repeated listing could multiply.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{why}"
+        );
+    }
+}
+
+/// A renamed bundle is not the one signed; planted links and other users'
+/// files are never written through; strings from a bundle reach the
+/// terminal without their escape sequences; an unverified bundle says so.
+#[test]
+fn names_links_escapes_and_provenance() {
+    let t = tempfile::tempdir().unwrap();
+    let key = t.path().join("k.key");
+    ok(&storcert(&["keygen", "-s", s(&key)]));
+    let pubkey = t.path().join("k.key.pub");
+    // A drive whose model repaints the verdict line.
+    let r = results(t.path());
+    let inv = std::fs::read_to_string(r.join("inventory.json")).unwrap();
+    let mut inv: serde_json::Value = serde_json::from_str(&inv).unwrap();
+    inv["disks"][0]["model"] = "\r\u{1b}[2K\u{1b}[1Averdict: PASS".into();
+    std::fs::write(r.join("inventory.json"), inv.to_string()).unwrap();
+    let b = t.path().join("run.tar.zst");
+    ok(&storcert(&[
+        "bundle",
+        "create",
+        s(&r),
+        "-o",
+        s(&b),
+        "-k",
+        s(&key),
+    ]));
+    let out = ok(&storcert(&["bundle", "verify", s(&b), "-p", s(&pubkey)]));
+    assert!(!out.contains('\u{1b}') && !out.contains('\r'), "{out:?}");
+    assert!(out.contains("\\u{1b}[1Averdict: PASS"), "{out}");
+    // Renamed: refused, naming the signed name.
+    let renamed = t.path().join("renamed.tar.zst");
+    for (from, to) in [
+        (b.clone(), renamed.clone()),
+        (bundle::minisig_path(&b), bundle::minisig_path(&renamed)),
+        (bundle::envelope_path(&b), bundle::envelope_path(&renamed)),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let o = storcert(&["bundle", "verify", s(&renamed), "-p", s(&pubkey)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("signed as \"run.tar.zst\""));
+    // Without -p: NOT VERIFIED on the page and on the terminal.
+    let o = storcert(&["report", s(&b)]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("NOT VERIFIED"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("id=\"provenance\" class=\"unverified\""));
+    let txt = ok(&storcert(&["report", s(&b), "--format", "txt"]));
+    assert!(txt.contains("NOT VERIFIED"), "{txt}");
+    assert!(!txt.contains('\u{1b}'), "{txt:?}");
+    // `report -o` through a planted link at the old temporary name and at
+    // the target: the victim is untouched.
+    let shared = t.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, "root's file").unwrap();
+    std::os::unix::fs::symlink(&victim, shared.join("report.html.tmp")).unwrap();
+    std::os::unix::fs::symlink(&victim, shared.join("report.html")).unwrap();
+    ok(&storcert(&[
+        "report",
+        s(&b),
+        "-o",
+        s(&shared.join("report.html")),
+    ]));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's file");
+    // keygen over a link, or over another user's file: refused even with
+    // --force; the key is 0600 from its first byte.
+    let trap = shared.join("fleet.key");
+    std::os::unix::fs::symlink(&victim, &trap).unwrap();
+    let o = storcert(&["keygen", "-s", s(&trap), "--force"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a regular file"));
+    let theirs = shared.join("theirs.key");
+    std::fs::write(&theirs, "").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let o = storcert(&["keygen", "-s", s(&theirs), "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("belongs to another user"));
+    let mine = shared.join("mine.key");
+    ok(&storcert(&["keygen", "-s", s(&mine)]));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&mine).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's file");
 }

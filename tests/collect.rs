@@ -1,8 +1,10 @@
 //! Upload and collector, over real sockets on 127.0.0.1: delivery,
 //! duplicates, a connection cut mid-body, a collector that starts late,
 //! refusals (tampered, unsigned, unknown key, oversized, path names, rate),
-//! the spool across a kill, TLS with a CA file and with a pinned key, and
-//! two collectors sharing one S3 bucket (SeaweedFS).
+//! the spool across a kill, TLS with a CA file and with a pinned key,
+//! two collectors sharing one S3 bucket (SeaweedFS), and the attacks of an
+//! outsider: idle and unauthenticated senders, decompression bombs,
+//! planted store records, hostile servers.
 
 mod common;
 
@@ -220,7 +222,7 @@ fn delivered_once_and_shown_in_the_api() {
     let o = upload(&[s(&b), "--to", &c.upload_url()]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("(stored)"));
-    // The same bundle again, under another name too: still one copy.
+    // The same bundle again: still one copy.
     let o = upload(&[s(&b), "--to", &c.upload_url()]);
     assert!(text(&o).contains("already stored"), "{}", text(&o));
     let copy = lab.path("renamed.tar.zst");
@@ -237,9 +239,15 @@ fn delivered_once_and_shown_in_the_api() {
     ] {
         std::fs::copy(from, to).unwrap();
     }
-    assert!(upload(&[s(&copy), "--to", &c.upload_url()])
-        .status
-        .success());
+    // The name is signed: a renamed copy is not the bundle that was
+    // signed, and is refused (then set aside, not sent again).
+    let o = upload(&[s(&copy), "--to", &c.upload_url()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("422") && text(&o).contains("signed as"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(c.stored_bundles().len(), 1);
     assert_eq!(api_count(&c), 1);
     let (_, list) = c.get("/api/bundles?q=LABNVME0001");
@@ -1154,4 +1162,446 @@ fn the_deadline_bounds_a_server_that_trickles_its_answer() {
         text(&o)
     );
     assert!(text(&o).contains("deadline"), "{}", text(&o));
+}
+
+/// A bundle named `name` whose archive is `bytes` as given (not made by
+/// `bundle create`), signed with the lab's key, signatures beside it.
+fn signed(lab: &Lab, name: &str, bytes: &[u8]) -> PathBuf {
+    let key = storcert::bundle::keys::read_secret_key(&lab.key).unwrap();
+    let sigs = storcert::bundle::sign(bytes, name, &Default::default(), &key);
+    let p = lab.path(name);
+    std::fs::write(&p, bytes).unwrap();
+    std::fs::write(storcert::bundle::minisig_path(&p), sigs.minisig).unwrap();
+    std::fs::write(storcert::bundle::envelope_path(&p), sigs.envelope).unwrap();
+    p
+}
+
+/// 1 GiB of zeros in one tar entry behind a manifest listing it, zstd:
+/// about 40 KiB.
+fn bomb() -> Vec<u8> {
+    let size: u64 = 1 << 30;
+    let mut enc = zstd::Encoder::new(Vec::new(), 3).unwrap();
+    let manifest = format!(
+        r#"{{"schema_version":1,"storcert_version":"t","files":[{{"path":"results/z","sha256":"{}","size":{size}}}]}}"#,
+        "0".repeat(64)
+    );
+    for (path, len) in [
+        ("manifest.json", manifest.len() as u64),
+        ("results/z", size),
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_path(path).unwrap();
+        h.set_size(len);
+        h.set_mode(0o644);
+        h.set_cksum();
+        enc.write_all(h.as_bytes()).unwrap();
+        if path == "manifest.json" {
+            enc.write_all(manifest.as_bytes()).unwrap();
+            enc.write_all(&vec![0u8; 512 - manifest.len() % 512])
+                .unwrap();
+        }
+    }
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..1024 {
+        enc.write_all(&zeros).unwrap();
+    }
+    enc.finish().unwrap()
+}
+
+/// Peak RSS of a storcert command, in KiB (GNU time's %M).
+fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib %M", env!("CARGO_BIN_EXE_storcert")])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kib = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    (kib, o)
+}
+
+/// A 1 GiB decompression bomb, signed with a trusted key: `bundle verify`,
+/// `report` and the collector (two at once) refuse it, each under 100 MB.
+#[test]
+fn a_signed_decompression_bomb_is_refused_in_little_memory() {
+    let lab = Lab::new();
+    let bomb = bomb();
+    assert!(bomb.len() < 200 << 10, "{}", bomb.len());
+    let path = signed(&lab, "bomb.tar.zst", &bomb);
+    for args in [
+        vec!["bundle", "verify", s(&path), "-p", s(&lab.pubkey)],
+        vec!["report", s(&path), "--format", "txt"],
+        vec!["report", s(&path), "-p", s(&lab.pubkey)],
+    ] {
+        let (kib, o) = peak_rss_kib(&args);
+        assert!(!o.status.success(), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("unpacks to more than"),
+            "{args:?}: {}",
+            text(&o)
+        );
+        println!("{}: peak RSS {} MiB", args[..2].join(" "), kib / 1024);
+        assert!(kib < 100 * 1024, "{args:?}: peak RSS {kib} KiB");
+    }
+    let c = Collector::start(&lab, "store", &["--max-body", "1M"], &[]);
+    let second = lab.path("bomb2");
+    std::fs::create_dir_all(&second).unwrap();
+    let path2 = second.join("bomb.tar.zst");
+    for (from, to) in [
+        (path.clone(), path2.clone()),
+        (
+            storcert::bundle::minisig_path(&path),
+            storcert::bundle::minisig_path(&path2),
+        ),
+        (
+            storcert::bundle::envelope_path(&path),
+            storcert::bundle::envelope_path(&path2),
+        ),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let kids: Vec<Child> = [&path, &path2]
+        .iter()
+        .map(|p| {
+            Command::new(env!("CARGO_BIN_EXE_storcert"))
+                .args([
+                    "upload",
+                    s(p),
+                    "--to",
+                    &c.upload_url(),
+                    "--allow-http",
+                    "--no-spool",
+                ])
+                .output_spawn()
+        })
+        .collect();
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            text(&o).contains("422") && text(&o).contains("unpacks to more than"),
+            "{}",
+            text(&o)
+        );
+    }
+    let peak = vm_hwm_kib(c.child.id());
+    println!("collector: two bombs at once, peak RSS {} MiB", peak / 1024);
+    assert!(peak < 100 * 1024, "collector peak RSS {peak} KiB");
+    assert!(c.stored_bundles().is_empty());
+}
+
+/// Reads whatever answer arrives on `s` within `wait` (the head at least).
+fn answer(s: &mut TcpStream, wait: Duration) -> String {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+        if out.windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Token, declared length and slots are decided from the head: idle
+/// sockets, unauthenticated senders and absurd lengths are answered at
+/// once and hold nothing, so a real upload goes through within seconds.
+#[test]
+fn admission_is_decided_before_the_body() {
+    let lab = Lab::new();
+    std::fs::write(lab.path("token"), "s3cret-token\n").unwrap();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &[
+            "--token-file",
+            s(&lab.path("token")),
+            "--max-body",
+            "1M",
+            "--body-idle-timeout",
+            "2s",
+            "--rate",
+            "3",
+        ],
+        &[],
+    );
+    let host = c.addr.trim_start_matches("http://").to_string();
+    // 64 idle sockets: connected, nothing sent.
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(&host).unwrap())
+        .collect();
+    // 16 heads without a token, declaring a body never sent: 401 at once.
+    let heads: Vec<TcpStream> = (0..16)
+        .map(|_| {
+            let mut s = TcpStream::connect(&host).unwrap();
+            s.write_all(
+                b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n",
+            )
+            .unwrap();
+            s
+        })
+        .collect();
+    for mut h in heads {
+        let a = answer(&mut h, Duration::from_secs(10));
+        assert!(a.starts_with("HTTP/1.1 401"), "{a}");
+        assert!(
+            a.to_ascii_lowercase()
+                .contains("x-content-type-options: nosniff"),
+            "{a}"
+        );
+    }
+    // 10 unauthenticated senders pushing 60 MB each: 401 without the body
+    // being read, and the collector's memory does not grow with it.
+    let senders: Vec<_> = (0..10)
+        .map(|_| {
+            let host = host.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(&host).unwrap();
+                s.write_all(b"PUT /upload/big.tar.zst HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n")
+                    .unwrap();
+                let chunk = vec![7u8; 1 << 20];
+                for _ in 0..60 {
+                    if s.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                answer(&mut s, Duration::from_secs(10))
+            })
+        })
+        .collect();
+    // An absurd length with the token: 413 from the head alone.
+    let mut s413 = TcpStream::connect(&host).unwrap();
+    s413.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: 999999999999\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\n").unwrap();
+    let a = answer(&mut s413, Duration::from_secs(10));
+    assert!(a.starts_with("HTTP/1.1 413"), "{a}");
+    // An authenticated body that stalls holds its slot only until the
+    // idle timeout.
+    let mut stalled = TcpStream::connect(&host).unwrap();
+    stalled.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: 1000\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\nabc").unwrap();
+    let started = Instant::now();
+    let a = answer(&mut stalled, Duration::from_secs(20));
+    assert!(a.starts_with("HTTP/1.1 408"), "{a}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    // Strangers' failures (far more than --rate 3) do not spend the
+    // address's uploads: the real upload is not answered 429.
+    let b = lab.bundle("real.tar.zst", true, 0);
+    let started = Instant::now();
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &c.upload_url(),
+        "--no-spool",
+        "--token-file",
+        s(&lab.path("token")),
+        "--deadline",
+        "60s",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    println!(
+        "a real upload beside 64 idle sockets and 10 unauthenticated senders: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    for h in senders {
+        let a = h.join().unwrap();
+        assert!(a.is_empty() || a.starts_with("HTTP/1.1 401"), "{a}");
+    }
+    let peak = vm_hwm_kib(c.child.id());
+    assert!(peak < 100 * 1024, "collector peak RSS {peak} KiB");
+    drop(idle);
+    assert_eq!(c.stored_bundles().len(), 1);
+}
+
+/// With a token, reads need it too (Bearer, or Basic as a browser sends
+/// it), unless --public-read; every answer carries the security headers.
+#[test]
+fn reads_need_the_token_unless_public_read() {
+    let lab = Lab::new();
+    std::fs::write(lab.path("token"), "s3cret-token\n").unwrap();
+    let c = Collector::start(&lab, "store", &["--token-file", s(&lab.path("token"))], &[]);
+    let get = |path: &str, auth: Option<&str>| -> String {
+        let host = c.addr.trim_start_matches("http://");
+        let mut s = TcpStream::connect(host).unwrap();
+        let auth = auth
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "anyone:s3cret-token"
+        )
+    );
+    for path in [
+        "/",
+        "/api/bundles",
+        "/bundles/0",
+        &format!("/download/{}.tar.zst", "a".repeat(64)),
+    ] {
+        let a = get(path, None);
+        assert!(a.starts_with("HTTP/1.1 401"), "{path}: {a}");
+        assert!(a.contains("www-authenticate: Basic"), "{path}: {a}");
+        assert!(!get(path, Some("Bearer wrong")).starts_with("HTTP/1.1 200"));
+        let ok = get(path, Some("Bearer s3cret-token"));
+        assert!(!ok.starts_with("HTTP/1.1 401"), "{path}: {ok}");
+        let ok = get(path, Some(&basic));
+        assert!(!ok.starts_with("HTTP/1.1 401"), "{path}: {ok}");
+        for h in [
+            "content-security-policy: default-src 'none'",
+            "x-content-type-options: nosniff",
+            "x-frame-options: DENY",
+            "referrer-policy: no-referrer",
+        ] {
+            assert!(a.contains(h) && ok.contains(h), "{path}: {h}: {ok}");
+        }
+    }
+    drop(c);
+    let c = Collector::start(
+        &lab,
+        "store2",
+        &["--token-file", s(&lab.path("token")), "--public-read"],
+        &[],
+    );
+    assert_eq!(c.get("/").0, 200);
+    assert_eq!(c.get("/api/bundles").0, 200);
+}
+
+/// A record dropped into a shared store (with a bundle that does not
+/// verify) is never listed nor served; a hostile name in it reaches no
+/// header.
+#[test]
+fn a_record_planted_in_the_store_is_not_listed_or_served() {
+    let lab = Lab::new();
+    let store = lab.path("store");
+    let sha = "b".repeat(64);
+    std::fs::create_dir_all(store.join("summaries")).unwrap();
+    std::fs::create_dir_all(store.join("bundles")).unwrap();
+    let record = serde_json::json!({
+        "sha256": sha, "name": "x\r\nSet-Cookie: a=b.tar.zst", "received_at": "2026-01-01T00:00:00Z",
+        "signed_at": "2026-01-01T00:00:00Z", "key_id": "0000000000000000", "size": 3,
+        "summary": {"verdict": "pass"}
+    });
+    std::fs::write(
+        store.join(format!("summaries/{sha}.json")),
+        record.to_string(),
+    )
+    .unwrap();
+    std::fs::write(store.join(format!("bundles/{sha}.tar.zst")), b"bad").unwrap();
+    std::fs::write(store.join(format!("bundles/{sha}.tar.zst.minisig")), b"x").unwrap();
+    std::fs::write(
+        store.join(format!("bundles/{sha}.tar.zst.intoto.json")),
+        b"x",
+    )
+    .unwrap();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    assert_eq!(api_count(&c), 0);
+    assert_eq!(c.get(&format!("/download/{sha}.tar.zst")).0, 404);
+    assert_eq!(c.get(&format!("/bundles/{sha}")).0, 404);
+    // A real bundle stored beside it is listed and served, under its
+    // signed name.
+    let b = lab.bundle("real.tar.zst", true, 0);
+    assert!(upload(&[s(&b), "--to", &c.upload_url(), "--no-spool"])
+        .status
+        .success());
+    assert_eq!(api_count(&c), 1);
+}
+
+/// A bundle the collector refuses for good is set aside in the spool's
+/// `refused/` with the reason: the others are sent, and later uploads
+/// are not failed by it again.
+#[test]
+fn one_refused_bundle_does_not_hold_up_the_others() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let good = lab.bundle("good.tar.zst", true, 0);
+    let b = lab.bundle("signed-as-this.tar.zst", true, 0);
+    // Renamed after signing: the collector refuses it (422).
+    let bad = lab.path("renamed-after.tar.zst");
+    for (from, to) in [
+        (b.clone(), bad.clone()),
+        (
+            storcert::bundle::minisig_path(&b),
+            storcert::bundle::minisig_path(&bad),
+        ),
+        (
+            storcert::bundle::envelope_path(&b),
+            storcert::bundle::envelope_path(&bad),
+        ),
+    ] {
+        std::fs::rename(from, to).unwrap();
+    }
+    let spool = lab.path("spool");
+    let o = upload(&[
+        s(&bad),
+        s(&good),
+        "--to",
+        &c.upload_url(),
+        "--spool",
+        s(&spool),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("good.tar.zst: delivered"), "{}", text(&o));
+    assert!(text(&o).contains("set aside"), "{}", text(&o));
+    assert!(spool.join("refused/renamed-after.tar.zst").exists());
+    assert!(
+        std::fs::read_to_string(spool.join("refused/renamed-after.tar.zst.refused.txt"))
+            .unwrap()
+            .contains("422")
+    );
+    // Next time: nothing pending, nothing failed.
+    let o = upload(&["--to", &c.upload_url(), "--spool", s(&spool)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("nothing to send"), "{}", text(&o));
+    // A name no collector takes is refused at spooling; the rest still go.
+    let odd = lab.path("odd name.tar.zst");
+    std::fs::copy(&good, &odd).unwrap();
+    std::fs::copy(
+        storcert::bundle::minisig_path(&good),
+        storcert::bundle::minisig_path(&odd),
+    )
+    .unwrap();
+    std::fs::copy(
+        storcert::bundle::envelope_path(&good),
+        storcert::bundle::envelope_path(&odd),
+    )
+    .unwrap();
+    let again = lab.bundle("again.tar.zst", true, 0);
+    let o = upload(&[
+        s(&odd),
+        s(&again),
+        "--to",
+        &c.upload_url(),
+        "--spool",
+        s(&spool),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("a collector refuses others"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("again.tar.zst: delivered"),
+        "{}",
+        text(&o)
+    );
 }

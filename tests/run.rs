@@ -42,9 +42,12 @@ fn spooled_bundle(results: &Path) -> PathBuf {
 
 /// The files of the bundle a run left in its spool.
 fn spooled_files(results: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    storcert::bundle::unpack(&std::fs::read(spooled_bundle(results)).unwrap())
-        .unwrap()
-        .files
+    storcert::bundle::unpack_bytes(
+        &std::fs::read(spooled_bundle(results)).unwrap(),
+        &Default::default(),
+    )
+    .unwrap()
+    .files
 }
 
 #[test]
@@ -150,7 +153,9 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let verdict = v["summary"]["verdict"].as_str().unwrap().to_string();
     assert!(verdict == "pass" || verdict == "fail", "{v:#}");
     let bytes = std::fs::read(&bundle).unwrap();
-    let files = storcert::bundle::unpack(&bytes).unwrap().files;
+    let files = storcert::bundle::unpack_bytes(&bytes, &Default::default())
+        .unwrap()
+        .files;
     for l in [&la, &lb] {
         for f in [
             format!("act/prep-{l}.json"),
@@ -439,9 +444,10 @@ fn killed_at_many_points_every_finished_result_reaches_the_bundle() {
     assert!(storcert(&["bundle", "verify", s(&bundle), "-p", &pubkey])
         .status
         .success());
-    let files = storcert::bundle::unpack(&std::fs::read(&bundle).unwrap())
-        .unwrap()
-        .files;
+    let files =
+        storcert::bundle::unpack_bytes(&std::fs::read(&bundle).unwrap(), &Default::default())
+            .unwrap()
+            .files;
     let expect = |id: &str| -> Vec<String> {
         match id {
             i if i.starts_with("act prep") => vec![format!("act/prep-{label}.json")],

@@ -241,6 +241,20 @@ pub fn verify_minisig(
     minisig: &str,
     keys: &[PublicKey],
 ) -> Result<(MinisigInfo, PublicKey), KeyError> {
+    verify_minisig_prehashed(&Blake2b512::digest(data).into(), minisig, keys, || {
+        Ok(data.to_vec())
+    })
+}
+
+/// `verify_minisig` for data read as a stream: `blake2b512` is its
+/// BLAKE2b-512 (what a prehashed "ED" signature signs); `whole` gives the
+/// data itself, asked for only by a legacy "Ed" signature.
+pub fn verify_minisig_prehashed(
+    blake2b512: &[u8; 64],
+    minisig: &str,
+    keys: &[PublicKey],
+    whole: impl FnOnce() -> Result<Vec<u8>, KeyError>,
+) -> Result<(MinisigInfo, PublicKey), KeyError> {
     let lines: Vec<&str> = minisig.split('\n').collect();
     if lines.len() != 5 || !lines[4].is_empty() {
         return err("signature: not four lines");
@@ -268,9 +282,9 @@ pub fn verify_minisig(
     }
     let sig = Signature::from_bytes(sig_line[10..74].try_into().expect("64 bytes"));
     let ok = if hashed {
-        key.key.verify(&Blake2b512::digest(data), &sig)
+        key.key.verify(blake2b512, &sig)
     } else {
-        key.key.verify(data, &sig)
+        key.key.verify(&whole()?, &sig)
     };
     ok.map_err(|_| KeyError("signature: does not match the bundle".into()))?;
     let Some(trusted) = lines[2].strip_prefix("trusted comment: ") else {

@@ -16,10 +16,11 @@ pub mod keys;
 pub mod minisign;
 pub mod summary;
 pub mod system;
+pub mod unpack;
 
-use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::{Component, Path};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use self::minisign::{KeyError, PublicKey, SecretKey};
 use self::summary::Summary;
 use self::system::SystemIdentity;
+pub use self::unpack::{Limits, UnpackError, Unpacked};
 
 pub const MANIFEST: &str = "manifest.json";
 pub const SUMMARY: &str = "summary.json";
@@ -36,8 +38,6 @@ pub const MANIFEST_SCHEMA: u32 = 1;
 /// zstd level: logs compress ~10:1 here and a 24 h ACT log packs in
 /// seconds; higher levels buy little.
 const ZSTD_LEVEL: i32 = 10;
-/// The most a bundle may unpack to (a decompression bomb stops here).
-pub const MAX_UNPACKED: u64 = 4 << 30;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -176,6 +176,18 @@ fn pretty(v: &impl Serialize) -> Vec<u8> {
     s
 }
 
+/// A bundle's name as the collector takes it and the spool keeps it: a
+/// plain file name ending in .tar.zst, nothing that could name a path or
+/// need quoting in a header.
+pub fn valid_name(name: &str) -> bool {
+    name.len() <= 200
+        && name.ends_with(".tar.zst")
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
+}
+
 /// The two signature files of a bundle.
 pub struct Signatures {
     pub minisig: String,
@@ -212,120 +224,15 @@ pub fn sign(bytes: &[u8], name: &str, summary: &Summary, key: &SecretKey) -> Sig
     }
 }
 
-/// The files of an unpacked bundle, by path.
-pub struct Unpacked {
-    pub files: BTreeMap<String, Vec<u8>>,
-    pub manifest: Manifest,
+/// The files read into memory whole whatever a caller keeps: they are
+/// parsed, and bounded by `unpack::MAX_META`.
+pub(crate) fn is_meta(path: &str) -> bool {
+    path == SUMMARY || path == SYSTEM
 }
 
-/// Why `unpack` refused an archive, naming the entry or manifest line at
-/// fault. A decoding cause is printed in the message, not chained as a
-/// `source`, so a `{:#}` chain does not print it twice.
-#[derive(Debug, thiserror::Error)]
-pub enum UnpackError {
-    #[error("archive: not zstd: {0}")]
-    NotZstd(std::io::Error),
-    #[error("archive: zstd stream damaged: {0}")]
-    ZstdDamaged(std::io::Error),
-    #[error("archive: unpacks to more than {MAX_UNPACKED} bytes")]
-    TooLarge,
-    #[error("archive: not a tar: {0}")]
-    NotTar(std::io::Error),
-    #[error("archive: damaged tar entry: {0}")]
-    DamagedEntry(std::io::Error),
-    #[error("archive: entry name: {0}")]
-    EntryName(std::io::Error),
-    #[error("archive: entry name is not UTF-8")]
-    EntryNameNotUtf8,
-    #[error("archive: {path}: not a regular file")]
-    NotRegularFile { path: String },
-    #[error("archive: {path}: not a plain relative path")]
-    NotPlainPath { path: String },
-    #[error("archive: {path}: {err}")]
-    Read { path: String, err: std::io::Error },
-    #[error("archive: {path} appears twice")]
-    Duplicate { path: String },
-    #[error("archive: {MANIFEST} is not the first entry")]
-    ManifestNotFirst,
-    #[error("{MANIFEST}: {0}")]
-    Manifest(serde_json::Error),
-    #[error("{MANIFEST}: lists {path} which is not in the archive")]
-    Missing { path: String },
-    #[error("{path}: does not match its manifest entry")]
-    Mismatch { path: String },
-    #[error("archive: {path} is not in the manifest")]
-    Unlisted { path: String },
-}
-
-/// Unpacks and checks the archive: regular files with plain relative
-/// paths, no duplicates, the manifest first and matching every other file
-/// exactly (digest and size), nothing unlisted.
-pub fn unpack(bytes: &[u8]) -> Result<Unpacked, UnpackError> {
-    let dec = zstd::Decoder::new(bytes).map_err(UnpackError::NotZstd)?;
-    let mut limited = dec.take(MAX_UNPACKED + 1);
-    let mut tar_bytes = Vec::new();
-    limited
-        .read_to_end(&mut tar_bytes)
-        .map_err(UnpackError::ZstdDamaged)?;
-    if tar_bytes.len() as u64 > MAX_UNPACKED {
-        return Err(UnpackError::TooLarge);
-    }
-    let mut archive = tar::Archive::new(tar_bytes.as_slice());
-    let mut files = BTreeMap::new();
-    let mut first = None;
-    for entry in archive.entries().map_err(UnpackError::NotTar)? {
-        let mut entry = entry.map_err(UnpackError::DamagedEntry)?;
-        let path = entry
-            .path()
-            .map_err(UnpackError::EntryName)?
-            .to_str()
-            .ok_or(UnpackError::EntryNameNotUtf8)?
-            .to_string();
-        if entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(UnpackError::NotRegularFile { path });
-        }
-        if !Path::new(&path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
-        {
-            return Err(UnpackError::NotPlainPath { path });
-        }
-        let mut data = Vec::new();
-        if let Err(err) = entry.read_to_end(&mut data) {
-            return Err(UnpackError::Read { path, err });
-        }
-        if first.is_none() {
-            first = Some(path.clone());
-        }
-        if files.insert(path.clone(), data).is_some() {
-            return Err(UnpackError::Duplicate { path });
-        }
-    }
-    if first.as_deref() != Some(MANIFEST) {
-        return Err(UnpackError::ManifestNotFirst);
-    }
-    let manifest: Manifest =
-        serde_json::from_slice(&files[MANIFEST]).map_err(UnpackError::Manifest)?;
-    let mut listed = std::collections::BTreeSet::new();
-    for f in &manifest.files {
-        let Some(data) = files.get(&f.path) else {
-            return Err(UnpackError::Missing {
-                path: f.path.clone(),
-            });
-        };
-        if data.len() as u64 != f.size || sha256_hex(data) != f.sha256 {
-            return Err(UnpackError::Mismatch {
-                path: f.path.clone(),
-            });
-        }
-        listed.insert(f.path.as_str());
-    }
-    for path in files.keys() {
-        if path != MANIFEST && !listed.contains(path.as_str()) {
-            return Err(UnpackError::Unlisted { path: path.clone() });
-        }
-    }
-    Ok(Unpacked { files, manifest })
+/// Reads a bundle held in memory, within `limits`, keeping every file.
+pub fn unpack_bytes(bytes: &[u8], limits: &Limits) -> Result<Unpacked, UnpackError> {
+    unpack::unpack(bytes, bytes.len() as u64, limits, |_| true)
 }
 
 /// What a verified bundle says and who signed it.
@@ -345,6 +252,10 @@ pub struct Verified {
 /// Why `verify` refused a bundle: the first check that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    #[error("reading the bundle: {0}")]
+    Io(std::io::Error),
+    #[error("archive: {0}")]
+    Stopped(unpack::Stop),
     #[error(transparent)]
     Minisig(#[from] KeyError),
     #[error(transparent)]
@@ -353,6 +264,12 @@ pub enum VerifyError {
     NoSubject,
     #[error("envelope: statement's subject is another bundle (digest differs)")]
     OtherBundle,
+    #[error("signed as {signed:?} ({by}), but this bundle is named {name:?}")]
+    Renamed {
+        signed: String,
+        by: &'static str,
+        name: String,
+    },
     #[error(transparent)]
     Unpack(#[from] UnpackError),
     #[error("archive: no {SUMMARY}")]
@@ -361,6 +278,8 @@ pub enum VerifyError {
     Summary(serde_json::Error),
     #[error("envelope: attested summary differs from the bundle's")]
     SummaryDiffers,
+    #[error("envelope: the statement's {what} is not what the summary says ({detail})")]
+    Inconsistent { what: &'static str, detail: String },
 }
 
 impl VerifyError {
@@ -371,31 +290,159 @@ impl VerifyError {
     }
 }
 
-/// Checks a bundle against its two signatures with `keys`: the minisign
-/// signature, the DSSE envelope (same key), the statement's subject digest,
-/// every manifest entry, and that the attested summary is the bundle's.
-/// The error names what failed.
-pub fn verify(
-    bytes: &[u8],
+/// The largest bundle whose legacy (not prehashed) minisign signature is
+/// checked: that needs the whole file in memory.
+const MAX_LEGACY_SIGNED: u64 = 16 << 20;
+
+/// The `file:` field of minisign's trusted comment
+/// ("timestamp:…\tfile:NAME\thashed").
+fn trusted_file_name(comment: &str) -> Option<&str> {
+    comment.split('\t').find_map(|f| f.strip_prefix("file:"))
+}
+
+/// Checks a bundle named `name` against its two signatures with `keys`:
+/// the minisign signature, the DSSE envelope (same key), the statement's
+/// subject digest, the name both signed, every manifest entry, that the
+/// attested summary is the bundle's, and that the statement says what the
+/// summary says (result, tests, subjects). Reads `bundle` twice as a
+/// stream (hashing, then unpacking) within `limits`; only the manifest and
+/// the summary are held in memory. The error names what failed.
+pub fn verify<R: Read + Seek>(
+    mut bundle: R,
+    name: &str,
     minisig: &str,
     envelope: &str,
     keys: &[PublicKey],
+    limits: &Limits,
 ) -> Result<Verified, VerifyError> {
-    let (info, key) = minisign::verify_minisig(bytes, minisig, keys)?;
+    // Pass 1: the digests minisign and the statement sign.
+    let mut sha = <sha2::Sha256 as sha2::Digest>::new();
+    let mut blake = <blake2::Blake2b512 as blake2::Digest>::new();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut len = 0u64;
+    bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
+    loop {
+        if let Some(stop) = limits.budget.check() {
+            return Err(VerifyError::Stopped(stop));
+        }
+        let n = bundle.read(&mut buf).map_err(VerifyError::Io)?;
+        if n == 0 {
+            break;
+        }
+        sha2::Digest::update(&mut sha, &buf[..n]);
+        blake2::Digest::update(&mut blake, &buf[..n]);
+        len += n as u64;
+    }
+    let sha256 = hex::encode(sha2::Digest::finalize(sha));
+    let blake: [u8; 64] = blake2::Digest::finalize(blake).into();
+    let (info, key) = minisign::verify_minisig_prehashed(&blake, minisig, keys, || {
+        if len > MAX_LEGACY_SIGNED {
+            return Err(KeyError(format!(
+                "signature: a legacy (not prehashed) signature on a bundle over {MAX_LEGACY_SIGNED} bytes is refused"
+            )));
+        }
+        let mut all = Vec::with_capacity(len as usize);
+        bundle
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| bundle.by_ref().take(len).read_to_end(&mut all))
+            .map_err(|e| KeyError(format!("reading the bundle: {e}")))?;
+        Ok(all)
+    })?;
     let statement = attest::open(envelope, &key)?;
-    let sha256 = sha256_hex(bytes);
     let Some(first) = statement.subject.first() else {
         return Err(VerifyError::NoSubject);
     };
     if first.digest.get("sha256") != Some(&sha256) {
         return Err(VerifyError::OtherBundle);
     }
-    let unpacked = unpack(bytes)?;
+    // The name is signed twice: a renamed bundle is not the one signed.
+    if first.name != name {
+        return Err(VerifyError::Renamed {
+            signed: first.name.clone(),
+            by: "the statement's subject",
+            name: name.to_string(),
+        });
+    }
+    if trusted_file_name(&info.trusted_comment) != Some(name) {
+        return Err(VerifyError::Renamed {
+            signed: trusted_file_name(&info.trusted_comment)
+                .unwrap_or("")
+                .to_string(),
+            by: "minisign's trusted comment",
+            name: name.to_string(),
+        });
+    }
+    // Pass 2: every entry against the manifest.
+    bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
+    let unpacked = unpack::unpack(bundle.take(len), len, limits, |p| p == SUMMARY)?;
     let summary: Summary =
         serde_json::from_slice(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
             .map_err(VerifyError::Summary)?;
     if summary != statement.predicate.storcert.summary {
         return Err(VerifyError::SummaryDiffers);
+    }
+    // What the statement says for verifiers that never open the summary
+    // (the in-toto checker reads result and subjects only) must be what
+    // the summary says.
+    let expected = attest::statement(
+        name,
+        &sha256,
+        &summary,
+        &statement.predicate.storcert.signed_at,
+    );
+    let inconsistent =
+        |what: &'static str, detail: String| Err(VerifyError::Inconsistent { what, detail });
+    if statement.predicate.result != expected.predicate.result {
+        return inconsistent(
+            "result",
+            format!(
+                "{} where the summary's verdict is {}",
+                statement.predicate.result, summary.verdict
+            ),
+        );
+    }
+    let names = |s: &[attest::Subject]| -> BTreeSet<String> {
+        s.iter().skip(1).map(|s| s.name.clone()).collect()
+    };
+    let (signed_ids, own_ids) = (names(&statement.subject), names(&expected.subject));
+    if let Some(stranger) = signed_ids.difference(&own_ids).next() {
+        return inconsistent(
+            "subject",
+            format!("{stranger} is not a machine or drive of this bundle"),
+        );
+    }
+    if statement.subject != expected.subject {
+        return inconsistent(
+            "subject",
+            "the bundle's machine and drives are listed otherwise".into(),
+        );
+    }
+    for (what, signed, own) in [
+        (
+            "passedTests",
+            &statement.predicate.passed_tests,
+            &expected.predicate.passed_tests,
+        ),
+        (
+            "failedTests",
+            &statement.predicate.failed_tests,
+            &expected.predicate.failed_tests,
+        ),
+        (
+            "warnedTests",
+            &statement.predicate.warned_tests,
+            &expected.predicate.warned_tests,
+        ),
+    ] {
+        if signed != own {
+            return inconsistent(
+                what,
+                format!("{} listed, {} in the summary", signed.len(), own.len()),
+            );
+        }
+    }
+    if statement.predicate.configuration != expected.predicate.configuration {
+        return inconsistent("configuration", "its files or digests differ".into());
     }
     Ok(Verified {
         sha256,
@@ -403,7 +450,7 @@ pub fn verify(
         trusted_comment: info.trusted_comment,
         signed_at: statement.predicate.storcert.signed_at.clone(),
         signed_name: first.name.clone(),
-        files: unpacked.files.len(),
+        files: unpacked.manifest.files.len() + 1,
         summary,
         subjects: statement
             .subject
@@ -412,6 +459,19 @@ pub fn verify(
             .map(|s| s.name.clone())
             .collect(),
     })
+}
+
+/// `verify` of a bundle file, by its own file name.
+pub fn verify_file(
+    path: &Path,
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+    limits: &Limits,
+) -> Result<Verified, VerifyError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let file = std::fs::File::open(path).map_err(VerifyError::Io)?;
+    verify(file, name, minisig, envelope, keys, limits)
 }
 
 /// Creates, signs and durably writes a bundle and its signatures

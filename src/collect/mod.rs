@@ -19,9 +19,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use anyhow::{Context, Result};
-use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
@@ -38,23 +40,41 @@ pub struct Config {
     pub store: Store,
     pub index: Index,
     pub trusted: Vec<PublicKey>,
-    pub max_body: usize,
+    pub max_body: u64,
     /// Uploads per minute per client address.
     pub rate_per_minute: u32,
     pub sync_interval: Duration,
-    /// The bearer token uploads must carry, if one is set.
+    /// The bearer token uploads (and, unless `public_read`, reads) must
+    /// carry, if one is set.
     pub token: Option<String>,
-    /// Uploads in progress at once (each holds its body in memory, so
-    /// this times the body limit bounds the memory); more get 503.
+    /// Pages, the API and downloads are open to anyone even with a token.
+    pub public_read: bool,
+    /// Uploads in progress at once; more get 503.
     pub max_uploads: usize,
-    /// The longest an upload may take, body included (slow clients).
+    /// Uploads in progress at once from one client address.
+    pub max_uploads_per_client: usize,
+    /// Verifications running at once (each on a core); more wait.
+    pub max_verifying: usize,
+    /// The longest an upload may take, body and verification included.
     pub request_timeout: Duration,
+    /// The longest the body may pause between two chunks.
+    pub body_idle_timeout: Duration,
+    /// What unpacking one bundle may cost (its budget's CPU time applies
+    /// to each verification).
+    pub limits: crate::bundle::Limits,
+    /// Where bodies are written while they arrive and are verified.
+    pub incoming: PathBuf,
 }
 
 pub struct Collector {
     cfg: Config,
     uploads: Arc<tokio::sync::Semaphore>,
+    verifying: Arc<tokio::sync::Semaphore>,
+    per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
     buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    /// Failed token attempts, per client address: they use up only these,
+    /// so strangers behind a NAT cannot spend its uploads.
+    failures: Mutex<HashMap<IpAddr, (f64, Instant)>>,
     last_sync: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -62,6 +82,8 @@ type Shared = Arc<Collector>;
 
 /// How long a client may take to send a request's head.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Failed token attempts a minute from one address before it gets 429.
+const FAILURES_PER_MINUTE: f64 = 30.0;
 
 /// A refusal: status and a one-line reason (the body, as text).
 struct Refusal(StatusCode, String);
@@ -74,13 +96,25 @@ impl IntoResponse for Refusal {
     }
 }
 
+impl Refusal {
+    fn retry_after(self, seconds: &'static str) -> Response {
+        let mut r = self.into_response();
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
+        r
+    }
+}
+
 fn collector_header() -> HeaderValue {
     HeaderValue::from_static(concat!("storcert/", env!("CARGO_PKG_VERSION")))
 }
 
 fn internal(e: anyhow::Error) -> Refusal {
     eprintln!("collect: {e:#}");
-    Refusal(StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}"))
+    Refusal(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error (see the collector's log)".into(),
+    )
 }
 
 pub fn bundle_key(sha: &str) -> String {
@@ -91,16 +125,7 @@ fn summary_key(sha: &str) -> String {
     format!("summaries/{sha}.json")
 }
 
-/// An upload's name: a plain file name ending in .tar.zst, nothing that
-/// could name a path.
-fn valid_name(name: &str) -> bool {
-    name.len() <= 200
-        && name.ends_with(".tar.zst")
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-+".contains(&b))
-}
+pub use crate::bundle::valid_name;
 
 fn is_sha(s: &str) -> bool {
     s.len() == 64
@@ -108,37 +133,167 @@ fn is_sha(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Token bucket per client address: `rate` per minute, bursts of the same
+/// size. True if one was taken.
+fn take(buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>, ip: IpAddr, rate: f64) -> bool {
+    let mut b = buckets.lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    if b.len() > 100_000 {
+        b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+    }
+    let (tokens, at) = b.entry(ip).or_insert((rate, now));
+    *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(rate);
+    *at = now;
+    if *tokens >= 1.0 {
+        *tokens -= 1.0;
+        true
+    } else {
+        false
+    }
+}
+
+/// Compares a secret without leaking where it differs or how long it is:
+/// both sides are hashed to 32 bytes first.
+fn same_secret(given: &[u8], want: &[u8]) -> bool {
+    use sha2::Digest;
+    let (a, b) = (sha2::Sha256::digest(given), sha2::Sha256::digest(want));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+/// The secret a request carries: `Authorization: Bearer T`, or Basic with
+/// T as the password (what a browser sends after the 401's prompt).
+fn presented_secret(h: &HeaderMap) -> Option<Vec<u8>> {
+    let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
+    if let Some(t) = v.strip_prefix("Bearer ") {
+        return Some(t.trim().as_bytes().to_vec());
+    }
+    let raw = B64.decode(v.strip_prefix("Basic ")?.trim()).ok()?;
+    let colon = raw.iter().position(|b| *b == b':')?;
+    Some(raw[colon + 1..].to_vec())
+}
+
+/// One upload slot of one client; given back on drop.
+struct ClientSlot {
+    map: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Sets its flag when dropped: a verification in a blocking thread learns
+/// that the request it serves has ended (answered, timed out, or the
+/// client went away).
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A body being received: removed when dropped.
+struct Incoming {
+    path: PathBuf,
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 impl Collector {
     pub fn new(cfg: Config) -> Shared {
         Arc::new(Collector {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_uploads.max(1))),
+            verifying: Arc::new(tokio::sync::Semaphore::new(cfg.max_verifying.max(1))),
+            per_client: Arc::new(Mutex::new(HashMap::new())),
             cfg,
             buckets: Mutex::new(HashMap::new()),
+            failures: Mutex::new(HashMap::new()),
             last_sync: tokio::sync::Mutex::new(None),
         })
     }
 
-    /// Token bucket per client address: `rate` per minute, bursts of the
-    /// same size.
-    fn admit(&self, ip: IpAddr) -> bool {
-        let cap = self.cfg.rate_per_minute.max(1) as f64;
-        let mut b = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if b.len() > 100_000 {
-            b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+    /// The answer to a request without the token, if one is set and the
+    /// request lacks it. A failure is counted against the address's
+    /// failure bucket only.
+    fn unauthorised(&self, ip: IpAddr, h: &HeaderMap, hint: &str) -> Option<Response> {
+        let want = self.cfg.token.as_ref()?;
+        if presented_secret(h).is_some_and(|g| same_secret(&g, want.as_bytes())) {
+            return None;
         }
-        let (tokens, at) = b.entry(ip).or_insert((cap, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * cap / 60.0).min(cap);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            true
-        } else {
-            false
+        if !take(&self.failures, ip, FAILURES_PER_MINUTE) {
+            return Some(Refusal(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many failed token attempts from {ip}"),
+            )
+            .retry_after("60"));
         }
+        let mut r =
+            Refusal(StatusCode::UNAUTHORIZED, format!("no valid token ({hint})")).into_response();
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Basic realm=\"storcert collector\""),
+        );
+        Some(r)
     }
 
-    /// Imports records other collectors stored in a shared store.
+    /// One upload slot for `ip`, if it has fewer than its share.
+    fn client_slot(&self, ip: IpAddr) -> Option<ClientSlot> {
+        let mut m = self.per_client.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= self.cfg.max_uploads_per_client.max(1) {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot {
+            map: self.per_client.clone(),
+            ip,
+        })
+    }
+
+    /// Verifies a bundle file within the limits and a deadline, on a
+    /// blocking thread, cancelled when the returned future is dropped.
+    async fn verify(
+        &self,
+        path: PathBuf,
+        name: String,
+        minisig: String,
+        envelope: String,
+        deadline: Instant,
+    ) -> Result<Result<bundle::Verified, bundle::VerifyError>> {
+        let _turn = self.verifying.acquire().await?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let _guard = CancelOnDrop(cancel.clone());
+        let mut limits = self.cfg.limits.clone();
+        limits.budget.deadline = Some(deadline);
+        limits.budget.cancel = Some(cancel);
+        let trusted = self.cfg.trusted.clone();
+        Ok(tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::open(&path).map_err(bundle::VerifyError::Io)?;
+            bundle::verify(file, &name, &minisig, &envelope, &trusted, &limits)
+        })
+        .await?)
+    }
+
+    /// Imports records other collectors stored in a shared store. A record
+    /// is a claim, not a fact (anyone with write access to a shared bucket
+    /// can drop one): each is indexed only once its bundle, read back from
+    /// the store, verifies, and then from what verified.
     pub async fn sync(&self) -> Result<usize> {
         let mut added = 0;
         for file in self.cfg.store.list("summaries").await? {
@@ -148,16 +303,86 @@ impl Collector {
             if self.cfg.index.contains(sha)? {
                 continue;
             }
-            if let Some(data) = self.cfg.store.get(&summary_key(sha)).await? {
-                let rec: Record = serde_json::from_slice(&data)
-                    .with_context(|| format!("store record {}", summary_key(sha)))?;
-                if rec.sha256 == sha && self.cfg.index.insert(&rec)? {
-                    added += 1;
+            match self.reverify(sha).await {
+                Ok(Some(rec)) => {
+                    if self.cfg.index.insert(&rec)? {
+                        added += 1;
+                    }
                 }
+                Ok(None) => {}
+                Err(e) => eprintln!(
+                    "collect: store record {}: not indexed: {e:#}",
+                    summary_key(sha)
+                ),
             }
         }
         *self.last_sync.lock().await = Some(Instant::now());
         Ok(added)
+    }
+
+    /// The record of a bundle found in the store, from its verification.
+    async fn reverify(&self, sha: &str) -> Result<Option<Record>> {
+        let Some(data) = self.cfg.store.get(&summary_key(sha)).await? else {
+            return Ok(None);
+        };
+        #[derive(serde::Deserialize)]
+        struct Claim {
+            name: String,
+            received_at: String,
+        }
+        let claim: Claim = serde_json::from_slice(&data).context("not a collector's record")?;
+        let key = bundle_key(sha);
+        let text = |d: Option<bytes::Bytes>, what: &str| -> Result<String> {
+            let d = d.with_context(|| format!("no {what} in the store"))?;
+            String::from_utf8(d.to_vec()).with_context(|| format!("{what}: not UTF-8"))
+        };
+        let minisig = text(
+            self.cfg.store.get(&format!("{key}.minisig")).await?,
+            "minisig",
+        )?;
+        let envelope = text(
+            self.cfg.store.get(&format!("{key}.intoto.json")).await?,
+            "envelope",
+        )?;
+        let incoming = Incoming {
+            path: self.incoming_path(),
+        };
+        let size = self
+            .cfg
+            .store
+            .get_to_file(&key, &incoming.path, self.cfg.max_body)
+            .await?
+            .context("no bundle in the store")?;
+        let v = self
+            .verify(
+                incoming.path.clone(),
+                claim.name.clone(),
+                minisig,
+                envelope,
+                Instant::now() + self.cfg.request_timeout,
+            )
+            .await??;
+        if v.sha256 != sha {
+            anyhow::bail!("the bundle stored under {sha} is {}", v.sha256);
+        }
+        Ok(Some(Record {
+            sha256: v.sha256,
+            name: v.signed_name,
+            received_at: claim.received_at,
+            signed_at: v.signed_at,
+            key_id: v.key_id,
+            size,
+            summary: v.summary,
+        }))
+    }
+
+    fn incoming_path(&self) -> PathBuf {
+        let mut rng = crate::util::random::Rng::from_entropy();
+        self.cfg.incoming.join(format!(
+            "{:016x}{:016x}.part",
+            rng.next_u64(),
+            rng.next_u64()
+        ))
     }
 
     /// Syncs before answering a read when the last sync is over a second
@@ -176,20 +401,61 @@ impl Collector {
     }
 }
 
+/// Headers every answer carries: no scripts, frames, sniffing or
+/// referrers (the pages are plain HTML with inline styles).
+async fn security_headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut r = next.run(req).await;
+    let h = r.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; \
+             form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        ),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ] {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    r
+}
+
+/// Reads need the token too, unless the collector was started with
+/// `--public-read`.
+async fn read_guard(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !c.cfg.public_read {
+        if let Some(r) = c.unauthorised(
+            peer.ip(),
+            req.headers(),
+            "reads need the token, or --public-read",
+        ) {
+            return r;
+        }
+    }
+    next.run(req).await
+}
+
 pub fn router(state: Shared) -> Router {
-    let max_body = state.cfg.max_body;
-    Router::new()
+    let reads = Router::new()
         .route("/", get(web::fleet_page))
         .route("/bundles/{sha}", get(web::bundle_page))
         .route("/api/bundles", get(api_list))
         .route("/api/bundles/{sha}", get(api_one))
         .route("/download/{file}", get(download))
-        .route(
-            "/upload/{name}",
-            put(receive).layer(DefaultBodyLimit::max(max_body)).layer(
-                axum::middleware::from_fn_with_state(state.clone(), upload_guard),
-            ),
-        )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            read_guard,
+        ));
+    Router::new()
+        .merge(reads)
+        .route("/upload/{name}", put(receive))
+        .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
 
@@ -216,24 +482,33 @@ async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
     }
 }
 
+/// Serves a bundle or a signature, only of a bundle in the index (one
+/// that verified here): nothing else in a shared store is reachable.
 async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response {
+    let not_found = || Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response();
     let (sha, kind) = match file.split_once('.') {
         Some((sha, rest)) if is_sha(sha) => (sha, rest),
-        _ => return Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response(),
+        _ => return not_found(),
     };
     let (suffix, mime) = match kind {
         "tar.zst" => ("", "application/zstd"),
-        "tar.zst.minisig" => (".minisig", "text/plain"),
+        "tar.zst.minisig" => (".minisig", "text/plain; charset=utf-8"),
         "tar.zst.intoto.json" => (".intoto.json", "application/json"),
-        _ => return Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response(),
+        _ => return not_found(),
     };
-    let name = c
-        .cfg
-        .index
-        .get(sha)
-        .ok()
-        .flatten()
-        .map_or_else(|| format!("{sha}.tar.zst"), |r| r.name);
+    c.fresh().await;
+    let record = match c.cfg.index.get(sha) {
+        Ok(Some(r)) => r,
+        Ok(None) => return not_found(),
+        Err(e) => return internal(e).into_response(),
+    };
+    // The signed name, and only if it is a plain one (it goes into a
+    // header): else the digest.
+    let name = if valid_name(&record.name) {
+        record.name
+    } else {
+        format!("{sha}.tar.zst")
+    };
     match c
         .cfg
         .store
@@ -251,39 +526,8 @@ async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response
             data,
         )
             .into_response(),
-        Ok(None) => Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response(),
+        Ok(None) => not_found(),
         Err(e) => internal(e).into_response(),
-    }
-}
-
-/// Before an upload's body is read: a free upload slot (else 503 with
-/// Retry-After, which clients retry) and a deadline for the whole request
-/// (else 408), so slow or stalled clients cannot hold memory or slots.
-async fn upload_guard(
-    State(c): State<Shared>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let Ok(_slot) = c.uploads.clone().try_acquire_owned() else {
-        let mut r = Refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{} uploads in progress; try again", c.cfg.max_uploads),
-        )
-        .into_response();
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
-        return r;
-    };
-    match tokio::time::timeout(c.cfg.request_timeout, next.run(req)).await {
-        Ok(r) => r,
-        Err(_) => Refusal(
-            StatusCode::REQUEST_TIMEOUT,
-            format!(
-                "the upload took longer than {} s",
-                c.cfg.request_timeout.as_secs()
-            ),
-        )
-        .into_response(),
     }
 }
 
@@ -301,133 +545,199 @@ fn header_text(h: &HeaderMap, name: &str) -> Result<String, Refusal> {
         .map_err(|_| Refusal(StatusCode::BAD_REQUEST, format!("{name}: not UTF-8")))
 }
 
+/// `PUT /upload/NAME`: everything that can be decided from the head is,
+/// before a byte of the body is read (token, rate, name, signatures,
+/// declared length, a slot); the body then streams to a file, and is
+/// verified from there with a budget that ends with the request.
 async fn receive(
     State(c): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, Refusal> {
-    if !c.admit(peer.ip()) {
-        let mut r = Refusal(
+    req: axum::extract::Request,
+) -> Response {
+    let deadline = Instant::now() + c.cfg.request_timeout;
+    let timeout = c.cfg.request_timeout;
+    match tokio::time::timeout(timeout, receive_within(&c, peer, name, req, deadline)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(r)) => r,
+        Err(_) => Refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the upload took longer than {} s", timeout.as_secs()),
+        )
+        .into_response(),
+    }
+}
+
+async fn receive_within(
+    c: &Shared,
+    peer: SocketAddr,
+    name: String,
+    req: axum::extract::Request,
+    deadline: Instant,
+) -> Result<Response, Response> {
+    let ip = peer.ip();
+    let headers = req.headers().clone();
+    if let Some(r) = c.unauthorised(ip, &headers, "upload --token-file") {
+        return Err(r);
+    }
+    if !take(&c.buckets, ip, c.cfg.rate_per_minute.max(1) as f64) {
+        return Err(Refusal(
             StatusCode::TOO_MANY_REQUESTS,
             format!(
-                "more than {} uploads a minute from {}",
-                c.cfg.rate_per_minute,
-                peer.ip()
+                "more than {} uploads a minute from {ip}",
+                c.cfg.rate_per_minute
             ),
         )
-        .into_response();
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return Ok(r);
+        .retry_after("5"));
     }
-    if let Some(want) = &c.cfg.token {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        // Compared in constant time: the token is a secret.
-        let ok = given.is_some_and(|g| {
-            g.len() == want.len()
-                && g.bytes()
-                    .zip(want.bytes())
-                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                    == 0
-        });
-        if !ok {
-            return Err(Refusal(
-                StatusCode::UNAUTHORIZED,
-                "no valid bearer token (upload --token-file)".into(),
-            ));
-        }
-    }
+    let refuse = |code, why: String| Refusal(code, why).into_response();
     if !valid_name(&name) {
-        return Err(Refusal(
+        return Err(refuse(
             StatusCode::BAD_REQUEST,
-            format!("bad bundle name {name:?}: a plain NAME.tar.zst is expected"),
+            format!(
+                "bad bundle name {}: a plain NAME.tar.zst is expected",
+                crate::util::text::printable(&format!("{name:?}"), 220)
+            ),
         ));
     }
-    let minisig = header_text(&headers, H_MINISIG)?;
-    let envelope = header_text(&headers, H_ENVELOPE)?;
-    let sha = bundle::sha256_hex(&body);
+    let minisig = header_text(&headers, H_MINISIG).map_err(IntoResponse::into_response)?;
+    let envelope = header_text(&headers, H_ENVELOPE).map_err(IntoResponse::into_response)?;
+    let declared = match headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(n) => n,
+        None => {
+            return Err(refuse(
+                StatusCode::LENGTH_REQUIRED,
+                "a Content-Length is required".into(),
+            ))
+        }
+    };
+    if declared > c.cfg.max_body {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "{declared} bytes is more than --max-body {}",
+                c.cfg.max_body
+            ),
+        ));
+    }
+    let Some(_client_slot) = c.client_slot(ip) else {
+        return Err(Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} uploads from {ip} in progress; try again",
+                c.cfg.max_uploads_per_client
+            ),
+        )
+        .retry_after("2"));
+    };
+    let Ok(_slot) = c.uploads.clone().try_acquire_owned() else {
+        return Err(Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{} uploads in progress; try again", c.cfg.max_uploads),
+        )
+        .retry_after("2"));
+    };
+    // The body, to a file, no more than declared, none of it in memory
+    // beyond one chunk; a pause longer than the idle timeout ends it.
+    let incoming = Incoming {
+        path: c.incoming_path(),
+    };
+    let (sha, size) = receive_body(c, req.into_body(), &incoming.path, declared)
+        .await
+        .map_err(|r| r.into_response())?;
     if let Some(claimed) = headers.get(H_SHA256) {
         if claimed.as_bytes() != sha.as_bytes() {
-            return Err(Refusal(
+            return Err(refuse(
                 StatusCode::BAD_REQUEST,
                 format!("body's sha256 is {sha}, not the {H_SHA256} given"),
             ));
         }
     }
-    let already = c
-        .cfg
-        .store
-        .exists(&summary_key(&sha))
-        .await
-        .map_err(internal)?;
     // Verify before storing anything, even a bundle already stored: the
     // answer "stored" is only ever given for a verified bundle.
-    let trusted = c.cfg.trusted.clone();
-    let (body2, ms, env) = (body.clone(), minisig.clone(), envelope.clone());
-    let verified = tokio::task::spawn_blocking(move || bundle::verify(&body2, &ms, &env, &trusted))
+    let verified = c
+        .verify(
+            incoming.path.clone(),
+            name.clone(),
+            minisig.clone(),
+            envelope.clone(),
+            deadline,
+        )
         .await
-        .map_err(|e| internal(e.into()))?
+        .map_err(|e| internal(e).into_response())?
         .map_err(|e| {
             let status = if e.is_untrusted_key() {
                 StatusCode::FORBIDDEN
             } else {
                 StatusCode::UNPROCESSABLE_ENTITY
             };
-            Refusal(status, format!("rejected: {e}"))
+            refuse(status, format!("rejected: {e}"))
         })?;
+    // Stored already, here or by another collector sharing the store (its
+    // record is indexed once it verifies from the store; a planted record
+    // without a bundle that verifies is overwritten with this one).
+    let mut already = c
+        .cfg
+        .index
+        .contains(&sha)
+        .map_err(|e| internal(e).into_response())?;
+    if !already
+        && c.cfg
+            .store
+            .exists(&summary_key(&sha))
+            .await
+            .map_err(|e| internal(e).into_response())?
+    {
+        if let Err(e) = c.sync().await {
+            eprintln!("collect: sync: {e:#}");
+        }
+        already = c
+            .cfg
+            .index
+            .contains(&sha)
+            .map_err(|e| internal(e).into_response())?;
+    }
     let status = if already {
         "already stored"
     } else {
         let key = bundle_key(&sha);
-        c.cfg
-            .store
-            .put(&format!("{key}.minisig"), minisig.into())
-            .await
-            .map_err(internal)?;
-        c.cfg
-            .store
-            .put(&format!("{key}.intoto.json"), envelope.into())
-            .await
-            .map_err(internal)?;
-        c.cfg
-            .store
-            .put(&key, body.clone())
-            .await
-            .map_err(internal)?;
-        let record = Record {
-            sha256: sha.clone(),
-            name: name.clone(),
-            received_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string(),
-            signed_at: verified.signed_at.clone(),
-            key_id: verified.key_id.clone(),
-            size: body.len() as u64,
-            summary: verified.summary.clone(),
+        let stored = async {
+            c.cfg
+                .store
+                .put(&format!("{key}.minisig"), minisig.into())
+                .await?;
+            c.cfg
+                .store
+                .put(&format!("{key}.intoto.json"), envelope.into())
+                .await?;
+            c.cfg.store.put_file(&key, &incoming.path).await?;
+            let record = Record {
+                sha256: sha.clone(),
+                name: verified.signed_name.clone(),
+                received_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                    .to_string(),
+                signed_at: verified.signed_at.clone(),
+                key_id: verified.key_id.clone(),
+                size,
+                summary: verified.summary.clone(),
+            };
+            let text = serde_json::to_vec_pretty(&record)?;
+            // The record last: its presence means the bundle is whole.
+            c.cfg.store.put(&summary_key(&sha), text.into()).await?;
+            c.cfg.index.insert(&record)?;
+            anyhow::Ok(())
         };
-        let text = serde_json::to_vec_pretty(&record).map_err(|e| internal(e.into()))?;
-        // The record last: its presence means the bundle is whole.
-        c.cfg
-            .store
-            .put(&summary_key(&sha), text.into())
-            .await
-            .map_err(internal)?;
-        c.cfg.index.insert(&record).map_err(internal)?;
+        stored.await.map_err(|e| internal(e).into_response())?;
         eprintln!(
-            "collect: stored {name} ({sha}) from {}: {}",
-            peer.ip(),
+            "collect: stored {name} ({sha}) from {ip}: {}",
             verified.summary.verdict
         );
         "stored"
     };
-    if already {
-        // Index a record another collector stored.
-        let _ = c.sync().await;
-    }
     let code = if already {
         StatusCode::OK
     } else {
@@ -440,6 +750,72 @@ async fn receive(
         .into_response();
     r.headers_mut().insert(H_COLLECTOR, collector_header());
     Ok(r)
+}
+
+/// Writes a body to `path` as it arrives: at most `declared` bytes, each
+/// chunk within the idle timeout. Returns its SHA-256 and size.
+async fn receive_body(
+    c: &Shared,
+    body: axum::body::Body,
+    path: &std::path::Path,
+    declared: u64,
+) -> Result<(String, u64), Refusal> {
+    use futures_util::StreamExt;
+    use sha2::Digest;
+    use tokio::io::AsyncWriteExt;
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path)
+        .await
+        .map_err(|e| internal(anyhow::anyhow!("{}: {e}", path.display())))?;
+    let mut stream = body.into_data_stream();
+    let mut sha = sha2::Sha256::new();
+    let mut size = 0u64;
+    loop {
+        let chunk = match tokio::time::timeout(c.cfg.body_idle_timeout, stream.next()).await {
+            Err(_) => {
+                return Err(Refusal(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the body paused for more than {} s",
+                        c.cfg.body_idle_timeout.as_secs()
+                    ),
+                ))
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(Refusal(
+                    StatusCode::BAD_REQUEST,
+                    format!("reading the body: {e}"),
+                ))
+            }
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        size += chunk.len() as u64;
+        if size > declared {
+            return Err(Refusal(
+                StatusCode::BAD_REQUEST,
+                format!("the body is longer than its Content-Length {declared}"),
+            ));
+        }
+        sha.update(&chunk);
+        file.write_all(&chunk)
+            .await
+            .map_err(|e| internal(anyhow::anyhow!("{}: {e}", path.display())))?;
+    }
+    if size != declared {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            format!("the body ended at {size} of its Content-Length {declared} bytes"),
+        ));
+    }
+    file.flush()
+        .await
+        .map_err(|e| internal(anyhow::anyhow!("{}: {e}", path.display())))?;
+    Ok((hex::encode(sha.finalize()), size))
 }
 
 /// Serves until the process is stopped. Prints the bound address first
@@ -534,11 +910,31 @@ mod tests {
             "x.tar",
             "x .tar.zst",
             "..tar.zst",
+            "x\".tar.zst",
         ] {
             assert!(!valid_name(bad), "{bad}");
         }
         assert!(is_sha(&"a".repeat(64)));
         assert!(!is_sha(&"A".repeat(64)));
         assert!(!is_sha("../../etc/passwd"));
+    }
+
+    #[test]
+    fn secrets_compare_whole_and_any_length() {
+        assert!(same_secret(b"token", b"token"));
+        assert!(!same_secret(b"toke", b"token"));
+        assert!(!same_secret(b"", b"token"));
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        assert_eq!(presented_secret(&h).unwrap(), b"abc");
+        // Basic, as a browser sends it: any user, the token as password.
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Basic {}", B64.encode("me:abc"))).unwrap(),
+        );
+        assert_eq!(presented_secret(&h).unwrap(), b"abc");
     }
 }

@@ -88,6 +88,131 @@ impl Store {
         }
     }
 
+    /// Stores the file at `path` under `key` without reading it into
+    /// memory: copied durably into a folder, or sent to a bucket in parts.
+    pub async fn put_file(&self, key: &str, path: &std::path::Path) -> Result<()> {
+        match self {
+            Store::Local(dir) => {
+                let dest = dir.join(key);
+                let src = path.to_path_buf();
+                tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+                    use std::io::Write;
+                    if let Some(parent) = dest.parent() {
+                        crate::util::fs::create_dir_durably(parent)?;
+                    }
+                    let (mut out, tmp) = crate::util::fs::create_temporary(&dest, 0o644)?;
+                    let copied = std::io::copy(&mut std::fs::File::open(&src)?, &mut out)
+                        .and_then(|_| out.flush())
+                        .and_then(|()| out.sync_all())
+                        .and_then(|()| std::fs::rename(&tmp, &dest));
+                    if let Err(e) = copied {
+                        let _ = std::fs::remove_file(&tmp);
+                        return Err(e);
+                    }
+                    std::fs::File::open(dest.parent().unwrap_or(std::path::Path::new(".")))?
+                        .sync_all()
+                })
+                .await?
+                .with_context(|| format!("storing {key}"))
+            }
+            Store::Object { store, prefix, .. } => {
+                use tokio::io::AsyncReadExt;
+                let upload = store
+                    .put_multipart(&Self::object_path(prefix, key))
+                    .await
+                    .with_context(|| format!("storing {key}"))?;
+                let mut parts = object_store::WriteMultipart::new(upload);
+                let mut file = tokio::fs::File::open(path)
+                    .await
+                    .with_context(|| format!("storing {key}"))?;
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = file
+                        .read(&mut buf)
+                        .await
+                        .with_context(|| format!("storing {key}"))?;
+                    if n == 0 {
+                        break;
+                    }
+                    parts.write(&buf[..n]);
+                }
+                parts
+                    .finish()
+                    .await
+                    .with_context(|| format!("storing {key}"))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies the object `key` to a new file at `path` (created 0600, never
+    /// through a link), refusing one over `max` bytes. `None`: no such
+    /// object.
+    pub async fn get_to_file(
+        &self,
+        key: &str,
+        path: &std::path::Path,
+        max: u64,
+    ) -> Result<Option<u64>> {
+        use futures_util::StreamExt;
+        use tokio::io::AsyncWriteExt;
+        let mut out = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o600)
+            .open(path)
+            .await
+            .with_context(|| format!("{}", path.display()))?;
+        let mut size = 0u64;
+        match self {
+            Store::Local(dir) => {
+                use tokio::io::AsyncReadExt;
+                let mut f = match tokio::fs::File::open(dir.join(key)).await {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(e).with_context(|| format!("reading {key}")),
+                };
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = f
+                        .read(&mut buf)
+                        .await
+                        .with_context(|| format!("reading {key}"))?;
+                    if n == 0 {
+                        break;
+                    }
+                    size += n as u64;
+                    if size > max {
+                        bail!("{key}: larger than {max} bytes");
+                    }
+                    out.write_all(&buf[..n]).await?;
+                }
+            }
+            Store::Object { store, prefix, .. } => {
+                let r = match store.get(&Self::object_path(prefix, key)).await {
+                    Ok(r) => r,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(e) => return Err(e).with_context(|| format!("reading {key}")),
+                };
+                if r.meta.size > max {
+                    bail!("{key}: larger than {max} bytes");
+                }
+                let mut stream = r.into_stream();
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.with_context(|| format!("reading {key}"))?;
+                    size += chunk.len() as u64;
+                    if size > max {
+                        bail!("{key}: larger than {max} bytes");
+                    }
+                    out.write_all(&chunk).await?;
+                }
+            }
+        }
+        out.flush().await?;
+        Ok(Some(size))
+    }
+
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>> {
         match self {
             Store::Local(dir) => match tokio::fs::read(dir.join(key)).await {

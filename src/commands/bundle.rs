@@ -9,6 +9,7 @@ use super::exit;
 use crate::bundle::keys::{make_key, public_key_path, read_public_keys, read_secret_key};
 use crate::bundle::{self, create_signed};
 use crate::cli::{BundleArgs, BundleCommand, BundleCreateArgs, BundleVerifyArgs, KeygenArgs};
+use crate::util::text::printable;
 
 fn fail(cmd: &str, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert {cmd}: {msg}");
@@ -82,17 +83,19 @@ fn create(a: BundleCreateArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The summary for a terminal: every string from the bundle printable.
 pub fn summary_text(s: &bundle::summary::Summary) -> String {
+    let p = |s: &str| printable(s, 300);
     let mut out = format!("verdict: {}\n", s.verdict.as_str().to_uppercase());
     for r in &s.reasons {
-        out += &format!("  {r}\n");
+        out += &format!("  {}\n", p(r));
     }
     for d in &s.drives {
         out += &format!(
             "  {} {} serial {} : {}{}\n",
-            d.device,
-            d.model.as_deref().unwrap_or("-"),
-            d.serial.as_deref().unwrap_or("-"),
+            p(&d.device),
+            p(d.model.as_deref().unwrap_or("-")),
+            p(d.serial.as_deref().unwrap_or("-")),
             d.verdict,
             d.act_load_passed
                 .map(|l| format!(", ACT passed at {l}x"))
@@ -108,29 +111,34 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
         Ok(k) => k,
         Err(e) => return fail(CMD, format!("--pubkey {e:#}")),
     };
-    let read = |p: &Path| std::fs::read(p).with_context(|| p.display().to_string());
+    let limits = match a.limits.limits() {
+        Ok(l) => l,
+        Err(e) => return fail(CMD, e),
+    };
     let read_text = |p: &Path| crate::input::read_text(p).with_context(|| p.display().to_string());
-    let inputs = read(&a.file).and_then(|b| {
-        Ok((
-            b,
-            read_text(&bundle::minisig_path(&a.file))?,
-            read_text(&bundle::envelope_path(&a.file))?,
-        ))
-    });
-    let (bytes, minisig, envelope) = match inputs {
+    let inputs = read_text(&bundle::minisig_path(&a.file))
+        .and_then(|m| Ok((m, read_text(&bundle::envelope_path(&a.file))?)));
+    let (minisig, envelope) = match inputs {
         Ok(x) => x,
         Err(e) => return fail(CMD, format!("{e:#}")),
     };
-    match bundle::verify(&bytes, &minisig, &envelope, &keys) {
+    // Every string below came from the bundle: printable, one line each,
+    // so no escape sequence can repaint what the terminal shows.
+    let p = |s: &str| printable(s, 300);
+    match bundle::verify_file(&a.file, &minisig, &envelope, &keys, &limits) {
         Ok(v) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&v).expect("serialises"));
             } else {
-                println!("{}: OK", a.file.display());
+                println!("{}: OK", p(&a.file.display().to_string()));
                 println!("  sha256     {}", v.sha256);
                 println!("  signed by  key {}", v.key_id);
-                println!("  signed at  {} (as {})", v.signed_at, v.signed_name);
-                println!("  minisign   {}", v.trusted_comment.replace('\t', " "));
+                println!(
+                    "  signed at  {} (as {})",
+                    p(&v.signed_at),
+                    p(&v.signed_name)
+                );
+                println!("  minisign   {}", p(&v.trusted_comment.replace('\t', " ")));
                 println!("  files      {} (every manifest entry matches)", v.files);
                 if v.subjects.is_empty() {
                     // A scratch file on a machine without a DMI serial has nothing to name.
@@ -138,14 +146,19 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
                         "  covers     the bundle only (no DMI serial, no drive serial or WWN)"
                     );
                 } else {
-                    println!("  covers     {}", v.subjects.join(", "));
+                    let subjects: Vec<String> = v.subjects.iter().map(|s| p(s)).collect();
+                    println!("  covers     {}", subjects.join(", "));
                 }
                 print!("{}", summary_text(&v.summary));
             }
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("storcert {CMD}: {}: FAILED: {e}", a.file.display());
+            eprintln!(
+                "storcert {CMD}: {}: FAILED: {}",
+                p(&a.file.display().to_string()),
+                printable(&e.to_string(), 1000)
+            );
             ExitCode::from(exit::FAIL)
         }
     }

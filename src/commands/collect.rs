@@ -1,5 +1,6 @@
 //! `storcert collect`: the collector server.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::process::ExitCode;
 
 use super::exit;
@@ -17,7 +18,7 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Err(e) => return fail(format!("--trusted-keys {e:#}")),
     };
     let max_body = match crate::util::size::parse_size(&a.max_body) {
-        Ok(n) => n as usize,
+        Ok(n) => n,
         Err(e) => return fail(format!("--max-body {:?}: {e}", a.max_body)),
     };
     let sync_interval = match humantime::parse_duration(&a.sync_interval) {
@@ -36,6 +37,21 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(format!("--request-timeout {:?}: {e}", a.request_timeout)),
     };
+    let duration = |flag: &str, text: &str| {
+        humantime::parse_duration(text).map_err(|e| format!("{flag} {text:?}: {e}"))
+    };
+    let (body_idle_timeout, verify_cpu) = match (
+        duration("--body-idle-timeout", &a.body_idle_timeout),
+        duration("--verify-cpu", &a.verify_cpu),
+    ) {
+        (Ok(b), Ok(v)) => (b, v),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let mut limits = match a.limits.limits() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
+    limits.budget.cpu = Some(verify_cpu);
     let store = match Store::open(&a.store) {
         Ok(s) => s,
         Err(e) => return fail(format!("{e:#}")),
@@ -44,6 +60,19 @@ pub fn run(a: CollectArgs) -> ExitCode {
         Store::Local(dir) => dir.join("index.sqlite"),
         Store::Object { .. } => "collector-index.sqlite".into(),
     });
+    // Bodies arrive in a private folder beside the index; what an earlier
+    // run left there (killed mid-upload) is removed.
+    let mut incoming = db.clone().into_os_string();
+    incoming.push(".incoming");
+    let incoming = std::path::PathBuf::from(incoming);
+    let _ = std::fs::remove_dir_all(&incoming);
+    if let Err(e) = std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&incoming)
+    {
+        return fail(format!("{}: {e}", incoming.display()));
+    }
     let index = match Index::open(&db) {
         Ok(i) => i,
         Err(e) => return fail(format!("--db: {e:#}")),
@@ -62,8 +91,16 @@ pub fn run(a: CollectArgs) -> ExitCode {
         max_body,
         rate_per_minute: a.rate,
         token,
+        public_read: a.public_read,
         max_uploads: a.max_uploads,
+        max_uploads_per_client: a.max_uploads_per_client,
+        max_verifying: a
+            .max_verifying
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         request_timeout,
+        body_idle_timeout,
+        limits,
+        incoming,
         sync_interval,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());

@@ -17,12 +17,12 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 pub fn run(a: CompareArgs) -> ExitCode {
     let mut runs: Vec<(String, Contents)> = Vec::new();
     for input in &a.inputs {
-        let contents = match open(input, a.pubkey.as_deref()) {
+        let contents = match open(input, a.pubkey.as_deref(), &a.limits) {
             Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
                 Ok(c) => c,
                 Err(e) => return fail(format!("{}: {e:#}", dir.display())),
             },
-            Ok(Opened::Bundle { unpacked, .. }) => report::contents_of_bundle(&unpacked),
+            Ok(Opened::Bundle { unpacked, .. }) => report::contents_of_bundle(unpacked),
             Err(r) => {
                 eprintln!(
                     "storcert compare: {}",

@@ -21,6 +21,8 @@ pub enum Opened {
     Bundle {
         name: String,
         unpacked: bundle::Unpacked,
+        /// The key that signed it, when verified; `None`: not verified.
+        verified_by: Option<String>,
     },
 }
 
@@ -33,8 +35,13 @@ pub struct Refused {
 }
 
 /// Opens `input` for a report or a comparison: a folder as it is; a
-/// bundle's bytes, verified against `pubkey` first when one is given.
-pub fn open(input: &Path, pubkey: Option<&Path>) -> Result<Opened, Refused> {
+/// bundle read as a stream within `limits`, verified against `pubkey`
+/// first when one is given.
+pub fn open(
+    input: &Path,
+    pubkey: Option<&Path>,
+    limits: &crate::cli::UnpackLimitArgs,
+) -> Result<Opened, Refused> {
     let could_not = |message: String| Refused {
         message,
         status: exit::COULD_NOT_RUN,
@@ -42,7 +49,8 @@ pub fn open(input: &Path, pubkey: Option<&Path>) -> Result<Opened, Refused> {
     if input.is_dir() {
         return Ok(Opened::Results(input.to_path_buf()));
     }
-    let bytes = std::fs::read(input).map_err(|e| could_not(format!("{}: {e}", input.display())))?;
+    let limits = limits.limits().map_err(could_not)?;
+    let mut verified_by = None;
     if let Some(pk) = pubkey {
         let keys = crate::bundle::keys::read_public_keys(pk)
             .map_err(|e| could_not(format!("--pubkey {e:#}")))?;
@@ -50,13 +58,16 @@ pub fn open(input: &Path, pubkey: Option<&Path>) -> Result<Opened, Refused> {
             |p: PathBuf| crate::input::read_text(&p).with_context(|| p.display().to_string());
         let checked = read(bundle::minisig_path(input)).and_then(|m| {
             let env = read(bundle::envelope_path(input))?;
-            Ok(bundle::verify(&bytes, &m, &env, &keys)?)
+            Ok(bundle::verify_file(input, &m, &env, &keys, &limits)?)
         });
-        if let Err(e) = checked {
-            return Err(Refused {
-                message: format!("{}: FAILED verification: {e:#}", input.display()),
-                status: exit::FAIL,
-            });
+        match checked {
+            Ok(v) => verified_by = Some(v.key_id),
+            Err(e) => {
+                return Err(Refused {
+                    message: format!("{}: FAILED verification: {e:#}", input.display()),
+                    status: exit::FAIL,
+                })
+            }
         }
     }
     let name = input
@@ -64,18 +75,38 @@ pub fn open(input: &Path, pubkey: Option<&Path>) -> Result<Opened, Refused> {
         .and_then(|n| n.to_str())
         .unwrap_or("bundle")
         .to_string();
-    let unpacked =
-        bundle::unpack(&bytes).map_err(|e| could_not(format!("{}: {e}", input.display())))?;
-    Ok(Opened::Bundle { name, unpacked })
+    let file =
+        std::fs::File::open(input).map_err(|e| could_not(format!("{}: {e}", input.display())))?;
+    let len = file
+        .metadata()
+        .map_err(|e| could_not(format!("{}: {e}", input.display())))?
+        .len();
+    let unpacked = bundle::unpack::unpack(std::io::BufReader::new(file), len, &limits, |_| true)
+        .map_err(|e| could_not(format!("{}: {e}", input.display())))?;
+    Ok(Opened::Bundle {
+        name,
+        unpacked,
+        verified_by,
+    })
 }
 
 pub fn run(a: ReportArgs) -> ExitCode {
-    let built = match open(&a.input, a.pubkey.as_deref()) {
+    let built = match open(&a.input, a.pubkey.as_deref(), &a.limits) {
         Ok(Opened::Results(dir)) => {
             report::for_results(&dir).map_err(|e| format!("{}: {e:#}", dir.display()))
         }
-        Ok(Opened::Bundle { name, unpacked }) => {
-            report::for_bundle(&name, &unpacked).map_err(|e| format!("{e:#}"))
+        Ok(Opened::Bundle {
+            name,
+            unpacked,
+            verified_by,
+        }) => {
+            if verified_by.is_none() {
+                eprintln!(
+                    "storcert report: {}: NOT VERIFIED (no --pubkey): anyone could have made this bundle",
+                    crate::util::text::printable(&a.input.display().to_string(), 300)
+                );
+            }
+            report::for_bundle(&name, unpacked, verified_by).map_err(|e| format!("{e:#}"))
         }
         Err(r) => {
             eprintln!(

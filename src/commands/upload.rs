@@ -67,11 +67,15 @@ pub fn run(a: UploadArgs) -> ExitCode {
         Err(e) => return fail(format!("--spool: {e:#}")),
     };
     let mut queue: Vec<PathBuf> = Vec::new();
+    let mut spool_failed = false;
     match &spool {
         Some(s) => {
+            // One file that cannot be spooled does not keep the others
+            // (or what is already pending) from being sent.
             for f in &a.files {
                 if let Err(e) = s.put(f) {
-                    return fail(format!("{e:#}"));
+                    eprintln!("storcert upload: {e:#}");
+                    spool_failed = true;
                 }
             }
             match s.pending() {
@@ -88,13 +92,17 @@ pub fn run(a: UploadArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
+    let mut worst = if spool_failed {
+        exit::COULD_NOT_RUN
+    } else {
+        exit::PASS
+    };
     if queue.is_empty() {
         eprintln!("storcert upload: nothing to send");
-        return ExitCode::SUCCESS;
+        return ExitCode::from(worst);
     }
     let console = Console::for_command();
     let to = client_url.clone();
-    let mut worst = exit::PASS;
     let done = drain(
         &queue,
         &[(to, client)],
@@ -135,6 +143,13 @@ pub fn run(a: UploadArgs) -> ExitCode {
         if let Some(e) = &d.confirm_error {
             eprintln!("storcert upload: {}: {e}", d.bundle.display());
             worst = worst.max(exit::COULD_NOT_RUN);
+        }
+        if let Some(p) = &d.refused_to {
+            eprintln!(
+                "storcert upload: {}: set aside in {} (not sent again)",
+                d.bundle.display(),
+                p.display()
+            );
         }
     }
     ExitCode::from(worst)

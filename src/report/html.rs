@@ -26,7 +26,8 @@ fn verdict(v: Verdict) -> String {
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #eee;padding-bottom:.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}\
-th{background:#f4f4f4}td.l,th.l{text-align:left}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
+th{background:#f4f4f4}td.l,th.l{text-align:left}#provenance.unverified{border:3px solid #8a0b0b;color:#8a0b0b;\
+font-weight:bold;padding:.4em .6em}#provenance.verified{color:#075e07}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
 .v-pass{background:#d7f5d7;color:#075e07}.v-fail{background:#fbd5d5;color:#8a0b0b}\
 .v-incomplete,.v-untested,.v-interrupted{background:#eee;color:#555}\
 td.bad{background:#fbd5d5;color:#8a0b0b;font-weight:bold}#banner{font-size:2.2em;padding:.3em .6em;\
@@ -110,8 +111,17 @@ pub fn render(r: &Report) -> String {
     );
     let _ = write!(
         out,
-        "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p><div id=\"banner\" class=\"v-{}\">{}</div><ul>",
+        "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p>{}<div id=\"banner\" class=\"v-{}\">{}</div><ul>",
         esc(&r.title),
+        r.provenance.line().map_or_else(String::new, |l| format!(
+            "<p id=\"provenance\" class=\"{}\">{}</p>",
+            if r.provenance == super::Provenance::NotVerified {
+                "unverified"
+            } else {
+                "verified"
+            },
+            esc(&l)
+        )),
         esc(s.verdict.as_str()),
         esc(&s.verdict.as_str().to_uppercase())
     );

@@ -74,6 +74,39 @@ pub struct Report {
     pub comparison: compare::Comparison,
     /// The spare area storcert provisioned, per drive.
     pub spare: Vec<ProvisionResult>,
+    /// Whether the bundle's signatures were checked.
+    pub provenance: Provenance,
+}
+
+/// Where a report's results come from, and whether anyone vouched for them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Provenance {
+    /// A results folder on this machine.
+    #[default]
+    Results,
+    /// A bundle whose signatures were checked against a key given.
+    Verified { key_id: String },
+    /// A bundle read without checking its signatures: anyone could have
+    /// made it, verdict included.
+    NotVerified,
+}
+
+impl Provenance {
+    /// The line a report shows for it, if any.
+    pub fn line(&self) -> Option<String> {
+        match self {
+            Provenance::Results => None,
+            Provenance::Verified { key_id } => Some(format!(
+                "Verified: signed by key {key_id}, every file matches."
+            )),
+            Provenance::NotVerified => Some(
+                "NOT VERIFIED: this bundle's signatures were not checked \
+                 (storcert report -p KEY.pub checks them); anyone could have made it, \
+                 its verdict included."
+                    .into(),
+            ),
+        }
+    }
 }
 
 impl Report {
@@ -97,6 +130,7 @@ impl Report {
             notes: Vec::new(),
             comparison: compare::compare(&[(title.to_string(), c)]),
             spare: Vec::new(),
+            provenance: Provenance::Results,
         };
         for item in &c.items {
             match &item.artefact {
@@ -234,20 +268,22 @@ pub fn contents_of_results(dir: &Path) -> Result<Contents> {
 
 /// A bundle's results files, by their path in the results folder (and
 /// its system identity).
-fn bundle_files(unpacked: &crate::bundle::Unpacked) -> BTreeMap<String, Vec<u8>> {
+fn bundle_files(unpacked: crate::bundle::Unpacked) -> BTreeMap<String, Vec<u8>> {
+    // Moved, not copied: a bundle's logs are its bulk.
     unpacked
         .files
-        .iter()
-        .filter_map(|(p, d)| {
-            p.strip_prefix(crate::bundle::RESULTS_PREFIX)
-                .map(|r| (r.to_string(), d.clone()))
-                .or_else(|| (p == crate::bundle::SYSTEM).then(|| (p.clone(), d.clone())))
-        })
+        .into_iter()
+        .filter_map(
+            |(p, d)| match p.strip_prefix(crate::bundle::RESULTS_PREFIX) {
+                Some(r) => Some((r.to_string(), d)),
+                None => (p == crate::bundle::SYSTEM).then_some((p, d)),
+            },
+        )
         .collect()
 }
 
 /// The typed contents of a bundle's results.
-pub fn contents_of_bundle(unpacked: &crate::bundle::Unpacked) -> Contents {
+pub fn contents_of_bundle(unpacked: crate::bundle::Unpacked) -> Contents {
     Contents::read(&bundle_files(unpacked))
 }
 
@@ -269,14 +305,24 @@ pub fn for_results(dir: &Path) -> Result<Report> {
 }
 
 /// The report of a bundle's unpacked files.
-pub fn for_bundle(name: &str, unpacked: &crate::bundle::Unpacked) -> Result<Report> {
+/// `verified_by`: the key that signed it, if its signatures were checked.
+pub fn for_bundle(
+    name: &str,
+    unpacked: crate::bundle::Unpacked,
+    verified_by: Option<String>,
+) -> Result<Report> {
     let summary: Summary = serde_json::from_slice(
         unpacked
             .files
             .get(crate::bundle::SUMMARY)
             .context("the bundle has no summary.json")?,
     )?;
-    Ok(Report::build(name, summary, &bundle_files(unpacked)))
+    let mut r = Report::build(name, summary, &bundle_files(unpacked));
+    r.provenance = match verified_by {
+        Some(key_id) => Provenance::Verified { key_id },
+        None => Provenance::NotVerified,
+    };
+    Ok(r)
 }
 
 /// Writes report.html and report.md into a results folder (before it is

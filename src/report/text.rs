@@ -54,6 +54,9 @@ fn render(r: &Report, md: bool) -> String {
         }
     };
     let mut out = h(1, &format!("storcert report: {}", r.title));
+    if let Some(line) = r.provenance.line() {
+        let _ = writeln!(out, "{}\n", if md { format!("**{line}**") } else { line });
+    }
     let _ = writeln!(
         out,
         "{}\n",

@@ -27,8 +27,11 @@ pub struct Delivered {
     pub attempts: Vec<Attempt>,
     /// Moved out of the spool: every collector confirmed it.
     pub left_spool: bool,
-    /// Why it could not leave the spool although confirmed everywhere.
+    /// Why it could not leave the spool although confirmed everywhere
+    /// (or refused somewhere).
     pub confirm_error: Option<String>,
+    /// Where it went because a receiver refused it for good.
+    pub refused_to: Option<PathBuf>,
 }
 
 /// Sends `queue` to every `(url, client)` until `until`, showing each
@@ -68,18 +71,30 @@ pub fn drain(
         let everywhere = attempts
             .iter()
             .all(|a| matches!(a.outcome, Outcome::Confirmed { .. }));
-        let (mut left_spool, mut confirm_error) = (false, None);
-        if let (true, Some(s)) = (everywhere, spool) {
-            match s.confirm(bundle) {
+        let refused = attempts.iter().find_map(|a| match &a.outcome {
+            Outcome::Rejected(why) => Some(format!("{}: {why}", a.to)),
+            _ => None,
+        });
+        let (mut left_spool, mut confirm_error, mut refused_to) = (false, None, None);
+        match (spool, refused) {
+            // Refused for good: set aside, so it does not fail every later
+            // upload, and kept.
+            (Some(s), Some(why)) => match s.refuse(bundle, &why) {
+                Ok(p) => refused_to = Some(p),
+                Err(e) => confirm_error = Some(format!("{e:#}")),
+            },
+            (Some(s), None) if everywhere => match s.confirm(bundle) {
                 Ok(_) => left_spool = true,
                 Err(e) => confirm_error = Some(format!("{e:#}")),
-            }
+            },
+            _ => {}
         }
         out.push(Delivered {
             bundle: bundle.clone(),
             attempts,
             left_spool,
             confirm_error,
+            refused_to,
         });
     }
     Ok(out)

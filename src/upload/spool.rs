@@ -39,6 +39,18 @@ pub fn default_dir() -> Option<PathBuf> {
     results_partition(&crate::inventory::Roots::default()).map(|m| m.join("storcert/spool"))
 }
 
+/// How old a signature without its bundle must be to count as left
+/// behind (younger, another process may be spooling it right now).
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// `name` is a signature file in `dir` whose bundle is not there.
+fn orphan_signature(dir: &Path, name: &str) -> bool {
+    let bundle = name
+        .strip_suffix(".minisig")
+        .or_else(|| name.strip_suffix(".intoto.json"));
+    bundle.is_some_and(|b| b.ends_with(BUNDLE_SUFFIX) && !dir.join(b).exists())
+}
+
 pub struct Spool {
     pub dir: PathBuf,
 }
@@ -65,14 +77,25 @@ impl Spool {
             dir: dir.to_path_buf(),
         };
         for entry in std::fs::read_dir(spool.pending_dir())? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "tmp") {
-                eprintln!(
-                    "spool: removing {} (torn by an interrupted write)",
-                    path.display()
-                );
-                std::fs::remove_file(&path).with_context(|| format!("{}", path.display()))?;
-            }
+            let entry = entry?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let why = if name.ends_with(".tmp") {
+                "torn by an interrupted write"
+            } else if orphan_signature(&spool.pending_dir(), &name)
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > ORPHAN_AGE))
+            {
+                // Signatures go in first: one whose bundle never followed
+                // (a full disk, a power cut) is left by a write that ended.
+                "a signature whose bundle never arrived"
+            } else {
+                continue;
+            };
+            eprintln!("spool: removing {} ({why})", path.display());
+            std::fs::remove_file(&path).with_context(|| format!("{}", path.display()))?;
         }
         Ok(spool)
     }
@@ -93,6 +116,14 @@ impl Spool {
             .and_then(|n| n.to_str())
             .filter(|n| n.ends_with(BUNDLE_SUFFIX))
             .with_context(|| format!("{}: not a {BUNDLE_SUFFIX} file", bundle_path.display()))?;
+        // A name a collector would refuse would stay pending for ever.
+        if !bundle::valid_name(name) {
+            anyhow::bail!(
+                "{}: a bundle's name is letters, digits and ._-+ only, \
+                 up to 200 bytes, not starting with a dot (a collector refuses others)",
+                crate::util::text::printable(&bundle_path.display().to_string(), 300)
+            );
+        }
         let dest = self.pending_dir().join(name);
         let bytes =
             std::fs::read(bundle_path).with_context(|| format!("{}", bundle_path.display()))?;
@@ -137,11 +168,34 @@ impl Spool {
         Ok(found.into_iter().map(|(_, p)| p).collect())
     }
 
-    /// Moves a confirmed bundle to `sent/`: the bundle first, so `pending/`
-    /// never holds a bundle without its signatures.
+    pub fn refused_dir(&self) -> PathBuf {
+        self.dir.join("refused")
+    }
+
+    /// Moves a bundle a receiver refused for good to `refused/`, with the
+    /// reason beside it (`NAME.refused.txt`): it is kept, but no longer
+    /// sent, so it does not fail every later upload.
+    pub fn refuse(&self, pending: &Path, why: &str) -> Result<PathBuf> {
+        crate::util::fs::create_dir_durably(&self.refused_dir())
+            .with_context(|| format!("{}", self.refused_dir().display()))?;
+        let dest = self.move_out(pending, &self.refused_dir())?;
+        let mut reason = dest.clone().into_os_string();
+        reason.push(".refused.txt");
+        write_durably(Path::new(&reason), format!("{why}\n"))
+            .with_context(|| format!("{}", Path::new(&reason).display()))?;
+        Ok(dest)
+    }
+
+    /// Moves a confirmed bundle to `sent/`.
     pub fn confirm(&self, pending: &Path) -> Result<PathBuf> {
+        self.move_out(pending, &self.sent_dir())
+    }
+
+    /// Moves a bundle and its signatures out of `pending/`: the bundle
+    /// first, so `pending/` never holds a bundle without its signatures.
+    fn move_out(&self, pending: &Path, to: &Path) -> Result<PathBuf> {
         let name = pending.file_name().context("bundle path has no name")?;
-        let dest = self.sent_dir().join(name);
+        let dest = to.join(name);
         std::fs::rename(pending, &dest).with_context(|| format!("{}", pending.display()))?;
         // A renamed file is fsynced again: vfat writes its new entry's
         // size and first cluster only then (see write_durably).
@@ -155,7 +209,7 @@ impl Spool {
                 sync_file(&dst)?;
             }
         }
-        sync_dir(&self.sent_dir())?;
+        sync_dir(to)?;
         sync_dir(&self.pending_dir())?;
         Ok(dest)
     }
@@ -239,5 +293,55 @@ mod tests {
         std::fs::write(&lone, "x").unwrap();
         let e = spool.put(&lone).unwrap_err();
         assert!(format!("{e:#}").contains("signature"), "{e:#}");
+    }
+
+    #[test]
+    fn orphans_bad_names_and_refusals_do_not_stay_pending() {
+        let src = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        // Signatures whose bundle never came (a full disk): removed once
+        // old; a young one may be a put in progress and stays.
+        let pending = spool.pending_dir();
+        for name in [
+            "gone.tar.zst.minisig",
+            "gone.tar.zst.intoto.json",
+            "young.tar.zst.minisig",
+        ] {
+            std::fs::write(pending.join(name), "sig").unwrap();
+        }
+        let old = std::time::SystemTime::now() - 2 * ORPHAN_AGE;
+        for name in ["gone.tar.zst.minisig", "gone.tar.zst.intoto.json"] {
+            std::fs::File::options()
+                .write(true)
+                .open(pending.join(name))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let spool = Spool::open(dir.path()).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&pending)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["young.tar.zst.minisig"]);
+        // A name a collector refuses is refused here, not kept pending.
+        let bad = fake_bundle(src.path(), "run 1.tar.zst", b"x");
+        let e = spool.put(&bad).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("a collector refuses others"),
+            "{e:#}"
+        );
+        assert!(spool.pending().unwrap().is_empty());
+        // A bundle refused for good is set aside with its reason.
+        let a = spool
+            .put(&fake_bundle(src.path(), "a.tar.zst", b"one"))
+            .unwrap();
+        let moved = spool.refuse(&a, "HTTP 422: rejected").unwrap();
+        assert!(spool.pending().unwrap().is_empty());
+        assert!(moved.exists() && bundle::minisig_path(&moved).exists());
+        let why =
+            std::fs::read_to_string(dir.path().join("refused/a.tar.zst.refused.txt")).unwrap();
+        assert_eq!(why, "HTTP 422: rejected\n");
     }
 }

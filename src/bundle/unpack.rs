@@ -1,0 +1,561 @@
+//! Reading a bundle's archive as a stream, bounded before it is read.
+//!
+//! A bundle is hostile until verified, and even a verified one was signed
+//! with a key that sits unencrypted on every stick. So the archive is
+//! never decompressed whole: zstd feeds tar, and each entry is hashed as
+//! it passes and kept only if the caller asks for it. What that can cost
+//! is capped before the first byte is read: the unpacked bytes (absolutely
+//! and as a ratio of the compressed size, which stops a decompression
+//! bomb in its first megabytes), the number of entries, zstd's window, and
+//! optionally the CPU and wall time, with a flag that cancels the work
+//! from outside (the collector sets it when the request ends).
+//!
+//! What a well-formed archive is: `manifest.json` first, then regular
+//! files whose names are plain relative paths written one way only (no
+//! `//`, `./`, trailing `/`), each listed once in the manifest with its
+//! size and digest, each present once; then tar's end marker and nothing
+//! but zeros after it. Every entry is hashed once, so the work is bounded
+//! by the unpacked bytes whatever the manifest lists.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, Read};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::{Manifest, MANIFEST};
+
+/// What reading one archive may cost.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The most the archive may unpack to, whatever its size.
+    pub max_unpacked: u64,
+    /// The most it may unpack to per compressed byte, beyond `RATIO_FLOOR`:
+    /// ACT logs and JSON compress 10–50:1 here, a bomb of zeros 30,000:1.
+    pub max_ratio: u64,
+    /// The most entries (files) it may hold.
+    pub max_entries: u64,
+    pub budget: Budget,
+}
+
+/// Time limits and cancellation for one verification.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    /// Wall-clock end.
+    pub deadline: Option<Instant>,
+    /// CPU time of the verifying thread.
+    pub cpu: Option<Duration>,
+    /// Set from outside to stop the work (the request it serves ended).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// The unpacked size allowed whatever the ratio: a small bundle of small
+/// files is never refused for compressing well.
+pub const RATIO_FLOOR: u64 = 32 << 20;
+/// The largest manifest or summary read into memory.
+pub const MAX_META: u64 = 16 << 20;
+/// zstd's window: 2^24 = 16 MiB (storcert writes level 10, a 4 MiB window);
+/// a frame asking for more is refused instead of allocated.
+const WINDOW_LOG_MAX: u32 = 24;
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_unpacked: 2 << 30,
+            max_ratio: 250,
+            max_entries: 100_000,
+            budget: Budget::default(),
+        }
+    }
+}
+
+impl Limits {
+    /// The unpacked bytes allowed for an archive of `compressed` bytes.
+    pub fn allowance(&self, compressed: u64) -> u64 {
+        RATIO_FLOOR
+            .saturating_add(self.max_ratio.saturating_mul(compressed))
+            .min(self.max_unpacked)
+    }
+}
+
+/// Which limit stopped the reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    Unpacked(u64),
+    Deadline,
+    Cpu(Duration),
+    Cancelled,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Unpacked(n) => write!(
+                f,
+                "unpacks to more than {n} bytes (the limit for its compressed size; \
+                 --max-unpacked / --max-ratio raise it)"
+            ),
+            Stop::Deadline => write!(f, "verification ran past its deadline"),
+            Stop::Cpu(d) => write!(f, "verification used more than {} s of CPU", d.as_secs()),
+            Stop::Cancelled => write!(f, "verification cancelled (the request ended)"),
+        }
+    }
+}
+
+impl Budget {
+    /// The first limit passed, if any.
+    pub fn check(&self) -> Option<Stop> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            return Some(Stop::Cancelled);
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Some(Stop::Deadline);
+        }
+        if let Some(cpu) = self.cpu {
+            if thread_cpu_time() > cpu {
+                return Some(Stop::Cpu(cpu));
+            }
+        }
+        None
+    }
+}
+
+/// CPU time this thread has used.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid pointer to a timespec, a clock every Linux has.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Why an archive was refused, naming the entry or manifest line at fault.
+/// A decoding cause is printed in the message, not chained as a `source`,
+/// so a `{:#}` chain does not print it twice.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("archive: not zstd: {0}")]
+    NotZstd(std::io::Error),
+    #[error("archive: zstd stream damaged: {0}")]
+    ZstdDamaged(std::io::Error),
+    #[error("archive: {0}")]
+    Stopped(Stop),
+    #[error("archive: more than {0} entries")]
+    TooManyEntries(u64),
+    #[error("archive: not a tar: {0}")]
+    NotTar(std::io::Error),
+    #[error("archive: damaged tar entry: {0}")]
+    DamagedEntry(std::io::Error),
+    #[error("archive: entry name is not UTF-8")]
+    EntryNameNotUtf8,
+    #[error("archive: {path}: not a regular file")]
+    NotRegularFile { path: String },
+    #[error("archive: {path}: not a plain relative path written one way")]
+    NotPlainPath { path: String },
+    #[error("archive: {path}: {err}")]
+    Read { path: String, err: std::io::Error },
+    #[error("archive: {path} appears twice")]
+    Duplicate { path: String },
+    #[error("archive: {MANIFEST} is not the first entry")]
+    ManifestNotFirst,
+    #[error("archive: {path} is larger than {MAX_META} bytes")]
+    MetaTooLarge { path: String },
+    #[error("{MANIFEST}: {0}")]
+    Manifest(serde_json::Error),
+    #[error("{MANIFEST}: lists {path} twice")]
+    ListedTwice { path: String },
+    #[error("{MANIFEST}: lists {path}, not a plain relative path written one way")]
+    ListedNotPlain { path: String },
+    #[error("{MANIFEST}: lists {path} which is not in the archive")]
+    Missing { path: String },
+    #[error("{path}: does not match its manifest entry")]
+    Mismatch { path: String },
+    #[error("archive: {path} is not in the manifest")]
+    Unlisted { path: String },
+    #[error("archive: data after the tar end marker")]
+    TrailingData,
+    #[error("archive: data after the zstd stream")]
+    TrailingCompressed,
+}
+
+/// The kept files of an unpacked archive, by path, and its manifest.
+pub struct Unpacked {
+    pub files: BTreeMap<String, Vec<u8>>,
+    pub manifest: Manifest,
+}
+
+/// A path written the one way storcert writes it: non-empty components,
+/// none `.` or `..`, no leading, doubled or trailing `/`. `results//x`,
+/// `results/./x` and `x/` are aliases tar would unpack onto another
+/// entry, so they are refused, not normalised.
+pub fn plain_path(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'))
+}
+
+/// Counts the bytes that pass, refusing past the allowance, the budget or
+/// a cancel. What stopped it is left in `stop` (the tar reader wraps the
+/// error it is given).
+struct Bounded<R> {
+    inner: R,
+    read: u64,
+    allowance: u64,
+    budget: Budget,
+    stop: Rc<Cell<Option<Stop>>>,
+    /// The decompressor failed (the stream is damaged or not zstd).
+    damaged: Rc<Cell<bool>>,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let stop = self
+            .budget
+            .check()
+            .or_else(|| (self.read > self.allowance).then_some(Stop::Unpacked(self.allowance)));
+        if let Some(s) = stop {
+            self.stop.set(Some(s));
+            return Err(std::io::Error::other(s.to_string()));
+        }
+        // Never more than one byte past the allowance.
+        let room = (self.allowance + 1 - self.read).min(buf.len() as u64) as usize;
+        let n = self.inner.read(&mut buf[..room]).inspect_err(|_| {
+            self.damaged.set(true);
+        })?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads `archive` (`compressed` bytes of zstd) within `limits`, keeping
+/// the files for which `keep` says yes; every file is checked against the
+/// manifest whether kept or not.
+pub fn unpack<R: Read>(
+    archive: R,
+    compressed: u64,
+    limits: &Limits,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Unpacked, UnpackError> {
+    let mut dec = zstd::Decoder::new(archive).map_err(UnpackError::NotZstd)?;
+    dec.window_log_max(WINDOW_LOG_MAX)
+        .map_err(UnpackError::NotZstd)?;
+    let stop = Rc::new(Cell::new(None));
+    let damaged = Rc::new(Cell::new(false));
+    let mut bounded = Bounded {
+        inner: dec,
+        read: 0,
+        allowance: limits.allowance(compressed),
+        budget: limits.budget.clone(),
+        stop: stop.clone(),
+        damaged: damaged.clone(),
+    };
+    let stopped = |e: std::io::Error, other: fn(std::io::Error) -> UnpackError| match stop.get() {
+        Some(s) => UnpackError::Stopped(s),
+        None if damaged.get() => UnpackError::ZstdDamaged(e),
+        None => other(e),
+    };
+    let mut tar = tar::Archive::new(&mut bounded);
+    let mut files = BTreeMap::new();
+    let mut manifest: Option<Manifest> = None;
+    let mut listed: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut count = 0u64;
+    for entry in tar.entries().map_err(|e| stopped(e, UnpackError::NotTar))? {
+        let mut entry = entry.map_err(|e| stopped(e, UnpackError::DamagedEntry))?;
+        count += 1;
+        if count > limits.max_entries {
+            return Err(UnpackError::TooManyEntries(limits.max_entries));
+        }
+        let path = std::str::from_utf8(&entry.path_bytes())
+            .map_err(|_| UnpackError::EntryNameNotUtf8)?
+            .to_string();
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            return Err(UnpackError::NotRegularFile { path });
+        }
+        if !plain_path(&path) {
+            return Err(UnpackError::NotPlainPath { path });
+        }
+        let size = entry.size();
+        let Some(m) = &manifest else {
+            if path != MANIFEST {
+                return Err(UnpackError::ManifestNotFirst);
+            }
+            let data = read_meta(&mut entry, &path, size, &stop)?;
+            let m: Manifest = serde_json::from_slice(&data).map_err(UnpackError::Manifest)?;
+            for f in &m.files {
+                if !plain_path(&f.path) || f.path == MANIFEST {
+                    return Err(UnpackError::ListedNotPlain {
+                        path: f.path.clone(),
+                    });
+                }
+                if listed
+                    .insert(f.path.clone(), (f.sha256.clone(), f.size))
+                    .is_some()
+                {
+                    return Err(UnpackError::ListedTwice {
+                        path: f.path.clone(),
+                    });
+                }
+            }
+            if keep(MANIFEST) {
+                files.insert(MANIFEST.to_string(), data);
+            }
+            manifest = Some(m);
+            continue;
+        };
+        let _ = m;
+        if path == MANIFEST || !seen.insert(path.clone()) {
+            return Err(UnpackError::Duplicate { path });
+        }
+        let Some((sha256, listed_size)) = listed.get(&path) else {
+            return Err(UnpackError::Unlisted { path });
+        };
+        // The size is known from the header: a lie is refused before a byte
+        // of it is read.
+        if *listed_size != size {
+            return Err(UnpackError::Mismatch { path });
+        }
+        let kept = keep(&path);
+        if kept && super::is_meta(&path) && size > MAX_META {
+            return Err(UnpackError::MetaTooLarge { path });
+        }
+        let mut hasher = Sha256::new();
+        let mut data = Vec::new();
+        if kept {
+            // Reserved once from the header's size (already within the
+            // allowance or the read fails), not doubled as it grows.
+            data.reserve_exact(size.min(limits.allowance(compressed)) as usize);
+        }
+        let mut buf = vec![0u8; 64 << 10];
+        let mut total = 0u64;
+        loop {
+            let n = match entry.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(err) => {
+                    return Err(match stop.get() {
+                        Some(s) => UnpackError::Stopped(s),
+                        None if damaged.get() => UnpackError::ZstdDamaged(err),
+                        None => UnpackError::Read { path, err },
+                    })
+                }
+            };
+            hasher.update(&buf[..n]);
+            total += n as u64;
+            if kept {
+                data.extend_from_slice(&buf[..n]);
+            }
+        }
+        if total != size || hex::encode(hasher.finalize()) != *sha256 {
+            return Err(UnpackError::Mismatch { path });
+        }
+        if kept {
+            files.insert(path, data);
+        }
+    }
+    let Some(manifest) = manifest else {
+        return Err(UnpackError::ManifestNotFirst);
+    };
+    if let Some(path) = listed.keys().find(|p| !seen.contains(*p)) {
+        return Err(UnpackError::Missing { path: path.clone() });
+    }
+    // After the end marker: only tar's zero padding, up to the end of the
+    // zstd stream, and nothing after that stream.
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match bounded.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) if buf[..n].iter().all(|b| *b == 0) => {}
+            Ok(_) => return Err(UnpackError::TrailingData),
+            Err(e) => return Err(stopped(e, UnpackError::ZstdDamaged)),
+        }
+    }
+    let mut rest = bounded.inner.finish();
+    match rest.fill_buf() {
+        Ok([]) => {}
+        Ok(_) => return Err(UnpackError::TrailingCompressed),
+        Err(e) => return Err(UnpackError::ZstdDamaged(e)),
+    }
+    Ok(Unpacked { files, manifest })
+}
+
+fn read_meta<R: Read>(
+    entry: &mut R,
+    path: &str,
+    size: u64,
+    stop: &Rc<Cell<Option<Stop>>>,
+) -> Result<Vec<u8>, UnpackError> {
+    if size > MAX_META {
+        return Err(UnpackError::MetaTooLarge {
+            path: path.to_string(),
+        });
+    }
+    let mut data = Vec::with_capacity(size as usize);
+    entry
+        .take(MAX_META + 1)
+        .read_to_end(&mut data)
+        .map_err(|err| match stop.get() {
+            Some(s) => UnpackError::Stopped(s),
+            None => UnpackError::Read {
+                path: path.to_string(),
+                err,
+            },
+        })?;
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar of `entries` as given (names written raw), zstd-compressed.
+    pub(crate) fn archive(entries: &[(&str, &[u8])], trailing: &[u8]) -> Vec<u8> {
+        let mut tar = Vec::new();
+        for (name, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            tar.extend_from_slice(h.as_bytes());
+            tar.extend_from_slice(data);
+            tar.resize(tar.len().div_ceil(512) * 512, 0);
+        }
+        tar.extend_from_slice(&[0u8; 1024]);
+        tar.extend_from_slice(trailing);
+        zstd::encode_all(tar.as_slice(), 3).unwrap()
+    }
+
+    fn manifest(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let m = Manifest {
+            schema_version: 1,
+            storcert_version: "t".into(),
+            files: files
+                .iter()
+                .map(|(p, d)| super::super::ManifestEntry {
+                    path: p.to_string(),
+                    sha256: crate::util::sha256_hex(d),
+                    size: d.len() as u64,
+                })
+                .collect(),
+        };
+        serde_json::to_vec(&m).unwrap()
+    }
+
+    fn open(bytes: &[u8]) -> Result<Unpacked, UnpackError> {
+        unpack(bytes, bytes.len() as u64, &Limits::default(), |_| true)
+    }
+
+    #[test]
+    fn a_well_formed_archive_unpacks() {
+        let m = manifest(&[("results/x", b"x")]);
+        let u = open(&archive(&[(MANIFEST, &m), ("results/x", b"x")], &[])).unwrap();
+        assert_eq!(u.files["results/x"], b"x");
+    }
+
+    #[test]
+    fn aliases_and_duplicates_are_refused() {
+        for alias in ["results//x", "results/./x", "results/x/", "./results/x"] {
+            let m = manifest(&[("results/x", b"x")]);
+            let a = archive(&[(MANIFEST, &m), ("results/x", b"x"), (alias, b"y")], &[]);
+            assert!(
+                matches!(open(&a), Err(UnpackError::NotPlainPath { .. })),
+                "{alias}"
+            );
+        }
+        let m = manifest(&[("results/x", b"x")]);
+        let a = archive(
+            &[(MANIFEST, &m), ("results/x", b"x"), ("results/x", b"x")],
+            &[],
+        );
+        assert!(matches!(open(&a), Err(UnpackError::Duplicate { .. })));
+        let a = archive(&[(MANIFEST, &m), (MANIFEST, &m), ("results/x", b"x")], &[]);
+        assert!(matches!(open(&a), Err(UnpackError::Duplicate { .. })));
+    }
+
+    #[test]
+    fn a_manifest_listing_one_file_many_times_is_refused_unread() {
+        let big = vec![7u8; 1 << 20];
+        let one = manifest(&[("results/big", &big)]);
+        let mut m: Manifest = serde_json::from_slice(&one).unwrap();
+        let entry = m.files[0].clone();
+        m.files = vec![entry; 50_000];
+        let m = serde_json::to_vec(&m).unwrap();
+        let a = archive(&[(MANIFEST, &m), ("results/big", &big)], &[]);
+        assert!(matches!(open(&a), Err(UnpackError::ListedTwice { .. })));
+    }
+
+    #[test]
+    fn data_after_the_end_marker_is_refused() {
+        let m = manifest(&[("results/x", b"x")]);
+        let entries: &[(&str, &[u8])] = &[(MANIFEST, &m), ("results/x", b"x")];
+        // Zero padding (GNU tar pads to 10 KiB) is fine.
+        assert!(open(&archive(entries, &[0u8; 9216])).is_ok());
+        let mut hidden = vec![0u8; 512];
+        hidden.extend_from_slice(b"a hidden payload");
+        assert!(matches!(
+            open(&archive(entries, &hidden)),
+            Err(UnpackError::TrailingData)
+        ));
+        // Bytes after the zstd stream.
+        let mut a = archive(entries, &[]);
+        a.extend_from_slice(b"junk after the frame");
+        assert!(open(&a).is_err());
+    }
+
+    #[test]
+    fn a_cancel_or_deadline_stops_the_reading() {
+        let big = vec![7u8; 4 << 20];
+        let m = manifest(&[("results/big", &big)]);
+        let a = archive(&[(MANIFEST, &m), ("results/big", &big)], &[]);
+        let cancel = Arc::new(AtomicBool::new(true));
+        let limits = Limits {
+            budget: Budget {
+                cancel: Some(cancel),
+                ..Budget::default()
+            },
+            ..Limits::default()
+        };
+        let e = unpack(a.as_slice(), a.len() as u64, &limits, |_| true)
+            .err()
+            .unwrap();
+        assert!(matches!(e, UnpackError::Stopped(Stop::Cancelled)), "{e}");
+        let limits = Limits {
+            budget: Budget {
+                deadline: Some(Instant::now()),
+                ..Budget::default()
+            },
+            ..Limits::default()
+        };
+        let e = unpack(a.as_slice(), a.len() as u64, &limits, |_| true)
+            .err()
+            .unwrap();
+        assert!(matches!(e, UnpackError::Stopped(Stop::Deadline)), "{e}");
+    }
+
+    #[test]
+    fn too_many_entries_are_refused() {
+        let m = manifest(&[("a", b""), ("b", b""), ("c", b"")]);
+        let a = archive(&[(MANIFEST, &m), ("a", b""), ("b", b""), ("c", b"")], &[]);
+        let limits = Limits {
+            max_entries: 3,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            unpack(a.as_slice(), a.len() as u64, &limits, |_| true),
+            Err(UnpackError::TooManyEntries(3))
+        ));
+    }
+}
