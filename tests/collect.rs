@@ -542,10 +542,10 @@ fn openssl(args: &[&str], dir: &Path) {
     );
 }
 
-#[test]
-fn tls_with_a_ca_file_and_with_a_pinned_key() {
-    let lab = Lab::new();
-    let d = lab.dir.path();
+/// A test CA (`ca.pem`) and a server certificate for 127.0.0.1 signed by
+/// it (`srv.pem`, `srv.key`) in `d`; returns the server key's pin (SHA-256
+/// of its SubjectPublicKeyInfo, base64).
+fn test_pki(d: &Path) -> String {
     let ec = [
         "-newkey",
         "ec",
@@ -609,6 +609,14 @@ fn tls_with_a_ca_file_and_with_a_pinned_key() {
         .output()
         .unwrap();
     let pin = String::from_utf8(pin.stdout).unwrap().trim().to_string();
+    pin
+}
+
+#[test]
+fn tls_with_a_ca_file_and_with_a_pinned_key() {
+    let lab = Lab::new();
+    let d = lab.dir.path();
+    let pin = test_pki(d);
     let c = Collector::start(
         &lab,
         "store",
@@ -1604,4 +1612,95 @@ fn one_refused_bundle_does_not_hold_up_the_others() {
         "{}",
         text(&o)
     );
+}
+
+/// A plain PUT target over https that takes the bundle, then redirects
+/// the signature files to plain http: the client refuses to follow, and
+/// nothing (token included) reaches the http side.
+#[test]
+fn signature_puts_never_follow_a_redirect_from_https_to_http() {
+    let lab = Lab::new();
+    let d = lab.dir.path();
+    test_pki(d);
+    let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+    let plain_addr = plain.local_addr().unwrap();
+    let plain_hits = Arc::new(AtomicUsize::new(0));
+    let hits = plain_hits.clone();
+    std::thread::spawn(move || {
+        for c in plain.incoming() {
+            hits.fetch_add(1, Ordering::SeqCst);
+            drop(c);
+        }
+    });
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    use rustls::pki_types::pem::PemObject;
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(d.join("srv.pem"))
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(d.join("srv.key")).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap(),
+    );
+    let tls = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://{}/drop/", tls.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for tcp in tls.incoming() {
+            let Ok(tcp) = tcp else { continue };
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut s = rustls::StreamOwned::new(conn, tcp);
+                loop {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match s.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                    let len: u64 = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    let _ = std::io::copy(&mut (&mut s).take(len), &mut std::io::sink());
+                    let reply = if head.starts_with("put /drop/r.tar.zst ") {
+                        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
+                    } else {
+                        format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://{plain_addr}/stolen\r\nContent-Length: 0\r\n\r\n")
+                    };
+                    if s.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let b = lab.bundle("r.tar.zst", true, 0);
+    std::fs::write(lab.path("token"), "s3cret-token\n").unwrap();
+    let o = upload(&[
+        s(&b),
+        "--to",
+        &url,
+        "--ca-file",
+        s(&d.join("ca.pem")),
+        "--token-file",
+        s(&lab.path("token")),
+        "--no-spool",
+        "--deadline",
+        "5s",
+    ]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("refusing a redirect from https to plain http"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(plain_hits.load(Ordering::SeqCst), 0);
 }

@@ -237,11 +237,13 @@ impl Collector {
             return None;
         }
         if !take(&self.failures, ip, FAILURES_PER_MINUTE) {
-            return Some(Refusal(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("too many failed token attempts from {ip}"),
-            )
-            .retry_after("60"));
+            return Some(
+                Refusal(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("too many failed token attempts from {ip}"),
+                )
+                .retry_after("60"),
+            );
         }
         let mut r =
             Refusal(StatusCode::UNAUTHORIZED, format!("no valid token ({hint})")).into_response();

@@ -339,12 +339,7 @@ pub fn render(r: &Report) -> String {
             .iter()
             .map(|p| Series {
                 name: p.name.clone(),
-                points: p
-                    .bw_timeline
-                    .iter()
-                    .enumerate()
-                    .map(|(s, b)| (s as f64 + 1.0, *b as f64 / 1e6))
-                    .collect(),
+                points: p.bw_per_second.iter().map(|(s, b)| (*s, b / 1e6)).collect(),
             })
             .collect();
         out.push_str(&line_chart(

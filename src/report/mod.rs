@@ -33,7 +33,9 @@ pub struct ActSection {
 
 pub struct StreamPass {
     pub name: String,
-    pub bw_timeline: Vec<u64>,
+    /// (end of the second, bytes/s): the last, partial second by the
+    /// time it covers.
+    pub bw_per_second: Vec<(f64, f64)>,
     pub aggr_bw_bytes: f64,
     pub bytes: u64,
 }
@@ -145,7 +147,7 @@ impl Report {
                         .iter()
                         .map(|p| StreamPass {
                             name: p.pass.as_str().into(),
-                            bw_timeline: p.bw_timeline.clone(),
+                            bw_per_second: p.bw_per_second(),
                             aggr_bw_bytes: p.group.aggr_bw_bytes,
                             bytes: p.group.bytes,
                         })

@@ -44,7 +44,35 @@ pub struct JobResult {
     pub clat: Latency,
     /// Bytes completed in each second of the pass.
     pub bw_per_sec: Vec<u64>,
+    /// fio's bandwidth samples, KiB/s: one per whole `BW_AVG_MS` window from
+    /// the job's first I/O that completed any bytes (a last, partial window
+    /// is not sampled, as in fio), so none counts a fraction of a window as
+    /// a whole one.
+    #[serde(default)]
+    pub bw_samples: Vec<f64>,
     pub error: Option<String>,
+}
+
+/// fio's `bw_avg_time` default: the window of one bandwidth sample.
+pub const BW_AVG_MS: u64 = 500;
+
+/// Minimum, maximum, mean and standard deviation of samples as fio's
+/// `calc_lat` gives them (sample deviation, n - 1); all zero without one.
+pub fn fio_stats(samples: &[f64]) -> (f64, f64, f64, f64) {
+    if samples.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let n = samples.len() as f64;
+    let mean = samples.iter().sum::<f64>() / n;
+    let dev = if samples.len() > 1 {
+        (samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // + 0.0 turns a -0.0 into 0.0.
+    (min + 0.0, max + 0.0, mean + 0.0, dev + 0.0)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -73,8 +101,12 @@ pub struct PassResult {
     pub group: GroupResult,
     pub disks: Vec<DiskUtil>,
     pub verify: Option<VerifyResult>,
-    /// Group bandwidth in each second, bytes/s.
+    /// Bytes completed in each second of the pass, from its start.
     pub bw_timeline: Vec<u64>,
+    /// From the pass's start to its last completion: the last second of
+    /// `bw_timeline` covers only what of it is past the whole seconds.
+    #[serde(default)]
+    pub elapsed_ms: u64,
     pub interrupted: bool,
 }
 
@@ -107,6 +139,26 @@ pub struct DiskUtil {
 }
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+impl PassResult {
+    /// Bandwidth in each second, bytes/s: the last, partial second by the
+    /// time it covers (not as a whole second).
+    pub fn bw_per_second(&self) -> Vec<(f64, f64)> {
+        let n = self.bw_timeline.len();
+        self.bw_timeline
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let covered = if i + 1 == n && self.elapsed_ms > 0 {
+                    (self.elapsed_ms as f64 / 1000.0 - i as f64).clamp(1e-3, 1.0)
+                } else {
+                    1.0
+                };
+                (i as f64 + covered, b as f64 / covered)
+            })
+            .collect()
+    }
+}
 
 impl StreamResult {
     /// Each device's counters over the whole run, once per device (fio

@@ -27,6 +27,7 @@ pub use crate::results::stream::{
     GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo, VerifyResult,
 };
 
+use crate::results::stream::BW_AVG_MS;
 pub use crate::results::stream::SCHEMA_VERSION;
 
 /// fio's default completion latency percentiles.
@@ -203,6 +204,8 @@ struct Job {
     last: Option<Instant>,
     clat: Hdr<u64>,
     bw: Vec<u64>,
+    /// Bytes completed in each `BW_AVG_MS` window from `first`.
+    windows: Vec<u64>,
     error: Option<String>,
 }
 
@@ -262,6 +265,7 @@ fn run_pass(
                 last: None,
                 clat: Hdr::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
                 bw: Vec::new(),
+                windows: Vec::new(),
                 error: None,
             });
         }
@@ -362,6 +366,14 @@ fn run_pass(
                     job.bw.resize(sec + 1, 0);
                 }
                 job.bw[sec] += c.len as u64;
+                let since_first = job.first.map_or(Duration::ZERO, |f| {
+                    c.completed_at.saturating_duration_since(f)
+                });
+                let w = (since_first.as_millis() / BW_AVG_MS as u128) as usize;
+                if job.windows.len() <= w {
+                    job.windows.resize(w + 1, 0);
+                }
+                job.windows[w] += c.len as u64;
                 if timeline.len() <= sec {
                     timeline.resize(sec + 1, 0);
                 }
@@ -413,6 +425,9 @@ fn run_pass(
         }
     }
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let last_completion_ms = jobs.iter().filter_map(|j| j.last).max().map_or(0, |l| {
+        l.saturating_duration_since(started).as_millis() as u64
+    });
     let disks = targets
         .iter()
         .zip(before)
@@ -459,6 +474,7 @@ fn run_pass(
                 iops: if j.ios > 0 { j.ios as f64 / secs } else { 0.0 },
                 clat: Latency::of(&j.clat),
                 bw_per_sec: j.bw.clone(),
+                bw_samples: bw_samples(&j.windows, runtime),
                 error: j.error.clone(),
             }
         })
@@ -489,13 +505,66 @@ fn run_pass(
         disks,
         verify,
         bw_timeline: timeline,
+        elapsed_ms: last_completion_ms,
         interrupted,
     })
+}
+
+/// fio's bandwidth samples (KiB/s) from bytes per `BW_AVG_MS` window of a
+/// job that ran `runtime`: whole windows only, and none where nothing
+/// completed (fio's `__add_samples`).
+fn bw_samples(windows: &[u64], runtime: Duration) -> Vec<f64> {
+    let whole = (runtime.as_millis() / BW_AVG_MS as u128) as usize;
+    windows
+        .iter()
+        .take(whole)
+        .filter(|&&b| b > 0)
+        .map(|&b| b as f64 * 1000.0 / BW_AVG_MS as f64 / 1024.0)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bandwidth_samples_cover_whole_windows_as_fio_takes_them() {
+        // 2.3 s at a steady 1 MiB per window, then a tail of 0.3 s with
+        // 0.3 MiB: four whole windows sampled, the tail not.
+        let mib = 1 << 20;
+        let windows = [mib, mib, mib, mib, 3 * mib / 10];
+        let s = bw_samples(&windows, Duration::from_millis(2300));
+        assert_eq!(s, vec![2048.0; 4]);
+        let (min, max, mean, dev) = crate::results::stream::fio_stats(&s);
+        assert_eq!((min, max, mean, dev), (2048.0, 2048.0, 2048.0, 0.0));
+        // Shorter than a window: no sample, as fio (and no -0.0).
+        assert!(bw_samples(&[mib], Duration::from_millis(300)).is_empty());
+        let zero = crate::results::stream::fio_stats(&[]);
+        assert_eq!(format!("{zero:?}"), "(0.0, 0.0, 0.0, 0.0)");
+        // A window where nothing completed is not a sample of 0.
+        assert_eq!(
+            bw_samples(&[mib, 0, mib], Duration::from_millis(1500)).len(),
+            2
+        );
+        // fio's deviation is the sample deviation (n - 1).
+        let (_, _, _, dev) = crate::results::stream::fio_stats(&[1.0, 3.0]);
+        assert!((dev - 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_last_partial_second_counts_for_the_time_it_covers() {
+        let p: PassResult = serde_json::from_value(serde_json::json!({
+            "pass": "write", "jobs": [], "disks": [], "verify": null, "interrupted": false,
+            "group": {"bytes": 0, "aggr_bw_bytes": 0.0, "min_bw_bytes": 0.0, "max_bw_bytes": 0.0,
+                      "min_runtime_ms": 0, "max_runtime_ms": 0},
+            "bw_timeline": [1000, 1000, 250], "elapsed_ms": 2250
+        }))
+        .unwrap();
+        assert_eq!(
+            p.bw_per_second(),
+            vec![(1.0, 1000.0), (2.0, 1000.0), (2.25, 1000.0)]
+        );
+    }
 
     #[test]
     fn regions_have_no_gaps_or_overlaps() {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::super::{JobResult, Pass, StreamResult};
 
 fn empty_dir() -> Value {
-    direction(None, 0)
+    direction(None, 0, 0.0)
 }
 
 fn latency(j: Option<&JobResult>) -> Value {
@@ -23,19 +23,21 @@ fn latency(j: Option<&JobResult>) -> Value {
     json!({"min": c.min_ns, "max": c.max_ns, "mean": c.mean_ns, "stddev": c.stddev_ns, "N": c.n, "percentile": pct})
 }
 
-fn direction(j: Option<&JobResult>, bs: u32) -> Value {
+/// One direction of a job; `group_bw` is its group's aggregate bandwidth
+/// (bytes/s), which `bw_agg` is a percentage of.
+fn direction(j: Option<&JobResult>, bs: u32, group_bw: f64) -> Value {
     let (bytes, bw_bytes, iops, runtime, ios) = j
         .map(|j| (j.bytes, j.bw_bytes, j.iops, j.runtime_ms, j.ios))
         .unwrap_or((0, 0.0, 0.0, 0, 0));
-    // Per-second bandwidth samples in KiB/s, as fio's bw_* fields.
-    let samples: Vec<f64> = j
-        .map(|j| j.bw_per_sec.iter().map(|&b| b as f64 / 1024.0).collect())
-        .unwrap_or_default();
-    let n = samples.len().max(1) as f64;
-    let mean = samples.iter().sum::<f64>() / n;
-    let dev = (samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n).sqrt();
-    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = samples.iter().copied().fold(0.0, f64::max);
+    // fio's bandwidth samples (KiB/s, one per 500 ms window) and its
+    // statistics of them.
+    let samples: &[f64] = j.map(|j| j.bw_samples.as_slice()).unwrap_or_default();
+    let (min, max, mean, dev) = crate::results::stream::fio_stats(samples);
+    let agg = if group_bw > 0.0 && !samples.is_empty() {
+        mean * 100.0 / (group_bw / 1024.0)
+    } else {
+        0.0
+    };
     let to_iops = |kib: f64| {
         if bs > 0 {
             kib * 1024.0 / bs as f64
@@ -56,13 +58,13 @@ fn direction(j: Option<&JobResult>, bs: u32) -> Value {
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
         "clat_ns": latency(j),
         "lat_ns": latency(j),
-        "bw_min": if min.is_finite() { min.round() as u64 } else { 0 },
+        "bw_min": min.round() as u64,
         "bw_max": max.round() as u64,
-        "bw_agg": if j.is_some() { 100.0 } else { 0.0 },
+        "bw_agg": agg,
         "bw_mean": mean,
         "bw_dev": dev,
         "bw_samples": samples.len(),
-        "iops_min": if min.is_finite() { to_iops(min).round() as u64 } else { 0 },
+        "iops_min": to_iops(min).round() as u64,
         "iops_max": to_iops(max).round() as u64,
         "iops_mean": to_iops(mean),
         "iops_stddev": to_iops(dev),
@@ -82,7 +84,7 @@ pub fn render(r: &StreamResult) -> Value {
             r.passes
                 .iter()
                 .find(|p| p.pass == pass)
-                .and_then(|p| p.jobs.get(i))
+                .and_then(|p| p.jobs.get(i).map(|j| (j, p.group.aggr_bw_bytes)))
         };
         let any = r
             .passes
@@ -112,8 +114,8 @@ pub fn render(r: &StreamResult) -> Value {
                 "offset": any.offset.to_string(),
                 "direct": if r.direct { "1" } else { "0" },
             },
-            "read": of(Pass::Read).map(|j| direction(Some(j), r.bs)).unwrap_or_else(empty_dir),
-            "write": of(Pass::Write).map(|j| direction(Some(j), r.bs)).unwrap_or_else(empty_dir),
+            "read": of(Pass::Read).map(|(j, g)| direction(Some(j), r.bs, g)).unwrap_or_else(empty_dir),
+            "write": of(Pass::Write).map(|(j, g)| direction(Some(j), r.bs, g)).unwrap_or_else(empty_dir),
             "trim": empty_dir(),
             "job_runtime": r.passes.iter().filter_map(|p| p.jobs.get(i)).map(|j| j.runtime_ms).sum::<u64>(),
         }));
