@@ -152,10 +152,34 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let v: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     let verdict = v["summary"]["verdict"].as_str().unwrap().to_string();
     assert!(verdict == "pass" || verdict == "fail", "{v:#}");
+    // The profile as run is an input the statement names, with the
+    // digest the journal recorded for it.
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(storcert::bundle::envelope_path(&bundle)).unwrap())
+            .unwrap();
+    let payload = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        envelope["payload"].as_str().unwrap(),
+    )
+    .unwrap();
+    let statement: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+    let config = &statement["predicate"]["configuration"];
+    let profile = config
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "results/profile.toml")
+        .unwrap_or_else(|| panic!("no profile.toml in {config:#}"));
     let bytes = std::fs::read(&bundle).unwrap();
     let files = storcert::bundle::unpack_bytes(&bytes, &Default::default())
         .unwrap()
         .files;
+    let journal: serde_json::Value =
+        serde_json::from_slice(&files["results/journal.json"]).unwrap();
+    assert_eq!(
+        profile["digest"]["sha256"], journal["profile_digest"],
+        "{config:#}"
+    );
     for l in [&la, &lb] {
         for f in [
             format!("act/prep-{l}.json"),

@@ -418,6 +418,28 @@ fn wide_storage_config(targets: &[Target], plan: &profile::TimedPlan) -> Result<
         .map_err(|e| anyhow!("{e}"))
 }
 
+/// The run's inputs beside its results: the profile as run
+/// (`profile.toml`, whose SHA-256 is the journal's profile digest) and the
+/// policy's text (`policy.toml`). The bundle lists their digests as the
+/// statement's `configuration`, so a verifier sees what was asked for.
+fn write_inputs(dir: &Path, p: &crate::run::profile::Profile) -> Result<()> {
+    let profile = toml::to_string(p).map_err(|e| anyhow!("{e}"))?;
+    write_durably(&dir.join("profile.toml"), &profile)
+        .with_context(|| format!("{}", dir.join("profile.toml").display()))?;
+    if let Some(pol) = &p.policy {
+        let text = match (&pol.file, &pol.inline) {
+            (Some(f), _) => crate::input::read_text(f).ok(),
+            (None, Some(t)) => Some(t.clone()),
+            _ => None,
+        };
+        if let Some(text) = text {
+            write_durably(&dir.join("policy.toml"), &text)
+                .with_context(|| format!("{}", dir.join("policy.toml").display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The profile's policy, from its file or inline text.
 fn load_policy(pol: &crate::run::profile::PolicyStage) -> Result<crate::policy::Policy> {
     match (&pol.file, &pol.inline) {
@@ -980,6 +1002,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let digest = sha_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
+    write_inputs(&dir, p)?;
     let console = Console::new(p.plan.progress_interval, opts.plain);
     console.say(&format!("profile: {} — {}", p.name, opts.source));
     console.say(&format!(
