@@ -320,8 +320,11 @@ pub enum StreamFormat {
     Text,
     /// storcert's own JSON (docs/stream-schema.md)
     Json,
-    /// fio's JSON shape
+    /// fio's JSON (--output-format=json), key for key
     FioJson,
+    /// fio's json+: fio's JSON with the completion latency bins
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
 }
 
 #[derive(Debug, Args)]

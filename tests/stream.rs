@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom, Write};
 use std::process::Command;
 use std::time::Duration;
@@ -165,23 +165,47 @@ fn verify_catches_a_block_overwritten_between_passes() {
     );
 }
 
-/// Every key path of a JSON value ("jobs.write.clat_ns.N").
-fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    if let Value::Object(m) = v {
-        for (k, child) in m {
-            if k == "percentile" || k == "bins" {
-                out.insert(format!("{prefix}{k}"));
-                continue;
+/// Every key path of a JSON value with the kind of its value
+/// ("jobs.write.clat_ns.N" → "int"); the contents of maps keyed by data
+/// (percentiles, bins, job and global options) are not paths.
+fn paths(v: &Value, prefix: &str, out: &mut BTreeMap<String, &'static str>) {
+    let kind = match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    out.insert(prefix.trim_end_matches('.').to_string(), kind);
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = format!("{prefix}{k}");
+                if ["percentile", "bins", "job options", "global options"].contains(&k.as_str()) {
+                    out.insert(p, "object");
+                } else {
+                    paths(child, &format!("{p}."), out);
+                }
             }
-            let p = format!("{prefix}{k}");
-            out.insert(p.clone());
-            paths(child, &format!("{p}."), out);
         }
+        // Jobs and disks: each entry against the same entry of fio's.
+        Value::Array(a) => {
+            for (i, child) in a.iter().enumerate() {
+                paths(child, &format!("{prefix}{i}."), out);
+            }
+        }
+        _ => {}
     }
 }
 
+/// storcert's fio JSON against fio's own (Debian's fio 3.33) for the same
+/// job on the same device: every key fio writes, with the same type, in
+/// fio's order of percentiles; then fio's own JSON tool and fio-plot read
+/// it.
 #[test]
-fn fio_json_has_fios_shape() {
+fn fio_json_is_fios_key_for_key_and_fios_tools_read_it() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("f.img"), 64 << 20);
     let (out, ours) = run_json(&[
@@ -195,56 +219,114 @@ fn fio_json_has_fios_shape() {
         "--qd",
         "4",
         "--output-format",
-        "fio-json",
+        "fio-json+",
     ]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // fio itself (Debian's package) on the same device, same shape of job.
+    // fio itself on the same device: a write job, then a read job in the
+    // next group, as storcert's two passes.
     let fio = Command::new("fio")
         .args([
-            "--name=ref",
-            "--size=8M",
-            "--bs=1M",
-            "--rw=write",
-            "--direct=1",
             "--ioengine=io_uring",
+            "--direct=1",
+            "--bs=1M",
             "--iodepth=4",
-            "--output-format=json",
+            "--size=8M",
+            "--output-format=json+",
+            "--name=write",
+            "--rw=write",
         ])
+        .arg(format!("--filename={}", lo.dev))
+        .args(["--name=read", "--rw=read", "--stonewall"])
         .arg(format!("--filename={}", lo.dev))
         .output()
         .expect("fio (scripts/setup installs it)");
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
     let theirs: Value = serde_json::from_slice(&fio.stdout).unwrap();
-    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
-    paths(&ours["jobs"][0]["write"], "", &mut a);
-    paths(&theirs["jobs"][0]["write"], "", &mut b);
-    let missing: Vec<&String> = b.difference(&a).collect();
+    let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+    paths(&ours, "", &mut a);
+    paths(&theirs, "", &mut b);
+    let missing: Vec<&String> = b.keys().filter(|k| !a.contains_key(*k)).collect();
     assert!(
         missing.is_empty(),
-        "fio's write object has keys storcert's lacks: {missing:?}"
+        "keys fio writes and storcert lacks: {missing:?}"
     );
-    let (mut a, mut b) = (BTreeSet::new(), BTreeSet::new());
-    paths(&ours["disk_util"][0], "", &mut a);
-    paths(&theirs["disk_util"][0], "", &mut b);
-    assert_eq!(a, b);
-    // What consumers of fio JSON read, typed as fio types it.
+    let retyped: Vec<String> = b
+        .iter()
+        .filter(|(k, t)| a[*k] != **t)
+        .map(|(k, t)| format!("{k}: fio {t}, storcert {}", a[k]))
+        .collect();
+    assert!(retyped.is_empty(), "{retyped:#?}");
+    // One job per pass, each its own group, as fio's stonewall.
+    assert_eq!(ours["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(ours["jobs"][1]["groupid"], 1);
+    assert_eq!(ours["jobs"][0]["job options"]["rw"], "write");
+    assert_eq!(ours["disk_util"].as_array().unwrap().len(), 1);
+    // Percentiles in numeric order, as fio writes them.
+    let order: Vec<f64> = ours["jobs"][0]["write"]["clat_ns"]["percentile"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.parse().unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
     let w = &ours["jobs"][0]["write"];
     assert_eq!(w["io_bytes"].as_u64().unwrap(), 8 << 20);
-    assert!(w["bw"].as_u64().unwrap() > 0 && w["bw_bytes"].as_u64().unwrap() > 0);
-    assert!(w["iops"].as_f64().unwrap() > 0.0);
-    assert!(w["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
     assert_eq!(
-        ours["jobs"][0]["read"]["io_bytes"].as_u64().unwrap(),
+        ours["jobs"][1]["read"]["io_bytes"].as_u64().unwrap(),
         8 << 20
     );
-    assert!(ours["storcert version"]
-        .as_str()
+    let bins: u64 = w["clat_ns"]["bins"]
+        .as_object()
         .unwrap()
-        .starts_with("storcert-"));
-    assert!(ours.get("fio version").is_none());
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(bins, 8);
+    // fio's own json+ tool: a CSV with a row per bin.
+    let json = tmp.path().join("ours.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
+    let csv = tmp.path().join("clat");
+    let o = Command::new("fio_jsonplus_clat2csv")
+        .arg(&json)
+        .arg(&csv)
+        .output()
+        .expect("fio_jsonplus_clat2csv (Debian's fio package)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = std::fs::read_to_string(tmp.path().join("clat_job0")).unwrap();
+    assert!(rows.lines().count() > 1, "{rows}");
+    // fio-plot (PyPI): a latency histogram of the write job.
+    let plots = tmp.path().join("plots");
+    std::fs::create_dir_all(&plots).unwrap();
+    std::fs::copy(&json, plots.join("ours.json")).unwrap();
+    let png = tmp.path().join("hist.png");
+    let o = Command::new("fio-plot")
+        .env("MPLBACKEND", "Agg")
+        .args([
+            "-i",
+            plots.to_str().unwrap(),
+            "-T",
+            "storcert",
+            "-H",
+            "-r",
+            "write",
+        ])
+        .args(["-d", "4", "-n", "1", "-o", png.to_str().unwrap()])
+        .output()
+        .expect("fio-plot (scripts/setup installs it)");
+    assert!(
+        o.status.success() && std::fs::metadata(&png).is_ok_and(|m| m.len() > 10_000),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
@@ -506,7 +588,31 @@ mod documented {
         pub disks: Vec<DiskUtil>,
         pub verify: Option<Verify>,
         pub bw_timeline: Vec<u64>,
+        pub elapsed_ms: u64,
+        pub cpu: Option<Cpu>,
         pub interrupted: bool,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Cpu {
+        pub usr_ms: u64,
+        pub sys_ms: u64,
+        pub ctx: u64,
+        pub majf: u64,
+        pub minf: u64,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Fio {
+        pub clat_bins: Vec<(u32, u64)>,
+        pub lat_ns: Vec<u64>,
+        pub lat_us: Vec<u64>,
+        pub lat_ms: Vec<u64>,
+        pub depth: Vec<u64>,
+        pub submit: Vec<u64>,
+        pub complete: Vec<u64>,
     }
 
     #[derive(Deserialize)]
@@ -524,6 +630,8 @@ mod documented {
         pub iops: f64,
         pub clat: Latency,
         pub bw_per_sec: Vec<u64>,
+        pub bw_samples: Vec<f64>,
+        pub fio: Fio,
         pub error: Option<String>,
     }
 
@@ -603,6 +711,15 @@ fn own_json_matches_the_documented_schema() {
     assert_eq!(clat.percentiles.len(), 17);
     assert!(clat.min_ns <= clat.max_ns && clat.n > 0);
     assert!(doc.passes[1].verify.as_ref().unwrap().bad_blocks == 0);
+    let fio = &doc.passes[0].jobs[0].fio;
+    assert_eq!(fio.lat_ns.len() + fio.lat_us.len() + fio.lat_ms.len(), 32);
+    assert_eq!(fio.depth.iter().sum::<u64>(), doc.passes[0].jobs[0].ios);
+    assert_eq!(
+        fio.clat_bins.iter().map(|b| b.1).sum::<u64>(),
+        doc.passes[0].jobs[0].ios
+    );
+    assert!(fio.submit.len() == 7 && fio.complete.len() == 7);
+    assert!(doc.passes[0].elapsed_ms > 0 && doc.passes[0].cpu.is_some());
     assert!(doc.passes[0].verify.is_none());
 }
 

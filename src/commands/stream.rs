@@ -137,8 +137,10 @@ pub fn run(a: StreamArgs) -> ExitCode {
             String::from_utf8_lossy(&crate::results::Artefact::from(result.clone()).to_json())
                 .into_owned()
         }
-        StreamFormat::FioJson => {
-            serde_json::to_string_pretty(&export::fio_json::render(&result)).unwrap_or_default()
+        StreamFormat::FioJson | StreamFormat::FioJsonPlus => {
+            let plus = a.output_format == StreamFormat::FioJsonPlus;
+            serde_json::to_string_pretty(&export::fio_json::render(&result, plus))
+                .unwrap_or_default()
                 + "\n"
         }
     };

@@ -50,7 +50,26 @@ pub struct JobResult {
     /// a whole one.
     #[serde(default)]
     pub bw_samples: Vec<f64>,
+    /// fio's latency bins and distributions (absent before storcert 0.2).
+    #[serde(default)]
+    pub fio: FioCounts,
     pub error: Option<String>,
+}
+
+/// What fio counts of a job besides bandwidth (`stream::fio_stats`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FioCounts {
+    /// Completion latency bins that are not empty: (fio bin index, count).
+    pub clat_bins: Vec<(u32, u64)>,
+    /// I/Os per latency bucket: ns (10), us (10), ms (12).
+    pub lat_ns: Vec<u64>,
+    pub lat_us: Vec<u64>,
+    pub lat_ms: Vec<u64>,
+    /// I/Os submitted at each depth bucket.
+    pub depth: Vec<u64>,
+    /// Submit calls and reap calls by how many I/Os they moved.
+    pub submit: Vec<u64>,
+    pub complete: Vec<u64>,
 }
 
 /// fio's `bw_avg_time` default: the window of one bandwidth sample.
@@ -107,6 +126,9 @@ pub struct PassResult {
     /// `bw_timeline` covers only what of it is past the whole seconds.
     #[serde(default)]
     pub elapsed_ms: u64,
+    /// CPU the pass's thread used (its jobs share it), as fio reports it.
+    #[serde(default)]
+    pub cpu: Option<CpuUsage>,
     pub interrupted: bool,
 }
 
@@ -139,6 +161,16 @@ pub struct DiskUtil {
 }
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub usr_ms: u64,
+    pub sys_ms: u64,
+    /// Voluntary and involuntary context switches.
+    pub ctx: u64,
+    pub majf: u64,
+    pub minf: u64,
+}
 
 impl PassResult {
     /// Bandwidth in each second, bytes/s: the last, partial second by the

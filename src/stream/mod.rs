@@ -6,6 +6,7 @@
 
 pub mod diskstats;
 pub mod export;
+pub mod fio_stats;
 pub mod fs;
 pub mod verify;
 
@@ -24,7 +25,8 @@ use crate::engine::{self, BufferPools, EngineKind, Request};
 use crate::output::console::Console;
 use crate::output::progress::Progress;
 pub use crate::results::stream::{
-    GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo, VerifyResult,
+    CpuUsage, GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo,
+    VerifyResult,
 };
 
 use crate::results::stream::BW_AVG_MS;
@@ -206,6 +208,7 @@ struct Job {
     bw: Vec<u64>,
     /// Bytes completed in each `BW_AVG_MS` window from `first`.
     windows: Vec<u64>,
+    fio: fio_stats::Counter,
     error: Option<String>,
 }
 
@@ -266,6 +269,7 @@ fn run_pass(
                 clat: Hdr::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
                 bw: Vec::new(),
                 windows: Vec::new(),
+                fio: fio_stats::Counter::default(),
                 error: None,
             });
         }
@@ -295,6 +299,7 @@ fn run_pass(
         bad_blocks: 0,
         first_bad: Vec::new(),
     });
+    let cpu_before = thread_rusage();
     let started = Instant::now();
     let mut timeline: Vec<u64> = Vec::new();
     let mut completions = Vec::new();
@@ -304,6 +309,7 @@ fn run_pass(
             interrupted = true;
         }
         for (j, job) in jobs.iter_mut().enumerate() {
+            let mut queued = 0;
             while !interrupted
                 && job.error.is_none()
                 && job.in_flight < spec.qd
@@ -332,7 +338,10 @@ fn run_pass(
                 })?;
                 job.next += len as u64;
                 job.in_flight += 1;
+                job.fio.submitted_at(job.in_flight);
+                queued += 1;
             }
+            job.fio.submit_call(queued);
         }
         if engine.in_flight() == 0 {
             break;
@@ -342,6 +351,13 @@ fn run_pass(
             Some(Instant::now() + Duration::from_millis(100)),
             &mut completions,
         )?;
+        let mut reaped = vec![0u32; jobs.len()];
+        for c in &completions {
+            reaped[c.tag as usize] += 1;
+        }
+        for (job, n) in jobs.iter_mut().zip(reaped) {
+            job.fio.complete_call(n);
+        }
         for mut c in completions.drain(..) {
             let job = &mut jobs[c.tag as usize];
             job.in_flight -= 1;
@@ -358,6 +374,7 @@ fn run_pass(
             } else {
                 let lat = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
                 job.clat.saturating_record(lat.max(1));
+                job.fio.completed(lat);
                 job.bytes += c.len as u64;
                 job.ios += 1;
                 job.last = Some(c.completed_at);
@@ -475,6 +492,7 @@ fn run_pass(
                 clat: Latency::of(&j.clat),
                 bw_per_sec: j.bw.clone(),
                 bw_samples: bw_samples(&j.windows, runtime),
+                fio: j.fio.finish(),
                 error: j.error.clone(),
             }
         })
@@ -506,7 +524,31 @@ fn run_pass(
         verify,
         bw_timeline: timeline,
         elapsed_ms: last_completion_ms,
+        cpu: cpu_before.zip(thread_rusage()).map(|(a, b)| CpuUsage {
+            usr_ms: b.usr_ms.saturating_sub(a.usr_ms),
+            sys_ms: b.sys_ms.saturating_sub(a.sys_ms),
+            ctx: b.ctx.saturating_sub(a.ctx),
+            majf: b.majf.saturating_sub(a.majf),
+            minf: b.minf.saturating_sub(a.minf),
+        }),
         interrupted,
+    })
+}
+
+/// This thread's CPU time, context switches and faults so far.
+fn thread_rusage() -> Option<CpuUsage> {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return None;
+    }
+    let ms = |t: libc::timeval| t.tv_sec as u64 * 1000 + t.tv_usec as u64 / 1000;
+    Some(CpuUsage {
+        usr_ms: ms(ru.ru_utime),
+        sys_ms: ms(ru.ru_stime),
+        ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+        majf: ru.ru_majflt as u64,
+        minf: ru.ru_minflt as u64,
     })
 }
 
