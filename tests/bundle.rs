@@ -844,3 +844,128 @@ fn names_links_escapes_and_provenance() {
     );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's file");
 }
+
+/// An ACT log of `hours` hours reporting every 10 minutes, from the
+/// fixture's header: hour h has (h % 5) + 1 % of its reads over 1 ms and
+/// (h % 3) / 10 % over 8 ms, so the slices differ and some fail.
+fn long_log(hours: u64) -> String {
+    let fixture = std::fs::read_to_string(format!("{LOGS}/storcert-us-20x.log")).unwrap();
+    let head = &fixture[..fixture.find("after ").unwrap()];
+    let head = head
+        .replace(
+            "test-duration-sec: 24",
+            &format!("test-duration-sec: {}", hours * 3600),
+        )
+        .replace("report-interval-sec: 2", "report-interval-sec: 600");
+    let mut out = head;
+    // Cumulative counts per bucket (microsecond histograms: ACT counts a
+    // bucket as over 2^n us from bucket n + 1, so 11 is over 1.024 ms and
+    // 14 over 8.192 ms).
+    let mut reads = [0u64; 16];
+    let mut lb = [0u64; 16];
+    for step in 1..=hours * 6 {
+        let hour = (step - 1) / 6;
+        let per = 40_000 * 600;
+        let over = per * (hour % 5 + 1) / 100;
+        let over8 = per * (hour % 3) / 1000;
+        reads[7] += per - over;
+        reads[11] += over - over8;
+        reads[14] += over8;
+        lb[9] += 470 * 600;
+        let total: u64 = reads.iter().sum();
+        let hist = |name: &str, b: &[u64; 16], total: u64| {
+            let cells: Vec<String> = b
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, c)| format!("({i:02}: {c:010})"))
+                .collect();
+            format!("{name} ({total} total)\n {}\n", cells.join(" "))
+        };
+        out += &format!("after {} sec:\n", step * 600);
+        out += &hist("reads", &reads, total);
+        out += &hist("/dev/loop0-reads", &reads, total);
+        let lbt: u64 = lb.iter().sum();
+        for name in ["large-block-reads", "large-block-writes"] {
+            out += &hist(name, &lb, lbt);
+        }
+        out += &hist("txn-reads", &reads, total);
+        for name in ["txn-large-block-reads", "txn-large-block-writes"] {
+            out += &hist(name, &lb, lbt);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The report's charts at one slice (a table, not a lone dot) and at 24
+/// (whole-hour ticks, legends beside the plots, one unit per axis), each
+/// rendered by headless Chromium to a screenshot kept in the target folder.
+#[test]
+fn report_charts_read_at_one_slice_and_at_twenty_four() {
+    let t = tempfile::tempdir().unwrap();
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for (name, log) in [
+        (
+            "1-slice",
+            std::fs::read_to_string(format!("{LOGS}/storcert-us-20x.log")).unwrap(),
+        ),
+        ("24-slices", long_log(24)),
+    ] {
+        let dir = t.path().join(name);
+        std::fs::create_dir_all(dir.join("act")).unwrap();
+        std::fs::write(dir.join("act/loop0-1x.log"), &log).unwrap();
+        std::fs::copy(INVENTORY, dir.join("inventory.json")).unwrap();
+        let html = dir.join("report.html");
+        ok(&storcert(&["report", s(&dir), "-o", s(&html)]));
+        let page = std::fs::read_to_string(&html).unwrap();
+        assert!(
+            page.contains("id=\"health-note\">No health snapshots were taken"),
+            "{name}"
+        );
+        if name == "1-slice" {
+            assert!(
+                page.contains("<table id=\"act-slices-0\" class=\"chart-table\">"),
+                "{name}"
+            );
+        } else {
+            let svg_at = page
+                .find("<svg id=\"act-slices-0\"")
+                .expect("a slice chart");
+            let svg = &page[svg_at..page[svg_at..].find("</svg>").unwrap() + svg_at];
+            let ticks: Vec<&str> = svg
+                .split("</text>")
+                .filter_map(|t| t.rsplit('>').next())
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .collect();
+            // The x axis: whole hours up to 24, no "1.3".
+            let after = ticks.iter().position(|t| *t == "slice (hour)").unwrap();
+            let x: Vec<&&str> = ticks[after + 1..]
+                .iter()
+                .filter(|t| !t.contains('.'))
+                .collect();
+            assert!(x.contains(&&"12") && x.contains(&&"24"), "{ticks:?}");
+            assert!(
+                ticks
+                    .iter()
+                    .all(|t| t.parse::<f64>().is_err() || !t.contains('.') || t.ends_with(".0")),
+                "{ticks:?}"
+            );
+            // The legend is a list beside the chart.
+            assert!(page.contains("<ul class=\"legend\" id=\"act-slices-0-legend\">"));
+        }
+        let png = shots.join(format!("report-{name}.png"));
+        let _ = std::fs::remove_file(&png);
+        common::chromium(&[
+            &format!("--screenshot={}", s(&png)),
+            "--window-size=1200,2400",
+            &format!("file://{}", s(&html)),
+        ]);
+        assert!(
+            std::fs::read(&png).unwrap().starts_with(b"\x89PNG"),
+            "{name}"
+        );
+    }
+}

@@ -70,6 +70,9 @@ impl Lab {
             .collect();
         std::fs::write(res.join("noise.bin"), data).unwrap();
         std::fs::write(res.join("name.txt"), name).unwrap();
+        // The report a run leaves beside its results, as `storcert run` does.
+        let r = storcert(&["report", s(&res), "-o", s(&res.join("report.html"))]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
         let out = self.path(name);
         let r = storcert(&[
             "bundle",
@@ -254,8 +257,44 @@ fn delivered_once_and_shown_in_the_api() {
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert_eq!(list[0]["summary"]["verdict"], "pass");
     assert_eq!(c.get("/api/bundles?q=NOSUCHSERIAL").1.trim(), "[]");
+    // A device path finds it too.
+    let (_, by_dev) = c.get("/api/bundles?q=/dev/nvme0n1");
+    assert_eq!(
+        serde_json::from_str::<Vec<serde_json::Value>>(&by_dev)
+            .unwrap()
+            .len(),
+        1,
+        "{by_dev}"
+    );
     // The download is the bundle, byte for byte, and verifies.
     let sha = list[0]["sha256"].as_str().unwrap();
+    // The bundle's page links the report it carries, served sandboxed.
+    let (code, page) = c.get(&format!("/bundles/{sha}"));
+    assert_eq!(code, 200);
+    assert!(
+        page.contains(&format!("href=\"/bundles/{sha}/report\"")),
+        "{page}"
+    );
+    let host = c.addr.trim_start_matches("http://");
+    let mut conn = TcpStream::connect(host).unwrap();
+    conn.write_all(
+        format!("GET /bundles/{sha}/report HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    let mut report = String::new();
+    let _ = conn.read_to_string(&mut report);
+    assert!(
+        report.starts_with("HTTP/1.1 200"),
+        "{}",
+        &report[..report.len().min(300)]
+    );
+    assert!(
+        report.contains("content-security-policy: sandbox;"),
+        "{}",
+        &report[..report.len().min(600)]
+    );
+    assert!(report.contains("<h1>storcert report</h1>"));
     let (code, _) = c.get(&format!("/download/{sha}.tar.zst"));
     assert_eq!(code, 200);
     // Nothing else of the store is reachable.

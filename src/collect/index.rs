@@ -156,7 +156,7 @@ impl Index {
                OR b.name LIKE ?1 ESCAPE '\\' OR b.sha256 LIKE ?1 ESCAPE '\\'
                OR EXISTS (SELECT 1 FROM drives d WHERE d.sha256 = b.sha256 AND
                     (d.serial LIKE ?1 ESCAPE '\\' OR d.model LIKE ?1 ESCAPE '\\'
-                     OR d.wwn LIKE ?1 ESCAPE '\\'))
+                     OR d.wwn LIKE ?1 ESCAPE '\\' OR d.device LIKE ?1 ESCAPE '\\'))
              ORDER BY received_at DESC, sha256 LIMIT ?2",
         )?;
         let rows = st.query_map(params![like, limit], |r| r.get::<_, String>(0))?;

@@ -418,7 +418,10 @@ async fn security_headers(req: axum::extract::Request, next: axum::middleware::N
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::REFERRER_POLICY, "no-referrer"),
     ] {
-        h.insert(name, HeaderValue::from_static(value));
+        // A handler's own stricter policy (a sandboxed report) stands.
+        if !h.contains_key(&name) {
+            h.insert(name, HeaderValue::from_static(value));
+        }
     }
     r
 }
@@ -447,6 +450,7 @@ pub fn router(state: Shared) -> Router {
     let reads = Router::new()
         .route("/", get(web::fleet_page))
         .route("/bundles/{sha}", get(web::bundle_page))
+        .route("/bundles/{sha}/report", get(bundle_report))
         .route("/api/bundles", get(api_list))
         .route("/api/bundles/{sha}", get(api_one))
         .route("/download/{file}", get(download))
@@ -530,6 +534,58 @@ async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response
             .into_response(),
         Ok(None) => not_found(),
         Err(e) => internal(e).into_response(),
+    }
+}
+
+/// The report a bundle carries (`results/report.html`), read from the
+/// stored bundle within the unpacking limits. It was written on the tested
+/// machine, so it is served sandboxed: no scripts, no forms, no same-origin
+/// access, whatever it holds.
+async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
+    let not_found = |why: &str| Refusal(StatusCode::NOT_FOUND, why.to_string()).into_response();
+    c.fresh().await;
+    if !is_sha(&sha) || !matches!(c.cfg.index.get(&sha), Ok(Some(_))) {
+        return not_found("no such bundle");
+    }
+    let incoming = Incoming {
+        path: c.incoming_path(),
+    };
+    match c
+        .cfg
+        .store
+        .get_to_file(&bundle_key(&sha), &incoming.path, c.cfg.max_body)
+        .await
+    {
+        Ok(Some(_)) => {}
+        Ok(None) => return not_found("no such bundle"),
+        Err(e) => return internal(e).into_response(),
+    }
+    let limits = c.cfg.limits.clone();
+    let path = incoming.path.clone();
+    let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<Vec<u8>>> {
+        let file = std::fs::File::open(&path)?;
+        let len = file.metadata()?.len();
+        let mut u = bundle::unpack::unpack(std::io::BufReader::new(file), len, &limits, |p| {
+            p == "results/report.html"
+        })?;
+        Ok(u.files.remove("results/report.html"))
+    })
+    .await;
+    match read {
+        Ok(Ok(Some(html))) => (
+            [
+                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+                ),
+            ],
+            html,
+        )
+            .into_response(),
+        Ok(Ok(None)) => not_found("this bundle carries no report"),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e.into()).into_response(),
     }
 }
 

@@ -165,6 +165,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
         "<p><a href=\"/\">← fleet</a></p><h1>{name} {verdict}</h1>\
          <p>{machine}</p><p>received {received}, signed {signed} by key <code>{key}</code><br>\
          sha256 <code>{sha}</code> · {size} bytes · \
+         <a id=\"report\" href=\"/bundles/{sha}/report\">report</a> · \
          <a href=\"/download/{sha}.tar.zst\">bundle</a> · \
          <a href=\"/download/{sha}.tar.zst.minisig\">minisig</a> · \
          <a href=\"/download/{sha}.tar.zst.intoto.json\">in-toto</a></p>\

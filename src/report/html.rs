@@ -26,7 +26,10 @@ fn verdict(v: Verdict) -> String {
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #eee;padding-bottom:.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}\
-th{background:#f4f4f4}td.l,th.l{text-align:left}#provenance.unverified{border:3px solid #8a0b0b;color:#8a0b0b;\
+th{background:#f4f4f4}td.l,th.l{text-align:left}.chart-figure{margin:0}.legend{list-style:none;\
+padding:0;margin:.2em 0 1em;display:flex;flex-wrap:wrap;gap:1.2em;font-size:12px}.swatch{display:inline-block;\
+width:16px;height:3px;margin-right:5px;vertical-align:middle}.swatch.limit{background:#999}\
+.swatch.mark{background:#ffa000}table.chart-table caption{text-align:left;font-weight:bold}#provenance.unverified{border:3px solid #8a0b0b;color:#8a0b0b;\
 font-weight:bold;padding:.4em .6em}#provenance.verified{color:#075e07}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
 .v-pass{background:#d7f5d7;color:#075e07}.v-fail{background:#fbd5d5;color:#8a0b0b}\
 .v-incomplete,.v-untested,.v-interrupted{background:#eee;color:#555}\
@@ -263,8 +266,8 @@ pub fn render(r: &Report) -> String {
             out.push_str(&line_chart(
                 &format!("act-slices-{i}"),
                 &format!("{}: % of reads over 1/8/64 ms per slice", h.name),
-                "slice",
-                "%",
+                "slice (hour)",
+                "% of reads",
                 &series,
                 &[],
                 &[(5.0, "5% limit (> 1 ms)")],
@@ -286,23 +289,30 @@ pub fn render(r: &Report) -> String {
                 .as_ref()
                 .map(|s| s.seconds.iter().map(|&t| t as f64).collect())
                 .unwrap_or_default();
+            // One unit per axis: the p99 in ms, the share over 1 ms in %.
             out.push_str(&line_chart(
                 &format!("act-timeline-{i}"),
-                "per-second read latency (p99 ms, % > 1 ms); spikes marked",
+                "read latency p99 per second; spikes marked",
                 "seconds",
-                "ms / %",
-                &[
-                    Series {
-                        name: "p99 ms".into(),
-                        points: p99,
-                    },
-                    Series {
-                        name: "% > 1 ms".into(),
-                        points: over,
-                    },
-                ],
+                "p99 (ms)",
+                &[Series {
+                    name: "read p99".into(),
+                    points: p99,
+                }],
                 &marks,
                 &[],
+            ));
+            out.push_str(&line_chart(
+                &format!("act-timeline-over-{i}"),
+                "reads over 1 ms per second; spikes marked",
+                "seconds",
+                "% of reads",
+                &[Series {
+                    name: "% of reads > 1 ms".into(),
+                    points: over,
+                }],
+                &marks,
+                &[(5.0, "5% (the hourly limit)")],
             ));
             if let Some(sp) = &a.spikes {
                 let _ = write!(
@@ -356,7 +366,7 @@ pub fn render(r: &Report) -> String {
 
     out.push_str("<section id=\"health\"><h2>Health</h2>");
     if r.health.is_empty() && r.endurance.is_empty() {
-        out.push_str("<p>No health change recorded (or no health snapshots taken).</p>");
+        let _ = write!(out, "<p id=\"health-note\">{}</p>", esc(r.health_note()));
     }
     if !r.health.is_empty() {
         out.push_str("<table><thead><tr><th class=\"l\">drive</th><th class=\"l\">what</th><th>before</th><th>after</th></tr></thead><tbody>");
@@ -661,7 +671,8 @@ mod tests {
         );
         // The per-slice chart and the ACT table are there, failing cells
         // (none here) unmarked.
-        assert!(html.contains("<svg id=\"act-slices-0\""));
+        // One slice: a table of its figures, not a lone dot.
+        assert!(html.contains("<table id=\"act-slices-0\" class=\"chart-table\">"));
         assert!(html.contains("<table class=\"act\""));
         assert!(!html.contains("class=\"bad\""));
     }

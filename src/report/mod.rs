@@ -78,6 +78,8 @@ pub struct Report {
     pub spare: Vec<ProvisionResult>,
     /// Whether the bundle's signatures were checked.
     pub provenance: Provenance,
+    /// Health was read before and after (a health diff is in the results).
+    pub health_compared: bool,
 }
 
 /// Where a report's results come from, and whether anyone vouched for them.
@@ -91,6 +93,17 @@ pub enum Provenance {
     /// A bundle read without checking its signatures: anyone could have
     /// made it, verdict included.
     NotVerified,
+}
+
+impl Report {
+    /// What the health section says when it has no change to show.
+    pub fn health_note(&self) -> &'static str {
+        if self.health_compared {
+            "Health was read before and after the tests: nothing changed."
+        } else {
+            "No health snapshots were taken (the run had no health stage), so no change could be seen."
+        }
+    }
 }
 
 impl Provenance {
@@ -133,6 +146,7 @@ impl Report {
             comparison: compare::compare(&[(title.to_string(), c)]),
             spare: Vec::new(),
             provenance: Provenance::Results,
+            health_compared: false,
         };
         for item in &c.items {
             match &item.artefact {
@@ -154,6 +168,7 @@ impl Report {
                         .collect(),
                 }),
                 Artefact::HealthDiff(d) => {
+                    r.health_compared = true;
                     for dd in &d.drives {
                         for ch in &dd.changes {
                             r.health.push(HealthChange {

@@ -14,8 +14,22 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(148, 103, 189),
 ];
 
-/// An SVG line chart. `marks` are x positions drawn as thin vertical
-/// lines (latency spikes); `limits` horizontal dashed lines (pass limits).
+fn css(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// An SVG line chart with its legend beside it (HTML, so it covers no
+/// data). `marks` are x positions drawn as thin vertical lines (latency
+/// spikes); `limits` horizontal lines (pass limits). Where no series has
+/// more than one point, a table says it better than a lone dot: the
+/// values, by series, under the same id.
 pub fn line_chart(
     id: &str,
     title: &str,
@@ -25,6 +39,30 @@ pub fn line_chart(
     marks: &[f64],
     limits: &[(f64, &str)],
 ) -> String {
+    if series.iter().all(|s| s.points.len() <= 1) {
+        let mut t = format!(
+            "<table id=\"{id}\" class=\"chart-table\"><caption>{}</caption><thead><tr><th class=\"l\"></th><th>{}</th><th>{}</th></tr></thead><tbody>",
+            esc(title),
+            esc(x_label),
+            esc(y_label)
+        );
+        for s in series {
+            for (x, y) in &s.points {
+                t += &format!(
+                    "<tr><td class=\"l\">{}</td><td>{}</td><td>{y:.2}</td></tr>",
+                    esc(&s.name),
+                    trim_number(*x)
+                );
+            }
+        }
+        for (l, name) in limits {
+            t += &format!(
+                "<tr class=\"limit\"><td class=\"l\">{}</td><td></td><td>{l:.2}</td></tr>",
+                esc(name)
+            );
+        }
+        return t + "</tbody></table>";
+    }
     let mut svg = String::new();
     {
         let backend = SVGBackend::with_string(&mut svg, (760, 300));
@@ -33,7 +71,31 @@ pub fn line_chart(
         let _ = root.present();
     }
     // An id and a class the page (and its tests) can find the chart by.
-    svg.replacen("<svg ", &format!("<svg id=\"{id}\" class=\"chart\" "), 1)
+    let svg = svg.replacen("<svg ", &format!("<svg id=\"{id}\" class=\"chart\" "), 1);
+    let mut legend = format!("<ul class=\"legend\" id=\"{id}-legend\">");
+    for (i, s) in series.iter().enumerate() {
+        legend += &format!(
+            "<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>",
+            css(COLORS[i % COLORS.len()]),
+            esc(&s.name)
+        );
+    }
+    for (_, name) in limits {
+        legend += &format!("<li><span class=\"swatch limit\"></span>{}</li>", esc(name));
+    }
+    if !marks.is_empty() {
+        legend += "<li><span class=\"swatch mark\"></span>spike</li>";
+    }
+    format!("<figure class=\"chart-figure\">{svg}{legend}</ul></figure>")
+}
+
+/// 3.0 → "3", 2.5 → "2.5".
+fn trim_number(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
 }
 
 /// What drawing on the SVG backend can fail with (plotters' own error).
@@ -62,9 +124,20 @@ fn draw(
     if x0 > x1 {
         (x0, x1) = (0.0, 1.0);
     }
+    // Whole-number x (slices, seconds, loads): ticks only on whole numbers.
+    let whole = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .all(|(x, _)| x.fract() == 0.0);
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    let span = x1 - x0;
+    let x_ticks = if whole {
+        (span as usize + 1).min(12)
+    } else {
+        10
+    };
     let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.1 };
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 16))
@@ -72,10 +145,21 @@ fn draw(
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    let x_fmt = move |x: &f64| {
+        if !whole {
+            trim_number((x * 100.0).round() / 100.0)
+        } else if (x - x.round()).abs() < 1e-6 {
+            format!("{x:.0}")
+        } else {
+            String::new()
+        }
+    };
     chart
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
+        .x_labels(x_ticks)
+        .x_label_formatter(&x_fmt)
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
     for &m in marks {
@@ -85,25 +169,15 @@ fn draw(
         ))?;
     }
     for (l, name) in limits {
-        chart
-            .draw_series(LineSeries::new([(x0, *l), (x1, *l)], BLACK.mix(0.35)))?
-            .label(name.to_string())
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.35)));
+        let _ = name;
+        chart.draw_series(LineSeries::new([(x0, *l), (x1, *l)], BLACK.mix(0.35)))?;
     }
     for (i, s) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         // Points as well as the line, so a single slice still shows.
         chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
-        chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        chart.draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK.mix(0.2))
-        .draw()?;
     Ok(())
 }
 
@@ -126,14 +200,57 @@ mod tests {
             &[(5.0, "limit 5%")],
         );
         assert!(
-            svg.starts_with("<svg id=\"t\" class=\"chart\" "),
+            svg.starts_with("<figure class=\"chart-figure\"><svg id=\"t\" class=\"chart\" "),
             "{}",
             &svg[..80]
         );
+        // The legend is beside the chart, not over it.
         assert!(
-            svg.contains("reads &gt; 1 ms") || svg.contains("reads > 1 ms"),
-            "legend"
+            svg.contains("<ul class=\"legend\" id=\"t-legend\"><li>"),
+            "{svg}"
         );
+        assert!(svg.contains("reads &gt; 1 ms</li>"), "legend");
         assert!(svg.contains("<polyline"), "{svg}");
+    }
+
+    #[test]
+    fn one_point_is_a_table_and_whole_numbers_tick_whole() {
+        let one = line_chart(
+            "s",
+            "slices",
+            "slice",
+            "% of reads",
+            &[Series {
+                name: "% > 1 ms".into(),
+                points: vec![(1.0, 0.82)],
+            }],
+            &[],
+            &[(5.0, "5% limit")],
+        );
+        assert!(
+            one.starts_with("<table id=\"s\" class=\"chart-table\">"),
+            "{one}"
+        );
+        assert!(one.contains("<td>1</td><td>0.82</td>"), "{one}");
+        let two = line_chart(
+            "s",
+            "slices",
+            "slice",
+            "%",
+            &[Series {
+                name: "x".into(),
+                points: vec![(1.0, 0.5), (2.0, 0.7)],
+            }],
+            &[],
+            &[],
+        );
+        // Ticks at 1 and 2 only: no "1.2" or "slice 1.3".
+        let ticks: Vec<&str> = two
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next())
+            .map(str::trim)
+            .collect();
+        assert!(ticks.contains(&"1") && ticks.contains(&"2"), "{ticks:?}");
+        assert!(!ticks.iter().any(|t| t.starts_with("1.")), "{ticks:?}");
     }
 }

@@ -159,6 +159,10 @@ fn render(r: &Report, md: bool) -> String {
         }
         out.push('\n');
     }
+    if r.health.is_empty() && r.endurance.is_empty() && r.health_compared {
+        out += &h(2, "Health");
+        let _ = writeln!(out, "{}\n", r.health_note());
+    }
     if !r.health.is_empty() {
         out += &h(2, "Health changes");
         for c in &r.health {
