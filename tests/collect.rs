@@ -1041,7 +1041,10 @@ fn the_collector_survives_load_and_abuse() {
     for h in stalled {
         let resp = h.join().unwrap();
         assert!(
-            resp.is_empty() || resp.contains(" 408 ") || resp.contains(" 503 "),
+            resp.is_empty()
+                || resp.contains(" 408 ")
+                || resp.contains(" 503 ")
+                || resp.contains(" 422 "),
             "{resp}"
         );
     }
@@ -1429,10 +1432,32 @@ fn admission_is_decided_before_the_body() {
     s413.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: 999999999999\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\n").unwrap();
     let a = answer(&mut s413, Duration::from_secs(10));
     assert!(a.starts_with("HTTP/1.1 413"), "{a}");
-    // An authenticated body that stalls holds its slot only until the
-    // idle timeout.
+    // A stranger's signatures are refused from the head, body unread.
+    let mut forged = TcpStream::connect(&host).unwrap();
+    forged.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: 1000\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\n").unwrap();
+    let a = answer(&mut forged, Duration::from_secs(10));
+    assert!(a.starts_with("HTTP/1.1 422"), "{a}");
+    // An authenticated, signed body that stalls holds its slot only until
+    // the idle timeout.
+    let signed_by_us = lab.bundle("stalls.tar.zst", true, 0);
+    let b64 = |p: PathBuf| {
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            std::fs::read(p).unwrap(),
+        )
+    };
     let mut stalled = TcpStream::connect(&host).unwrap();
-    stalled.write_all(b"PUT /upload/x.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\nContent-Length: 1000\r\nx-storcert-minisig: eA==\r\nx-storcert-intoto: eA==\r\n\r\nabc").unwrap();
+    stalled
+        .write_all(
+            format!(
+                "PUT /upload/stalls.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
+                 Content-Length: 1000\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\nabc",
+                b64(storcert::bundle::minisig_path(&signed_by_us)),
+                b64(storcert::bundle::envelope_path(&signed_by_us))
+            )
+            .as_bytes(),
+        )
+        .unwrap();
     let started = Instant::now();
     let a = answer(&mut stalled, Duration::from_secs(20));
     assert!(a.starts_with("HTTP/1.1 408"), "{a}");

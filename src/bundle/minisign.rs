@@ -255,6 +255,55 @@ pub fn verify_minisig_prehashed(
     keys: &[PublicKey],
     whole: impl FnOnce() -> Result<Vec<u8>, KeyError>,
 ) -> Result<(MinisigInfo, PublicKey), KeyError> {
+    let p = parse(minisig, keys)?;
+    let ok = if p.hashed {
+        p.key.key.verify(blake2b512, &p.sig)
+    } else {
+        p.key.key.verify(&whole()?, &p.sig)
+    };
+    ok.map_err(|_| KeyError("signature: does not match the bundle".into()))?;
+    p.check_trusted()?;
+    Ok((
+        MinisigInfo {
+            key_id: p.key.key_id,
+            trusted_comment: p.trusted.to_string(),
+        },
+        p.key.clone(),
+    ))
+}
+
+/// The trusted key that made `minisig`, checked as far as it can be
+/// without the signed file: its form, a trusted key id, and the trusted
+/// comment's own signature (so only that key's holder made these lines).
+/// The collector asks this before it reads a body.
+pub fn signer(minisig: &str, keys: &[PublicKey]) -> Result<PublicKey, KeyError> {
+    let p = parse(minisig, keys)?;
+    p.check_trusted()?;
+    Ok(p.key.clone())
+}
+
+/// A `.minisig` taken apart, its key found among the trusted.
+struct Parsed<'a> {
+    hashed: bool,
+    key: &'a PublicKey,
+    sig: Signature,
+    trusted: &'a str,
+    global: [u8; 64],
+}
+
+impl Parsed<'_> {
+    /// The global signature over signature and trusted comment.
+    fn check_trusted(&self) -> Result<(), KeyError> {
+        let mut signed = self.sig.to_bytes().to_vec();
+        signed.extend_from_slice(self.trusted.as_bytes());
+        self.key
+            .key
+            .verify(&signed, &Signature::from_bytes(&self.global))
+            .map_err(|_| KeyError("signature: trusted comment does not match its signature".into()))
+    }
+}
+
+fn parse<'a>(minisig: &'a str, keys: &'a [PublicKey]) -> Result<Parsed<'a>, KeyError> {
     let lines: Vec<&str> = minisig.split('\n').collect();
     if lines.len() != 5 || !lines[4].is_empty() {
         return err("signature: not four lines");
@@ -281,12 +330,6 @@ pub fn verify_minisig_prehashed(
         return err("signature: untrusted comment changed");
     }
     let sig = Signature::from_bytes(sig_line[10..74].try_into().expect("64 bytes"));
-    let ok = if hashed {
-        key.key.verify(blake2b512, &sig)
-    } else {
-        key.key.verify(&whole()?, &sig)
-    };
-    ok.map_err(|_| KeyError("signature: does not match the bundle".into()))?;
     let Some(trusted) = lines[2].strip_prefix("trusted comment: ") else {
         return err("signature: line 3 is not a trusted comment");
     };
@@ -296,18 +339,13 @@ pub fn verify_minisig_prehashed(
     let Ok(global) = <[u8; 64]>::try_from(global.as_slice()) else {
         return err("signature: line 4 has the wrong length");
     };
-    let mut signed = sig.to_bytes().to_vec();
-    signed.extend_from_slice(trusted.as_bytes());
-    key.key
-        .verify(&signed, &Signature::from_bytes(&global))
-        .map_err(|_| KeyError("signature: trusted comment does not match its signature".into()))?;
-    Ok((
-        MinisigInfo {
-            key_id,
-            trusted_comment: trusted.to_string(),
-        },
-        key.clone(),
-    ))
+    Ok(Parsed {
+        hashed,
+        key,
+        sig,
+        trusted,
+        global,
+    })
 }
 
 #[cfg(test)]

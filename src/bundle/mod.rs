@@ -232,7 +232,7 @@ pub(crate) fn is_meta(path: &str) -> bool {
 
 /// Reads a bundle held in memory, within `limits`, keeping every file.
 pub fn unpack_bytes(bytes: &[u8], limits: &Limits) -> Result<Unpacked, UnpackError> {
-    unpack::unpack(bytes, bytes.len() as u64, limits, |_| true)
+    unpack::unpack(bytes, limits, |_| true)
 }
 
 /// What a verified bundle says and who signed it.
@@ -290,6 +290,20 @@ impl VerifyError {
     }
 }
 
+/// What can be checked of a bundle's signatures before the bundle itself
+/// is read: the minisig's form and trusted key, its trusted comment's
+/// signature, and the DSSE envelope's signature over its statement. The
+/// collector refuses an upload that fails this before a byte of its body.
+pub fn check_signatures(
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+) -> Result<(), VerifyError> {
+    let key = minisign::signer(minisig, keys)?;
+    attest::open(envelope, &key)?;
+    Ok(())
+}
+
 /// The largest bundle whose legacy (not prehashed) minisign signature is
 /// checked: that needs the whole file in memory.
 const MAX_LEGACY_SIGNED: u64 = 16 << 20;
@@ -315,6 +329,11 @@ pub fn verify<R: Read + Seek>(
     keys: &[PublicKey],
     limits: &Limits,
 ) -> Result<Verified, VerifyError> {
+    // Both passes share one budget, its CPU counted from here.
+    let limits = &Limits {
+        budget: limits.budget.started(),
+        ..limits.clone()
+    };
     // Pass 1: the digests minisign and the statement sign.
     let mut sha = <sha2::Sha256 as sha2::Digest>::new();
     let mut blake = <blake2::Blake2b512 as blake2::Digest>::new();
@@ -374,7 +393,7 @@ pub fn verify<R: Read + Seek>(
     }
     // Pass 2: every entry against the manifest.
     bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
-    let unpacked = unpack::unpack(bundle.take(len), len, limits, |p| p == SUMMARY)?;
+    let unpacked = unpack::unpack(bundle.take(len), limits, |p| p == SUMMARY)?;
     let summary: Summary =
         serde_json::from_slice(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
             .map_err(VerifyError::Summary)?;

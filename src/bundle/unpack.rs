@@ -51,6 +51,9 @@ pub struct Budget {
     pub cpu: Option<Duration>,
     /// Set from outside to stop the work (the request it serves ended).
     pub cancel: Option<Arc<AtomicBool>>,
+    /// The thread's CPU time when the work began (`started`): a pooled
+    /// thread has spent CPU on earlier work, which is not this one's.
+    cpu_base: Option<Duration>,
 }
 
 /// The unpacked size allowed whatever the ratio: a small bundle of small
@@ -74,7 +77,7 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// The unpacked bytes allowed for an archive of `compressed` bytes.
+    /// The unpacked bytes allowed once `compressed` bytes were read.
     pub fn allowance(&self, compressed: u64) -> u64 {
         RATIO_FLOOR
             .saturating_add(self.max_ratio.saturating_mul(compressed))
@@ -107,6 +110,16 @@ impl std::fmt::Display for Stop {
 }
 
 impl Budget {
+    /// This budget, counting CPU from now on this thread (unless already
+    /// started: a verification's two passes share one budget).
+    pub fn started(&self) -> Budget {
+        let mut b = self.clone();
+        if b.cpu_base.is_none() {
+            b.cpu_base = Some(thread_cpu_time());
+        }
+        b
+    }
+
     /// The first limit passed, if any.
     pub fn check(&self) -> Option<Stop> {
         if self
@@ -120,7 +133,8 @@ impl Budget {
             return Some(Stop::Deadline);
         }
         if let Some(cpu) = self.cpu {
-            if thread_cpu_time() > cpu {
+            let used = thread_cpu_time().saturating_sub(self.cpu_base.unwrap_or_default());
+            if used > cpu {
                 return Some(Stop::Cpu(cpu));
             }
         }
@@ -211,7 +225,11 @@ pub fn plain_path(path: &str) -> bool {
 struct Bounded<R> {
     inner: R,
     read: u64,
-    allowance: u64,
+    limits: Limits,
+    /// Compressed bytes read so far (counted beneath the decompressor):
+    /// the ratio is held at every point, so padding placed after a bomb
+    /// (a skippable frame, a tail of noise) cannot pay for it.
+    consumed: Rc<Cell<u64>>,
     budget: Budget,
     stop: Rc<Cell<Option<Stop>>>,
     /// The decompressor failed (the stream is damaged or not zstd).
@@ -220,16 +238,17 @@ struct Bounded<R> {
 
 impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let allowance = self.limits.allowance(self.consumed.get());
         let stop = self
             .budget
             .check()
-            .or_else(|| (self.read > self.allowance).then_some(Stop::Unpacked(self.allowance)));
+            .or_else(|| (self.read > allowance).then_some(Stop::Unpacked(allowance)));
         if let Some(s) = stop {
             self.stop.set(Some(s));
             return Err(std::io::Error::other(s.to_string()));
         }
         // Never more than one byte past the allowance.
-        let room = (self.allowance + 1 - self.read).min(buf.len() as u64) as usize;
+        let room = (allowance + 1 - self.read).min(buf.len() as u64) as usize;
         let n = self.inner.read(&mut buf[..room]).inspect_err(|_| {
             self.damaged.set(true);
         })?;
@@ -238,16 +257,38 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
-/// Reads `archive` (`compressed` bytes of zstd) within `limits`, keeping
-/// the files for which `keep` says yes; every file is checked against the
-/// manifest whether kept or not.
+/// Counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// The most a GNU long name may be: storcert writes one only past 100
+/// bytes of path, and no path of a bundle is near this.
+const MAX_LONG_NAME: u64 = 4096;
+
+/// Reads the zstd `archive` within `limits`, keeping the files for which
+/// `keep` says yes; every file is checked against the manifest whether
+/// kept or not.
 pub fn unpack<R: Read>(
     archive: R,
-    compressed: u64,
     limits: &Limits,
     keep: impl Fn(&str) -> bool,
 ) -> Result<Unpacked, UnpackError> {
-    let mut dec = zstd::Decoder::new(archive).map_err(UnpackError::NotZstd)?;
+    let consumed = Rc::new(Cell::new(0));
+    let counted = Counting {
+        inner: archive,
+        count: consumed.clone(),
+    };
+    let mut dec = zstd::Decoder::new(counted).map_err(UnpackError::NotZstd)?;
     dec.window_log_max(WINDOW_LOG_MAX)
         .map_err(UnpackError::NotZstd)?;
     let stop = Rc::new(Cell::new(None));
@@ -255,8 +296,9 @@ pub fn unpack<R: Read>(
     let mut bounded = Bounded {
         inner: dec,
         read: 0,
-        allowance: limits.allowance(compressed),
-        budget: limits.budget.clone(),
+        limits: limits.clone(),
+        consumed,
+        budget: limits.budget.started(),
         stop: stop.clone(),
         damaged: damaged.clone(),
     };
@@ -271,20 +313,49 @@ pub fn unpack<R: Read>(
     let mut listed: BTreeMap<String, (String, u64)> = BTreeMap::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut count = 0u64;
-    for entry in tar.entries().map_err(|e| stopped(e, UnpackError::NotTar))? {
+    // Raw entries: the tar crate would read a GNU long name or a PAX
+    // header whole into memory before any check of ours (a 300 MB name);
+    // storcert writes only regular files and, for a path over 100 bytes, a
+    // GNU long name, which is read here within a small bound.
+    let mut long_name: Option<Vec<u8>> = None;
+    for entry in tar
+        .entries()
+        .map_err(|e| stopped(e, UnpackError::NotTar))?
+        .raw(true)
+    {
         let mut entry = entry.map_err(|e| stopped(e, UnpackError::DamagedEntry))?;
         count += 1;
         if count > limits.max_entries {
             return Err(UnpackError::TooManyEntries(limits.max_entries));
         }
-        let path = std::str::from_utf8(&entry.path_bytes())
+        if entry.header().entry_type() == tar::EntryType::GNULongName
+            && long_name.is_none()
+            && entry.size() <= MAX_LONG_NAME
+        {
+            let mut name = Vec::new();
+            entry
+                .read_to_end(&mut name)
+                .map_err(|e| stopped(e, UnpackError::DamagedEntry))?;
+            while name.last() == Some(&0) {
+                name.pop();
+            }
+            long_name = Some(name);
+            continue;
+        }
+        let raw_name = match long_name.take() {
+            Some(n) => n,
+            None => entry.path_bytes().into_owned(),
+        };
+        // Printable and bounded in every message: names are hostile too.
+        let path = std::str::from_utf8(&raw_name)
             .map_err(|_| UnpackError::EntryNameNotUtf8)?
             .to_string();
+        let shown = || crate::util::text::printable(&path, 200);
         if entry.header().entry_type() != tar::EntryType::Regular {
-            return Err(UnpackError::NotRegularFile { path });
+            return Err(UnpackError::NotRegularFile { path: shown() });
         }
         if !plain_path(&path) {
-            return Err(UnpackError::NotPlainPath { path });
+            return Err(UnpackError::NotPlainPath { path: shown() });
         }
         let size = entry.size();
         let Some(m) = &manifest else {
@@ -335,7 +406,7 @@ pub fn unpack<R: Read>(
         if kept {
             // Reserved once from the header's size (already within the
             // allowance or the read fails), not doubled as it grows.
-            data.reserve_exact(size.min(limits.allowance(compressed)) as usize);
+            data.reserve_exact(size.min(MAX_META) as usize);
         }
         let mut buf = vec![0u8; 64 << 10];
         let mut total = 0u64;
@@ -455,7 +526,7 @@ mod tests {
     }
 
     fn open(bytes: &[u8]) -> Result<Unpacked, UnpackError> {
-        unpack(bytes, bytes.len() as u64, &Limits::default(), |_| true)
+        unpack(bytes, &Limits::default(), |_| true)
     }
 
     #[test]
@@ -528,9 +599,7 @@ mod tests {
             },
             ..Limits::default()
         };
-        let e = unpack(a.as_slice(), a.len() as u64, &limits, |_| true)
-            .err()
-            .unwrap();
+        let e = unpack(a.as_slice(), &limits, |_| true).err().unwrap();
         assert!(matches!(e, UnpackError::Stopped(Stop::Cancelled)), "{e}");
         let limits = Limits {
             budget: Budget {
@@ -539,9 +608,7 @@ mod tests {
             },
             ..Limits::default()
         };
-        let e = unpack(a.as_slice(), a.len() as u64, &limits, |_| true)
-            .err()
-            .unwrap();
+        let e = unpack(a.as_slice(), &limits, |_| true).err().unwrap();
         assert!(matches!(e, UnpackError::Stopped(Stop::Deadline)), "{e}");
     }
 
@@ -554,7 +621,7 @@ mod tests {
             ..Limits::default()
         };
         assert!(matches!(
-            unpack(a.as_slice(), a.len() as u64, &limits, |_| true),
+            unpack(a.as_slice(), &limits, |_| true),
             Err(UnpackError::TooManyEntries(3))
         ));
     }

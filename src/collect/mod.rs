@@ -76,12 +76,20 @@ pub struct Collector {
     /// so strangers behind a NAT cannot spend its uploads.
     failures: Mutex<HashMap<IpAddr, (f64, Instant)>>,
     last_sync: tokio::sync::Mutex<Option<Instant>>,
+    /// Store records that did not verify, by digest.
+    refused_records: tokio::sync::Mutex<std::collections::HashSet<String>>,
+    /// Downloads being served at once.
+    downloads: Arc<tokio::sync::Semaphore>,
 }
 
 type Shared = Arc<Collector>;
 
 /// How long a client may take to send a request's head.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest store record or signature file read.
+const MAX_SMALL: u64 = 1 << 20;
+/// Downloads served at once (each streams from a private copy).
+const MAX_DOWNLOADS: usize = 16;
 /// Failed token attempts a minute from one address before it gets 429.
 const FAILURES_PER_MINUTE: f64 = 30.0;
 
@@ -225,6 +233,8 @@ impl Collector {
             buckets: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             last_sync: tokio::sync::Mutex::new(None),
+            refused_records: tokio::sync::Mutex::new(Default::default()),
+            downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
         })
     }
 
@@ -297,12 +307,18 @@ impl Collector {
     /// can drop one): each is indexed only once its bundle, read back from
     /// the store, verifies, and then from what verified.
     pub async fn sync(&self) -> Result<usize> {
+        // One sync at a time: readers that find one running do not queue
+        // up behind it (or start more).
+        let Ok(mut last) = self.last_sync.try_lock() else {
+            return Ok(0);
+        };
+        *last = Some(Instant::now());
         let mut added = 0;
         for file in self.cfg.store.list("summaries").await? {
             let Some(sha) = file.strip_suffix(".json").filter(|s| is_sha(s)) else {
                 continue;
             };
-            if self.cfg.index.contains(sha)? {
+            if self.cfg.index.contains(sha)? || self.refused_records.lock().await.contains(sha) {
                 continue;
             }
             match self.reverify(sha).await {
@@ -312,19 +328,30 @@ impl Collector {
                     }
                 }
                 Ok(None) => {}
-                Err(e) => eprintln!(
-                    "collect: store record {}: not indexed: {e:#}",
-                    summary_key(sha)
-                ),
+                Err(e) => {
+                    // Remembered: a planted record costs one verification,
+                    // not one per page view. (An upload of the real bundle
+                    // stores it afresh.)
+                    eprintln!(
+                        "collect: store record {}: not indexed: {e:#}",
+                        summary_key(sha)
+                    );
+                    self.refused_records.lock().await.insert(sha.to_string());
+                }
             }
         }
-        *self.last_sync.lock().await = Some(Instant::now());
+        *last = Some(Instant::now());
         Ok(added)
     }
 
     /// The record of a bundle found in the store, from its verification.
     async fn reverify(&self, sha: &str) -> Result<Option<Record>> {
-        let Some(data) = self.cfg.store.get(&summary_key(sha)).await? else {
+        let Some(data) = self
+            .cfg
+            .store
+            .get_small(&summary_key(sha), MAX_SMALL)
+            .await?
+        else {
             return Ok(None);
         };
         #[derive(serde::Deserialize)]
@@ -339,22 +366,31 @@ impl Collector {
             String::from_utf8(d.to_vec()).with_context(|| format!("{what}: not UTF-8"))
         };
         let minisig = text(
-            self.cfg.store.get(&format!("{key}.minisig")).await?,
+            self.cfg
+                .store
+                .get_small(&format!("{key}.minisig"), MAX_SMALL)
+                .await?,
             "minisig",
         )?;
         let envelope = text(
-            self.cfg.store.get(&format!("{key}.intoto.json")).await?,
+            self.cfg
+                .store
+                .get_small(&format!("{key}.intoto.json"), MAX_SMALL)
+                .await?,
             "envelope",
         )?;
         let incoming = Incoming {
             path: self.incoming_path(),
         };
-        let size = self
+        let (size, stored_sha) = self
             .cfg
             .store
             .get_to_file(&key, &incoming.path, self.cfg.max_body)
             .await?
             .context("no bundle in the store")?;
+        if stored_sha != sha {
+            anyhow::bail!("the bundle stored under {sha} is {stored_sha}");
+        }
         let v = self
             .verify(
                 incoming.path.clone(),
@@ -390,11 +426,11 @@ impl Collector {
     /// Syncs before answering a read when the last sync is over a second
     /// old, so a page shows what any collector stored.
     async fn fresh(&self) {
-        let stale = self
-            .last_sync
-            .lock()
-            .await
-            .is_none_or(|t| t.elapsed() > Duration::from_secs(1));
+        let stale = match self.last_sync.try_lock() {
+            Ok(t) => t.is_none_or(|t| t.elapsed() > Duration::from_secs(1)),
+            // A sync is running: the page shows what is indexed now.
+            Err(_) => false,
+        };
         if stale {
             if let Err(e) = self.sync().await {
                 eprintln!("collect: sync: {e:#}");
@@ -515,25 +551,58 @@ async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response
     } else {
         format!("{sha}.tar.zst")
     };
-    match c
-        .cfg
-        .store
-        .get(&format!("{}{suffix}", bundle_key(sha)))
-        .await
-    {
-        Ok(Some(data)) => (
-            [
-                (header::CONTENT_TYPE, mime.to_string()),
-                (
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{name}{suffix}\""),
-                ),
-            ],
-            data,
+    let Ok(_turn) = c.downloads.clone().try_acquire_owned() else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
         )
-            .into_response(),
-        Ok(None) => not_found(),
-        Err(e) => internal(e).into_response(),
+        .retry_after("2");
+    };
+    let headers = [
+        (header::CONTENT_TYPE, mime.to_string()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}{suffix}\""),
+        ),
+    ];
+    let key = format!("{}{suffix}", bundle_key(sha));
+    if !suffix.is_empty() {
+        return match c.cfg.store.get_small(&key, MAX_SMALL).await {
+            Ok(Some(data)) => (headers, data).into_response(),
+            Ok(None) => not_found(),
+            Err(e) => internal(e).into_response(),
+        };
+    }
+    // The bundle: copied from the store to a private file, checked against
+    // its digest (a shared store's object may have been replaced), then
+    // streamed from that file, never held whole.
+    let copy = c.incoming_path();
+    let got = c.cfg.store.get_to_file(&key, &copy, c.cfg.max_body).await;
+    let opened = tokio::fs::File::open(&copy).await;
+    let _ = std::fs::remove_file(&copy);
+    match (got, opened) {
+        (Ok(Some((_, stored))), Ok(file)) if stored == sha => {
+            let body = futures_util::stream::unfold(file, |mut f| async move {
+                use tokio::io::AsyncReadExt;
+                let mut buf = vec![0u8; 256 << 10];
+                match f.read(&mut buf).await {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), f))
+                    }
+                    Err(e) => Some((Err(e), f)),
+                }
+            });
+            (headers, axum::body::Body::from_stream(body)).into_response()
+        }
+        (Ok(Some(_)), Err(e)) => internal(e.into()).into_response(),
+        (Ok(Some(_)), Ok(_)) => internal(anyhow::anyhow!(
+            "{sha}: the stored bundle does not match its digest"
+        ))
+        .into_response(),
+        (Ok(None), _) => not_found(),
+        (Err(e), _) => internal(e).into_response(),
     }
 }
 
@@ -556,7 +625,13 @@ async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Resp
         .get_to_file(&bundle_key(&sha), &incoming.path, c.cfg.max_body)
         .await
     {
-        Ok(Some(_)) => {}
+        Ok(Some((_, stored))) if stored == sha => {}
+        Ok(Some(_)) => {
+            return internal(anyhow::anyhow!(
+                "{sha}: the stored bundle does not match its digest"
+            ))
+            .into_response()
+        }
         Ok(None) => return not_found("no such bundle"),
         Err(e) => return internal(e).into_response(),
     }
@@ -564,8 +639,7 @@ async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Resp
     let path = incoming.path.clone();
     let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<Vec<u8>>> {
         let file = std::fs::File::open(&path)?;
-        let len = file.metadata()?.len();
-        let mut u = bundle::unpack::unpack(std::io::BufReader::new(file), len, &limits, |p| {
+        let mut u = bundle::unpack::unpack(std::io::BufReader::new(file), &limits, |p| {
             p == "results/report.html"
         })?;
         Ok(u.files.remove("results/report.html"))
@@ -681,6 +755,16 @@ async fn receive_within(
                 c.cfg.max_body
             ),
         ));
+    }
+    // Signed by a trusted key, as far as the headers can show, before the
+    // body is read: a stranger's upload costs one small check.
+    if let Err(e) = bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted) {
+        let status = if e.is_untrusted_key() {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        return Err(refuse(status, format!("rejected: {e}")));
     }
     let Some(_client_slot) = c.client_slot(ip) else {
         return Err(Refusal(
@@ -876,6 +960,41 @@ async fn receive_body(
     Ok((hex::encode(sha.finalize()), size))
 }
 
+/// Drops a connection that sends nothing within `HEADER_READ_TIMEOUT` of
+/// being accepted (hyper's head timeout starts at the first byte, so an
+/// idle socket would otherwise be held for ever).
+#[derive(Clone, Copy)]
+struct FirstByte;
+
+impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> for FirstByte {
+    type Stream = tokio::net::TcpStream;
+    type Service = S;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = std::io::Result<(Self::Stream, S)>> + Send>,
+    >;
+
+    fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        Box::pin(async move {
+            match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.readable()).await {
+                Ok(Ok(())) => Ok((stream, service)),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no request within the head timeout",
+                )),
+            }
+        })
+    }
+}
+
+/// HTTP/1 only (no h2c preface held open), with the head timeout.
+fn http1_with_head_timeout(
+    b: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+) {
+    *b = b.clone().http1_only();
+    b.http1().header_read_timeout(HEADER_READ_TIMEOUT);
+}
+
 /// Serves until the process is stopped. Prints the bound address first
 /// (a listen port of 0 picks a free one).
 pub async fn serve(
@@ -931,23 +1050,19 @@ pub async fn serve(
         state.cfg.store.describe(),
         state.cfg.trusted.len()
     );
-    // Both on hyper-util's server, with a bound on reading the request
-    // head (slow-loris clients are dropped after it).
+    // Both on hyper-util's server, HTTP/1 only, with a bound on the first
+    // byte of a connection (an idle socket is dropped) and on reading each
+    // request head (slow-loris clients are dropped after it).
     match tls_config {
         Some(config) => {
-            let mut server = axum_server::tls_rustls::from_tcp_rustls(listener, config)?;
-            server
-                .http_builder()
-                .http1()
-                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(FirstByte);
+            let mut server = axum_server::from_tcp(listener)?.acceptor(acceptor);
+            http1_with_head_timeout(server.http_builder());
             server.serve(app).await?;
         }
         None => {
-            let mut server = axum_server::from_tcp(listener)?;
-            server
-                .http_builder()
-                .http1()
-                .header_read_timeout(HEADER_READ_TIMEOUT);
+            let mut server = axum_server::from_tcp(listener)?.acceptor(FirstByte);
+            http1_with_head_timeout(server.http_builder());
             server.serve(app).await?;
         }
     }

@@ -146,16 +146,18 @@ impl Store {
     }
 
     /// Copies the object `key` to a new file at `path` (created 0600, never
-    /// through a link), refusing one over `max` bytes. `None`: no such
-    /// object.
+    /// through a link), refusing one over `max` bytes. Returns its size and
+    /// SHA-256; `None`: no such object.
     pub async fn get_to_file(
         &self,
         key: &str,
         path: &std::path::Path,
         max: u64,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<(u64, String)>> {
         use futures_util::StreamExt;
+        use sha2::Digest;
         use tokio::io::AsyncWriteExt;
+        let mut sha = sha2::Sha256::new();
         let mut out = tokio::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -186,6 +188,7 @@ impl Store {
                     if size > max {
                         bail!("{key}: larger than {max} bytes");
                     }
+                    sha.update(&buf[..n]);
                     out.write_all(&buf[..n]).await?;
                 }
             }
@@ -205,12 +208,34 @@ impl Store {
                     if size > max {
                         bail!("{key}: larger than {max} bytes");
                     }
+                    sha.update(&chunk);
                     out.write_all(&chunk).await?;
                 }
             }
         }
         out.flush().await?;
-        Ok(Some(size))
+        Ok(Some((size, hex::encode(sha.finalize()))))
+    }
+
+    /// `get` of a small object (a record, a signature): one over `max`
+    /// bytes is an error, never read whole.
+    pub async fn get_small(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        match self {
+            Store::Local(dir) => match tokio::fs::metadata(dir.join(key)).await {
+                Ok(m) if m.len() > max => bail!("{key}: larger than {max} bytes"),
+                Ok(_) => self.get(key).await,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("reading {key}")),
+            },
+            Store::Object { store, prefix, .. } => {
+                match store.head(&Self::object_path(prefix, key)).await {
+                    Ok(m) if m.size > max => bail!("{key}: larger than {max} bytes"),
+                    Ok(_) => self.get(key).await,
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e).with_context(|| format!("reading {key}")),
+                }
+            }
+        }
     }
 
     pub async fn get(&self, key: &str) -> Result<Option<Bytes>> {

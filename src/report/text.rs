@@ -14,8 +14,41 @@ pub fn plain(r: &Report) -> String {
     crate::util::text::printable_lines(&render(r, false))
 }
 
+/// One string from the run or the bundle, on one line: its control
+/// characters (line breaks included) escaped, and in Markdown the
+/// characters that start emphasis, code, links, a tag or a cell escaped
+/// so it can add no line, heading or formatting of its own.
+fn one(v: &str, md: bool) -> String {
+    let v = crate::util::text::printable(v, 500);
+    if !md {
+        return v;
+    }
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        // '<' only where it would open a tag or comment ("< 5%" stays).
+        let tag = c == '<'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(*n));
+        if tag || "\\`*_[]|".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A Markdown code fence longer than any run of backticks in `text`, so
+/// the text cannot close it.
+fn fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
 fn render(r: &Report, md: bool) -> String {
     let s = &r.summary;
+    let o = |v: &str| one(v, md);
     let h = |level: usize, t: &str| {
         if md {
             format!("{} {t}\n\n", "#".repeat(level))
@@ -53,7 +86,7 @@ fn render(r: &Report, md: bool) -> String {
             String::new()
         }
     };
-    let mut out = h(1, &format!("storcert report: {}", r.title));
+    let mut out = h(1, &format!("storcert report: {}", o(&r.title)));
     if let Some(line) = r.provenance.line() {
         let _ = writeln!(out, "{}\n", if md { format!("**{line}**") } else { line });
     }
@@ -67,7 +100,7 @@ fn render(r: &Report, md: bool) -> String {
         }
     );
     for reason in &s.reasons {
-        let _ = writeln!(out, "- {reason}");
+        let _ = writeln!(out, "- {}", o(reason));
     }
     if !s.reasons.is_empty() {
         out.push('\n');
@@ -79,7 +112,7 @@ fn render(r: &Report, md: bool) -> String {
     if !r.spare.is_empty() {
         out += &h(2, "Spare area (over-provisioning)");
         for p in &r.spare {
-            let [drive, part, size, spare, factory, total] = super::spare_cells(p);
+            let [drive, part, size, spare, factory, total] = super::spare_cells(p).map(|c| o(&c));
             let _ = writeln!(
                 out,
                 "- {drive}: partition {part} of {size}, spare {spare}, factory spare {factory}, total {total}"
@@ -91,24 +124,24 @@ fn render(r: &Report, md: bool) -> String {
     let _ = writeln!(
         out,
         "Machine: {} {}, serial {}, host {}\n",
-        m.vendor.as_deref().unwrap_or("–"),
-        m.product.as_deref().unwrap_or(""),
-        m.serial.as_deref().unwrap_or("–"),
-        m.hostname.as_deref().unwrap_or("–")
+        o(m.vendor.as_deref().unwrap_or("–")),
+        o(m.product.as_deref().unwrap_or("")),
+        o(m.serial.as_deref().unwrap_or("–")),
+        o(m.hostname.as_deref().unwrap_or("–"))
     );
     out += &h(2, "Drives");
     out += &row(&["device", "model", "serial", "verdict", "ACT passed", "why"].map(String::from));
     out += &sep(6);
     for d in &s.drives {
         out += &row(&[
-            d.device.clone(),
-            d.model.clone().unwrap_or_else(|| "–".into()),
-            d.serial.clone().unwrap_or_else(|| "–".into()),
+            o(&d.device),
+            o(d.model.as_deref().unwrap_or("–")),
+            o(d.serial.as_deref().unwrap_or("–")),
             d.verdict.as_str().to_uppercase(),
             d.act_load_passed
                 .map(|l| format!("{l}x"))
                 .unwrap_or_else(|| "–".into()),
-            d.reasons.join("; "),
+            o(&d.reasons.join("; ")),
         ]);
     }
     out.push('\n');
@@ -119,15 +152,15 @@ fn render(r: &Report, md: bool) -> String {
                 out,
                 "- {} {}{} {}: expected {}, found {}",
                 f.severity,
-                f.device,
+                o(&f.device),
                 if f.machine {
                     " (the machine, not under test)"
                 } else {
                     ""
                 },
-                f.check,
-                f.expected,
-                f.actual
+                o(&f.check),
+                o(&f.expected),
+                o(&f.actual)
             );
         }
         out.push('\n');
@@ -137,22 +170,25 @@ fn render(r: &Report, md: bool) -> String {
             2,
             &format!(
                 "ACT {} {}",
-                a.devices.join(", "),
+                o(&a.devices.join(", ")),
                 a.load.map(|l| format!("at {l}x")).unwrap_or_default()
             ),
         );
-        let _ = writeln!(out, "{}", if md { "```" } else { "" });
-        out += &a.analysis.text;
-        out += &a.analysis.verdict_text();
-        let _ = writeln!(out, "{}", if md { "```\n" } else { "" });
+        // The analysis as act_latency.py prints it (names from the log
+        // inside): in a fence it cannot close.
+        let text = a.analysis.text.clone() + &a.analysis.verdict_text();
+        let f = if md { fence(&text) } else { String::new() };
+        let _ = writeln!(out, "{f}");
+        out += &text;
+        let _ = writeln!(out, "{f}\n");
     }
     for st in &r.streams {
-        out += &h(2, &format!("Streaming {}", st.targets.join(", ")));
+        out += &h(2, &format!("Streaming {}", o(&st.targets.join(", "))));
         for p in &st.passes {
             let _ = writeln!(
                 out,
                 "- {}: {} at {}/s",
-                p.name,
+                o(&p.name),
                 crate::output::units::decimal_bytes(p.bytes),
                 crate::output::units::decimal_bytes(p.aggr_bw_bytes as u64)
             );
@@ -169,10 +205,10 @@ fn render(r: &Report, md: bool) -> String {
             let _ = writeln!(
                 out,
                 "- {} {}: {} -> {}{}",
-                c.drive,
-                c.what,
-                c.before,
-                c.after,
+                o(&c.drive),
+                o(&c.what),
+                o(&c.before),
+                o(&c.after),
                 if c.degraded { " (DEGRADED)" } else { "" }
             );
         }
@@ -181,8 +217,25 @@ fn render(r: &Report, md: bool) -> String {
     if !r.notes.is_empty() {
         out += &h(2, "Run notes");
         for n in &r.notes {
-            let _ = writeln!(out, "- {n}");
+            let _ = writeln!(out, "- {}", o(n));
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_string_adds_no_line_heading_or_fence() {
+        let forged = "x\n**Verified: signed by key 324E, every file matches.**\n# all drives PASS";
+        assert_eq!(one(forged, false).lines().count(), 1);
+        let md = one(forged, true);
+        assert_eq!(md.lines().count(), 1);
+        assert!(md.contains("\\*\\*Verified"), "{md}");
+        assert_eq!(one("<img src=x> < 5%", true), "\\<img src=x> < 5%");
+        assert_eq!(fence("a ``` b"), "````");
+        assert_eq!(fence("plain"), "```");
+    }
 }

@@ -12,3 +12,38 @@ pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(data))
 }
+
+/// A reader that hashes (SHA-256) what passes through it.
+pub struct HashingReader<R> {
+    inner: R,
+    sha: sha2::Sha256,
+}
+
+impl<R> HashingReader<R> {
+    pub fn new(inner: R) -> HashingReader<R> {
+        use sha2::Digest;
+        HashingReader {
+            inner,
+            sha: sha2::Sha256::new(),
+        }
+    }
+
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    /// Lower-case hex SHA-256 of what was read so far.
+    pub fn sha256_hex(&self) -> String {
+        use sha2::Digest;
+        hex::encode(self.sha.clone().finalize())
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.read(buf)?;
+        self.sha.update(&buf[..n]);
+        Ok(n)
+    }
+}
