@@ -1491,7 +1491,28 @@ fn admission_is_decided_before_the_body() {
     }
     let peak = vm_hwm_kib(c.child.id());
     assert!(peak < 100 * 1024, "collector peak RSS {peak} KiB");
-    drop(idle);
+    // The idle sockets (silent for over 10 s by now) were dropped.
+    let mut first = idle.into_iter().next().unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    match first.read(&mut buf) {
+        Ok(0) => {}
+        Ok(_) => {}
+        Err(e) => assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "an idle socket is still open"
+        ),
+    }
+    // HTTP/2 without TLS is not spoken: its preface gets no HTTP/2 session.
+    let mut h2c = TcpStream::connect(&host).unwrap();
+    h2c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    let a = answer(&mut h2c, Duration::from_secs(10));
+    assert!(a.is_empty() || a.starts_with("HTTP/1.1 4"), "{a}");
     assert_eq!(c.stored_bundles().len(), 1);
 }
 
@@ -1595,6 +1616,35 @@ fn a_record_planted_in_the_store_is_not_listed_or_served() {
         .status
         .success());
     assert_eq!(api_count(&c), 1);
+    // Its object replaced in the store afterwards: never served.
+    let (_, list) = c.get("/api/bundles");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let real = list[0]["sha256"].as_str().unwrap().to_string();
+    assert_eq!(c.get(&format!("/download/{real}.tar.zst")).0, 200);
+    std::fs::write(store.join(format!("bundles/{real}.tar.zst")), b"EVIL").unwrap();
+    let (code, body) = c.get(&format!("/download/{real}.tar.zst"));
+    assert_eq!(code, 500, "{body}");
+    assert!(!body.contains("EVIL"));
+    assert_eq!(c.get(&format!("/bundles/{real}/report")).0, 500);
+}
+
+/// A token file that holds no token would leave every endpoint open: the
+/// collector refuses to start.
+#[test]
+fn an_empty_token_is_refused() {
+    let lab = Lab::new();
+    std::fs::write(lab.path("empty-token"), "\n").unwrap();
+    let o = storcert(&[
+        "collect",
+        "--store",
+        s(&lab.path("store")),
+        "--trusted-keys",
+        s(&lab.pubkey),
+        "--token-file",
+        s(&lab.path("empty-token")),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("the token is empty"), "{}", text(&o));
 }
 
 /// A bundle the collector refuses for good is set aside in the spool's
@@ -1639,6 +1689,29 @@ fn one_refused_bundle_does_not_hold_up_the_others() {
             .unwrap()
             .contains("422")
     );
+    // A refusal about the way there (a token the collector wants), not
+    // about the bundle, leaves it pending.
+    std::fs::write(lab.path("token"), "t0ken\n").unwrap();
+    let guarded = Collector::start(
+        &lab,
+        "store2",
+        &["--token-file", s(&lab.path("token"))],
+        &[],
+    );
+    let kept = lab.bundle("kept.tar.zst", true, 0);
+    let o = upload(&[
+        s(&kept),
+        "--to",
+        &guarded.upload_url(),
+        "--spool",
+        s(&spool),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("401"), "{}", text(&o));
+    assert!(spool.join("pending/kept.tar.zst").exists());
+    assert!(!spool.join("refused/kept.tar.zst").exists());
+    let o = upload(&["--to", &c.upload_url(), "--spool", s(&spool)]);
+    assert!(o.status.success(), "{}", text(&o));
     // Next time: nothing pending, nothing failed.
     let o = upload(&["--to", &c.upload_url(), "--spool", s(&spool)]);
     assert!(o.status.success(), "{}", text(&o));

@@ -625,4 +625,89 @@ mod tests {
             Err(UnpackError::TooManyEntries(3))
         ));
     }
+
+    #[test]
+    fn padding_after_a_bomb_does_not_pay_for_it() {
+        // 100 MiB of zeros in one entry, then 4 MiB of a zstd skippable
+        // frame: over the whole file the ratio would allow 1 GiB, but the
+        // bomb is read before the padding.
+        let size: u64 = 100 << 20;
+        let mut enc = zstd::Encoder::new(Vec::new(), 3).unwrap();
+        let m = format!(
+            r#"{{"schema_version":1,"storcert_version":"t","files":[{{"path":"z","sha256":"{}","size":{size}}}]}}"#,
+            "0".repeat(64)
+        );
+        for (path, len) in [(MANIFEST, m.len() as u64), ("z", size)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_path(path).unwrap();
+            h.set_size(len);
+            h.set_cksum();
+            std::io::Write::write_all(&mut enc, h.as_bytes()).unwrap();
+            if path == MANIFEST {
+                std::io::Write::write_all(&mut enc, m.as_bytes()).unwrap();
+                std::io::Write::write_all(&mut enc, &vec![0u8; 512 - m.len() % 512]).unwrap();
+            }
+        }
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..100 {
+            std::io::Write::write_all(&mut enc, &zeros).unwrap();
+        }
+        let mut a = enc.finish().unwrap();
+        let pad: u32 = 4 << 20;
+        a.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
+        a.extend_from_slice(&pad.to_le_bytes());
+        a.resize(a.len() + pad as usize, 7);
+        let e = open(&a).err().unwrap();
+        // Refused well before the 100 MiB (zstd reads ahead up to its
+        // buffer, 128 KiB, which the ratio then counts).
+        assert!(
+            matches!(e, UnpackError::Stopped(Stop::Unpacked(n)) if n < 70 << 20),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn long_names_are_read_within_a_bound() {
+        // storcert's own long path (a GNU long name entry) unpacks.
+        let long = format!("results/{}/x.json", "d".repeat(120));
+        let m = manifest(&[(long.as_str(), b"{}")]);
+        let mut b = tar::Builder::new(Vec::new());
+        for (p, d) in [(MANIFEST, m.as_slice()), (long.as_str(), b"{}".as_slice())] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(d.len() as u64);
+            h.set_mode(0o644);
+            b.append_data(&mut h, p, d).unwrap();
+        }
+        let a = zstd::encode_all(b.into_inner().unwrap().as_slice(), 3).unwrap();
+        assert_eq!(open(&a).unwrap().files[&long], b"{}");
+        // A long name of 8 KiB is not read: refused as an entry.
+        let mut tar = Vec::new();
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(8192);
+        h.set_cksum();
+        tar.extend_from_slice(h.as_bytes());
+        tar.resize(tar.len() + 8192, b'a');
+        tar.extend_from_slice(&[0u8; 1024]);
+        let a = zstd::encode_all(tar.as_slice(), 3).unwrap();
+        assert!(matches!(open(&a), Err(UnpackError::NotRegularFile { .. })));
+    }
+
+    #[test]
+    fn the_cpu_budget_counts_from_its_start() {
+        // CPU spent on this thread before the work is not the work's.
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(60) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        assert!(x != 1);
+        let b = Budget {
+            cpu: Some(Duration::from_millis(30)),
+            ..Budget::default()
+        }
+        .started();
+        assert_eq!(b.check(), None);
+    }
 }

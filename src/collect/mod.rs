@@ -141,6 +141,22 @@ fn is_sha(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The client a limit applies to: its IPv4 address, or its IPv6 /64 (one
+/// host commonly holds a whole /64, and would otherwise be any number of
+/// clients).
+fn client_of(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
+
 /// Token bucket per client address: `rate` per minute, bursts of the same
 /// size. True if one was taken.
 fn take(buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>, ip: IpAddr, rate: f64) -> bool {
@@ -149,7 +165,7 @@ fn take(buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>, ip: IpAddr, rate: f64)
     if b.len() > 100_000 {
         b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
     }
-    let (tokens, at) = b.entry(ip).or_insert((rate, now));
+    let (tokens, at) = b.entry(client_of(ip)).or_insert((rate, now));
     *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(rate);
     *at = now;
     if *tokens >= 1.0 {
@@ -266,6 +282,7 @@ impl Collector {
 
     /// One upload slot for `ip`, if it has fewer than its share.
     fn client_slot(&self, ip: IpAddr) -> Option<ClientSlot> {
+        let ip = client_of(ip);
         let mut m = self.per_client.lock().unwrap_or_else(|p| p.into_inner());
         let n = m.entry(ip).or_insert(0);
         if *n >= self.cfg.max_uploads_per_client.max(1) {
@@ -894,8 +911,13 @@ async fn receive_within(
     Ok(r)
 }
 
+/// The slowest average a body may arrive at, beyond its idle allowance:
+/// a byte every 29 s must not hold a slot for the whole request timeout.
+const MIN_BODY_RATE: u64 = 64 << 10;
+
 /// Writes a body to `path` as it arrives: at most `declared` bytes, each
-/// chunk within the idle timeout. Returns its SHA-256 and size.
+/// chunk within the idle timeout, the whole within the idle timeout plus
+/// its length at `MIN_BODY_RATE`. Returns its SHA-256 and size.
 async fn receive_body(
     c: &Shared,
     body: axum::body::Body,
@@ -916,8 +938,21 @@ async fn receive_body(
     let mut stream = body.into_data_stream();
     let mut sha = sha2::Sha256::new();
     let mut size = 0u64;
+    let by = tokio::time::Instant::now()
+        + c.cfg.body_idle_timeout
+        + Duration::from_secs(declared / MIN_BODY_RATE);
     loop {
-        let chunk = match tokio::time::timeout(c.cfg.body_idle_timeout, stream.next()).await {
+        let wait = c
+            .cfg
+            .body_idle_timeout
+            .min(by.saturating_duration_since(tokio::time::Instant::now()));
+        let chunk = match tokio::time::timeout(wait, stream.next()).await {
+            Err(_) if tokio::time::Instant::now() >= by => {
+                return Err(Refusal(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!("the body came slower than {} KiB/s", MIN_BODY_RATE >> 10),
+                ))
+            }
             Err(_) => {
                 return Err(Refusal(
                     StatusCode::REQUEST_TIMEOUT,
@@ -975,8 +1010,11 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
 
     fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
         Box::pin(async move {
-            match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.readable()).await {
-                Ok(Ok(())) => Ok((stream, service)),
+            // A peek, not readable(): tokio takes a new socket as readable
+            // until a read says otherwise.
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
+                Ok(Ok(_)) => Ok((stream, service)),
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
@@ -985,14 +1023,6 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
             }
         })
     }
-}
-
-/// HTTP/1 only (no h2c preface held open), with the head timeout.
-fn http1_with_head_timeout(
-    b: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
-) {
-    *b = b.clone().http1_only();
-    b.http1().header_read_timeout(HEADER_READ_TIMEOUT);
 }
 
 /// Serves until the process is stopped. Prints the bound address first
@@ -1056,13 +1086,23 @@ pub async fn serve(
     match tls_config {
         Some(config) => {
             let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(FirstByte);
-            let mut server = axum_server::from_tcp(listener)?.acceptor(acceptor);
-            http1_with_head_timeout(server.http_builder());
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(acceptor)
+                .http1_only();
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
             server.serve(app).await?;
         }
         None => {
-            let mut server = axum_server::from_tcp(listener)?.acceptor(FirstByte);
-            http1_with_head_timeout(server.http_builder());
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(FirstByte)
+                .http1_only();
+            server
+                .http_builder()
+                .http1()
+                .header_read_timeout(HEADER_READ_TIMEOUT);
             server.serve(app).await?;
         }
     }

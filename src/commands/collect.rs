@@ -31,8 +31,10 @@ pub fn run(a: CollectArgs) -> ExitCode {
             Err(e) => return fail(format!("--token-file {}: {e}", p.display())),
         },
         None => std::env::var("STORCERT_COLLECT_TOKEN").ok(),
+    };
+    if token.as_deref().is_some_and(str::is_empty) {
+        return fail("--token-file: the token is empty (every endpoint would be open)");
     }
-    .filter(|t| !t.is_empty());
     let request_timeout = match humantime::parse_duration(&a.request_timeout) {
         Ok(d) => d,
         Err(e) => return fail(format!("--request-timeout {:?}: {e}", a.request_timeout)),
@@ -72,6 +74,22 @@ pub fn run(a: CollectArgs) -> ExitCode {
         .create(&incoming)
     {
         return fail(format!("{}: {e}", incoming.display()));
+    }
+    // Ours alone: a folder someone else made (a shared /tmp) could have a
+    // body swapped between its verification and its storing.
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match std::fs::symlink_metadata(&incoming) {
+        Ok(m)
+            if m.is_dir()
+                && std::os::unix::fs::MetadataExt::uid(&m) == me
+                && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 == 0 => {}
+        _ => {
+            return fail(format!(
+                "{}: not a private folder of this user (remove it, or choose --db elsewhere)",
+                incoming.display()
+            ))
+        }
     }
     let index = match Index::open(&db) {
         Ok(i) => i,

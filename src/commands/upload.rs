@@ -116,7 +116,7 @@ pub fn run(a: UploadArgs) -> ExitCode {
                     a.bundle.display()
                 );
             }
-            Outcome::Rejected(why) => {
+            Outcome::Rejected(why) | Outcome::RefusedBundle(why) => {
                 eprintln!("storcert upload: {}: refused: {why}", a.bundle.display());
                 worst = worst.max(exit::FAIL);
             }

@@ -1268,7 +1268,9 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                         delivered_to.push(a.to.clone());
                     }
                 }
-                crate::upload::Outcome::Rejected(why) | crate::upload::Outcome::GaveUp(why) => {
+                crate::upload::Outcome::Rejected(why)
+                | crate::upload::Outcome::RefusedBundle(why)
+                | crate::upload::Outcome::GaveUp(why) => {
                     ctx.note(format!(
                         "upload of {} to {}: {why}; kept in the spool",
                         a.bundle.display(),

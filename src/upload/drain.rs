@@ -72,7 +72,7 @@ pub fn drain(
             .iter()
             .all(|a| matches!(a.outcome, Outcome::Confirmed { .. }));
         let refused = attempts.iter().find_map(|a| match &a.outcome {
-            Outcome::Rejected(why) => Some(format!("{}: {why}", a.to)),
+            Outcome::RefusedBundle(why) => Some(format!("{}: {why}", a.to)),
             _ => None,
         });
         let (mut left_spool, mut confirm_error, mut refused_to) = (false, None, None);

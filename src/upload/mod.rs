@@ -51,6 +51,11 @@ pub enum Outcome {
     Confirmed { sha256: String, status: String },
     /// The receiver refused it for good (4xx): retrying cannot help.
     Rejected(String),
+    /// A storcert collector refused the bundle itself (unsigned, tampered,
+    /// renamed, an unknown key, too large): no receiver will take it, so a
+    /// spool sets it aside. A 401, a 404 or a proxy's refusal is about the
+    /// way there, and leaves the bundle pending.
+    RefusedBundle(String),
     /// Still failing at the deadline: the bundle stays where it was.
     GaveUp(String),
 }
@@ -425,6 +430,7 @@ async fn classify_failure(resp: reqwest::Response) -> Attempt {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
+    let from_collector = resp.headers().contains_key(H_COLLECTOR);
     let reason = reason_of(&read_capped(resp).await);
     let what = format!(
         "HTTP {status}{}",
@@ -437,7 +443,10 @@ async fn classify_failure(resp: reqwest::Response) -> Attempt {
     if status.is_server_error() || status.as_u16() == 408 || status.as_u16() == 429 {
         Attempt::Retry(what, retry_after)
     } else {
-        Attempt::Done(Outcome::Rejected(what))
+        match status.as_u16() {
+            400 | 403 | 413 | 422 if from_collector => Attempt::Done(Outcome::RefusedBundle(what)),
+            _ => Attempt::Done(Outcome::Rejected(what)),
+        }
     }
 }
 

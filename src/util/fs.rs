@@ -42,10 +42,19 @@ pub fn create_temporary(path: &Path, mode: u32) -> std::io::Result<(std::fs::Fil
 }
 
 fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
-    // A device or pipe the caller named (/dev/stdout): written in place.
-    // A link is not followed to one: it is replaced like a file.
-    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file() && !m.file_type().is_symlink()) {
-        return std::fs::write(path, data);
+    // A device or pipe the caller named (/dev/stdout): written in place,
+    // opened without following a link (one swapped in since is refused).
+    // Never a secret: that goes only to a new file of its own.
+    if mode == 0o644
+        && std::fs::symlink_metadata(path)
+            .is_ok_and(|m| !m.is_file() && !m.is_dir() && !m.file_type().is_symlink())
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?
+            .write_all(data);
     }
     let (mut f, tmp) = create_temporary(path, mode)?;
     let written = f
