@@ -1769,7 +1769,7 @@ fn signature_puts_never_follow_a_redirect_from_https_to_http() {
             drop(c);
         }
     });
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
     use rustls::pki_types::pem::PemObject;
     let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(d.join("srv.pem"))
         .unwrap()

@@ -995,6 +995,27 @@ async fn receive_body(
     Ok((hex::encode(sha.finalize()), size))
 }
 
+/// The TLS server's configuration: the certificate chain and key, and
+/// HTTP/1.1 as the only protocol offered (the server speaks no HTTP/2; a
+/// client that negotiated h2 would be cut off).
+fn tls_server_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .context("certificate")?
+        .collect::<Result<Vec<_>, _>>()
+        .context("certificate")?;
+    let key = PrivateKeyDer::from_pem_file(key).context("key")?;
+    let mut cfg = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(cfg)
+}
+
 /// Drops a connection that sends nothing within `HEADER_READ_TIMEOUT` of
 /// being accepted (hyper's head timeout starts at the first byte, so an
 /// idle socket would otherwise be held for ever).
@@ -1054,18 +1075,17 @@ pub async fn serve(
     // bad one is an error at start, not a listener that fails handshakes.
     let tls_config = match tls {
         Some((cert, key)) => {
-            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-            Some(
-                axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-                    .await
-                    .with_context(|| {
-                        format!(
-                            "--tls-cert {} / --tls-key {}",
-                            cert.display(),
-                            key.display()
-                        )
-                    })?,
-            )
+            crate::upload::tls::use_ring();
+            let what = || {
+                format!(
+                    "--tls-cert {} / --tls-key {}",
+                    cert.display(),
+                    key.display()
+                )
+            };
+            Some(axum_server::tls_rustls::RustlsConfig::from_config(
+                Arc::new(tls_server_config(&cert, &key).with_context(what)?),
+            ))
         }
         None => None,
     };

@@ -13,6 +13,9 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(a: CollectArgs) -> ExitCode {
+    // One TLS provider for the process (ring), before the S3 client or the
+    // TLS listener is built: both take the process default.
+    crate::upload::tls::use_ring();
     let trusted = match crate::bundle::keys::read_public_keys(&a.trusted_keys) {
         Ok(k) => k,
         Err(e) => return fail(format!("--trusted-keys {e:#}")),

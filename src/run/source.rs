@@ -150,6 +150,7 @@ fn fetch(url: &str) -> Result<String, ProfileError> {
         .build()
         .map_err(|e| fail(e.to_string()))?;
     rt.block_on(async {
+        crate::upload::tls::use_ring();
         let client = reqwest::Client::builder()
             .timeout(std::time::Duration::from_secs(30))
             .build()

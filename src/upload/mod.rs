@@ -103,6 +103,9 @@ enum Attempt {
 
 impl Client {
     pub fn new(opts: Options) -> Result<Client, ClientError> {
+        // One TLS provider for the whole process (ring): reqwest and the
+        // certificate verifier take the process default.
+        tls::use_ring();
         let url = reqwest::Url::parse(&opts.to).map_err(|err| ClientError::Url {
             to: opts.to.clone(),
             err,

@@ -104,11 +104,17 @@ impl ServerCertVerifier for PinVerifier {
 
 /// A rustls client configuration that trusts exactly `pins`.
 pub fn pinned_config(pins: Vec<[u8; 32]>) -> rustls::ClientConfig {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("the default provider supports the default versions")
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(PinVerifier { pins, provider }))
         .with_no_client_auth()
+}
+
+/// Makes ring the process's TLS provider (the only one built in): reqwest,
+/// the S3 client and the TLS listener take the process default. Idempotent.
+pub fn use_ring() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
