@@ -522,6 +522,11 @@ pub struct BundleVerifyArgs {
     /// Print the verified facts as JSON
     #[arg(long)]
     pub json: bool,
+    /// The name the bundle was signed as, when the file is kept under
+    /// another (a collector's store names bundles by digest). Default: the
+    /// file's own name; a renamed bundle fails
+    #[arg(long = "as", value_name = "NAME")]
+    pub signed_as: Option<String>,
     #[command(flatten)]
     pub limits: UnpackLimitArgs,
 }

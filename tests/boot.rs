@@ -182,15 +182,32 @@ impl Collector {
     }
 }
 
+/// Verifies a bundle; one a collector stored (named by its digest, with
+/// its record under summaries/) as the name it was signed as.
 fn verify(bundle: &Path, public: &Path) -> serde_json::Value {
-    let out = common::storcert(&[
+    let mut args = vec![
         "bundle",
         "verify",
         s(bundle),
         "--pubkey",
         s(public),
         "--json",
-    ]);
+    ];
+    let record = bundle
+        .parent()
+        .and_then(Path::parent)
+        .map(|store| {
+            let name = bundle.file_name().unwrap().to_string_lossy();
+            store
+                .join("summaries")
+                .join(name.replace(".tar.zst", ".json"))
+        })
+        .filter(|p| p.exists());
+    let signed_as = record.map(|r| common::json(&r)["name"].as_str().unwrap().to_string());
+    if let Some(n) = &signed_as {
+        args.extend(["--as", n]);
+    }
+    let out = common::storcert(&args);
     assert!(
         out.status.success(),
         "{}",

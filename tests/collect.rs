@@ -425,8 +425,9 @@ fn refusals_store_nothing_and_say_why() {
     let c = Collector::start(&lab, "store", &["--max-body", "200K", "--rate", "30"], &[]);
     let b = lab.bundle("t.tar.zst", true, 0);
 
-    // Tampered: one byte of the bundle changed.
-    let bad = lab.path("bad.tar.zst");
+    // Tampered: one byte of the bundle changed (same name, another folder).
+    std::fs::create_dir_all(lab.path("tampered")).unwrap();
+    let bad = lab.path("tampered/t.tar.zst");
     let mut bytes = std::fs::read(&b).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
@@ -1379,7 +1380,7 @@ fn admission_is_decided_before_the_body() {
             "--body-idle-timeout",
             "2s",
             "--rate",
-            "3",
+            "10",
         ],
         &[],
     );
@@ -1466,7 +1467,47 @@ fn admission_is_decided_before_the_body() {
         "{:?}",
         started.elapsed()
     );
-    // Strangers' failures (far more than --rate 3) do not spend the
+    // A trickle inside the idle timeout, declaring a large body, earns no
+    // time by what it declared: cut off soon after the idle allowance.
+    let mut trickle = TcpStream::connect(&host).unwrap();
+    trickle
+        .write_all(
+            format!(
+                "PUT /upload/stalls.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
+                 Content-Length: 1000000\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\n",
+                b64(storcert::bundle::minisig_path(&signed_by_us)),
+                b64(storcert::bundle::envelope_path(&signed_by_us))
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let started = Instant::now();
+    trickle
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut got = Vec::new();
+    while started.elapsed() < Duration::from_secs(20) && got.is_empty() {
+        let _ = trickle.write_all(b"x");
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut buf = [0u8; 512];
+        if let Ok(n) = trickle.read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let a = String::from_utf8_lossy(&got);
+    assert!(
+        a.starts_with("HTTP/1.1 408") && a.contains("slower than"),
+        "{a}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+    // Strangers' failures (26, more than --rate 10) do not spend the
     // address's uploads: the real upload is not answered 429.
     let b = lab.bundle("real.tar.zst", true, 0);
     let started = Instant::now();
@@ -1488,6 +1529,27 @@ fn admission_is_decided_before_the_body() {
     for h in senders {
         let a = h.join().unwrap();
         assert!(a.is_empty() || a.starts_with("HTTP/1.1 401"), "{a}");
+    }
+    // Its signatures replayed (readers can download them): answered from
+    // the head as stored, the body never read; under another name, refused.
+    for (name, want) in [
+        ("real.tar.zst", "HTTP/1.1 200"),
+        ("other.tar.zst", "HTTP/1.1 422"),
+    ] {
+        let mut replay = TcpStream::connect(&host).unwrap();
+        replay
+            .write_all(
+                format!(
+                    "PUT /upload/{name} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
+                     Content-Length: 900000\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\n",
+                    b64(storcert::bundle::minisig_path(&b)),
+                    b64(storcert::bundle::envelope_path(&b))
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let a = answer(&mut replay, Duration::from_secs(10));
+        assert!(a.starts_with(want), "{name}: {a}");
     }
     let peak = vm_hwm_kib(c.child.id());
     assert!(peak < 100 * 1024, "collector peak RSS {peak} KiB");

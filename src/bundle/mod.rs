@@ -288,20 +288,37 @@ impl VerifyError {
     pub fn is_untrusted_key(&self) -> bool {
         matches!(self, VerifyError::Minisig(e) if e.0.contains("not trusted"))
     }
+
+    /// Not a verdict on the bundle: reading it failed, or the work ran out
+    /// of wall time or was cancelled. The same bundle may verify later.
+    pub fn is_transient(&self) -> bool {
+        use unpack::Stop;
+        matches!(
+            self,
+            VerifyError::Io(_)
+                | VerifyError::Stopped(Stop::Deadline | Stop::Cancelled)
+                | VerifyError::Unpack(UnpackError::Stopped(Stop::Deadline | Stop::Cancelled))
+        )
+    }
 }
 
 /// What can be checked of a bundle's signatures before the bundle itself
 /// is read: the minisig's form and trusted key, its trusted comment's
 /// signature, and the DSSE envelope's signature over its statement. The
 /// collector refuses an upload that fails this before a byte of its body.
+/// Returns the bundle's name and SHA-256 as the statement signs them.
 pub fn check_signatures(
     minisig: &str,
     envelope: &str,
     keys: &[PublicKey],
-) -> Result<(), VerifyError> {
+) -> Result<(String, String), VerifyError> {
     let key = minisign::signer(minisig, keys)?;
-    attest::open(envelope, &key)?;
-    Ok(())
+    let statement = attest::open(envelope, &key)?;
+    let first = statement.subject.first().ok_or(VerifyError::NoSubject)?;
+    Ok((
+        first.name.clone(),
+        first.digest.get("sha256").cloned().unwrap_or_default(),
+    ))
 }
 
 /// The largest bundle whose legacy (not prehashed) minisign signature is
@@ -478,19 +495,6 @@ pub fn verify<R: Read + Seek>(
             .map(|s| s.name.clone())
             .collect(),
     })
-}
-
-/// `verify` of a bundle file, by its own file name.
-pub fn verify_file(
-    path: &Path,
-    minisig: &str,
-    envelope: &str,
-    keys: &[PublicKey],
-    limits: &Limits,
-) -> Result<Verified, VerifyError> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let file = std::fs::File::open(path).map_err(VerifyError::Io)?;
-    verify(file, name, minisig, envelope, keys, limits)
 }
 
 /// Creates, signs and durably writes a bundle and its signatures

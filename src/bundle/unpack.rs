@@ -39,6 +39,9 @@ pub struct Limits {
     pub max_ratio: u64,
     /// The most entries (files) it may hold.
     pub max_entries: u64,
+    /// The largest file kept in memory (a caller that keeps one file, such
+    /// as the collector's report page, holds no more than this).
+    pub max_kept: u64,
     pub budget: Budget,
 }
 
@@ -71,6 +74,7 @@ impl Default for Limits {
             max_unpacked: 2 << 30,
             max_ratio: 250,
             max_entries: 100_000,
+            max_kept: u64::MAX,
             budget: Budget::default(),
         }
     }
@@ -209,14 +213,15 @@ pub struct Unpacked {
 }
 
 /// A path written the one way storcert writes it: non-empty components,
-/// none `.` or `..`, no leading, doubled or trailing `/`. `results//x`,
+/// none `.` or `..`, no leading, doubled or trailing `/`, and no control
+/// character (a line break in a name would print as a line of its own). `results//x`,
 /// `results/./x` and `x/` are aliases tar would unpack onto another
 /// entry, so they are refused, not normalised.
 pub fn plain_path(path: &str) -> bool {
     !path.is_empty()
         && path
             .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains('\0'))
+            .all(|c| !c.is_empty() && c != "." && c != ".." && !c.contains(char::is_control))
 }
 
 /// Counts the bytes that pass, refusing past the allowance, the budget or
@@ -248,7 +253,10 @@ impl<R: Read> Read for Bounded<R> {
             return Err(std::io::Error::other(s.to_string()));
         }
         // Never more than one byte past the allowance.
-        let room = (allowance + 1 - self.read).min(buf.len() as u64) as usize;
+        let room = allowance
+            .saturating_add(1)
+            .saturating_sub(self.read)
+            .min(buf.len() as u64) as usize;
         let n = self.inner.read(&mut buf[..room]).inspect_err(|_| {
             self.damaged.set(true);
         })?;
@@ -398,7 +406,7 @@ pub fn unpack<R: Read>(
             return Err(UnpackError::Mismatch { path });
         }
         let kept = keep(&path);
-        if kept && super::is_meta(&path) && size > MAX_META {
+        if kept && (size > limits.max_kept || (super::is_meta(&path) && size > MAX_META)) {
             return Err(UnpackError::MetaTooLarge { path });
         }
         let mut hasher = Sha256::new();
@@ -538,7 +546,14 @@ mod tests {
 
     #[test]
     fn aliases_and_duplicates_are_refused() {
-        for alias in ["results//x", "results/./x", "results/x/", "./results/x"] {
+        for alias in [
+            "results//x",
+            "results/./x",
+            "results/x/",
+            "./results/x",
+            // A line break in a name would print as a line of its own.
+            "results/x\nVERDICT: PASS",
+        ] {
             let m = manifest(&[("results/x", b"x")]);
             let a = archive(&[(MANIFEST, &m), ("results/x", b"x"), (alias, b"y")], &[]);
             assert!(

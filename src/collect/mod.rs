@@ -199,6 +199,11 @@ fn presented_secret(h: &HeaderMap) -> Option<Vec<u8>> {
     Some(raw[colon + 1..].to_vec())
 }
 
+/// What is wrong with a store record itself (not with reading it).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadRecord(String);
+
 /// One upload slot of one client; given back on drop.
 struct ClientSlot {
     map: Arc<Mutex<HashMap<IpAddr, usize>>>,
@@ -346,14 +351,22 @@ impl Collector {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    // Remembered: a planted record costs one verification,
-                    // not one per page view. (An upload of the real bundle
-                    // stores it afresh.)
                     eprintln!(
                         "collect: store record {}: not indexed: {e:#}",
                         summary_key(sha)
                     );
-                    self.refused_records.lock().await.insert(sha.to_string());
+                    // A verdict on the record is remembered: a planted one
+                    // costs one verification, not one per page view (an
+                    // upload of the real bundle stores it afresh). A store
+                    // or time error is not: the record is tried again.
+                    let verdict = e.chain().any(|c| {
+                        c.is::<BadRecord>()
+                            || c.downcast_ref::<bundle::VerifyError>()
+                                .is_some_and(|v| !v.is_transient())
+                    });
+                    if verdict {
+                        self.refused_records.lock().await.insert(sha.to_string());
+                    }
                 }
             }
         }
@@ -376,7 +389,8 @@ impl Collector {
             name: String,
             received_at: String,
         }
-        let claim: Claim = serde_json::from_slice(&data).context("not a collector's record")?;
+        let claim: Claim = serde_json::from_slice(&data)
+            .map_err(|e| BadRecord(format!("not a collector's record: {e}")))?;
         let key = bundle_key(sha);
         let text = |d: Option<bytes::Bytes>, what: &str| -> Result<String> {
             let d = d.with_context(|| format!("no {what} in the store"))?;
@@ -406,7 +420,7 @@ impl Collector {
             .await?
             .context("no bundle in the store")?;
         if stored_sha != sha {
-            anyhow::bail!("the bundle stored under {sha} is {stored_sha}");
+            return Err(BadRecord(format!("the bundle stored under {sha} is {stored_sha}")).into());
         }
         let v = self
             .verify(
@@ -418,7 +432,7 @@ impl Collector {
             )
             .await??;
         if v.sha256 != sha {
-            anyhow::bail!("the bundle stored under {sha} is {}", v.sha256);
+            return Err(BadRecord(format!("the bundle stored under {sha} is {}", v.sha256)).into());
         }
         Ok(Some(Record {
             sha256: v.sha256,
@@ -593,24 +607,43 @@ async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response
     // The bundle: copied from the store to a private file, checked against
     // its digest (a shared store's object may have been replaced), then
     // streamed from that file, never held whole.
-    let copy = c.incoming_path();
-    let got = c.cfg.store.get_to_file(&key, &copy, c.cfg.max_body).await;
-    let opened = tokio::fs::File::open(&copy).await;
-    let _ = std::fs::remove_file(&copy);
+    // (Removed by its guard whatever happens, a client gone mid-copy too.)
+    let copy = Incoming {
+        path: c.incoming_path(),
+    };
+    let got = c
+        .cfg
+        .store
+        .get_to_file(&key, &copy.path, c.cfg.max_body)
+        .await;
+    let opened = tokio::fs::File::open(&copy.path).await;
+    drop(copy);
     match (got, opened) {
         (Ok(Some((_, stored))), Ok(file)) if stored == sha => {
-            let body = futures_util::stream::unfold(file, |mut f| async move {
-                use tokio::io::AsyncReadExt;
-                let mut buf = vec![0u8; 256 << 10];
-                match f.read(&mut buf).await {
-                    Ok(0) => None,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), f))
+            // The slot goes with the body, which must be taken within the
+            // request timeout: a reader that stops reading gives it back.
+            let until = tokio::time::Instant::now() + c.cfg.request_timeout;
+            let body =
+                futures_util::stream::unfold((file, _turn), move |(mut f, turn)| async move {
+                    use tokio::io::AsyncReadExt;
+                    if tokio::time::Instant::now() >= until {
+                        // An error, not an end: the body must not look whole.
+                        let late = std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "download took longer than the request timeout",
+                        );
+                        return Some((Err(late), (f, turn)));
                     }
-                    Err(e) => Some((Err(e), f)),
-                }
-            });
+                    let mut buf = vec![0u8; 256 << 10];
+                    match f.read(&mut buf).await {
+                        Ok(0) => None,
+                        Ok(n) => {
+                            buf.truncate(n);
+                            Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), (f, turn)))
+                        }
+                        Err(e) => Some((Err(e), (f, turn))),
+                    }
+                });
             (headers, axum::body::Body::from_stream(body)).into_response()
         }
         (Ok(Some(_)), Err(e)) => internal(e.into()).into_response(),
@@ -633,6 +666,14 @@ async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Resp
     if !is_sha(&sha) || !matches!(c.cfg.index.get(&sha), Ok(Some(_))) {
         return not_found("no such bundle");
     }
+    // Counted with the downloads: each makes a copy of the bundle.
+    let Ok(_turn) = c.downloads.clone().try_acquire_owned() else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
+        )
+        .retry_after("2");
+    };
     let incoming = Incoming {
         path: c.incoming_path(),
     };
@@ -652,7 +693,10 @@ async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Resp
         Ok(None) => return not_found("no such bundle"),
         Err(e) => return internal(e).into_response(),
     }
-    let limits = c.cfg.limits.clone();
+    let limits = bundle::Limits {
+        max_kept: bundle::unpack::MAX_META,
+        ..c.cfg.limits.clone()
+    };
     let path = incoming.path.clone();
     let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<Vec<u8>>> {
         let file = std::fs::File::open(&path)?;
@@ -775,13 +819,41 @@ async fn receive_within(
     }
     // Signed by a trusted key, as far as the headers can show, before the
     // body is read: a stranger's upload costs one small check.
-    if let Err(e) = bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted) {
-        let status = if e.is_untrusted_key() {
-            StatusCode::FORBIDDEN
-        } else {
-            StatusCode::UNPROCESSABLE_ENTITY
+    let (signed_name, signed_sha) =
+        match bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted) {
+            Ok(s) => s,
+            Err(e) => {
+                let status = if e.is_untrusted_key() {
+                    StatusCode::FORBIDDEN
+                } else {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                };
+                return Err(refuse(status, format!("rejected: {e}")));
+            }
         };
-        return Err(refuse(status, format!("rejected: {e}")));
+    if signed_name != name {
+        return Err(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "rejected: signed as {}, but uploaded as {name:?}",
+                crate::util::text::printable(&format!("{signed_name:?}"), 220)
+            ),
+        ));
+    }
+    // Signatures of a bundle stored already (they are served to readers, so
+    // anyone may replay them): answered from the head, the body unread.
+    if c.cfg
+        .index
+        .contains(&signed_sha)
+        .map_err(|e| internal(e).into_response())?
+    {
+        let mut r = (
+            StatusCode::OK,
+            Json(serde_json::json!({ "sha256": signed_sha, "status": "already stored" })),
+        )
+            .into_response();
+        r.headers_mut().insert(H_COLLECTOR, collector_header());
+        return Ok(r);
     }
     let Some(_client_slot) = c.client_slot(ip) else {
         return Err(Refusal(
@@ -829,6 +901,15 @@ async fn receive_within(
         .await
         .map_err(|e| internal(e).into_response())?
         .map_err(|e| {
+            // Out of time or cancelled is no verdict on the bundle: the
+            // client retries, and a spool does not set it aside.
+            if e.is_transient() {
+                return Refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("could not verify it now: {e}"),
+                )
+                .retry_after("5");
+            }
             let status = if e.is_untrusted_key() {
                 StatusCode::FORBIDDEN
             } else {
@@ -916,8 +997,9 @@ async fn receive_within(
 const MIN_BODY_RATE: u64 = 64 << 10;
 
 /// Writes a body to `path` as it arrives: at most `declared` bytes, each
-/// chunk within the idle timeout, the whole within the idle timeout plus
-/// its length at `MIN_BODY_RATE`. Returns its SHA-256 and size.
+/// chunk within the idle timeout, and at any moment no later than the
+/// idle timeout plus what has arrived at `MIN_BODY_RATE`. Returns its
+/// SHA-256 and size.
 async fn receive_body(
     c: &Shared,
     body: axum::body::Body,
@@ -938,10 +1020,13 @@ async fn receive_body(
     let mut stream = body.into_data_stream();
     let mut sha = sha2::Sha256::new();
     let mut size = 0u64;
-    let by = tokio::time::Instant::now()
-        + c.cfg.body_idle_timeout
-        + Duration::from_secs(declared / MIN_BODY_RATE);
+    let started = tokio::time::Instant::now();
     loop {
+        // Time earned by what has arrived: a trickle earns almost none,
+        // whatever length it declared.
+        let by = started
+            + c.cfg.body_idle_timeout
+            + Duration::from_secs_f64(size as f64 / MIN_BODY_RATE as f64);
         let wait = c
             .cfg
             .body_idle_timeout

@@ -217,23 +217,56 @@ impl Store {
         Ok(Some((size, hex::encode(sha.finalize()))))
     }
 
-    /// `get` of a small object (a record, a signature): one over `max`
-    /// bytes is an error, never read whole.
+    /// `get` of a small object (a record, a signature): at most `max`
+    /// bytes are read, whatever the object claims or becomes (a link to
+    /// /dev/zero, an object replaced between a size check and the read).
     pub async fn get_small(&self, key: &str, max: u64) -> Result<Option<Bytes>> {
+        use futures_util::StreamExt;
+        let too_big = || anyhow::anyhow!("{key}: larger than {max} bytes");
         match self {
-            Store::Local(dir) => match tokio::fs::metadata(dir.join(key)).await {
-                Ok(m) if m.len() > max => bail!("{key}: larger than {max} bytes"),
-                Ok(_) => self.get(key).await,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(e).with_context(|| format!("reading {key}")),
-            },
-            Store::Object { store, prefix, .. } => {
-                match store.head(&Self::object_path(prefix, key)).await {
-                    Ok(m) if m.size > max => bail!("{key}: larger than {max} bytes"),
-                    Ok(_) => self.get(key).await,
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(e) => Err(e).with_context(|| format!("reading {key}")),
+            Store::Local(dir) => {
+                use tokio::io::AsyncReadExt;
+                let f = match tokio::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(dir.join(key))
+                    .await
+                {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(e).with_context(|| format!("reading {key}")),
+                };
+                if !f.metadata().await?.is_file() {
+                    bail!("{key}: not a regular file");
                 }
+                let mut data = Vec::new();
+                f.take(max + 1)
+                    .read_to_end(&mut data)
+                    .await
+                    .with_context(|| format!("reading {key}"))?;
+                if data.len() as u64 > max {
+                    return Err(too_big());
+                }
+                Ok(Some(data.into()))
+            }
+            Store::Object { store, prefix, .. } => {
+                let r = match store.get(&Self::object_path(prefix, key)).await {
+                    Ok(r) => r,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                    Err(e) => return Err(e).with_context(|| format!("reading {key}")),
+                };
+                if r.meta.size > max {
+                    return Err(too_big());
+                }
+                let mut data = Vec::new();
+                let mut stream = r.into_stream();
+                while let Some(chunk) = stream.next().await {
+                    data.extend_from_slice(&chunk.with_context(|| format!("reading {key}"))?);
+                    if data.len() as u64 > max {
+                        return Err(too_big());
+                    }
+                }
+                Ok(Some(data.into()))
             }
         }
     }

@@ -125,7 +125,16 @@ fn verify(a: BundleVerifyArgs) -> ExitCode {
     // Every string below came from the bundle: printable, one line each,
     // so no escape sequence can repaint what the terminal shows.
     let p = |s: &str| printable(s, 300);
-    match bundle::verify_file(&a.file, &minisig, &envelope, &keys, &limits) {
+    let name = a.signed_as.clone().unwrap_or_else(|| {
+        a.file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let verified = std::fs::File::open(&a.file)
+        .map_err(bundle::VerifyError::Io)
+        .and_then(|f| bundle::verify(f, &name, &minisig, &envelope, &keys, &limits));
+    match verified {
         Ok(v) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&v).expect("serialises"));

@@ -65,6 +65,10 @@ pub fn stop_flag() -> Arc<AtomicBool> {
 
 /// Writes a command's output durably to `output`, or prints it.
 pub fn emit(cmd: &str, output: Option<&std::path::Path>, text: &str) -> ExitCode {
+    // Standard output by name is written to, not replaced: a durable write
+    // would rename a file over /dev/stdout (a link), as root.
+    let output = output
+        .filter(|p| *p != std::path::Path::new("-") && *p != std::path::Path::new("/dev/stdout"));
     match output {
         Some(p) => match crate::util::fs::write_durably(p, text) {
             Ok(()) => ExitCode::SUCCESS,

@@ -564,15 +564,13 @@ pub fn worth_showing(c: &Comparison) -> bool {
         })
 }
 
-/// Text from a run (device paths, serials, log names) made safe to print.
-fn shown(s: &str) -> String {
-    crate::util::text::printable(s, 200)
-}
-
 /// The comparison as text (`md`: Markdown tables).
 pub fn text(c: &Comparison, md: bool) -> String {
     use crate::output::table::Table;
     use std::fmt::Write;
+    // Text from a run (device paths, serials, log names): one line, and in
+    // Markdown no link, image or emphasis of its own.
+    let shown = |s: &str| super::text::one(s, md);
     let mut out = String::new();
     let heading = |out: &mut String, t: &str| {
         if md {

@@ -16,9 +16,9 @@ pub fn plain(r: &Report) -> String {
 
 /// One string from the run or the bundle, on one line: its control
 /// characters (line breaks included) escaped, and in Markdown the
-/// characters that start emphasis, code, links, a tag or a cell escaped
+/// characters that start emphasis, code, links, images or a tag escaped
 /// so it can add no line, heading or formatting of its own.
-fn one(v: &str, md: bool) -> String {
+pub(crate) fn one(v: &str, md: bool) -> String {
     let v = crate::util::text::printable(v, 500);
     if !md {
         return v;
@@ -31,7 +31,8 @@ fn one(v: &str, md: bool) -> String {
             && chars
                 .peek()
                 .is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(*n));
-        if tag || "\\`*_[]|".contains(c) {
+        // ('|' only matters in a table cell, where the table escapes it.)
+        if tag || "\\`*_[]!".contains(c) {
             out.push('\\');
         }
         out.push(c);
