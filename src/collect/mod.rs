@@ -1009,12 +1009,7 @@ async fn receive_body(
     use futures_util::StreamExt;
     use sha2::Digest;
     use tokio::io::AsyncWriteExt;
-    let mut file = tokio::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o600)
-        .open(path)
+    let mut file = store::create_private(path)
         .await
         .map_err(|e| internal(anyhow::anyhow!("{}: {e}", path.display())))?;
     let mut stream = body.into_data_stream();

@@ -12,6 +12,18 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::{path::Path as ObjPath, ObjectStore, ObjectStoreExt};
 
+/// A new file only this user can read, created without following a link
+/// (a body arriving, a copy from the store).
+pub async fn create_private(path: &std::path::Path) -> std::io::Result<tokio::fs::File> {
+    tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path)
+        .await
+}
+
 #[derive(Clone)]
 pub enum Store {
     Local(PathBuf),
@@ -158,12 +170,7 @@ impl Store {
         use sha2::Digest;
         use tokio::io::AsyncWriteExt;
         let mut sha = sha2::Sha256::new();
-        let mut out = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(0o600)
-            .open(path)
+        let mut out = create_private(path)
             .await
             .with_context(|| format!("{}", path.display()))?;
         let mut size = 0u64;

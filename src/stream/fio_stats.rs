@@ -187,17 +187,17 @@ pub fn percentiles(bins: &[(u32, u64)]) -> Vec<(f64, u64)> {
     out
 }
 
-/// fio's stat_calc_dist: each count as a percentage of `total`, at least
-/// 0.1 where any.
-pub fn dist(map: &[u64], total: u64) -> Vec<f64> {
+/// Each count as a percentage of `total`, at least `floor` where any
+/// (fio shows a rare event as its floor, not as 0).
+fn shares(map: &[u64], total: u64, floor: f64) -> Vec<f64> {
     map.iter()
         .map(|&c| {
             if total == 0 {
                 return 0.0;
             }
             let p = c as f64 * 100.0 / total as f64;
-            if p < 0.1 && c > 0 {
-                0.1
+            if p < floor && c > 0 {
+                floor
             } else {
                 p
             }
@@ -205,21 +205,14 @@ pub fn dist(map: &[u64], total: u64) -> Vec<f64> {
         .collect()
 }
 
-/// fio's stat_calc_lat: a share of all I/Os, at least 0.01 where any.
+/// fio's stat_calc_dist (I/O depths, batches): floor 0.1.
+pub fn dist(map: &[u64], total: u64) -> Vec<f64> {
+    shares(map, total, 0.1)
+}
+
+/// fio's stat_calc_lat (a share of all I/Os): floor 0.01.
 pub fn lat_dist(map: &[u64], total: u64) -> Vec<f64> {
-    map.iter()
-        .map(|&c| {
-            if total == 0 {
-                return 0.0;
-            }
-            let p = c as f64 * 100.0 / total as f64;
-            if p < 0.01 && c > 0 {
-                0.01
-            } else {
-                p
-            }
-        })
-        .collect()
+    shares(map, total, 0.01)
 }
 
 #[cfg(test)]
