@@ -1092,6 +1092,27 @@ impl SpawnOutput for Command {
     }
 }
 
+/// Reads one request from `conn`: its head (returned, lower-cased) and its
+/// Content-Length body (skipped). `None` once the client is gone.
+fn read_request(conn: &mut impl Read) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match conn.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let len: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::io::copy(&mut conn.take(len), &mut std::io::sink());
+    Some(head)
+}
+
 /// A hostile server: reads each request whole (head and Content-Length
 /// body), then lets `reply` answer on the socket. Counts connections.
 fn hostile_server(
@@ -1108,22 +1129,9 @@ fn hostile_server(
             n.fetch_add(1, Ordering::SeqCst);
             let reply = reply.clone();
             std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    match conn.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => return,
-                    }
+                if read_request(&mut conn).is_some() {
+                    reply(&mut conn);
                 }
-                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                let len: u64 = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                let _ = std::io::copy(&mut (&mut conn).take(len), &mut std::io::sink());
-                reply(&mut conn);
             });
         }
     });
@@ -1854,21 +1862,9 @@ fn signature_puts_never_follow_a_redirect_from_https_to_http() {
                 let conn = rustls::ServerConnection::new(config).unwrap();
                 let mut s = rustls::StreamOwned::new(conn, tcp);
                 loop {
-                    let mut head = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match s.read(&mut byte) {
-                            Ok(1) => head.push(byte[0]),
-                            _ => return,
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                    let len: u64 = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    let _ = std::io::copy(&mut (&mut s).take(len), &mut std::io::sink());
+                    let Some(head) = read_request(&mut s) else {
+                        return;
+                    };
                     let reply = if head.starts_with("put /drop/r.tar.zst ") {
                         "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
                     } else {
