@@ -278,6 +278,8 @@ pub enum VerifyError {
     Summary(serde_json::Error),
     #[error("envelope: attested summary differs from the bundle's")]
     SummaryDiffers,
+    #[error("the bundle changed while it was read")]
+    Changed,
     #[error("envelope: the statement's {what} is not what the summary says ({detail})")]
     Inconsistent { what: &'static str, detail: String },
 }
@@ -339,13 +341,28 @@ fn trusted_file_name(comment: &str) -> Option<&str> {
 /// stream (hashing, then unpacking) within `limits`; only the manifest and
 /// the summary are held in memory. The error names what failed.
 pub fn verify<R: Read + Seek>(
-    mut bundle: R,
+    bundle: R,
     name: &str,
     minisig: &str,
     envelope: &str,
     keys: &[PublicKey],
     limits: &Limits,
 ) -> Result<Verified, VerifyError> {
+    verify_keeping(bundle, name, minisig, envelope, keys, limits, |_| false).map(|(v, _)| v)
+}
+
+/// `verify`, also keeping the files `keep` asks for from its unpacking
+/// pass: what a caller renders is what was verified, read once more by
+/// no one.
+pub fn verify_keeping<R: Read + Seek>(
+    mut bundle: R,
+    name: &str,
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+    limits: &Limits,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(Verified, Unpacked), VerifyError> {
     // Both passes share one budget, its CPU counted from here.
     let limits = &Limits {
         budget: limits.budget.started(),
@@ -408,9 +425,16 @@ pub fn verify<R: Read + Seek>(
             name: name.to_string(),
         });
     }
-    // Pass 2: every entry against the manifest.
+    // Pass 2: every entry against the manifest, hashed again: the bytes
+    // unpacked must be the bytes signed (a file changed in between fails).
     bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
-    let unpacked = unpack::unpack(bundle.take(len), limits, |p| p == SUMMARY)?;
+    let mut second = crate::util::HashingReader::new(bundle.take(len));
+    let unpacked = unpack::unpack(&mut second, limits, |p| p == SUMMARY || keep(p))?;
+    // What follows the zstd stream (nothing, once it unpacked) counts too.
+    std::io::copy(&mut second, &mut std::io::sink()).map_err(VerifyError::Io)?;
+    if second.sha256_hex() != sha256 {
+        return Err(VerifyError::Changed);
+    }
     let summary: Summary =
         serde_json::from_slice(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
             .map_err(VerifyError::Summary)?;
@@ -480,7 +504,7 @@ pub fn verify<R: Read + Seek>(
     if statement.predicate.configuration != expected.predicate.configuration {
         return inconsistent("configuration", "its files or digests differ".into());
     }
-    Ok(Verified {
+    let verified = Verified {
         sha256,
         key_id: key.id_hex(),
         trusted_comment: info.trusted_comment,
@@ -494,7 +518,8 @@ pub fn verify<R: Read + Seek>(
             .skip(1)
             .map(|s| s.name.clone())
             .collect(),
-    })
+    };
+    Ok((verified, unpacked))
 }
 
 /// Creates, signs and durably writes a bundle and its signatures

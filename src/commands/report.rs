@@ -55,51 +55,44 @@ pub fn open(
         .and_then(|n| n.to_str())
         .unwrap_or("bundle")
         .to_string();
-    // One open file for the check and the reading, and the bytes read the
-    // second time must be the bytes verified: a file changed or swapped in
-    // between is refused, not rendered as verified.
+    // One open file for the check and the reading (verify hashes both of
+    // its passes: a file changed in between is refused, not rendered).
     let file =
         std::fs::File::open(input).map_err(|e| could_not(format!("{}: {e}", input.display())))?;
-    let mut verified = None;
-    if let Some(pk) = pubkey {
-        let keys = crate::bundle::keys::read_public_keys(pk)
-            .map_err(|e| could_not(format!("--pubkey {e:#}")))?;
-        let read =
-            |p: PathBuf| crate::input::read_text(&p).with_context(|| p.display().to_string());
-        let checked = read(bundle::minisig_path(input)).and_then(|m| {
-            let env = read(bundle::envelope_path(input))?;
-            Ok(bundle::verify(&file, &name, &m, &env, &keys, &limits)?)
-        });
-        match checked {
-            Ok(v) => verified = Some(v),
-            Err(e) => {
-                return Err(Refused {
-                    message: format!("{}: FAILED verification: {e:#}", input.display()),
-                    status: exit::FAIL,
-                })
+    let (unpacked, verified_by) = match pubkey {
+        // Verified and unpacked in one: what is rendered is what verified.
+        Some(pk) => {
+            let keys = crate::bundle::keys::read_public_keys(pk)
+                .map_err(|e| could_not(format!("--pubkey {e:#}")))?;
+            let read =
+                |p: PathBuf| crate::input::read_text(&p).with_context(|| p.display().to_string());
+            let checked = read(bundle::minisig_path(input)).and_then(|m| {
+                let env = read(bundle::envelope_path(input))?;
+                Ok(bundle::verify_keeping(
+                    &file,
+                    &name,
+                    &m,
+                    &env,
+                    &keys,
+                    &limits,
+                    |_| true,
+                )?)
+            });
+            match checked {
+                Ok((v, unpacked)) => (unpacked, Some(v.key_id)),
+                Err(e) => {
+                    return Err(Refused {
+                        message: format!("{}: FAILED verification: {e:#}", input.display()),
+                        status: exit::FAIL,
+                    })
+                }
             }
         }
-    }
-    let mut reader = crate::util::HashingReader::new(std::io::BufReader::new(&file));
-    std::io::Seek::seek(reader.inner_mut(), std::io::SeekFrom::Start(0))
-        .map_err(|e| could_not(format!("{}: {e}", input.display())))?;
-    let unpacked = bundle::unpack::unpack(&mut reader, &limits, |_| true)
-        .map_err(|e| could_not(format!("{}: {e}", input.display())))?;
-    // What follows the zstd stream (nothing, in a bundle that unpacked)
-    // is hashed too, so the digest is the whole file's.
-    let _ = std::io::copy(&mut reader, &mut std::io::sink());
-    let verified_by = match verified {
-        Some(v) if v.sha256 != reader.sha256_hex() => {
-            return Err(Refused {
-                message: format!(
-                    "{}: FAILED verification: the file changed while it was read",
-                    input.display()
-                ),
-                status: exit::FAIL,
-            })
-        }
-        Some(v) => Some(v.key_id),
-        None => None,
+        None => (
+            bundle::unpack::unpack(std::io::BufReader::new(&file), &limits, |_| true)
+                .map_err(|e| could_not(format!("{}: {e}", input.display())))?,
+            None,
+        ),
     };
     Ok(Opened::Bundle {
         name,

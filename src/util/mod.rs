@@ -28,10 +28,6 @@ impl<R> HashingReader<R> {
         }
     }
 
-    pub fn inner_mut(&mut self) -> &mut R {
-        &mut self.inner
-    }
-
     /// Lower-case hex SHA-256 of what was read so far.
     pub fn sha256_hex(&self) -> String {
         use sha2::Digest;
