@@ -976,3 +976,158 @@ fn report_charts_read_at_one_slice_and_at_twenty_four() {
         );
     }
 }
+
+/// Writes a day of ACT reports, one a second, over sixteen drives (about
+/// 125 MB): reads under 1 ms, except 2% over it in hour 5 (a pass). Each
+/// drive's own histogram repeats the run's share of it.
+fn day_log_of_sixteen_drives(path: &Path) -> u64 {
+    use std::io::Write;
+    let fixture = std::fs::read_to_string(format!("{LOGS}/storcert-us-20x.log")).unwrap();
+    let head = &fixture[..fixture.find("HISTOGRAM NAMES").unwrap()];
+    let drives: Vec<String> = (0..16).map(|i| format!("/dev/nvme{i}n1")).collect();
+    let head = head
+        .replace(
+            "device-names: /dev/loop0",
+            &format!("device-names: {}", drives.join(",")),
+        )
+        .replace("num-devices: 1", "num-devices: 16")
+        .replace("test-duration-sec: 24", "test-duration-sec: 86400")
+        .replace("report-interval-sec: 2", "report-interval-sec: 1")
+        .replace("read-reqs-per-sec: 40000", "read-reqs-per-sec: 32000");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    out.write_all(head.as_bytes()).unwrap();
+    out.write_all(b"HISTOGRAM NAMES\nreads\n").unwrap();
+    for d in &drives {
+        writeln!(out, "{d}-reads").unwrap();
+    }
+    out.write_all(b"large-block-reads\nlarge-block-writes\n\n")
+        .unwrap();
+    let (mut fast, mut slow, mut lb) = (0u64, 0u64, 0u64);
+    for t in 1..=86_400u64 {
+        // 2000 reads a second per drive; in hour 5, 2% take 2-4 ms.
+        let over = if (4 * 3600..5 * 3600).contains(&(t - 1)) {
+            40
+        } else {
+            0
+        };
+        fast += 2000 - over;
+        slow += over;
+        lb += 30;
+        writeln!(out, "after {t} sec:").unwrap();
+        let hist = |name: &str, f: u64, s: u64| {
+            format!("{name} ({} total)\n (07: {f:010}) (12: {s:010})\n", f + s)
+        };
+        out.write_all(hist("reads", fast * 16, slow * 16).as_bytes())
+            .unwrap();
+        for d in &drives {
+            out.write_all(hist(&format!("{d}-reads"), fast, slow).as_bytes())
+                .unwrap();
+        }
+        for name in ["large-block-reads", "large-block-writes"] {
+            writeln!(out, "{name} ({lb} total)\n (09: {lb:010})").unwrap();
+        }
+        out.write_all(b"\n").unwrap();
+    }
+    out.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+/// Peak RSS of a storcert command, in KiB (GNU time's %M).
+fn peak_rss_kib(args: &[&str]) -> (u64, std::process::Output) {
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib %M", env!("CARGO_BIN_EXE_storcert")])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kib = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    (kib, o)
+}
+
+/// `report` holds a bundle's results in bounded memory whatever they
+/// are: a day-long log over sixteen drives (larger than the bound) is
+/// judged as it passes, hour by hour and drive by drive; a bundle whose
+/// incompressible padding pays for a gigabyte of zeros (within the ratio
+/// the unpacker allows) is read past.
+#[test]
+fn a_report_holds_any_bundle_in_bounded_memory() {
+    let t = tempfile::tempdir().unwrap();
+    let res = results(t.path());
+    std::fs::remove_file(res.join("act/20x.log")).unwrap();
+    let log_size = day_log_of_sixteen_drives(&res.join("act/day.log"));
+    assert!(log_size > 100 << 20, "{log_size}");
+    let key = t.path().join("k.key");
+    ok(&storcert(&["keygen", "-s", s(&key)]));
+    let pubkey = t.path().join("k.key.pub");
+    let b = t.path().join("day.tar.zst");
+    ok(&storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&b),
+        "-k",
+        s(&key),
+    ]));
+    for args in [
+        vec!["report", s(&b), "--format", "txt"],
+        vec!["report", s(&b), "--format", "txt", "-p", s(&pubkey)],
+    ] {
+        let (kib, o) = peak_rss_kib(&args);
+        let txt = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        println!("{}: peak RSS {} MiB", args.join(" "), kib / 1024);
+        assert!(kib < 100 * 1024, "{args:?}: peak RSS {kib} KiB");
+        // Judged whole: 24 hourly slices, hour 5 at 2% over 1 ms.
+        assert!(txt.contains("   24"), "{txt}");
+        assert!(txt.contains("PASS"), "{txt}");
+        assert!(txt.contains("2.00"), "{txt}");
+    }
+    // Padding pays for the zeros: 6 MiB of noise allow 32 MiB + 250 x 6 MiB.
+    let mut noise = vec![0u8; 6 << 20];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in noise.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let zeros = vec![0u8; 1 << 30];
+    let spaces = vec![b' '; 256 << 20];
+    let verified = bundle::unpack_bytes(&std::fs::read(&b).unwrap(), &Default::default()).unwrap();
+    let summary = verified.files.get("summary.json").unwrap().clone();
+    let entries: Vec<(&str, &[u8])> = vec![
+        ("summary.json", &summary),
+        ("results/noise.bin", &noise),
+        ("results/act/zeros.log", &zeros),
+        ("results/act/zeros.json", &spaces),
+    ];
+    let manifest = serde_json::json!({
+        "schema_version": 1,
+        "storcert_version": "t",
+        "files": entries.iter().map(|(p, d)| serde_json::json!({
+            "path": p, "sha256": bundle::sha256_hex(d), "size": d.len()
+        })).collect::<Vec<_>>(),
+    })
+    .to_string();
+    let mut all = vec![("manifest.json", manifest.as_bytes())];
+    all.extend(entries);
+    let padded = t.path().join("padded.tar.zst");
+    std::fs::write(&padded, raw_archive(&all, &[])).unwrap();
+    let (kib, o) = peak_rss_kib(&["report", s(&padded), "--format", "txt"]);
+    println!("report of a padded gigabyte: peak RSS {} MiB", kib / 1024);
+    assert!(kib < 100 * 1024, "peak RSS {kib} KiB");
+    // Read past, and named as not read: never a pass by being left out.
+    let txt = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(txt.contains("act/zeros.log: not an ACT log"), "{txt}");
+    assert!(txt.contains("act/zeros.json: not read"), "{txt}");
+}

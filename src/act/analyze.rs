@@ -38,32 +38,12 @@ impl Default for Options {
 const ALL_BUCKETS: usize = 17;
 const GAP: &str = "  ";
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct AnalyzeError(pub String);
 
 fn err<T>(msg: impl Into<String>) -> Result<T, AnalyzeError> {
     Err(AnalyzeError(msg.into()))
-}
-
-/// ACT's hourly slices; a run shorter than an hour is judged as one slice
-/// of its whole length (act_latency.py needs a whole slice of data).
-pub fn judging_slice(text: &str) -> u64 {
-    let last = text
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("after ")?
-                .strip_suffix(" sec:")?
-                .parse::<u64>()
-                .ok()
-        })
-        .max()
-        .unwrap_or(0);
-    if last > 0 && last < 3600 {
-        last
-    } else {
-        3600
-    }
 }
 
 /// Loads and devices from an ACT log's configuration echo.
@@ -110,66 +90,426 @@ pub fn judge_log(
     label: &str,
     timeline: Option<String>,
 ) -> Result<LogAnalysis, AnalyzeError> {
-    let text = &String::from_utf8_lossy(data);
-    let micro = text
-        .lines()
-        .take(60)
-        .any(|l| l.trim() == "microsecond-histograms: yes");
-    let opts = Options {
-        log: label.to_string(),
-        slice: judging_slice(text),
-        start_bucket: if micro { 10 } else { 0 },
-        ..Options::default()
-    };
-    let analysis = analyze(text, &opts, label)?;
-    let (devices, load) = act_log_setup(text);
-    let index = text
-        .lines()
-        .take(5)
-        .any(|l| l.starts_with("Index device IO test"));
-    // storcert's banner: "(ACT-compatible log; open-loop ENGINE scheduler",
-    // looked for in the whole header (lines in front cannot hide it).
-    let engine = text
-        .lines()
-        .take_while(|l| !l.starts_with("after "))
-        .find_map(|l| {
-            let rest = l.split_once("open-loop ")?.1;
-            Some(rest.split_once(" scheduler")?.0.to_string())
-        });
-    // Each drive's own share of a storage run over several; a log naming
-    // more drives than ACT takes is not a run ACT could make.
-    let mut analysis = analysis;
-    let mut per_device = Vec::new();
-    if devices.len() > crate::act::config::MAX_STORAGE_DEVICES {
-        analysis.verdict.pass = false;
-        analysis.verdict.problems.push(format!(
-            "the log names {} drives, more than ACT's {}",
-            devices.len(),
-            crate::act::config::MAX_STORAGE_DEVICES
-        ));
-    } else if !index && devices.len() > 1 && devices.iter().all(|d| d.len() <= 255) {
-        let names: Vec<String> = devices.iter().map(|d| format!("{d}-reads")).collect();
-        per_device = devices
-            .iter()
-            .zip(crate::act::judge::judge_histograms(text, &names))
-            .map(|(d, verdict)| DeviceVerdict {
-                device: d.clone(),
-                verdict,
-            })
-            .collect();
+    let mut r = LogReader::judging(log_name, label);
+    r.push(data);
+    let mut a = r.finish().analysis?;
+    a.timeline = timeline;
+    Ok(a)
+}
+
+/// Runs the analysis and returns the text act_latency.py would print, the
+/// tables as data and the verdict.
+pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analysis, AnalyzeError> {
+    let mut r = LogReader::analysing(opts.clone(), argv_echo);
+    r.push(log_text.as_bytes());
+    r.finish().table
+}
+
+/// The longest line kept whole. ACT's lines are short (the longest names
+/// 32 drives); a longer one is read past, and a log holding one is
+/// unreadable.
+const MAX_LINE: usize = 1 << 20;
+/// The start of a log that is kept to be searched back and forth, as
+/// act_latency.py seeks in its file: everything before the first report,
+/// and at least the first `PREFIX_LINES` lines (the setup echo). The
+/// reports after it are read once, as they pass, so a log's size costs
+/// time, not memory.
+const MAX_PREFIX: usize = 8 << 20;
+const PREFIX_LINES: usize = 200;
+/// The most of one report kept for a run shorter than an hour (judged as
+/// one slice of its whole length, from its last report).
+const MAX_BLOCK: usize = 1 << 20;
+
+/// What a log reader is for.
+enum Purpose {
+    /// act_latency.py's table with the user's options.
+    Table { opts: Options, echo: String },
+    /// `judge_log`: the saved analysis, with options from the log itself.
+    Judging { log_name: String, label: String },
+}
+
+/// What reading a log gave.
+pub struct ReadLog {
+    /// A line starting "ACT version" was seen (a log, whatever its name).
+    pub is_act_log: bool,
+    /// The table and verdict (`Purpose::Table`).
+    pub table: Result<Analysis, AnalyzeError>,
+    /// The saved analysis (`Purpose::Judging`).
+    pub analysis: Result<LogAnalysis, AnalyzeError>,
+}
+
+/// An ACT log read as a stream of bytes: act_latency.py's table, ACT's
+/// verdict (overall and per drive) and the log's SHA-256, in one pass, in
+/// memory bounded whatever the log's length.
+pub struct LogReader {
+    purpose: Purpose,
+    hasher: sha2::Sha256,
+    line: Vec<u8>,
+    line_cut: bool,
+    long_line: bool,
+    is_act_log: bool,
+    /// The latest "after N sec:" (act_latency.py's slice for a run under
+    /// an hour is its whole length).
+    max_after: u64,
+    prefix: Vec<String>,
+    prefix_bytes: usize,
+    prefix_after: bool,
+    body: Option<Body>,
+    /// Why the table cannot be made (read on for the verdict).
+    failed: Option<AnalyzeError>,
+}
+
+/// What is known once the prefix is read.
+struct Body {
+    opts: Options,
+    head: Head,
+    judges: super::judge::Judges,
+    per_device: Vec<String>,
+    slicer: Option<Slicer>,
+    /// A run under an hour: the report at the latest time, kept whole.
+    block: Option<(u64, Vec<String>, usize)>,
+    saving: bool,
+    devices: Vec<String>,
+    load: Option<f64>,
+    index: bool,
+    engine: Option<String>,
+    auto_slice: bool,
+}
+
+impl LogReader {
+    pub fn analysing(opts: Options, argv_echo: &str) -> LogReader {
+        Self::new(Purpose::Table {
+            opts,
+            echo: argv_echo.to_string(),
+        })
     }
-    Ok(LogAnalysis {
-        schema_version: ANALYSIS_SCHEMA,
-        log: log_name.to_string(),
-        log_sha256: crate::util::sha256_hex(data),
-        workload: if index { "index" } else { "storage" }.into(),
-        devices,
-        load,
-        timeline,
-        engine,
-        analysis,
-        per_device,
-    })
+
+    pub fn judging(log_name: &str, label: &str) -> LogReader {
+        Self::new(Purpose::Judging {
+            log_name: log_name.to_string(),
+            label: label.to_string(),
+        })
+    }
+
+    fn new(purpose: Purpose) -> LogReader {
+        use sha2::Digest;
+        LogReader {
+            purpose,
+            hasher: sha2::Sha256::new(),
+            line: Vec::new(),
+            line_cut: false,
+            long_line: false,
+            is_act_log: false,
+            max_after: 0,
+            prefix: Vec::new(),
+            prefix_bytes: 0,
+            prefix_after: false,
+            body: None,
+            failed: None,
+        }
+    }
+
+    /// The next bytes of the log.
+    pub fn push(&mut self, mut data: &[u8]) {
+        use sha2::Digest;
+        self.hasher.update(data);
+        while !data.is_empty() {
+            let (part, end) = match data.iter().position(|b| *b == b'\n') {
+                Some(i) => (&data[..=i], true),
+                None => (data, false),
+            };
+            data = &data[part.len()..];
+            if self.line.len() + part.len() <= MAX_LINE {
+                self.line.extend_from_slice(part);
+            } else {
+                self.line_cut = true;
+            }
+            if end {
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        let bytes = std::mem::take(&mut self.line);
+        if std::mem::take(&mut self.line_cut) {
+            self.long_line = true;
+        }
+        // Per line, as the whole text would be: '\n' is never part of a
+        // multi-byte sequence.
+        let line = String::from_utf8_lossy(&bytes).into_owned();
+        self.line(line);
+    }
+
+    /// One line, with its line end as Python's readline() gives it.
+    fn line(&mut self, line: String) {
+        let bare = bare(&line);
+        if bare.starts_with("ACT version") {
+            self.is_act_log = true;
+        }
+        if let Some(t) = after_time(bare) {
+            self.max_after = self.max_after.max(t);
+        }
+        match &mut self.body {
+            Some(b) => b.line(&line),
+            None => {
+                self.prefix_after |= bare.starts_with("after ");
+                self.prefix_bytes += line.len();
+                self.prefix.push(line);
+                if self.prefix_bytes > MAX_PREFIX {
+                    self.failed.get_or_insert(AnalyzeError(format!(
+                        "more than {} MiB before the first report",
+                        MAX_PREFIX >> 20
+                    )));
+                    self.start_body();
+                } else if self.prefix_after && self.prefix.len() >= PREFIX_LINES {
+                    self.start_body();
+                }
+            }
+        }
+    }
+
+    /// The prefix is read: set up the table and the judges from it, and
+    /// give them the prefix.
+    fn start_body(&mut self) {
+        let prefix = std::mem::take(&mut self.prefix);
+        let bare_lines = || prefix.iter().map(|l| bare(l));
+        let (opts, echo, auto_slice) = match &self.purpose {
+            Purpose::Table { opts, echo } => (opts.clone(), echo.clone(), false),
+            Purpose::Judging { label, .. } => {
+                let micro = bare_lines()
+                    .take(60)
+                    .any(|l| l.trim() == "microsecond-histograms: yes");
+                let opts = Options {
+                    log: label.clone(),
+                    start_bucket: if micro { 10 } else { 0 },
+                    ..Options::default()
+                };
+                (opts, label.clone(), true)
+            }
+        };
+        let setup: String = bare_lines()
+            .take(PREFIX_LINES)
+            .flat_map(|l| [l, "\n"])
+            .collect();
+        let (devices, load) = act_log_setup(&setup);
+        let index = bare_lines()
+            .take(5)
+            .any(|l| l.starts_with("Index device IO test"));
+        // storcert's banner: "(ACT-compatible log; open-loop ENGINE scheduler",
+        // looked for in the whole header (lines in front cannot hide it).
+        let engine = bare_lines()
+            .take_while(|l| !l.starts_with("after "))
+            .find_map(|l| {
+                let rest = l.split_once("open-loop ")?.1;
+                Some(rest.split_once(" scheduler")?.0.to_string())
+            });
+        // Each drive's own share of a storage run over several.
+        let per_device: Vec<String> = if devices.len() > 1
+            && devices.len() <= crate::act::config::MAX_STORAGE_DEVICES
+            && !index
+            && devices.iter().all(|d| d.len() <= 255)
+            && matches!(self.purpose, Purpose::Judging { .. })
+        {
+            devices.iter().map(|d| format!("{d}-reads")).collect()
+        } else {
+            Vec::new()
+        };
+        let names: Vec<String> = std::iter::once(super::judge::JUDGED.to_string())
+            .chain(per_device.iter().cloned())
+            .collect();
+        let mut judges = super::judge::Judges::new(&names);
+        for l in bare_lines() {
+            judges.line(l);
+        }
+        let slice = if auto_slice { 3600 } else { opts.slice };
+        let (head, slicer, from) = match Head::read(&prefix, &opts, &echo, slice) {
+            Ok((head, from)) => {
+                let slicer = Slicer::new(&head, head.slice_time, opts.extra);
+                (head, Some(slicer), from)
+            }
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                (Head::default(), None, prefix.len())
+            }
+        };
+        let mut body = Body {
+            opts,
+            head,
+            judges: super::judge::Judges::new(&[]),
+            per_device,
+            slicer,
+            block: None,
+            saving: false,
+            devices,
+            load,
+            index,
+            engine,
+            auto_slice,
+        };
+        for l in &prefix[from..] {
+            body.slice_line(l);
+        }
+        body.judges = judges;
+        self.body = Some(body);
+    }
+
+    /// What the reader holds of the log (the prefix, a line, a report).
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        let body = self.body.as_ref().map_or(0, |b| {
+            b.block
+                .as_ref()
+                .map_or(0, |(_, lines, _)| lines.iter().map(String::len).sum())
+        });
+        self.prefix.iter().map(String::len).sum::<usize>() + self.line.len() + body
+    }
+
+    /// The end of the log.
+    pub fn finish(mut self) -> ReadLog {
+        use sha2::Digest;
+        if !self.line.is_empty() || self.line_cut {
+            self.end_line();
+        }
+        if self.body.is_none() {
+            self.start_body();
+        }
+        let body = self.body.take().expect("started");
+        let is_act_log = self.is_act_log;
+        let log_sha256 = hex::encode(self.hasher.finalize());
+        let mut verdicts = body.judges.verdicts().into_iter();
+        let verdict = verdicts.next().expect("one judge per name");
+        let mut table = match (self.failed.as_ref(), body.slicer) {
+            (Some(e), _) => Err(e.clone()),
+            (None, None) => Err(AnalyzeError("no table".into())),
+            (None, Some(slicer)) => {
+                let short = body.auto_slice
+                    && slicer.which_slice == 0
+                    && self.max_after > 0
+                    && self.max_after < 3600;
+                if short {
+                    // One slice of the run's whole length, from its last
+                    // report (act_latency.py -t LENGTH).
+                    let slice = self.max_after;
+                    let slice_time = slice.div_ceil(body.head.interval) * body.head.interval;
+                    let mut s = Slicer::new(&body.head, slice_time, body.opts.extra);
+                    if let Some((_, lines, _)) = &body.block {
+                        for l in lines {
+                            s.line(l);
+                        }
+                    }
+                    s.finish(&body.head, &body.opts, slice, verdict)
+                } else {
+                    let slice = if body.auto_slice {
+                        3600
+                    } else {
+                        body.opts.slice
+                    };
+                    slicer.finish(&body.head, &body.opts, slice, verdict)
+                }
+            }
+        };
+        if self.long_line && is_act_log {
+            table = Err(AnalyzeError(format!(
+                "a line longer than {} MiB",
+                MAX_LINE >> 20
+            )));
+        }
+        let analysis = match (&self.purpose, &table) {
+            (Purpose::Judging { log_name, .. }, Ok(t)) => {
+                let mut analysis = t.clone();
+                if body.devices.len() > crate::act::config::MAX_STORAGE_DEVICES {
+                    analysis.verdict.pass = false;
+                    analysis.verdict.problems.push(format!(
+                        "the log names {} drives, more than ACT's {}",
+                        body.devices.len(),
+                        crate::act::config::MAX_STORAGE_DEVICES
+                    ));
+                }
+                Ok(LogAnalysis {
+                    schema_version: ANALYSIS_SCHEMA,
+                    log: log_name.clone(),
+                    log_sha256,
+                    workload: if body.index { "index" } else { "storage" }.into(),
+                    devices: body.devices.clone(),
+                    load: body.load,
+                    timeline: None,
+                    engine: body.engine.clone(),
+                    analysis,
+                    per_device: body
+                        .devices
+                        .iter()
+                        .zip(verdicts)
+                        .take(body.per_device.len())
+                        .map(|(d, verdict)| DeviceVerdict {
+                            device: d.clone(),
+                            verdict,
+                        })
+                        .collect(),
+                })
+            }
+            (Purpose::Judging { .. }, Err(e)) => Err(e.clone()),
+            (Purpose::Table { .. }, _) => Err(AnalyzeError("not judging".into())),
+        };
+        ReadLog {
+            is_act_log,
+            table,
+            analysis,
+        }
+    }
+}
+
+impl Body {
+    fn line(&mut self, line: &str) {
+        self.judges.line(bare(line));
+        self.slice_line(line);
+    }
+
+    /// A line after the histogram names: the slices' and, for a run that
+    /// may be under an hour, the latest report's.
+    fn slice_line(&mut self, line: &str) {
+        if let Some(s) = self.slicer.as_mut() {
+            s.line(line);
+        }
+        if !self.auto_slice {
+            return;
+        }
+        if let Some(t) = after_time(bare(line)) {
+            if self.block.as_ref().is_none_or(|(at, _, _)| t > *at) {
+                self.block = Some((t, Vec::new(), 0));
+                self.saving = true;
+            }
+        }
+        if self.saving {
+            let Some((_, lines, bytes)) = self.block.as_mut() else {
+                return;
+            };
+            *bytes += line.len();
+            if *bytes > MAX_BLOCK {
+                self.saving = false;
+                return;
+            }
+            lines.push(line.to_string());
+            if line.trim().is_empty() {
+                self.saving = false;
+            }
+        }
+    }
+}
+
+/// A line without its line end, as Python's str.splitlines() and Rust's
+/// lines() give it.
+fn bare(line: &str) -> &str {
+    let l = line.strip_suffix('\n').unwrap_or(line);
+    l.strip_suffix('\r').unwrap_or(l)
+}
+
+/// N of an "after N sec:" line.
+fn after_time(bare: &str) -> Option<u64> {
+    bare.strip_prefix("after ")?
+        .strip_suffix(" sec:")?
+        .parse()
+        .ok()
 }
 
 /// Where a log's analysis is saved: "act/x.log" → "act/x.analysis.json".
@@ -183,14 +523,14 @@ fn round_to(x: f64, digits: usize) -> f64 {
 }
 
 struct Lines<'a> {
-    lines: Vec<&'a str>,
+    lines: &'a [String],
     pos: usize,
 }
 
 impl<'a> Lines<'a> {
     /// The next line with its newline, as Python's readline(); "" at EOF.
     fn readline(&mut self) -> &'a str {
-        let l = self.lines.get(self.pos).copied().unwrap_or("");
+        let l = self.lines.get(self.pos).map_or("", String::as_str);
         self.pos += 1;
         l
     }
@@ -200,10 +540,7 @@ impl<'a> Lines<'a> {
     }
 }
 
-fn split_keep(text: &str) -> Vec<&str> {
-    text.split_inclusive('\n').collect()
-}
-
+#[derive(Clone)]
 struct Hist {
     name: String,
     pre_pad: String,
@@ -238,271 +575,437 @@ fn bucket_value(line: &str, b: usize) -> Result<Option<u64>, AnalyzeError> {
     })
 }
 
-/// Runs the analysis and returns the text act_latency.py would print, the
-/// tables as data and the verdict.
-pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analysis, AnalyzeError> {
-    if opts.slice < 1 {
-        return err("slice must be more than 0");
-    }
-    if opts.start_bucket >= ALL_BUCKETS {
-        return err(format!(
-            "start_bucket must be non-negative and less than {ALL_BUCKETS}"
-        ));
-    }
-    if opts.num_buckets < 1 {
-        return err("num_buckets must be more than 0");
-    }
-    if opts.every_nth < 1 {
-        return err("every_nth must be more than 0");
-    }
-    let mut out = String::new();
-    let _ = writeln!(out, "act_latency.py {argv_echo}");
-    let mut f = Lines {
-        lines: split_keep(log_text),
-        pos: 0,
-    };
+/// What act_latency.py reads from the start of a log before its slices:
+/// the text printed so far and the tables' shape.
+#[derive(Default)]
+struct Head {
+    /// The text up to the table's header, and where the note of a
+    /// rounded slice length goes in it.
+    text: String,
+    note_at: usize,
+    table_head: String,
+    underline: String,
+    version: String,
+    microseconds: bool,
+    interval: u64,
+    slice_time: u64,
+    hists: Vec<Hist>,
+    display: Vec<usize>,
+    max_bucket: usize,
+}
 
-    // Version.
-    let mut line = f.readline();
-    while !line.is_empty() && !line.starts_with("ACT version") {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        return err(format!("{} ACT version not found", opts.log));
-    }
-    let version = line
-        .split(' ')
-        .nth(2)
-        .map(str::trim)
-        .unwrap_or("")
-        .to_string();
-    let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
-    let numeric: f64 = version.parse().map_err(|_| {
-        AnalyzeError(format!(
-            "{} ACT version {version:?} is not a number",
-            opts.log
-        ))
-    })?;
-    if !(6.0..7.0).contains(&numeric) {
-        return err(format!(
-            "{} ACT version not compatible (version {version}, need 6.x)",
-            opts.log
-        ));
-    }
-
-    // Reporting interval.
-    line = f.readline();
-    while !line.is_empty() && !line.starts_with("report-interval-sec") {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        return err("can't find report interval");
-    }
-    let interval: u64 = line
-        .split(' ')
-        .nth(1)
-        .map(str::trim)
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| AnalyzeError(format!("bad report interval line {:?}", line.trim_end())))?;
-    if interval < 1 {
-        return err("reporting interval must be more than 0");
-    }
-
-    // Scale.
-    let mut scale_label = " %>(ms)";
-    f.seek0();
-    line = f.readline();
-    while !line.is_empty() && !line.starts_with("microsecond-histograms") {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        let _ = writeln!(out, "can't find histograms' scale, assuming milliseconds");
-        f.seek0();
-    } else if line.split(' ').nth(1).is_some_and(|v| v.starts_with('y')) {
-        scale_label = " %>(us)";
-    }
-    let microseconds = scale_label == " %>(us)";
-
-    let slice_time = opts.slice.div_ceil(interval) * interval;
-    if slice_time != opts.slice {
-        let _ = writeln!(out, "analyzing time slices of {slice_time} seconds");
-    }
-
-    // Echo the configuration.
-    f.seek0();
-    line = f.readline();
-    while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        return err("can't find configuration");
-    }
-    let mut histograms = opts.histograms.clone();
-    if line.starts_with("ACT-STORAGE") || line.starts_with("ACT-INDEX") {
-        if histograms.is_empty() {
-            histograms = vec!["reads".into()];
+impl Head {
+    /// Reads the prefix of a log as act_latency.py does, up to the end of
+    /// the histogram names; returns where the slices are read from.
+    fn read(
+        prefix: &[String],
+        opts: &Options,
+        argv_echo: &str,
+        slice: u64,
+    ) -> Result<(Head, usize), AnalyzeError> {
+        if slice < 1 {
+            return err("slice must be more than 0");
         }
-    } else {
-        return err("can't recognize configuration");
-    }
-    let mut l = line.trim();
-    while !l.is_empty() {
-        let _ = writeln!(out, "{l}");
-        l = f.readline().trim();
-    }
-    let _ = writeln!(out);
-    line = f.readline();
-    while !line.is_empty() && !line.starts_with("DERIVED CONFIGURATION") {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        return err("can't find derived configuration");
-    }
-    l = line.trim();
-    while !l.is_empty() {
-        let _ = writeln!(out, "{l}");
-        l = f.readline().trim();
-    }
-    let _ = writeln!(out);
-
-    // Echo the histogram names.
-    f.seek0();
-    line = f.readline();
-    while !line.is_empty() && line != "HISTOGRAM NAMES\n" {
-        line = f.readline();
-    }
-    if line.is_empty() {
-        return err("can't find histogram names");
-    }
-    l = line.trim();
-    while !l.is_empty() {
-        let _ = writeln!(out, "{l}");
-        l = f.readline().trim();
-    }
-    let _ = writeln!(out);
-
-    // find_max_bucket()
-    let mut max_bucket = 0;
-    let mut left = opts.num_buckets;
-    let mut b = opts.start_bucket;
-    while b < ALL_BUCKETS {
-        max_bucket = b + 1;
-        if left == 1 {
-            break;
+        if opts.start_bucket >= ALL_BUCKETS {
+            return err(format!(
+                "start_bucket must be non-negative and less than {ALL_BUCKETS}"
+            ));
         }
-        left -= 1;
-        b += opts.every_nth;
-    }
-    let display: Vec<usize> = (opts.start_bucket..max_bucket)
-        .step_by(opts.every_nth)
-        .collect();
-
-    let mut hists: Vec<Hist> = histograms
-        .iter()
-        .map(|name| Hist {
-            name: name.clone(),
-            pre_pad: String::new(),
-            old_total: 0,
-            old_values: vec![0; max_bucket],
-            slice_total: 0,
-            overs: vec![0.0; max_bucket],
-            rate: 0.0,
-            avg_rate: 0.0,
-            max_rate: 0.0,
-            avg_overs: vec![0.0; max_bucket],
-            max_overs: vec![0.0; max_bucket],
-            rows: Vec::new(),
-        })
-        .collect();
-
-    // print_table_header()
-    let mut labels = String::new();
-    let mut underline_t = String::new();
-    for &i in &display {
-        let _ = write!(labels, "{:>7}", 1u64 << i);
-        underline_t.push_str(" ------");
-    }
-    if opts.extra {
-        labels.push_str("       rate");
-        underline_t.push_str(" ----------");
-    }
-    let len_table = labels.len();
-    for i in 1..hists.len() {
-        let prev = 1 + hists[i - 1].name.len();
-        if prev > len_table {
-            hists[i].pre_pad = " ".repeat(prev - len_table);
+        if opts.num_buckets < 1 {
+            return err("num_buckets must be more than 0");
         }
-    }
-    let mut names_out = " ".repeat(5);
-    let mut units_out = " ".repeat(5);
-    let mut labels_out = "slice".to_string();
-    let mut underline = "-".repeat(5);
-    for h in &hists {
-        let _ = write!(
-            names_out,
-            "{GAP} {:<w$}",
-            h.name,
-            w = len_table.saturating_sub(1)
-        );
-        let _ = write!(
-            units_out,
-            "{GAP}{}{:<w$}",
-            h.pre_pad,
-            scale_label,
-            w = len_table
-        );
-        let _ = write!(labels_out, "{GAP}{}{labels}", h.pre_pad);
-        let _ = write!(underline, "{GAP}{}{underline_t}", h.pre_pad);
-    }
-    let _ = writeln!(out, "{names_out}\n{units_out}\n{labels_out}\n{underline}");
+        if opts.every_nth < 1 {
+            return err("every_nth must be more than 0");
+        }
+        let mut out = String::new();
+        let _ = writeln!(out, "act_latency.py {argv_echo}");
+        let mut f = Lines {
+            lines: prefix,
+            pos: 0,
+        };
 
-    // print_latency_slices(): read on from where the names ended.
-    let mut which_slice = 0usize;
-    let mut after_time = slice_time;
-    loop {
-        let find = format!("after {after_time} ");
-        let mut found = false;
-        loop {
-            let l = f.readline();
-            if l.is_empty() {
-                break;
-            }
-            if l.starts_with(&find) {
-                found = true;
-                break;
-            }
-        }
-        if !found {
-            break;
-        }
-        let mut got_chunk = false;
+        // Version.
         let mut line = f.readline();
-        while !line.is_empty() && !line.trim().is_empty() {
-            match hists.iter().position(|h| line.starts_with(h.name.as_str())) {
-                Some(hi) => {
-                    line =
-                        read_bucket_values(line, &mut f, &mut hists[hi], max_bucket, slice_time)?;
-                    got_chunk = true;
-                }
-                None => line = f.readline(),
+        while !line.is_empty() && !line.starts_with("ACT version") {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            return err(format!("{} ACT version not found", opts.log));
+        }
+        let version = line
+            .split(' ')
+            .nth(2)
+            .map(str::trim)
+            .unwrap_or("")
+            .to_string();
+        let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
+        let numeric: f64 = version.parse().map_err(|_| {
+            AnalyzeError(format!(
+                "{} ACT version {version:?} is not a number",
+                opts.log
+            ))
+        })?;
+        if !(6.0..7.0).contains(&numeric) {
+            return err(format!(
+                "{} ACT version not compatible (version {version}, need 6.x)",
+                opts.log
+            ));
+        }
+
+        // Reporting interval.
+        line = f.readline();
+        while !line.is_empty() && !line.starts_with("report-interval-sec") {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            return err("can't find report interval");
+        }
+        let interval: u64 = line
+            .split(' ')
+            .nth(1)
+            .map(str::trim)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                AnalyzeError(format!("bad report interval line {:?}", line.trim_end()))
+            })?;
+        if interval < 1 {
+            return err("reporting interval must be more than 0");
+        }
+
+        // Scale.
+        let mut scale_label = " %>(ms)";
+        f.seek0();
+        line = f.readline();
+        while !line.is_empty() && !line.starts_with("microsecond-histograms") {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            let _ = writeln!(out, "can't find histograms' scale, assuming milliseconds");
+            f.seek0();
+        } else if line.split(' ').nth(1).is_some_and(|v| v.starts_with('y')) {
+            scale_label = " %>(us)";
+        }
+        let microseconds = scale_label == " %>(us)";
+
+        let note_at = out.len();
+        let slice_time = slice.div_ceil(interval) * interval;
+
+        // Echo the configuration.
+        f.seek0();
+        line = f.readline();
+        while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            return err("can't find configuration");
+        }
+        let mut histograms = opts.histograms.clone();
+        if line.starts_with("ACT-STORAGE") || line.starts_with("ACT-INDEX") {
+            if histograms.is_empty() {
+                histograms = vec!["reads".into()];
+            }
+        } else {
+            return err("can't recognize configuration");
+        }
+        let mut l = line.trim();
+        while !l.is_empty() {
+            let _ = writeln!(out, "{l}");
+            l = f.readline().trim();
+        }
+        let _ = writeln!(out);
+        line = f.readline();
+        while !line.is_empty() && !line.starts_with("DERIVED CONFIGURATION") {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            return err("can't find derived configuration");
+        }
+        l = line.trim();
+        while !l.is_empty() {
+            let _ = writeln!(out, "{l}");
+            l = f.readline().trim();
+        }
+        let _ = writeln!(out);
+
+        // Echo the histogram names.
+        f.seek0();
+        line = f.readline();
+        while !line.is_empty() && line != "HISTOGRAM NAMES\n" {
+            line = f.readline();
+        }
+        if line.is_empty() {
+            return err("can't find histogram names");
+        }
+        l = line.trim();
+        while !l.is_empty() {
+            let _ = writeln!(out, "{l}");
+            l = f.readline().trim();
+        }
+        let _ = writeln!(out);
+
+        // find_max_bucket()
+        let mut max_bucket = 0;
+        let mut left = opts.num_buckets;
+        let mut b = opts.start_bucket;
+        while b < ALL_BUCKETS {
+            max_bucket = b + 1;
+            if left == 1 {
+                break;
+            }
+            left -= 1;
+            b += opts.every_nth;
+        }
+        let display: Vec<usize> = (opts.start_bucket..max_bucket)
+            .step_by(opts.every_nth)
+            .collect();
+
+        let mut hists: Vec<Hist> = histograms
+            .iter()
+            .map(|name| Hist {
+                name: name.clone(),
+                pre_pad: String::new(),
+                old_total: 0,
+                old_values: vec![0; max_bucket],
+                slice_total: 0,
+                overs: vec![0.0; max_bucket],
+                rate: 0.0,
+                avg_rate: 0.0,
+                max_rate: 0.0,
+                avg_overs: vec![0.0; max_bucket],
+                max_overs: vec![0.0; max_bucket],
+                rows: Vec::new(),
+            })
+            .collect();
+
+        // print_table_header()
+        let mut labels = String::new();
+        let mut underline_t = String::new();
+        for &i in &display {
+            let _ = write!(labels, "{:>7}", 1u64 << i);
+            underline_t.push_str(" ------");
+        }
+        if opts.extra {
+            labels.push_str("       rate");
+            underline_t.push_str(" ----------");
+        }
+        let len_table = labels.len();
+        for i in 1..hists.len() {
+            let prev = 1 + hists[i - 1].name.len();
+            if prev > len_table {
+                hists[i].pre_pad = " ".repeat(prev - len_table);
             }
         }
-        if !got_chunk {
-            break;
+        let mut names_out = " ".repeat(5);
+        let mut units_out = " ".repeat(5);
+        let mut labels_out = "slice".to_string();
+        let mut underline = "-".repeat(5);
+        for h in &hists {
+            let _ = write!(
+                names_out,
+                "{GAP} {:<w$}",
+                h.name,
+                w = len_table.saturating_sub(1)
+            );
+            let _ = write!(
+                units_out,
+                "{GAP}{}{:<w$}",
+                h.pre_pad,
+                scale_label,
+                w = len_table
+            );
+            let _ = write!(labels_out, "{GAP}{}{labels}", h.pre_pad);
+            let _ = write!(underline, "{GAP}{}{underline_t}", h.pre_pad);
         }
-        which_slice += 1;
-        let mut row = format!("{which_slice:>5}");
-        for h in hists.iter_mut() {
+        let table_head = format!("{names_out}\n{units_out}\n{labels_out}\n{underline}\n");
+        Ok((
+            Head {
+                text: out,
+                note_at,
+                table_head,
+                underline,
+                version,
+                microseconds,
+                interval,
+                slice_time,
+                hists,
+                display,
+                max_bucket,
+            },
+            // print_latency_slices() reads on from where the names ended.
+            f.pos.min(prefix.len()),
+        ))
+    }
+}
+
+/// Where print_latency_slices() is in its reading.
+enum SliceState {
+    /// Looking for "after {after_time} ".
+    Seeking,
+    /// In a report, after its "after" line.
+    InReport {
+        got_chunk: bool,
+    },
+    /// In histogram `hist`'s dump: the values so far, and the first bucket
+    /// not yet found.
+    InDump {
+        hist: usize,
+        total: u64,
+        values: Vec<u64>,
+        b_min: usize,
+    },
+    Done,
+}
+
+/// print_latency_slices(), a line at a time.
+struct Slicer {
+    hists: Vec<Hist>,
+    display: Vec<usize>,
+    max_bucket: usize,
+    extra: bool,
+    slice_time: u64,
+    after_time: u64,
+    find: String,
+    which_slice: usize,
+    rows: String,
+    state: SliceState,
+    failed: Option<AnalyzeError>,
+}
+
+impl Slicer {
+    fn new(head: &Head, slice_time: u64, extra: bool) -> Slicer {
+        Slicer {
+            hists: head.hists.clone(),
+            display: head.display.clone(),
+            max_bucket: head.max_bucket,
+            extra,
+            slice_time,
+            after_time: slice_time,
+            find: format!("after {slice_time} "),
+            which_slice: 0,
+            rows: String::new(),
+            state: SliceState::Seeking,
+            failed: None,
+        }
+    }
+
+    /// One line, with its line end.
+    fn line(&mut self, line: &str) {
+        loop {
+            match &mut self.state {
+                SliceState::Done => return,
+                SliceState::Seeking => {
+                    if line.starts_with(&self.find) {
+                        self.state = SliceState::InReport { got_chunk: false };
+                    }
+                    return;
+                }
+                SliceState::InReport { got_chunk } => {
+                    if line.trim().is_empty() {
+                        let got = *got_chunk;
+                        return self.end_report(got);
+                    }
+                    let Some(hist) = self.hists.iter().position(|h| line.starts_with(&h.name))
+                    else {
+                        return;
+                    };
+                    let open = line.find('(').map(|i| i + 1).unwrap_or(0);
+                    let close = line.find(" total)").unwrap_or(line.len());
+                    match line.get(open..close).and_then(|t| t.parse().ok()) {
+                        Some(total) => {
+                            self.state = SliceState::InDump {
+                                hist,
+                                total,
+                                values: vec![0; self.max_bucket],
+                                b_min: 0,
+                            }
+                        }
+                        None => self.fail(AnalyzeError(format!(
+                            "bad histogram total in line {:?}",
+                            line.trim_end()
+                        ))),
+                    }
+                    return;
+                }
+                SliceState::InDump { values, b_min, .. } => {
+                    let mut found = 0;
+                    for (b, v) in values.iter_mut().enumerate().skip(*b_min) {
+                        match bucket_value(line, b) {
+                            Ok(Some(x)) => {
+                                found += 1;
+                                *v = x;
+                            }
+                            Ok(None) => {}
+                            Err(e) => return self.fail(e),
+                        }
+                    }
+                    if found > 0 {
+                        *b_min += found;
+                        return;
+                    }
+                    // The first line after the dump is the report's again.
+                    self.end_dump();
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: AnalyzeError) {
+        self.failed.get_or_insert(e);
+        self.state = SliceState::Done;
+    }
+
+    /// read_bucket_values()'s end: the slice figures of one histogram.
+    fn end_dump(&mut self) {
+        let SliceState::InDump {
+            hist,
+            total,
+            values,
+            ..
+        } = std::mem::replace(&mut self.state, SliceState::InReport { got_chunk: true })
+        else {
+            return;
+        };
+        let h = &mut self.hists[hist];
+        let slice_total = total.wrapping_sub(h.old_total);
+        let slice_values: Vec<u64> = values
+            .iter()
+            .zip(&h.old_values)
+            .map(|(a, b)| a.wrapping_sub(*b))
+            .collect();
+        h.old_total = total;
+        h.old_values = values;
+        h.slice_total = slice_total;
+        h.overs = vec![0.0; self.max_bucket];
+        if slice_total != 0 {
+            let mut delta = 0u64;
+            for (over_pct, v) in h.overs.iter_mut().zip(&slice_values) {
+                delta = delta.wrapping_add(*v);
+                let over = slice_total as i128 - delta as i128;
+                *over_pct = round_to(over as f64 * 100.0 / slice_total as f64, 2);
+            }
+        }
+        h.rate = round_to(slice_total as f64 / self.slice_time as f64, 1);
+    }
+
+    /// A report's end: a slice's row, if it held a histogram.
+    fn end_report(&mut self, got_chunk: bool) {
+        if !got_chunk {
+            self.state = SliceState::Done;
+            return;
+        }
+        self.which_slice += 1;
+        let mut row = format!("{:>5}", self.which_slice);
+        for h in self.hists.iter_mut() {
             row.push_str(GAP);
             row.push_str(&h.pre_pad);
-            for &i in &display {
+            for &i in &self.display {
                 let _ = write!(row, "{:7.2}", h.overs[i]);
                 h.avg_overs[i] += h.overs[i];
                 if h.overs[i] > h.max_overs[i] {
                     h.max_overs[i] = h.overs[i];
                 }
             }
-            if opts.extra {
+            if self.extra {
                 let _ = write!(row, "{:11.1}", h.rate);
                 h.avg_rate += h.rate;
                 if h.rate > h.max_rate {
@@ -510,132 +1013,108 @@ pub fn analyze(log_text: &str, opts: &Options, argv_echo: &str) -> Result<Analys
                 }
             }
             h.rows.push(SliceRow {
-                slice: which_slice,
-                end_s: after_time,
-                overs: display.iter().map(|&i| h.overs[i]).collect(),
+                slice: self.which_slice,
+                end_s: self.after_time,
+                overs: self.display.iter().map(|&i| h.overs[i]).collect(),
                 rate: h.rate,
                 total: h.slice_total,
             });
         }
-        let _ = writeln!(out, "{row}");
-        after_time += slice_time;
-    }
-    if which_slice == 0 {
-        return err(format!("could not find {slice_time} seconds of data"));
+        let _ = writeln!(self.rows, "{row}");
+        self.after_time += self.slice_time;
+        self.find = format!("after {} ", self.after_time);
+        self.state = SliceState::Seeking;
     }
 
-    // print_latency_aggregates()
-    for h in hists.iter_mut() {
-        if opts.extra {
-            h.avg_rate /= which_slice as f64;
+    /// The end of the log: the aggregates, and the table's text.
+    fn finish(
+        mut self,
+        head: &Head,
+        opts: &Options,
+        slice: u64,
+        verdict: Verdict,
+    ) -> Result<Analysis, AnalyzeError> {
+        // At the end of the file, readline() gives "".
+        if matches!(self.state, SliceState::InDump { .. }) {
+            self.end_dump();
         }
-        for &i in &display {
-            h.avg_overs[i] /= which_slice as f64;
+        if let SliceState::InReport { got_chunk } = self.state {
+            self.end_report(got_chunk);
         }
-    }
-    let _ = writeln!(out, "{underline}");
-    for (label, pick_avg) in [("  avg", true), ("  max", false)] {
-        let mut row = label.to_string();
-        for h in &hists {
-            row.push_str(GAP);
-            row.push_str(&h.pre_pad);
-            for &i in &display {
-                let v = if pick_avg {
-                    h.avg_overs[i]
-                } else {
-                    h.max_overs[i]
-                };
-                let _ = write!(row, "{v:7.2}");
-            }
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let slice_time = self.slice_time;
+        if self.which_slice == 0 {
+            return err(format!("could not find {slice_time} seconds of data"));
+        }
+        let mut out = head.text.clone();
+        if slice_time != slice {
+            out.insert_str(
+                head.note_at,
+                &format!("analyzing time slices of {slice_time} seconds\n"),
+            );
+        }
+        out.push_str(&head.table_head);
+        out.push_str(&self.rows);
+
+        // print_latency_aggregates()
+        let n = self.which_slice as f64;
+        for h in self.hists.iter_mut() {
             if opts.extra {
-                let _ = write!(
-                    row,
-                    "{:11.1}",
-                    if pick_avg { h.avg_rate } else { h.max_rate }
-                );
+                h.avg_rate /= n;
+            }
+            for &i in &self.display {
+                h.avg_overs[i] /= n;
             }
         }
-        let _ = writeln!(out, "{row}");
-    }
-
-    let verdict = super::judge::judge(log_text);
-    Ok(Analysis {
-        log: opts.log.clone(),
-        act_version: version,
-        scale: if microseconds { "us" } else { "ms" }.into(),
-        slice_seconds: slice_time,
-        histograms: hists
-            .into_iter()
-            .map(|h| HistTable {
-                name: h.name,
-                thresholds: display.iter().map(|&i| 1u64 << i).collect(),
-                avg: display.iter().map(|&i| h.avg_overs[i]).collect(),
-                max: display.iter().map(|&i| h.max_overs[i]).collect(),
-                slices: h.rows,
-                avg_rate: h.avg_rate,
-                max_rate: h.max_rate,
-            })
-            .collect(),
-        verdict,
-        text: out,
-    })
-}
-
-/// read_bucket_values(): parses one histogram's dump at `line`, returns the
-/// first line after it, and updates the slice figures.
-fn read_bucket_values<'a>(
-    line: &'a str,
-    f: &mut Lines<'a>,
-    h: &mut Hist,
-    max_bucket: usize,
-    slice_time: u64,
-) -> Result<&'a str, AnalyzeError> {
-    let open = line.find('(').map(|i| i + 1).unwrap_or(0);
-    let close = line.find(" total)").unwrap_or(line.len());
-    let total: u64 = line
-        .get(open..close)
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(|| {
-            AnalyzeError(format!("bad histogram total in line {:?}", line.trim_end()))
-        })?;
-    let mut values = vec![0u64; max_bucket];
-    let mut line = f.readline();
-    let mut b_min = 0;
-    loop {
-        let mut found = 0;
-        for (b, v) in values.iter_mut().enumerate().skip(b_min) {
-            if let Some(x) = bucket_value(line, b)? {
-                found += 1;
-                *v = x;
+        let _ = writeln!(out, "{}", head.underline);
+        for (label, pick_avg) in [("  avg", true), ("  max", false)] {
+            let mut row = label.to_string();
+            for h in &self.hists {
+                row.push_str(GAP);
+                row.push_str(&h.pre_pad);
+                for &i in &self.display {
+                    let v = if pick_avg {
+                        h.avg_overs[i]
+                    } else {
+                        h.max_overs[i]
+                    };
+                    let _ = write!(row, "{v:7.2}");
+                }
+                if opts.extra {
+                    let _ = write!(
+                        row,
+                        "{:11.1}",
+                        if pick_avg { h.avg_rate } else { h.max_rate }
+                    );
+                }
             }
+            let _ = writeln!(out, "{row}");
         }
-        if found == 0 {
-            break;
-        }
-        line = f.readline();
-        b_min += found;
+        let display = self.display;
+        Ok(Analysis {
+            log: opts.log.clone(),
+            act_version: head.version.clone(),
+            scale: if head.microseconds { "us" } else { "ms" }.into(),
+            slice_seconds: slice_time,
+            histograms: self
+                .hists
+                .into_iter()
+                .map(|h| HistTable {
+                    name: h.name,
+                    thresholds: display.iter().map(|&i| 1u64 << i).collect(),
+                    avg: display.iter().map(|&i| h.avg_overs[i]).collect(),
+                    max: display.iter().map(|&i| h.max_overs[i]).collect(),
+                    slices: h.rows,
+                    avg_rate: h.avg_rate,
+                    max_rate: h.max_rate,
+                })
+                .collect(),
+            verdict,
+            text: out,
+        })
     }
-    let slice_total = total.wrapping_sub(h.old_total);
-    let slice_values: Vec<u64> = values
-        .iter()
-        .zip(&h.old_values)
-        .map(|(a, b)| a.wrapping_sub(*b))
-        .collect();
-    h.old_total = total;
-    h.old_values = values;
-    h.slice_total = slice_total;
-
-    h.overs = vec![0.0; max_bucket];
-    if slice_total != 0 {
-        let mut delta = 0u64;
-        for (over_pct, v) in h.overs.iter_mut().zip(&slice_values) {
-            delta = delta.wrapping_add(*v);
-            let over = slice_total as i128 - delta as i128;
-            *over_pct = round_to(over as f64 * 100.0 / slice_total as f64, 2);
-        }
-    }
-    h.rate = round_to(slice_total as f64 / slice_time as f64, 1);
-    Ok(line)
 }
 
 impl Analysis {
@@ -672,7 +1151,70 @@ impl Analysis {
 
 #[cfg(test)]
 mod tests {
-    use super::act_log_setup;
+    use super::{act_log_setup, judge_log, LogReader};
+
+    /// Every log of the fixtures, judged whole and fed in small pieces
+    /// (a line cut anywhere, even inside a UTF-8 sequence), gives the same
+    /// analysis: the reader keeps nothing of where the bytes were cut.
+    #[test]
+    fn a_log_read_in_pieces_is_judged_as_the_whole() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act");
+        let mut seen = 0;
+        for dir in ["logs", "verdicts"] {
+            for e in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let path = e.unwrap().path();
+                if path.extension().is_none_or(|x| x != "log") {
+                    continue;
+                }
+                let mut data = std::fs::read(&path).unwrap();
+                data.extend_from_slice("\n\u{e9}t\u{e9}\n".as_bytes());
+                let whole = judge_log(&data, "x.log", "x.log", None)
+                    .map(|a| (serde_json::to_string(&a).unwrap(), a.analysis.text));
+                for step in [1, 2, 7, 4096] {
+                    let mut r = LogReader::judging("x.log", "x.log");
+                    for piece in data.chunks(step) {
+                        r.push(piece);
+                    }
+                    let read = r.finish();
+                    assert!(read.is_act_log, "{path:?}");
+                    let pieces = read
+                        .analysis
+                        .map(|a| (serde_json::to_string(&a).unwrap(), a.analysis.text));
+                    match (&whole, &pieces) {
+                        (Ok(w), Ok(p)) => assert_eq!(w, p, "{path:?} in pieces of {step}"),
+                        (Err(w), Err(p)) => assert_eq!(w.0, p.0, "{path:?}"),
+                        _ => panic!("{path:?} in pieces of {step}: {whole:?} / {pieces:?}"),
+                    }
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 15, "{seen}");
+    }
+
+    /// However long the log, the reader holds its prefix and one report,
+    /// not the log: 200,000 reports of one drive.
+    #[test]
+    fn a_long_log_is_held_as_its_prefix_and_one_report() {
+        let fixture = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+        ))
+        .unwrap();
+        let head = &fixture[..fixture.find("after ").unwrap()];
+        let head = head.replace("report-interval-sec: 2", "report-interval-sec: 1");
+        let mut r = LogReader::judging("x.log", "x.log");
+        r.push(head.as_bytes());
+        let mut most = 0;
+        for t in 1..=200_000u64 {
+            let n = t * 100;
+            r.push(format!("after {t} sec:\nreads ({n} total)\n (00: {n:010})\n\n").as_bytes());
+            most = most.max(r.held_bytes());
+        }
+        assert!(most < 64 << 10, "{most}");
+        let a = r.finish().analysis.unwrap();
+        assert_eq!(a.analysis.histograms[0].slices.len(), 55);
+    }
 
     #[test]
     fn a_device_path_with_a_space_is_one_device_as_the_header_counts() {

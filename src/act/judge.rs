@@ -213,7 +213,7 @@ impl Judge {
         self.report = Some((t, None));
     }
 
-    fn reads_dump(&mut self, total: Option<u64>, lines: &[&str]) {
+    fn reads_dump(&mut self, dump: Dump) {
         let Some((t, got)) = self.report.as_ref() else {
             return;
         };
@@ -224,26 +224,7 @@ impl Judge {
                 self.name
             ));
         }
-        let mut snap = Snapshot::zero();
-        let mut ok = total.is_some();
-        snap.total = total.unwrap_or(0);
-        let mut sum: u64 = 0;
-        let mut seen = [false; N_BUCKETS];
-        for l in lines {
-            for (b, n) in bucket_pairs(l).unwrap_or_else(|| {
-                ok = false;
-                Vec::new()
-            }) {
-                match (snap.buckets.get_mut(b), sum.checked_add(n)) {
-                    (Some(slot), Some(s)) if !seen[b] => {
-                        seen[b] = true;
-                        *slot = n;
-                        sum = s;
-                    }
-                    _ => ok = false,
-                }
-            }
-        }
+        let Dump { snap, ok, sum, .. } = dump;
         if !ok {
             return self.broken(format!(
                 "the {} histogram after {t} s is unreadable",
@@ -369,17 +350,90 @@ impl Judge {
 /// pass over it: "reads", and in a run over several drives each drive's
 /// own share ("/dev/sdb-reads"). A verdict per name, in order.
 pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
-    let mut judges: Vec<Judge> = names.iter().map(|n| Judge::new(n)).collect();
-    let mut lines = text.lines().peekable();
-    let mut in_reports = false;
-    while let Some(raw) = lines.next() {
+    let mut judges = Judges::new(names);
+    for line in text.lines() {
+        judges.line(line);
+    }
+    judges.verdicts()
+}
+
+/// The judges of one log, fed a line at a time (a log is read as a
+/// stream, never whole: a 24-hour log of many drives is large, and one
+/// from a bundle may be hostile).
+pub struct Judges {
+    judges: Vec<Judge>,
+    in_reports: bool,
+    /// The histogram dump being read: its judge, and what it holds so far.
+    dump: Option<(usize, Dump)>,
+}
+
+/// A "reads (N total)" dump read a bucket line at a time.
+struct Dump {
+    snap: Snapshot,
+    ok: bool,
+    sum: u64,
+    seen: [bool; N_BUCKETS],
+}
+
+impl Dump {
+    fn new(total: Option<u64>) -> Dump {
+        Dump {
+            snap: Snapshot {
+                total: total.unwrap_or(0),
+                buckets: [0; N_BUCKETS],
+            },
+            ok: total.is_some(),
+            sum: 0,
+            seen: [false; N_BUCKETS],
+        }
+    }
+
+    /// One " (NN: count) ..." line.
+    fn line(&mut self, l: &str) {
+        let Some(pairs) = bucket_pairs(l) else {
+            self.ok = false;
+            return;
+        };
+        for (b, n) in pairs {
+            match (self.snap.buckets.get_mut(b), self.sum.checked_add(n)) {
+                (Some(slot), Some(s)) if !self.seen[b] => {
+                    self.seen[b] = true;
+                    *slot = n;
+                    self.sum = s;
+                }
+                _ => self.ok = false,
+            }
+        }
+    }
+}
+
+impl Judges {
+    pub fn new(names: &[String]) -> Judges {
+        Judges {
+            judges: names.iter().map(|n| Judge::new(n)).collect(),
+            in_reports: false,
+            dump: None,
+        }
+    }
+
+    /// One line of the log, without its line end.
+    pub fn line(&mut self, raw: &str) {
+        // " (NN: count)" lines continue the dump being read.
+        if raw.starts_with(" (") {
+            if let Some((_, d)) = self.dump.as_mut() {
+                d.line(raw);
+                return;
+            }
+        }
+        self.end_dump();
+        let judges = &mut self.judges;
         let line = raw.trim_end();
         if line.ends_with("- test stopped") {
             let quoted = crate::util::text::printable(line.trim(), 120);
-            for j in &mut judges {
+            for j in judges.iter_mut() {
                 j.stopped.get_or_insert_with(|| quoted.clone());
             }
-            continue;
+            return;
         }
         if let Some(what) = line
             .strip_prefix("ERROR: reading ")
@@ -389,21 +443,21 @@ pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
             // A drive's own judge counts its own errors; the run's all.
             let device = what.split(": ").next().unwrap_or("");
             let quoted = crate::util::text::printable(line, 160);
-            for j in &mut judges {
+            for j in judges.iter_mut() {
                 let own = j.name == JUDGED || j.name.strip_suffix("-reads") == Some(device);
                 if own {
                     j.io_errors += 1;
                     j.first_io_error.get_or_insert_with(|| quoted.clone());
                 }
             }
-            continue;
+            return;
         }
         if let Some(t) = line
             .strip_prefix("after ")
             .and_then(|l| l.strip_suffix(" sec:"))
         {
-            in_reports = true;
-            for j in &mut judges {
+            self.in_reports = true;
+            for j in judges.iter_mut() {
                 match t.parse::<u64>() {
                     Ok(t) => j.start_report(t),
                     Err(_) => j.broken(format!(
@@ -412,34 +466,46 @@ pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
                     )),
                 }
             }
-            continue;
+            return;
         }
-        if !in_reports {
-            for j in &mut judges {
+        if !self.in_reports {
+            for j in judges.iter_mut() {
                 j.header_line(line);
             }
-            continue;
+            return;
         }
         // "reads (N total)" followed by " (NN: count)" lines.
-        let Some((j, rest)) = judges.iter_mut().find_map(|j| {
+        let Some((i, rest)) = judges.iter().enumerate().find_map(|(i, j)| {
             let rest = line.strip_prefix(j.name.as_str())?.strip_prefix(" (")?;
-            Some((j, rest))
+            Some((i, rest))
         }) else {
-            continue;
+            return;
         };
-        j.saw_histogram = true;
+        judges[i].saw_histogram = true;
         let total = rest
             .split_once(" total)")
             .and_then(|(n, _)| n.trim().parse::<u64>().ok());
-        let mut dump = Vec::new();
-        while let Some(next) = lines.next_if(|l| l.starts_with(" (")) {
-            dump.push(next);
-        }
-        if !j.broken {
-            j.reads_dump(total, &dump);
+        self.dump = Some((i, Dump::new(total)));
+    }
+
+    fn end_dump(&mut self) {
+        if let Some((i, d)) = self.dump.take() {
+            let j = &mut self.judges[i];
+            if !j.broken {
+                j.reads_dump(d);
+            }
         }
     }
-    judges.into_iter().map(|j| j.verdict(in_reports)).collect()
+
+    /// A verdict per name, once the whole log is read.
+    pub fn verdicts(mut self) -> Vec<Verdict> {
+        self.end_dump();
+        let in_reports = self.in_reports;
+        self.judges
+            .into_iter()
+            .map(|j| j.verdict(in_reports))
+            .collect()
+    }
 }
 
 impl Judge {

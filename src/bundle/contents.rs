@@ -9,10 +9,10 @@
 //! an ACT log with no saved analysis beside it is analysed here, once,
 //! with the same function a run uses right after the log is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::act::analyze;
+use crate::act::analyze::{self, AnalyzeError, LogReader};
 use crate::act::timeline::Second;
 use crate::results::act::{LogAnalysis, Prep, PrepResult};
 use crate::results::run::{Target, Targets};
@@ -49,10 +49,211 @@ fn split(path: &str) -> (&str, &str) {
     }
 }
 
-/// An ACT log: a line "ACT version" anywhere (act_latency.py looks that
-/// far too), so blank lines in front cannot hide a log from judgement.
-fn is_act_log(data: &[u8]) -> bool {
-    data.starts_with(b"ACT version") || data.windows(12).any(|w| w == b"\nACT version")
+/// What the contents need of one results file, taken as the file passes
+/// (a bundle's files are read as a stream, never held whole: a 24-hour log
+/// of many drives is large, and a bundle may be hostile):
+pub enum FileRead {
+    /// Configuration (`*.toml`, `*.conf`): its SHA-256.
+    Config(String),
+    /// An ACT log (a line "ACT version" anywhere, as act_latency.py looks
+    /// that far too, so blank lines in front cannot hide a log from
+    /// judgement), judged as it passed; the timeline is named later.
+    Log(Box<Result<LogAnalysis, AnalyzeError>>),
+    /// A JSON file, whole.
+    Json(Vec<u8>),
+    /// A per-second timeline (`*.jsonl`).
+    Timeline(Vec<Second>),
+    /// A file not read, and why (beyond what a reader of bundles holds).
+    NotRead(String),
+    /// Anything else.
+    Other,
+}
+
+/// How much of a bundle's results a reader holds in memory at most: the
+/// JSON artefacts (parsed, they are most of what a report holds) and the
+/// timelines' seconds (three days of them, about 30 MB). A log is judged
+/// in passing whatever its length.
+#[derive(Debug, Clone, Copy)]
+pub struct Holding {
+    pub json_bytes: u64,
+    pub seconds: usize,
+}
+
+impl Holding {
+    /// For a bundle from elsewhere: memory bounded whatever it holds.
+    pub const BUNDLE: Holding = Holding {
+        json_bytes: 16 << 20,
+        seconds: 3 * 86_400,
+    };
+    /// For this machine's own results folder.
+    pub const UNBOUNDED: Holding = Holding {
+        json_bytes: u64::MAX,
+        seconds: usize::MAX,
+    };
+}
+
+/// Reads one results file as it passes.
+pub struct FileReader {
+    path: String,
+    kind: Kind,
+    config: Option<sha2::Sha256>,
+    log: Option<LogReader>,
+    json: Vec<u8>,
+    over: bool,
+    line: Vec<u8>,
+    seconds: Vec<Second>,
+}
+
+#[derive(PartialEq)]
+enum Kind {
+    Config,
+    Json,
+    Timeline,
+    Other,
+}
+
+impl FileReader {
+    pub fn new(path: &str) -> FileReader {
+        let kind = if path.ends_with(".toml") || path.ends_with(".conf") {
+            Kind::Config
+        } else if path.ends_with(".json") {
+            Kind::Json
+        } else if path.ends_with(".jsonl") {
+            Kind::Timeline
+        } else {
+            Kind::Other
+        };
+        let (_, name) = split(path);
+        FileReader {
+            path: path.to_string(),
+            config: (kind == Kind::Config).then(<sha2::Sha256 as sha2::Digest>::new),
+            log: (kind != Kind::Config).then(|| LogReader::judging(name, path)),
+            kind,
+            json: Vec::new(),
+            over: false,
+            line: Vec::new(),
+            seconds: Vec::new(),
+        }
+    }
+
+    /// The next bytes of the file, holding what `left` allows (and
+    /// taking what it holds from it).
+    pub fn push(&mut self, data: &[u8], left: &mut Holding) {
+        if let Some(h) = self.config.as_mut() {
+            sha2::Digest::update(h, data);
+            return;
+        }
+        if let Some(l) = self.log.as_mut() {
+            l.push(data);
+        }
+        match self.kind {
+            Kind::Json if !self.over => {
+                if left.json_bytes >= data.len() as u64 {
+                    left.json_bytes -= data.len() as u64;
+                    self.json.extend_from_slice(data);
+                } else {
+                    self.over = true;
+                    self.json = Vec::new();
+                }
+            }
+            Kind::Timeline => {
+                for part in data.split_inclusive(|b| *b == b'\n') {
+                    if self.line.len() < 4096 {
+                        self.line.extend_from_slice(part);
+                    }
+                    if part.ends_with(b"\n") {
+                        self.second(left);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn second(&mut self, left: &mut Holding) {
+        let line = std::mem::take(&mut self.line);
+        if left.seconds == 0 {
+            self.over = true;
+        } else if let Ok(s) = serde_json::from_slice::<Second>(&line) {
+            left.seconds -= 1;
+            self.seconds.push(s);
+        }
+    }
+
+    pub fn finish(mut self, left: &mut Holding) -> FileRead {
+        if let Some(h) = self.config {
+            return FileRead::Config(hex::encode(sha2::Digest::finalize(h)));
+        }
+        let log = self
+            .log
+            .take()
+            .expect("a log reader unless configuration")
+            .finish();
+        if log.is_act_log {
+            return FileRead::Log(Box::new(log.analysis));
+        }
+        match self.kind {
+            Kind::Json if self.over => FileRead::NotRead(
+                "not read: the results' JSON is more than a report holds in memory".into(),
+            ),
+            Kind::Json => FileRead::Json(self.json),
+            Kind::Timeline => {
+                if !self.line.is_empty() {
+                    self.second(left);
+                }
+                FileRead::Timeline(self.seconds)
+            }
+            _ => FileRead::Other,
+        }
+    }
+
+    /// A file held whole.
+    pub fn read(path: &str, data: &[u8], left: &mut Holding) -> FileRead {
+        let mut r = FileReader::new(path);
+        r.push(data, left);
+        r.finish(left)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+/// Reads a bundle's results as its archive is unpacked
+/// (`bundle::unpack::Stream`), holding no more than `left` allows.
+pub struct ResultsReader {
+    pub reads: BTreeMap<String, FileRead>,
+    pub left: Holding,
+}
+
+impl ResultsReader {
+    pub fn new(left: Holding) -> ResultsReader {
+        ResultsReader {
+            reads: BTreeMap::new(),
+            left,
+        }
+    }
+}
+
+impl crate::bundle::unpack::Stream for ResultsReader {
+    fn wants(&self, path: &str) -> bool {
+        path.starts_with(crate::bundle::RESULTS_PREFIX)
+    }
+
+    fn read(&mut self, path: &str, data: &mut dyn std::io::Read) -> std::io::Result<()> {
+        let rel = &path[crate::bundle::RESULTS_PREFIX.len()..];
+        let mut r = FileReader::new(rel);
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = data.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            r.push(&buf[..n], &mut self.left);
+        }
+        self.reads.insert(rel.to_string(), r.finish(&mut self.left));
+        Ok(())
+    }
 }
 
 /// An untagged file of an older storcert, by the name `storcert run` gave
@@ -122,52 +323,70 @@ impl Contents {
     /// The same, for results that sit under `prefix` ("results/" in a
     /// bundle): the summary names files with it.
     pub fn read_in(files: &BTreeMap<String, Vec<u8>>, prefix: &str) -> Contents {
+        let mut left = Holding::UNBOUNDED;
+        let reads = files
+            .iter()
+            .map(|(p, d)| (p.clone(), FileReader::read(p, d, &mut left)))
+            .collect();
+        Self::from_reads(reads, prefix)
+    }
+
+    /// From files read as they passed (`FileReader`), by path relative to
+    /// the results folder.
+    pub fn from_reads(reads: BTreeMap<String, FileRead>, prefix: &str) -> Contents {
         let mut c = Contents {
             prefix: prefix.to_string(),
             ..Contents::default()
         };
+        let paths: BTreeSet<String> = reads.keys().cloned().collect();
         let mut logs = Vec::new();
-        for (path, data) in files {
-            if path.ends_with(".toml") || path.ends_with(".conf") {
-                c.configuration
-                    .insert(format!("{prefix}{path}"), crate::util::sha256_hex(data));
-                continue;
-            }
-            if is_act_log(data) {
-                logs.push((path, data));
-                continue;
-            }
-            // Under act/ (a phase's phase-N/act/ too), a .log is a log to
-            // judge: one that is no ACT log cannot pass by being skipped.
-            if path.split('/').any(|c| c == "act") && path.ends_with(".log") {
-                c.unreadable.push((
-                    path.clone(),
-                    "not an ACT log (no \"ACT version\" line)".into(),
-                ));
-                continue;
-            }
-            if !path.ends_with(".json") {
-                continue;
-            }
-            let artefact = match Artefact::from_json(data) {
+        let mut timelines = BTreeMap::new();
+        for (path, read) in reads {
+            let data = match read {
+                FileRead::Config(sha) => {
+                    c.configuration.insert(format!("{prefix}{path}"), sha);
+                    continue;
+                }
+                FileRead::Log(judged) => {
+                    logs.push((path, judged));
+                    continue;
+                }
+                FileRead::Timeline(seconds) => {
+                    timelines.insert(path, seconds);
+                    continue;
+                }
+                FileRead::NotRead(why) => {
+                    c.unreadable.push((path, why));
+                    continue;
+                }
+                // Under act/ (a phase's phase-N/act/ too), a .log is a log
+                // to judge: one that is no ACT log cannot pass by being
+                // skipped.
+                FileRead::Other => {
+                    if path.split('/').any(|c| c == "act") && path.ends_with(".log") {
+                        c.unreadable
+                            .push((path, "not an ACT log (no \"ACT version\" line)".into()));
+                    }
+                    continue;
+                }
+                FileRead::Json(data) => data,
+            };
+            let artefact = match Artefact::from_json(&data) {
                 Ok(a) => a,
-                Err(ReadError::Untagged) => match legacy(path, data) {
+                Err(ReadError::Untagged) => match legacy(&path, &data) {
                     Some(Ok(a)) => a,
                     Some(Err(e)) => {
-                        c.unreadable.push((path.clone(), e.to_string()));
+                        c.unreadable.push((path, e.to_string()));
                         continue;
                     }
                     None => continue,
                 },
                 Err(e) => {
-                    c.unreadable.push((path.clone(), e.to_string()));
+                    c.unreadable.push((path, e.to_string()));
                     continue;
                 }
             };
-            c.items.push(Item {
-                path: path.clone(),
-                artefact,
-            });
+            c.items.push(Item { path, artefact });
         }
         // Every log is judged afresh, by today's rules: a saved analysis is
         // a claim about its log, never taken on trust (whoever holds the
@@ -186,7 +405,7 @@ impl Contents {
                     i.path.clone(),
                     format!("names its log {:?}, not a file beside it", a.log),
                 ));
-            } else if !files.contains_key(&format!("{}{}", split(&i.path).0, a.log)) {
+            } else if !paths.contains(&format!("{}{}", split(&i.path).0, a.log)) {
                 unreadable.push((
                     i.path.clone(),
                     format!("the analysis of {}, which is not in the results", a.log),
@@ -197,8 +416,8 @@ impl Contents {
             false
         });
         c.unreadable.extend(unreadable);
-        for (path, data) in logs {
-            let (dir, name) = split(path);
+        for (path, judged) in logs {
+            let (dir, name) = split(&path);
             let claim = saved
                 .iter()
                 .find(|(at, a)| split(at).0 == dir && a.log == name);
@@ -207,17 +426,18 @@ impl Contents {
                 .and_then(|(_, a)| a.timeline.clone())
                 .filter(|t| plain_name(t))
                 .or_else(|| {
-                    files
-                        .contains_key(&format!("{dir}{timeline_name}"))
+                    paths
+                        .contains(&format!("{dir}{timeline_name}"))
                         .then_some(timeline_name)
                 });
             let at = claim.map(|(at, _)| at.clone()).unwrap_or_else(|| {
-                analyze::analysis_path(Path::new(path))
+                analyze::analysis_path(Path::new(&path))
                     .to_string_lossy()
                     .into_owned()
             });
-            match analyze::judge_log(data, name, path, timeline) {
-                Ok(a) => {
+            match *judged {
+                Ok(mut a) => {
+                    a.timeline = timeline;
                     if let Some((claim_at, old)) = claim {
                         let same_bytes = old.log_sha256 == a.log_sha256
                             && old.schema_version == crate::results::act::ANALYSIS_SCHEMA;
@@ -287,11 +507,8 @@ impl Contents {
                     continue;
                 };
                 let (dir, _) = split(&item.path);
-                if let Some(data) = files.get(&format!("{dir}{t}")) {
-                    let seconds = String::from_utf8_lossy(data)
-                        .lines()
-                        .filter_map(|l| serde_json::from_str(l).ok())
-                        .collect();
+                // Moved, not copied: a day of seconds is some 9 MB.
+                if let Some(seconds) = timelines.remove(&format!("{dir}{t}")) {
                     c.timelines.insert(item.path.clone(), seconds);
                 }
             }

@@ -348,12 +348,23 @@ pub fn verify<R: Read + Seek>(
     keys: &[PublicKey],
     limits: &Limits,
 ) -> Result<Verified, VerifyError> {
-    verify_keeping(bundle, name, minisig, envelope, keys, limits, |_| false).map(|(v, _)| v)
+    verify_keeping(
+        bundle,
+        name,
+        minisig,
+        envelope,
+        keys,
+        limits,
+        |_| false,
+        &mut unpack::NoStream,
+    )
+    .map(|(v, _)| v)
 }
 
 /// `verify`, also keeping the files `keep` asks for from its unpacking
-/// pass: what a caller renders is what was verified, read once more by
-/// no one.
+/// pass and giving `stream` the files it wants as they pass: what a
+/// caller renders is what was verified, read once more by no one.
+#[allow(clippy::too_many_arguments)]
 pub fn verify_keeping<R: Read + Seek>(
     mut bundle: R,
     name: &str,
@@ -362,6 +373,7 @@ pub fn verify_keeping<R: Read + Seek>(
     keys: &[PublicKey],
     limits: &Limits,
     keep: impl Fn(&str) -> bool,
+    stream: &mut dyn unpack::Stream,
 ) -> Result<(Verified, Unpacked), VerifyError> {
     // Both passes share one budget, its CPU counted from here.
     let limits = &Limits {
@@ -429,7 +441,7 @@ pub fn verify_keeping<R: Read + Seek>(
     // unpacked must be the bytes signed (a file changed in between fails).
     bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
     let mut second = crate::util::HashingReader::new(bundle.take(len));
-    let unpacked = unpack::unpack(&mut second, limits, |p| p == SUMMARY || keep(p))?;
+    let unpacked = unpack::unpack_into(&mut second, limits, |p| p == SUMMARY || keep(p), stream)?;
     // What follows the zstd stream (nothing, once it unpacked) counts too.
     std::io::copy(&mut second, &mut std::io::sink()).map_err(VerifyError::Io)?;
     if second.sha256_hex() != sha256 {

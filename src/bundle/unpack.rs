@@ -291,6 +291,55 @@ pub fn unpack<R: Read>(
     limits: &Limits,
     keep: impl Fn(&str) -> bool,
 ) -> Result<Unpacked, UnpackError> {
+    unpack_into(archive, limits, keep, &mut NoStream)
+}
+
+/// What reads an archive's files as they pass, without keeping them
+/// whole (a report judges a 24-hour ACT log a line at a time).
+pub trait Stream {
+    /// Whether `path` is given to `read` (and not kept).
+    fn wants(&self, path: &str) -> bool;
+    /// Reads the file; what it leaves unread is read (and hashed) after.
+    /// What it made of a file is worth nothing unless the whole archive
+    /// unpacks: the file is checked against the manifest at its end.
+    fn read(&mut self, path: &str, data: &mut dyn Read) -> std::io::Result<()>;
+}
+
+/// Streams nothing: every file is kept or skipped.
+pub struct NoStream;
+
+impl Stream for NoStream {
+    fn wants(&self, _: &str) -> bool {
+        false
+    }
+    fn read(&mut self, _: &str, _: &mut dyn Read) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Hashes and counts what is read through it.
+struct Hashing<'a, R> {
+    inner: &'a mut R,
+    hasher: Sha256,
+    total: u64,
+}
+
+impl<R: Read> Read for Hashing<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.total += n as u64;
+        Ok(n)
+    }
+}
+
+/// `unpack`, giving the files `stream` wants to it as they pass.
+pub fn unpack_into<R: Read>(
+    archive: R,
+    limits: &Limits,
+    keep: impl Fn(&str) -> bool,
+    stream: &mut dyn Stream,
+) -> Result<Unpacked, UnpackError> {
     let consumed = Rc::new(Cell::new(0));
     let counted = Counting {
         inner: archive,
@@ -405,37 +454,39 @@ pub fn unpack<R: Read>(
         if *listed_size != size {
             return Err(UnpackError::Mismatch { path });
         }
-        let kept = keep(&path);
+        let streamed = stream.wants(&path);
+        let kept = !streamed && keep(&path);
         if kept && (size > limits.max_kept || (super::is_meta(&path) && size > MAX_META)) {
             return Err(UnpackError::MetaTooLarge { path });
         }
-        let mut hasher = Sha256::new();
         let mut data = Vec::new();
         if kept {
             // Reserved once from the header's size (already within the
             // allowance or the read fails), not doubled as it grows.
             data.reserve_exact(size.min(MAX_META) as usize);
         }
-        let mut buf = vec![0u8; 64 << 10];
-        let mut total = 0u64;
-        loop {
-            let n = match entry.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(err) => {
-                    return Err(match stop.get() {
-                        Some(s) => UnpackError::Stopped(s),
-                        None if damaged.get() => UnpackError::ZstdDamaged(err),
-                        None => UnpackError::Read { path, err },
-                    })
-                }
-            };
-            hasher.update(&buf[..n]);
-            total += n as u64;
-            if kept {
-                data.extend_from_slice(&buf[..n]);
-            }
+        let mut hashing = Hashing {
+            inner: &mut entry,
+            hasher: Sha256::new(),
+            total: 0,
+        };
+        let read = if streamed {
+            stream
+                .read(&path, &mut hashing)
+                .and_then(|()| std::io::copy(&mut hashing, &mut std::io::sink()).map(drop))
+        } else if kept {
+            hashing.read_to_end(&mut data).map(drop)
+        } else {
+            std::io::copy(&mut hashing, &mut std::io::sink()).map(drop)
+        };
+        if let Err(err) = read {
+            return Err(match stop.get() {
+                Some(s) => UnpackError::Stopped(s),
+                None if damaged.get() => UnpackError::ZstdDamaged(err),
+                None => UnpackError::Read { path, err },
+            });
         }
+        let Hashing { hasher, total, .. } = hashing;
         if total != size || hex::encode(hasher.finalize()) != *sha256 {
             return Err(UnpackError::Mismatch { path });
         }

@@ -22,7 +22,7 @@ pub fn run(a: CompareArgs) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => return fail(format!("{}: {e:#}", dir.display())),
             },
-            Ok(Opened::Bundle { unpacked, .. }) => report::contents_of_bundle(unpacked),
+            Ok(Opened::Bundle { contents, .. }) => *contents,
             Err(r) => {
                 eprintln!(
                     "storcert compare: {}",

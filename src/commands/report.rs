@@ -15,12 +15,17 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
+/// The most of a bundle's summary or system identity held in memory.
+const KEPT: u64 = 4 << 20;
+
 /// A results folder, or a bundle read (and verified, given a key).
 pub enum Opened {
     Results(PathBuf),
     Bundle {
         name: String,
-        unpacked: bundle::Unpacked,
+        summary: Box<crate::results::summary::Summary>,
+        /// Its results, read as they passed (never held whole).
+        contents: Box<crate::bundle::contents::Contents>,
         /// The key that signed it, when verified; `None`: not verified.
         verified_by: Option<String>,
     },
@@ -49,7 +54,14 @@ pub fn open(
     if input.is_dir() {
         return Ok(Opened::Results(input.to_path_buf()));
     }
-    let limits = limits.limits().map_err(could_not)?;
+    let limits = bundle::unpack::Limits {
+        // Only the summary and the system identity are held whole (small
+        // in any bundle storcert writes); the results are read in passing.
+        max_kept: KEPT,
+        ..limits.limits().map_err(could_not)?
+    };
+    let mut results = bundle::contents::ResultsReader::new(bundle::contents::Holding::BUNDLE);
+    let kept = |p: &str| p == bundle::SUMMARY || p == bundle::SYSTEM;
     let name = input
         .file_name()
         .and_then(|n| n.to_str())
@@ -75,7 +87,8 @@ pub fn open(
                     &env,
                     &keys,
                     &limits,
-                    |_| true,
+                    kept,
+                    &mut results,
                 )?)
             });
             match checked {
@@ -89,14 +102,35 @@ pub fn open(
             }
         }
         None => (
-            bundle::unpack::unpack(std::io::BufReader::new(&file), &limits, |_| true)
-                .map_err(|e| could_not(format!("{}: {e}", input.display())))?,
+            bundle::unpack::unpack_into(
+                std::io::BufReader::new(&file),
+                &limits,
+                kept,
+                &mut results,
+            )
+            .map_err(|e| could_not(format!("{}: {e}", input.display())))?,
             None,
         ),
     };
+    let summary = unpacked
+        .files
+        .get(bundle::SUMMARY)
+        .ok_or_else(|| {
+            could_not(format!(
+                "{}: the bundle has no summary.json",
+                input.display()
+            ))
+        })
+        .and_then(|d| {
+            serde_json::from_slice(d)
+                .map(Box::new)
+                .map_err(|e| could_not(format!("{}: summary.json: {e}", input.display())))
+        })?;
+    let contents = Box::new(crate::report::contents_of_bundle(&unpacked, results));
     Ok(Opened::Bundle {
         name,
-        unpacked,
+        summary,
+        contents,
         verified_by,
     })
 }
@@ -108,7 +142,8 @@ pub fn run(a: ReportArgs) -> ExitCode {
         }
         Ok(Opened::Bundle {
             name,
-            unpacked,
+            summary,
+            contents,
             verified_by,
         }) => {
             if verified_by.is_none() {
@@ -117,7 +152,7 @@ pub fn run(a: ReportArgs) -> ExitCode {
                     crate::util::text::printable(&a.input.display().to_string(), 300)
                 );
             }
-            report::for_bundle(&name, unpacked, verified_by).map_err(|e| format!("{e:#}"))
+            Ok(report::for_bundle(&name, *summary, &contents, verified_by))
         }
         Err(r) => {
             eprintln!(

@@ -203,6 +203,10 @@ impl Report {
                 _ => {}
             }
         }
+        // What could not be read is said, never left out quietly.
+        for (path, why) in &c.unreadable {
+            r.notes.push(format!("{path}: {why}"));
+        }
         for item in &c.items {
             if let Artefact::ActAnalysis(a) = &item.artefact {
                 let timeline = c.timelines.get(&item.path).cloned().unwrap_or_default();
@@ -283,25 +287,20 @@ pub fn contents_of_results(dir: &Path) -> Result<Contents> {
     Ok(Contents::read_in(&files, crate::bundle::RESULTS_PREFIX))
 }
 
-/// A bundle's results files, by their path in the results folder (and
-/// its system identity).
-fn bundle_files(unpacked: crate::bundle::Unpacked) -> BTreeMap<String, Vec<u8>> {
-    // Moved, not copied: a bundle's logs are its bulk.
-    unpacked
-        .files
-        .into_iter()
-        .filter_map(
-            |(p, d)| match p.strip_prefix(crate::bundle::RESULTS_PREFIX) {
-                Some(r) => Some((r.to_string(), d)),
-                None => (p == crate::bundle::SYSTEM).then_some((p, d)),
-            },
-        )
-        .collect()
-}
-
-/// The typed contents of a bundle's results.
-pub fn contents_of_bundle(unpacked: crate::bundle::Unpacked) -> Contents {
-    Contents::read(&bundle_files(unpacked))
+/// The typed contents of a bundle: its results as they were read in
+/// passing (`results`), and its system identity.
+pub fn contents_of_bundle(
+    unpacked: &crate::bundle::Unpacked,
+    mut results: crate::bundle::contents::ResultsReader,
+) -> Contents {
+    if let Some(d) = unpacked.files.get(crate::bundle::SYSTEM) {
+        let read =
+            crate::bundle::contents::FileReader::read(crate::bundle::SYSTEM, d, &mut results.left);
+        results
+            .reads
+            .insert(crate::bundle::SYSTEM.to_string(), read);
+    }
+    Contents::from_reads(results.reads, "")
 }
 
 /// The report of a results folder (as the bundle will judge it).
@@ -321,25 +320,20 @@ pub fn for_results(dir: &Path) -> Result<Report> {
     Ok(Report::from_contents(&title, summary, &contents))
 }
 
-/// The report of a bundle's unpacked files.
+/// The report of a bundle: its summary and contents.
 /// `verified_by`: the key that signed it, if its signatures were checked.
 pub fn for_bundle(
     name: &str,
-    unpacked: crate::bundle::Unpacked,
+    summary: Summary,
+    contents: &Contents,
     verified_by: Option<String>,
-) -> Result<Report> {
-    let summary: Summary = serde_json::from_slice(
-        unpacked
-            .files
-            .get(crate::bundle::SUMMARY)
-            .context("the bundle has no summary.json")?,
-    )?;
-    let mut r = Report::build(name, summary, &bundle_files(unpacked));
+) -> Report {
+    let mut r = Report::from_contents(name, summary, contents);
     r.provenance = match verified_by {
         Some(key_id) => Provenance::Verified { key_id },
         None => Provenance::NotVerified,
     };
-    Ok(r)
+    r
 }
 
 /// Writes report.html and report.md into a results folder (before it is
