@@ -564,8 +564,15 @@ pub struct UploadArgs {
     pub files: Vec<PathBuf>,
     /// Where to: a collector or a folder-like PUT target (WebDAV, bucket URL) as
     /// https://host/path/ (the file name is appended), or one presigned URL with a query
+    /// (with --minisig-to and --intoto-to, the presigned URLs of its signatures)
     #[arg(long, value_name = "URL")]
     pub to: String,
+    /// With a presigned --to: the presigned URL of the bundle's .minisig
+    #[arg(long, value_name = "URL", requires = "intoto_to")]
+    pub minisig_to: Option<String>,
+    /// With a presigned --to: the presigned URL of the bundle's .intoto.json
+    #[arg(long, value_name = "URL", requires = "minisig_to")]
+    pub intoto_to: Option<String>,
     /// Keep bundles here until the receiver confirmed them: FILEs are placed in
     /// it first, and everything pending in it is sent (oldest first). Default:
     /// storcert/spool on the mounted partition labelled STORCERT, if any

@@ -772,7 +772,7 @@ fn two_collectors_share_one_s3_bucket() {
     assert_eq!(listing.matches(".tar.zst</Key>").count(), 2, "{listing}");
     // A plain bucket URL (no collector): the bundle and its two
     // signatures as objects, confirmed by S3's MD5 ETag; a URL with a
-    // query (as a presigned one) gets the bundle alone.
+    // query (as a presigned one) comes with one for each signature.
     ok(&upload(&[
         s(&x),
         "--to",
@@ -799,16 +799,40 @@ fn two_collectors_share_one_s3_bucket() {
         body,
         std::fs::read_to_string(storcert::bundle::minisig_path(&x)).unwrap()
     );
+    let presigned = |object: &str| format!("{endpoint}/fleet/{object}?X-Amz-Expires=60");
+    // Without the signatures' URLs, nothing is sent: a bundle alone in a
+    // bucket is one nobody can verify.
+    let o = upload(&[s(&y), "--to", &presigned("one.tar.zst"), "--no-spool"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--minisig-to, --intoto-to"),
+        "{}",
+        text(&o)
+    );
+    let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=one", &[], b"");
+    assert!(!listing.contains("<Key>one"), "{listing}");
     ok(&upload(&[
         s(&y),
         "--to",
-        &format!("{endpoint}/fleet/one.tar.zst?X-Amz-Expires=60"),
+        &presigned("one.tar.zst"),
+        "--minisig-to",
+        &presigned("one.tar.zst.minisig"),
+        "--intoto-to",
+        &presigned("one.tar.zst.intoto.json"),
         "--no-spool",
     ]));
     let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=one", &[], b"");
-    assert!(
-        listing.contains("<Key>one.tar.zst</Key>") && !listing.contains("minisig"),
-        "{listing}"
+    for key in [
+        "one.tar.zst<",
+        "one.tar.zst.minisig<",
+        "one.tar.zst.intoto.json<",
+    ] {
+        assert!(listing.contains(key), "{key} in {listing}");
+    }
+    let (_, body) = http(&endpoint, "GET", "/fleet/one.tar.zst.intoto.json", &[], b"");
+    assert_eq!(
+        body,
+        std::fs::read_to_string(storcert::bundle::envelope_path(&y)).unwrap()
     );
     // A collector restarted with an empty index rebuilds it from the bucket.
     drop(a);

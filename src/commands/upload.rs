@@ -42,6 +42,7 @@ pub fn options(a: &UploadArgs) -> anyhow::Result<upload::Options> {
         allow_http: a.allow_http,
         deadline: duration("--deadline", &a.deadline)?,
         max_backoff: duration("--max-backoff", &a.max_backoff)?,
+        signature_urls: a.minisig_to.clone().zip(a.intoto_to.clone()),
     })
 }
 

@@ -1242,6 +1242,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 allow_http: u.allow_http,
                 deadline,
                 max_backoff: Duration::from_secs(60),
+                signature_urls: None,
             })
             .map_err(|e| anyhow!(e))?;
             clients.push((to.clone(), client));

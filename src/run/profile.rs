@@ -823,6 +823,18 @@ impl Profile {
                 if url.scheme() != "http" && url.scheme() != "https" {
                     return bad("upload.to", format!("{t}: not http(s)"));
                 }
+                // Refused before the run, not after it: a presigned URL
+                // would take the bundle without its signatures.
+                if url.query().is_some() {
+                    return bad(
+                        "upload.to",
+                        format!(
+                            "{t}: a presigned URL (with a query) takes the bundle alone; \
+                             upload to a collector or a bucket folder, or use `storcert upload` \
+                             with --minisig-to and --intoto-to"
+                        ),
+                    );
+                }
             }
             let mut up = UploadPlan {
                 deadline: Duration::from_secs(600),
@@ -995,6 +1007,8 @@ mod tests {
         assert!(e.contains("exclusive"), "{e}");
         let e = err("name = \"x\"\n[devices]\nscratch = \"1G\"\n[upload]\nto = [\"http://c/\"]\n");
         assert!(e.contains("allow_http"), "{e}");
+        let e = err("name = \"x\"\n[devices]\nscratch = \"1G\"\n[upload]\nto = [\"https://b/x.tar.zst?X-Amz-Signature=1\"]\n");
+        assert!(e.contains("presigned URL"), "{e}");
         let e = err(
             "name = \"x\"\n[devices]\nselect = \"all\"\n[stream]\nsize = \"1G\"\npercent = 10\n",
         );

@@ -2,7 +2,8 @@
 //! confirms the digest, then (with a spool) the move to `sent/`.
 //!
 //! Protocol. `--to` is either a folder-like base URL (the bundle's name is
-//! appended) or one exact URL with a query string (an S3 presigned URL).
+//! appended) or one exact URL with a query string (an S3 presigned URL),
+//! which comes with one presigned URL for each signature file.
 //! The bundle goes in one PUT whose headers carry its SHA-256 and both
 //! signatures (base64), so a storcert collector verifies and stores all of
 //! it atomically and answers with the digest it stored, which must match.
@@ -43,6 +44,10 @@ pub struct Options {
     pub allow_http: bool,
     pub deadline: Duration,
     pub max_backoff: Duration,
+    /// With a presigned `to`: the presigned URLs of the `.minisig` and the
+    /// `.intoto.json` (a bucket holding a bundle without its signatures
+    /// holds nothing anyone can verify).
+    pub signature_urls: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +73,8 @@ pub struct Client {
     opts: Options,
     base: reqwest::Url,
     exact: bool,
+    /// The presigned signature URLs (`exact` only).
+    signature_urls: Option<(reqwest::Url, reqwest::Url)>,
 }
 
 /// The error of parsing a URL (the `url` crate's, which reqwest does not
@@ -85,6 +92,13 @@ pub enum ClientError {
     PlainHttp { to: String },
     #[error("--to {to}: unsupported scheme {scheme:?}")]
     Scheme { to: String, scheme: String },
+    #[error(
+        "--to is one presigned URL (it has a query): give the presigned URLs of the \
+         signatures too (--minisig-to, --intoto-to), or the bundle lands unverifiable"
+    )]
+    PresignedWithoutSignatures,
+    #[error("--minisig-to/--intoto-to are for a presigned --to (a URL with a query)")]
+    SignatureUrlsWithoutPresigned,
     #[error("--ca-file {}: {err}", path.display())]
     CaFileRead { path: PathBuf, err: std::io::Error },
     #[error("--ca-file {}: {err}", path.display())]
@@ -106,26 +120,29 @@ impl Client {
         // One TLS provider for the whole process (ring): reqwest and the
         // certificate verifier take the process default.
         tls::use_ring();
-        let url = reqwest::Url::parse(&opts.to).map_err(|err| ClientError::Url {
-            to: opts.to.clone(),
-            err,
-        })?;
-        match url.scheme() {
-            "https" => {}
-            "http" if opts.allow_http => {}
-            "http" => {
-                return Err(ClientError::PlainHttp {
-                    to: opts.to.clone(),
-                })
-            }
-            s => {
-                return Err(ClientError::Scheme {
-                    to: opts.to.clone(),
+        let parse = |to: &str| -> Result<reqwest::Url, ClientError> {
+            let url = reqwest::Url::parse(to).map_err(|err| ClientError::Url {
+                to: to.to_string(),
+                err,
+            })?;
+            match url.scheme() {
+                "https" => Ok(url),
+                "http" if opts.allow_http => Ok(url),
+                "http" => Err(ClientError::PlainHttp { to: to.to_string() }),
+                s => Err(ClientError::Scheme {
+                    to: to.to_string(),
                     scheme: s.into(),
-                })
+                }),
             }
-        }
+        };
+        let url = parse(&opts.to)?;
         let exact = url.query().is_some();
+        let signature_urls = match (&opts.signature_urls, exact) {
+            (Some((m, e)), true) => Some((parse(m)?, parse(e)?)),
+            (None, false) => None,
+            (None, true) => return Err(ClientError::PresignedWithoutSignatures),
+            (Some(_), false) => return Err(ClientError::SignatureUrlsWithoutPresigned),
+        };
         let base = if exact || url.path().ends_with('/') {
             url
         } else {
@@ -191,6 +208,7 @@ impl Client {
             opts,
             base,
             exact,
+            signature_urls,
         })
     }
 
@@ -369,9 +387,12 @@ impl Client {
                 }
             }
         }
-        if !self.exact {
-            for (suffix, data) in [(".minisig", minisig), (".intoto.json", envelope)] {
-                let url = self.url_for(&format!("{name}{suffix}"));
+        let urls = match &self.signature_urls {
+            Some((m, e)) => [m.clone(), e.clone()],
+            None => [".minisig", ".intoto.json"].map(|x| self.url_for(&format!("{name}{x}"))),
+        };
+        {
+            for (url, data) in urls.into_iter().zip([minisig, envelope]) {
                 match self.put(url).body(data.to_vec()).send().await {
                     Ok(r) if r.status().is_success() => {}
                     Ok(r) => return classify_failure(r).await,
