@@ -749,3 +749,73 @@ fn a_file_where_o_direct_is_refused_is_streamed_buffered_and_says_so() {
     assert_eq!(v["direct"], false, "{v}");
     assert_eq!(v["passes"][1]["verify"]["bad_blocks"], 0, "{v}");
 }
+
+/// The per-second figures as fio computes them, checked against fio's own
+/// on one job: fio runs a rate-limited write on a loop device and logs
+/// every I/O's completion; storcert's windows and statistics, fed those
+/// completions, give fio's bw_min, bw_max, bw_mean and bw_dev (to the
+/// millisecond of fio's log and a window edge's one I/O) and its sample
+/// count. The rate is far below the device's, so a busy machine changes
+/// the completions both sides read, not the agreement.
+#[test]
+fn bandwidth_statistics_are_fios_on_fios_own_completions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("f.img"), 64 << 20);
+    let log = tmp.path().join("w");
+    let fio = Command::new("fio")
+        .args([
+            "--name=w",
+            "--rw=write",
+            "--direct=1",
+            "--bs=64k",
+            "--size=40M",
+            "--rate=10m",
+            "--log_avg_msec=0",
+            "--output-format=json",
+        ])
+        .arg(format!("--filename={}", lo.dev))
+        .arg(format!("--write_lat_log={}", log.display()))
+        .output()
+        .expect("fio (scripts/setup installs it)");
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let theirs: Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let w = &theirs["jobs"][0]["write"];
+    // "time (ms), latency, direction, block size, offset[, priority]",
+    // one line per I/O, timed from the job's start.
+    let clat = std::fs::read_to_string(tmp.path().join("w_clat.1.log")).unwrap();
+    let mut windows = Vec::new();
+    let mut ios = 0;
+    for line in clat.lines() {
+        let f: Vec<u64> = line.split(',').map(|x| x.trim().parse().unwrap()).collect();
+        storcert::stream::add_to_window(&mut windows, Duration::from_millis(f[0]), f[3]);
+        ios += 1;
+    }
+    assert_eq!(ios, 640, "one line per I/O");
+    let runtime = Duration::from_millis(w["runtime"].as_u64().unwrap());
+    let samples = storcert::stream::bw_samples(&windows, runtime);
+    let (min, max, mean, dev) = storcert::results::stream::fio_stats(&samples);
+    let fio = |k: &str| w[k].as_f64().unwrap();
+    println!(
+        "fio: min {} max {} mean {:.1} dev {:.1} n {}; storcert on fio's completions: \
+         min {min:.0} max {max:.0} mean {mean:.1} dev {dev:.1} n {}",
+        fio("bw_min"),
+        fio("bw_max"),
+        fio("bw_mean"),
+        fio("bw_dev"),
+        fio("bw_samples"),
+        samples.len()
+    );
+    // A window edge may fall either side of one 64 KiB I/O (fio times its
+    // samples from its helper thread, the log to the millisecond): 1 of
+    // the 80 I/Os of a window at 10 MiB/s.
+    let one_io = 64.0 / 0.5;
+    assert!((fio("bw_samples") - samples.len() as f64).abs() <= 1.0);
+    assert!((fio("bw_mean") - mean).abs() <= one_io, "mean {mean}");
+    assert!((fio("bw_min") - min).abs() <= 2.0 * one_io, "min {min}");
+    assert!((fio("bw_max") - max).abs() <= 2.0 * one_io, "max {max}");
+    assert!((fio("bw_dev") - dev).abs() <= 2.0 * one_io, "dev {dev}");
+}

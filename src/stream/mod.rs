@@ -386,11 +386,7 @@ fn run_pass(
                 let since_first = job.first.map_or(Duration::ZERO, |f| {
                     c.completed_at.saturating_duration_since(f)
                 });
-                let w = (since_first.as_millis() / BW_AVG_MS as u128) as usize;
-                if job.windows.len() <= w {
-                    job.windows.resize(w + 1, 0);
-                }
-                job.windows[w] += c.len as u64;
+                add_to_window(&mut job.windows, since_first, c.len as u64);
                 if timeline.len() <= sec {
                     timeline.resize(sec + 1, 0);
                 }
@@ -552,10 +548,20 @@ fn thread_rusage() -> Option<CpuUsage> {
     })
 }
 
+/// Counts `bytes` completed `since_first` (the job's first I/O) in its
+/// `BW_AVG_MS` window.
+pub fn add_to_window(windows: &mut Vec<u64>, since_first: Duration, bytes: u64) {
+    let w = (since_first.as_millis() / BW_AVG_MS as u128) as usize;
+    if windows.len() <= w {
+        windows.resize(w + 1, 0);
+    }
+    windows[w] += bytes;
+}
+
 /// fio's bandwidth samples (KiB/s) from bytes per `BW_AVG_MS` window of a
 /// job that ran `runtime`: whole windows only, and none where nothing
 /// completed (fio's `__add_samples`).
-fn bw_samples(windows: &[u64], runtime: Duration) -> Vec<f64> {
+pub fn bw_samples(windows: &[u64], runtime: Duration) -> Vec<f64> {
     let whole = (runtime.as_millis() / BW_AVG_MS as u128) as usize;
     windows
         .iter()
