@@ -389,8 +389,12 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
         .total;
     let all = analyze(&text, &opts("reads"), "").unwrap().histograms[0].slices[0].total;
     assert_eq!(per_a + per_b, all);
+    // ACT sends each read to a drive drawn at random: a fair coin per
+    // read, so the share is held to four standard deviations of however
+    // many reads completed (few on a busy machine), not to a fixed 2%.
+    let sigma = (all as f64).sqrt() / 2.0;
     assert!(
-        (per_a as f64 / all as f64 - 0.5).abs() < 0.02,
+        (per_a as f64 - all as f64 / 2.0).abs() <= 4.0 * sigma,
         "{per_a} of {all}"
     );
     // Each drive's large-block latencies too (storcert's addition; ACT

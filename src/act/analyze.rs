@@ -163,8 +163,9 @@ pub struct LogReader {
 struct Body {
     opts: Options,
     head: Head,
-    judges: super::judge::Judges,
-    per_device: Vec<String>,
+    /// ACT's criteria on the run's reads, and on each drive's own.
+    judges: Option<super::judge::Judges>,
+    drives: Option<super::judge::Judges>,
     slicer: Option<Slicer>,
     /// A run under an hour: the report at the latest time, kept whole.
     block: Option<(u64, Vec<String>, usize)>,
@@ -219,11 +220,14 @@ impl LogReader {
                 None => (data, false),
             };
             data = &data[part.len()..];
-            if self.line.len() + part.len() <= MAX_LINE {
-                self.line.extend_from_slice(part);
-            } else {
+            // The start of a long line is kept (an "ACT version" line
+            // padded with a megabyte of spaces is still seen), the rest
+            // read past, however the bytes arrive.
+            let room = MAX_LINE - self.line.len();
+            if part.len() > room {
                 self.line_cut = true;
             }
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
             if end {
                 self.end_line();
             }
@@ -254,7 +258,9 @@ impl LogReader {
             Some(b) => b.line(&line),
             None => {
                 self.prefix_after |= bare.starts_with("after ");
-                self.prefix_bytes += line.len();
+                // A line's bookkeeping counts too: 8 MiB of empty lines
+                // are 8 million strings.
+                self.prefix_bytes += line.len() + std::mem::size_of::<String>();
                 self.prefix.push(line);
                 if self.prefix_bytes > MAX_PREFIX {
                     self.failed.get_or_insert(AnalyzeError(format!(
@@ -315,13 +321,6 @@ impl LogReader {
         } else {
             Vec::new()
         };
-        let names: Vec<String> = std::iter::once(super::judge::JUDGED.to_string())
-            .chain(per_device.iter().cloned())
-            .collect();
-        let mut judges = super::judge::Judges::new(&names);
-        for l in bare_lines() {
-            judges.line(l);
-        }
         let slice = if auto_slice { 3600 } else { opts.slice };
         let (head, slicer, from) = match Head::read(&prefix, &opts, &echo, slice) {
             Ok((head, from)) => {
@@ -333,11 +332,31 @@ impl LogReader {
                 (Head::default(), None, prefix.len())
             }
         };
+        // The judges read a log whose table can be made: one that cannot
+        // is unreadable whatever they would say (and a file that is no log
+        // costs one pass, not one per drive its header names). The run's
+        // judge and the drives' are apart, as each reads the dumps of its
+        // own histograms only.
+        let (mut judges, mut drives) = if self.failed.is_none() {
+            (
+                Some(super::judge::Judges::new(&[
+                    super::judge::JUDGED.to_string()
+                ])),
+                (!per_device.is_empty()).then(|| super::judge::Judges::new(&per_device)),
+            )
+        } else {
+            (None, None)
+        };
+        for l in bare_lines() {
+            for j in [judges.as_mut(), drives.as_mut()].into_iter().flatten() {
+                j.line(l);
+            }
+        }
         let mut body = Body {
             opts,
             head,
-            judges: super::judge::Judges::new(&[]),
-            per_device,
+            judges: None,
+            drives: None,
             slicer,
             block: None,
             saving: false,
@@ -351,6 +370,7 @@ impl LogReader {
             body.slice_line(l);
         }
         body.judges = judges;
+        body.drives = drives;
         self.body = Some(body);
     }
 
@@ -358,11 +378,17 @@ impl LogReader {
     #[cfg(test)]
     fn held_bytes(&self) -> usize {
         let body = self.body.as_ref().map_or(0, |b| {
-            b.block
-                .as_ref()
-                .map_or(0, |(_, lines, _)| lines.iter().map(String::len).sum())
+            b.block.as_ref().map_or(0, |(_, lines, _)| {
+                lines.iter().map(String::len).sum::<usize>()
+                    + b.slicer.as_ref().map_or(0, |s| s.rows.len())
+            })
         });
-        self.prefix.iter().map(String::len).sum::<usize>() + self.line.len() + body
+        let strings = |v: &[String]| {
+            v.iter()
+                .map(|l| l.len() + std::mem::size_of::<String>())
+                .sum::<usize>()
+        };
+        strings(&self.prefix) + self.line.len() + body
     }
 
     /// The end of the log.
@@ -377,12 +403,11 @@ impl LogReader {
         let body = self.body.take().expect("started");
         let is_act_log = self.is_act_log;
         let log_sha256 = hex::encode(self.hasher.finalize());
-        let mut verdicts = body.judges.verdicts().into_iter();
-        let verdict = verdicts.next().expect("one judge per name");
-        let mut table = match (self.failed.as_ref(), body.slicer) {
-            (Some(e), _) => Err(e.clone()),
-            (None, None) => Err(AnalyzeError("no table".into())),
-            (None, Some(slicer)) => {
+        let drive_verdicts = body.drives.map(|d| d.verdicts()).unwrap_or_default();
+        let mut table = match (self.failed.as_ref(), body.slicer, body.judges) {
+            (Some(e), _, _) => Err(e.clone()),
+            (None, Some(slicer), Some(judges)) => {
+                let verdict = judges.verdicts().pop().expect("one judge");
                 let short = body.auto_slice
                     && slicer.which_slice == 0
                     && self.max_after > 0
@@ -408,6 +433,7 @@ impl LogReader {
                     slicer.finish(&body.head, &body.opts, slice, verdict)
                 }
             }
+            _ => Err(AnalyzeError("no table".into())),
         };
         if self.long_line && is_act_log {
             table = Err(AnalyzeError(format!(
@@ -415,9 +441,8 @@ impl LogReader {
                 MAX_LINE >> 20
             )));
         }
-        let analysis = match (&self.purpose, &table) {
-            (Purpose::Judging { log_name, .. }, Ok(t)) => {
-                let mut analysis = t.clone();
+        let analysis = match (&self.purpose, table) {
+            (Purpose::Judging { log_name, .. }, Ok(mut analysis)) => {
                 if body.devices.len() > crate::act::config::MAX_STORAGE_DEVICES {
                     analysis.verdict.pass = false;
                     analysis.verdict.problems.push(format!(
@@ -439,8 +464,7 @@ impl LogReader {
                     per_device: body
                         .devices
                         .iter()
-                        .zip(verdicts)
-                        .take(body.per_device.len())
+                        .zip(drive_verdicts)
                         .map(|(d, verdict)| DeviceVerdict {
                             device: d.clone(),
                             verdict,
@@ -448,12 +472,18 @@ impl LogReader {
                         .collect(),
                 })
             }
-            (Purpose::Judging { .. }, Err(e)) => Err(e.clone()),
-            (Purpose::Table { .. }, _) => Err(AnalyzeError("not judging".into())),
+            (Purpose::Judging { .. }, Err(e)) => Err(e),
+            (Purpose::Table { .. }, table) => {
+                return ReadLog {
+                    is_act_log,
+                    table,
+                    analysis: Err(AnalyzeError("not judging".into())),
+                }
+            }
         };
         ReadLog {
             is_act_log,
-            table,
+            table: Err(AnalyzeError("judged, not tabled".into())),
             analysis,
         }
     }
@@ -461,7 +491,12 @@ impl LogReader {
 
 impl Body {
     fn line(&mut self, line: &str) {
-        self.judges.line(bare(line));
+        for j in [self.judges.as_mut(), self.drives.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            j.line(bare(line));
+        }
         self.slice_line(line);
     }
 
@@ -856,6 +891,12 @@ enum SliceState {
     Done,
 }
 
+/// The most slices a table lists (a month at an hour each, twice over):
+/// a hostile log of a million one-hour reports costs its reading, not a
+/// million rows. The averages and maxima count every slice; act_latency.py
+/// would list them all.
+const MAX_TABLE_SLICES: usize = 1500;
+
 /// print_latency_slices(), a line at a time.
 struct Slicer {
     hists: Vec<Hist>,
@@ -994,6 +1035,7 @@ impl Slicer {
             return;
         }
         self.which_slice += 1;
+        let listed = self.which_slice <= MAX_TABLE_SLICES;
         let mut row = format!("{:>5}", self.which_slice);
         for h in self.hists.iter_mut() {
             row.push_str(GAP);
@@ -1012,16 +1054,24 @@ impl Slicer {
                     h.max_rate = h.rate;
                 }
             }
-            h.rows.push(SliceRow {
-                slice: self.which_slice,
-                end_s: self.after_time,
-                overs: self.display.iter().map(|&i| h.overs[i]).collect(),
-                rate: h.rate,
-                total: h.slice_total,
-            });
+            if listed {
+                h.rows.push(SliceRow {
+                    slice: self.which_slice,
+                    end_s: self.after_time,
+                    overs: self.display.iter().map(|&i| h.overs[i]).collect(),
+                    rate: h.rate,
+                    total: h.slice_total,
+                });
+            }
         }
-        let _ = writeln!(self.rows, "{row}");
-        self.after_time += self.slice_time;
+        if listed {
+            let _ = writeln!(self.rows, "{row}");
+        }
+        let Some(next) = self.after_time.checked_add(self.slice_time) else {
+            self.state = SliceState::Done;
+            return;
+        };
+        self.after_time = next;
         self.find = format!("after {} ", self.after_time);
         self.state = SliceState::Seeking;
     }
@@ -1057,6 +1107,13 @@ impl Slicer {
         }
         out.push_str(&head.table_head);
         out.push_str(&self.rows);
+        if self.which_slice > MAX_TABLE_SLICES {
+            let _ = writeln!(
+                out,
+                "  ... {} more slices, counted in avg and max",
+                self.which_slice - MAX_TABLE_SLICES
+            );
+        }
 
         // print_latency_aggregates()
         let n = self.which_slice as f64;
@@ -1190,6 +1247,91 @@ mod tests {
             }
         }
         assert!(seen >= 15, "{seen}");
+    }
+
+    /// Hostile shapes cost their reading, not memory: a million empty
+    /// lines before any report; twenty thousand one-hour reports, each a
+    /// failing slice (listed up to a bound, then counted, never passing).
+    #[test]
+    fn hostile_logs_hold_bounded_state() {
+        let mut r = LogReader::judging("x.log", "x.log");
+        r.push(&vec![b'\n'; 1 << 20]);
+        assert!(
+            r.held_bytes() <= super::MAX_PREFIX + (1 << 10),
+            "{}",
+            r.held_bytes()
+        );
+        let fixture = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+        ))
+        .unwrap();
+        let head = &fixture[..fixture.find("after ").unwrap()];
+        let head = head
+            .replace("report-interval-sec: 1", "report-interval-sec: 3600")
+            .replace("test-duration-sec: 12", "test-duration-sec: 72000000");
+        let mut r = LogReader::judging("x.log", "x.log");
+        r.push(head.as_bytes());
+        let mut most = 0;
+        for k in 1..=20_000u64 {
+            r.push(
+                format!(
+                    "after {} sec:\nreads ({k} total)\n (16: {k:010})\n\n",
+                    k * 3600
+                )
+                .as_bytes(),
+            );
+            most = most.max(r.held_bytes());
+        }
+        assert!(most < 512 << 10, "{most}");
+        let a = r.finish().analysis.unwrap();
+        let v = &a.analysis.verdict;
+        assert!(!v.pass);
+        assert_eq!(v.failures.len(), super::super::judge::MAX_FAILURES);
+        assert!(
+            v.problems.iter().any(|p| p.contains("more failing slice")),
+            "{:?}",
+            v.problems
+        );
+        let t = &a.analysis.histograms[0];
+        assert_eq!(t.slices.len(), super::MAX_TABLE_SLICES);
+        assert_eq!(t.max[0], 100.0);
+        assert!(
+            a.analysis.text.contains("18500 more slices"),
+            "{}",
+            &a.analysis.text[..200]
+        );
+    }
+
+    /// A run stopped is a fail whichever dump its line sits in: the run's
+    /// judge reads each drive's dump lines as lines of the log.
+    #[test]
+    fn a_stop_inside_a_drive_s_dump_still_stops_the_run() {
+        let fixture = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+        ))
+        .unwrap();
+        let clean = judge_log(fixture.as_bytes(), "x.log", "x.log", None).unwrap();
+        let mut lines: Vec<String> = fixture.lines().map(String::from).collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("/dev/") && l.contains("-reads ("))
+            .unwrap();
+        lines[at + 1].push_str(" - test stopped");
+        let text = lines.join("\n") + "\n";
+        let a = judge_log(text.as_bytes(), "x.log", "x.log", None).unwrap();
+        assert!(!a.analysis.verdict.pass);
+        assert!(
+            a.analysis
+                .verdict
+                .problems
+                .iter()
+                .any(|p| p.contains("the run stopped")),
+            "{:?} (clean: {:?})",
+            a.analysis.verdict.problems,
+            clean.analysis.verdict.problems
+        );
     }
 
     /// However long the log, the reader holds its prefix and one report,

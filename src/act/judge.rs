@@ -33,6 +33,9 @@ const MAX_OVERRUN: u64 = 60;
 
 /// Problems listed before the rest are only counted.
 const MAX_PROBLEMS: usize = 20;
+/// Failing slices listed before the rest are only counted (a hostile log
+/// of a million one-hour reports must not cost a million failures).
+pub(crate) const MAX_FAILURES: usize = 300;
 
 const RULES: [(&str, u64, u64); 3] = [("> 1 ms", 5, 100), ("> 8 ms", 1, 100), ("> 64 ms", 1, 1000)];
 
@@ -72,6 +75,7 @@ struct Judge {
     /// The slice length once the first report is seen (None before).
     slice: Option<u64>,
     failures: Vec<Failure>,
+    more_failures: usize,
     problems: Vec<String>,
     more_problems: usize,
     /// The report being read: its time, and its reads if seen yet.
@@ -302,6 +306,10 @@ impl Judge {
             }
             // over/total < num/den, in integers: no rounding at the edge.
             if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
+                if self.failures.len() >= MAX_FAILURES {
+                    self.more_failures += 1;
+                    continue;
+                }
                 let pct = over as f64 * 100.0 / total as f64;
                 self.failures.push(Failure {
                     histogram: self.name.clone(),
@@ -330,6 +338,7 @@ impl Judge {
             settings: Settings::default(),
             slice: None,
             failures: Vec::new(),
+            more_failures: 0,
             problems: Vec::new(),
             more_problems: 0,
             report: None,
@@ -552,6 +561,10 @@ impl Judge {
                         .into(),
                 ),
             }
+        }
+        if j.more_failures > 0 {
+            let more = j.more_failures;
+            j.problem(format!("… and {more} more failing slice(s) not listed"));
         }
         if j.more_problems > 0 {
             let more = j.more_problems;

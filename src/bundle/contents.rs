@@ -63,6 +63,8 @@ pub enum FileRead {
     Json(Vec<u8>),
     /// A per-second timeline (`*.jsonl`).
     Timeline(Vec<Second>),
+    /// A timeline's first seconds, beyond which a reader holds no more.
+    CutTimeline(Vec<Second>),
     /// A file not read, and why (beyond what a reader of bundles holds).
     NotRead(String),
     /// Anything else.
@@ -152,6 +154,9 @@ impl FileReader {
                     left.json_bytes -= data.len() as u64;
                     self.json.extend_from_slice(data);
                 } else {
+                    // What it held is given back: one oversized file
+                    // leaves the others their room.
+                    left.json_bytes += self.json.len() as u64;
                     self.over = true;
                     self.json = Vec::new();
                 }
@@ -201,7 +206,11 @@ impl FileReader {
                 if !self.line.is_empty() {
                     self.second(left);
                 }
-                FileRead::Timeline(self.seconds)
+                if self.over {
+                    FileRead::CutTimeline(self.seconds)
+                } else {
+                    FileRead::Timeline(self.seconds)
+                }
             }
             _ => FileRead::Other,
         }
@@ -352,6 +361,17 @@ impl Contents {
                     continue;
                 }
                 FileRead::Timeline(seconds) => {
+                    timelines.insert(path, seconds);
+                    continue;
+                }
+                FileRead::CutTimeline(seconds) => {
+                    c.unreadable.push((
+                        path.clone(),
+                        format!(
+                            "only its first {} seconds are read (a report holds no more)",
+                            seconds.len()
+                        ),
+                    ));
                     timelines.insert(path, seconds);
                     continue;
                 }
