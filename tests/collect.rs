@@ -1923,3 +1923,88 @@ fn signature_puts_never_follow_a_redirect_from_https_to_http() {
     );
     assert_eq!(plain_hits.load(Ordering::SeqCst), 0);
 }
+
+/// A presigned target: the signatures go first, to their own URLs, with
+/// no bearer token (a presigned URL may name any host); the three URLs
+/// must differ and take one bundle, sent directly; and the URLs' queries
+/// (credentials) are never printed.
+#[test]
+fn a_presigned_target_gets_signatures_first_no_token_and_no_credential_shown() {
+    let lab = Lab::new();
+    let b = lab.bundle("p.tar.zst", true, 0);
+    let token = lab.path("token");
+    std::fs::write(&token, "tok-123\n").unwrap();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/b", l.local_addr().unwrap());
+    let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            while let Some(head) = read_request(&mut conn) {
+                seen.lock().unwrap().push(head);
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+            }
+        }
+    });
+    let url = |object: &str, secret: &str| format!("{base}/{object}?X-Amz-Signature={secret}");
+    let (to, m, e) = (
+        url("p.tar.zst", "SECRET1"),
+        url("p.tar.zst.minisig", "SECRET2"),
+        url("p.tar.zst.intoto.json", "SECRET3"),
+    );
+    let args = |to: &str, m: &str, e: &str| {
+        vec![
+            s(&b).to_string(),
+            "--to".into(),
+            to.into(),
+            "--minisig-to".into(),
+            m.into(),
+            "--intoto-to".into(),
+            e.into(),
+            "--token-file".into(),
+            s(&token).into(),
+            "--no-spool".into(),
+        ]
+    };
+    let run = |a: Vec<String>| upload(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let o = run(args(&to, &m, &e));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("SECRET"), "{}", text(&o));
+    let got = heads.lock().unwrap().clone();
+    let order: Vec<&str> = got.iter().map(|h| h.lines().next().unwrap_or("")).collect();
+    assert_eq!(
+        order,
+        [
+            "put /b/p.tar.zst.minisig?x-amz-signature=secret2 http/1.1",
+            "put /b/p.tar.zst.intoto.json?x-amz-signature=secret3 http/1.1",
+            "put /b/p.tar.zst?x-amz-signature=secret1 http/1.1",
+        ],
+        "{got:?}"
+    );
+    assert!(got.iter().all(|h| !h.contains("authorization")), "{got:?}");
+    // The same URL twice would overwrite an object.
+    let o = run(args(&to, &m, &m));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("three different URLs"), "{}", text(&o));
+    // Two bundles for one set of objects.
+    let mut two = args(&to, &m, &e);
+    two.insert(0, s(&b).to_string());
+    let o = run(two);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("exactly one bundle"), "{}", text(&o));
+    // Nothing listening: the reason names no credential.
+    let dead = |object: &str, secret: &str| {
+        format!("http://127.0.0.1:1/b/{object}?X-Amz-Signature={secret}")
+    };
+    let mut a = args(
+        &dead("p.tar.zst", "SECRET1"),
+        &dead("p.tar.zst.minisig", "SECRET2"),
+        &dead("p.tar.zst.intoto.json", "SECRET3"),
+    );
+    a.extend(["--deadline".into(), "2s".into()]);
+    let o = run(a);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("SECRET"), "{}", text(&o));
+    assert!(text(&o).contains("not delivered"), "{}", text(&o));
+}

@@ -67,6 +67,14 @@ pub fn run(a: UploadArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(format!("--spool: {e:#}")),
     };
+    // A presigned URL names one object: one bundle, sent directly (a
+    // spool would send everything pending to the same three objects).
+    if opts.signature_urls.is_some() && (a.files.len() != 1 || spool.is_some()) {
+        return fail(
+            "a presigned --to takes exactly one bundle, sent directly (--no-spool): \
+             its URLs name that bundle's objects",
+        );
+    }
     let mut queue: Vec<PathBuf> = Vec::new();
     let mut spool_failed = false;
     match &spool {
@@ -88,7 +96,7 @@ pub fn run(a: UploadArgs) -> ExitCode {
     }
     // The client only after the files are safe in the spool.
     let deadline = Instant::now() + opts.deadline;
-    let client_url = opts.to.clone();
+    let client_url = upload::shown_url(&opts.to);
     let client = match upload::Client::new(opts) {
         Ok(c) => c,
         Err(e) => return fail(e),

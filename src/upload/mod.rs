@@ -77,6 +77,15 @@ pub struct Client {
     signature_urls: Option<(reqwest::Url, reqwest::Url)>,
 }
 
+/// A URL as printed: without its query, which in a presigned URL is a
+/// credential ("https://bucket/x.tar.zst?…").
+pub fn shown_url(url: &str) -> String {
+    match url.split_once('?') {
+        Some((before, _)) => format!("{}?…", printable(before, 300)),
+        None => printable(url, 300),
+    }
+}
+
 /// The error of parsing a URL (the `url` crate's, which reqwest does not
 /// name).
 type UrlError = <reqwest::Url as std::str::FromStr>::Err;
@@ -99,6 +108,8 @@ pub enum ClientError {
     PresignedWithoutSignatures,
     #[error("--minisig-to/--intoto-to are for a presigned --to (a URL with a query)")]
     SignatureUrlsWithoutPresigned,
+    #[error("--to, --minisig-to and --intoto-to must be three different URLs")]
+    SameUrlTwice,
     #[error("--ca-file {}: {err}", path.display())]
     CaFileRead { path: PathBuf, err: std::io::Error },
     #[error("--ca-file {}: {err}", path.display())]
@@ -122,15 +133,15 @@ impl Client {
         tls::use_ring();
         let parse = |to: &str| -> Result<reqwest::Url, ClientError> {
             let url = reqwest::Url::parse(to).map_err(|err| ClientError::Url {
-                to: to.to_string(),
+                to: shown_url(to),
                 err,
             })?;
             match url.scheme() {
                 "https" => Ok(url),
                 "http" if opts.allow_http => Ok(url),
-                "http" => Err(ClientError::PlainHttp { to: to.to_string() }),
+                "http" => Err(ClientError::PlainHttp { to: shown_url(to) }),
                 s => Err(ClientError::Scheme {
-                    to: to.to_string(),
+                    to: shown_url(to),
                     scheme: s.into(),
                 }),
             }
@@ -138,6 +149,10 @@ impl Client {
         let url = parse(&opts.to)?;
         let exact = url.query().is_some();
         let signature_urls = match (&opts.signature_urls, exact) {
+            // Three objects: a URL given twice would overwrite one.
+            (Some((m, e)), true) if m == e || *m == opts.to || *e == opts.to => {
+                return Err(ClientError::SameUrlTwice)
+            }
             (Some((m, e)), true) => Some((parse(m)?, parse(e)?)),
             (None, false) => None,
             (None, true) => return Err(ClientError::PresignedWithoutSignatures),
@@ -304,10 +319,34 @@ impl Client {
 
     fn put(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
         let mut r = self.http.put(url);
-        if let Some(t) = &self.opts.token {
+        // A presigned URL carries its own authority, and may name any
+        // host: the token is for the collector, never sent there.
+        if let Some(t) = self.opts.token.as_ref().filter(|_| !self.exact) {
             r = r.bearer_auth(t);
         }
         r
+    }
+
+    /// The reason of a failed request, without the URL's query (a
+    /// presigned URL's signature is a credential).
+    fn failure(&self, e: reqwest::Error) -> Attempt {
+        Attempt::Retry(error_chain(&e.without_url()), None)
+    }
+
+    /// PUTs the two signature files; `None` once both are stored.
+    async fn put_signatures(&self, name: &str, minisig: &[u8], envelope: &[u8]) -> Option<Attempt> {
+        let urls = match &self.signature_urls {
+            Some((m, e)) => [m.clone(), e.clone()],
+            None => [".minisig", ".intoto.json"].map(|x| self.url_for(&format!("{name}{x}"))),
+        };
+        for (url, data) in urls.into_iter().zip([minisig, envelope]) {
+            match self.put(url).body(data.to_vec()).send().await {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => return Some(classify_failure(r).await),
+                Err(e) => return Some(self.failure(e)),
+            }
+        }
+        None
     }
 
     async fn attempt(
@@ -319,6 +358,13 @@ impl Client {
         envelope: &[u8],
         progress: Option<ProgressFn>,
     ) -> Attempt {
+        // A presigned target gets the signatures first: a bundle is never
+        // left in a bucket without them because a signature's URL failed.
+        if self.exact {
+            if let Some(failed) = self.put_signatures(name, minisig, envelope).await {
+                return failed;
+            }
+        }
         let total = bytes.len() as u64;
         let chunks: Vec<bytes::Bytes> = (0..bytes.len())
             .step_by(256 << 10)
@@ -343,7 +389,7 @@ impl Client {
             .body(reqwest::Body::wrap_stream(body));
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) => return Attempt::Retry(error_chain(&e), None),
+            Err(e) => return self.failure(e),
         };
         let status = resp.status();
         if !status.is_success() {
@@ -387,17 +433,9 @@ impl Client {
                 }
             }
         }
-        let urls = match &self.signature_urls {
-            Some((m, e)) => [m.clone(), e.clone()],
-            None => [".minisig", ".intoto.json"].map(|x| self.url_for(&format!("{name}{x}"))),
-        };
-        {
-            for (url, data) in urls.into_iter().zip([minisig, envelope]) {
-                match self.put(url).body(data.to_vec()).send().await {
-                    Ok(r) if r.status().is_success() => {}
-                    Ok(r) => return classify_failure(r).await,
-                    Err(e) => return Attempt::Retry(error_chain(&e), None),
-                }
+        if !self.exact {
+            if let Some(failed) = self.put_signatures(name, minisig, envelope).await {
+                return failed;
             }
         }
         Attempt::Done(Outcome::Confirmed {
