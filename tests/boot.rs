@@ -703,3 +703,99 @@ fn done_shell_gives_a_root_shell_on_the_console_after_the_run_and_poweroff_ends_
         "no shell ran the command:\n{console}"
     );
 }
+
+/// The hardware table against the image's own modules: the module tree
+/// and firmware are unpacked from the built initrd; every row of
+/// image/hardware.tsv is bound by its driver, every firmware file a module
+/// names is in the image, and the check names a row no module binds as
+/// its driver, an ID nothing binds, a row that is not six columns, and a
+/// driver whose firmware is missing.
+#[test]
+#[ignore = "reads the built image; run through scripts/test"]
+fn the_image_drives_every_row_of_the_hardware_table() {
+    let image = image_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    sh(&format!(
+        "zstd -dc {} | (cd {} && cpio -idm --quiet 'usr/lib/modules/*' 'usr/lib/firmware/*')",
+        s(&image.join("initrd.img")),
+        s(root)
+    ));
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    let kver = std::fs::read_dir(root.join("usr/lib/modules"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = |table: &Path, missing: &str| {
+        Command::new("bash")
+            .args([
+                "-c",
+                ". \"$0/scripts/lib/hardware-check.sh\"; hardware_check \"$1\" \"$2\" \"$3\" \"$4\"",
+            ])
+            .arg(repo)
+            .arg(root)
+            .arg(&kver)
+            .arg(table)
+            .arg(missing)
+            .output()
+            .unwrap()
+    };
+    let real = repo.join("image/hardware.tsv");
+    let rows = std::fs::read_to_string(&real)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    assert!(rows >= 40, "{rows} rows");
+    let o = check(&real, "");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains(&format!("{rows} rows")), "{out}");
+    // Every firmware file a module of the image names is in the image.
+    let mut named = 0;
+    for ko in sh(&format!(
+        "find {} -name '*.ko'",
+        s(&root.join("usr/lib/modules"))
+    ))
+    .lines()
+    {
+        for f in sh(&format!("modinfo -F firmware {ko}")).lines() {
+            assert!(
+                root.join("usr/lib/firmware").join(f).is_file(),
+                "{ko} names {f}, not in the image"
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 30, "{named} firmware files named");
+    // Rows the check must refuse, each named by its line.
+    let bad = tmp.path().join("bad.tsv");
+    std::fs::write(
+        &bad,
+        "1000:00a5\t-\t010400\tmegaraid_sas\tPERC H965i\tDell 16G\n\
+         1234:5678\t-\t010400\tmegaraid_sas\tnothing\tnowhere\n\
+         1000:005d\t-\t0104\tmegaraid_sas\tshort class\tDell\n\
+         14e4:168e\t-\t020000\tbnx2x\tBCM57810\tDell\n",
+    )
+    .unwrap();
+    let o = check(&bad, "bnx2x:bnx2x/bnx2x-e2-7.13.21.0.fw");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for want in [
+        "line 1: 1000:00a5 (PERC H965i): no module of the image binds it as megaraid_sas (bound: mpi3mr)",
+        "line 2: 1234:5678 (nothing): no module of the image binds it as megaraid_sas (bound: none)",
+        "line 3: not vendor:device",
+        "line 4: 14e4:168e (BCM57810): bnx2x names firmware bnx2x/bnx2x-e2-7.13.21.0.fw, not in the image",
+    ] {
+        assert!(err.contains(want), "{want}\n{err}");
+    }
+}

@@ -1,0 +1,50 @@
+# Sourced by scripts/build-image: Debian's non-free-firmware packages,
+# unpacked once into a cache, fetched with an apt configuration of their
+# own (the host's sources are not changed, whatever components they name).
+
+# Unpacks PACKAGES... from bookworm's non-free-firmware into
+# CACHE/firmware-KEY/root (KEY: the package list and their versions) and
+# sets firmware_root to it.
+#
+# usage: debian_firmware CACHE PACKAGES...
+debian_firmware() {
+  local cache=$1; shift
+  local apt="$cache/apt-non-free-firmware" uri src
+  mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/parts"
+  # The registry the host's own sources name, with non-free-firmware.
+  uri=$(grep -hoE '^(URIs:|deb) +(\[[^]]*\] +)?[a-z]+://[^ ]+' \
+          /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null \
+        | grep -v security | head -1 | awk '{print $NF}')
+  [ -n "$uri" ] || { echo "firmware: no Debian registry in this machine's apt sources" >&2; return 2; }
+  src="$apt/non-free-firmware.sources"
+  printf 'Types: deb\nURIs: %s\nSuites: bookworm\nComponents: non-free-firmware\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uri" > "$src"
+  local opts=(-o "Dir::Etc::SourceList=$src" -o "Dir::Etc::SourceParts=$apt/parts"
+              -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives"
+              -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
+  if ! ls "$apt/lists/"*non-free-firmware*Packages* > /dev/null 2>&1; then
+    apt-get -qq "${opts[@]}" update > /dev/null 2>&1 \
+      || { echo "firmware: apt-get update (non-free-firmware) failed" >&2; return 2; }
+  fi
+  local versions key p
+  versions=$(for p in "$@"; do
+    apt-cache "${opts[@]}" policy "$p" 2>/dev/null | awk -v p="$p" '/Candidate:/ {print p, $2}'
+  done)
+  [ "$(printf '%s\n' "$versions" | grep -c .)" -eq $# ] \
+    || { echo "firmware: not all of $* are in non-free-firmware" >&2; return 2; }
+  key=$(printf '%s\n' "$versions" | sha256sum | cut -c1-16)
+  firmware_root="$cache/firmware-$key/root"
+  firmware_packages=$versions
+  if [ ! -f "$cache/firmware-$key/ready" ]; then
+    echo "firmware: fetching $* into $cache" >&2
+    rm -rf "$cache"/firmware-[0-9a-f]*
+    mkdir -p "$cache/firmware-$key/debs" "$firmware_root"
+    (cd "$cache/firmware-$key/debs" && apt-get -qq "${opts[@]}" download "$@" > /dev/null 2>&1) \
+      || { echo "firmware: apt-get download $* failed" >&2; return 2; }
+    for deb in "$cache/firmware-$key/debs"/*.deb; do
+      dpkg-deb -x "$deb" "$firmware_root"
+    done
+    rm -rf "$cache/firmware-$key/debs"
+    touch "$cache/firmware-$key/ready"
+  fi
+}
