@@ -318,6 +318,8 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
         "decoy",
         "virtio-blk-pci,serial=E2EDECOY01",
     ));
+    // A SCSI controller the image has no module for (sym53c8xx).
+    q.extend(["-device".into(), "lsi53c895a,id=undriven".into()]);
     let g = boot("pxe", t.path(), 420, &q);
     report("pxe", &g);
     let c = &g.console;
@@ -383,6 +385,40 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
         );
     }
     assert_eq!(sha(&d("decoy")), decoy_before, "the decoy disk changed");
+    // The undriven controller: in the inventory with the module it would
+    // need, a finding that says what it means, and the run failed for it
+    // (the profile's hardware = "fail").
+    let inv = bundle_json(&unpacked, "inventory.json");
+    let undriven = inv["controllers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["device_id"] == "0x0012")
+        .unwrap_or_else(|| panic!("no 1000:0012 in {}", inv["controllers"]));
+    assert!(undriven["driver"].is_null(), "{undriven}");
+    assert_eq!(undriven["module"]["name"], "sym53c8xx", "{undriven}");
+    assert_eq!(undriven["module"]["in_image"], false, "{undriven}");
+    assert!(!inv["network_controllers"].as_array().unwrap().is_empty());
+    let policy = bundle_json(&unpacked, "policy.json");
+    let finding = policy["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "storage controller driver")
+        .unwrap_or_else(|| panic!("no hardware finding: {policy}"));
+    let actual = finding["actual"].as_str().unwrap();
+    assert!(
+        actual.contains("the drives behind 1000:0012")
+            && actual.contains("cannot be seen")
+            && actual.contains("sym53c8xx is not in this image"),
+        "{finding}"
+    );
+    assert_eq!(finding["severity"], "fail", "{finding}");
+    assert_eq!(v["summary"]["verdict"], "fail", "{}", v["summary"]);
+    assert!(
+        c.contains("hardware: 1000:0012"),
+        "the console does not say it:\n{c}"
+    );
 }
 
 /// Unpacks a results bundle (a .tar.zst) into the new folder `into`.

@@ -1,5 +1,7 @@
-//! PCI storage controllers (class 01xx): identity, driver, firmware, and
-//! which SCSI hosts and disks belong to each.
+//! PCI storage controllers (class 01xx) and network controllers (02xx):
+//! identity, driver, firmware, which SCSI hosts and disks belong to each,
+//! and, for a device no driver is bound to, the module that would drive
+//! it and whether this system carries it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -106,7 +108,20 @@ fn hex_attr(dir: &Path, name: &str) -> Option<u32> {
     u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
 }
 
+/// Storage controllers (PCI class 01xx).
 pub fn find(roots: &Roots) -> Vec<FoundController> {
+    find_class(roots, 0x01)
+}
+
+/// Network controllers (PCI class 02xx).
+pub fn find_network(roots: &Roots) -> Vec<Controller> {
+    find_class(roots, 0x02)
+        .into_iter()
+        .map(|f| f.controller)
+        .collect()
+}
+
+fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
     let bus = roots.sys.join("bus/pci/devices");
     let pci_ids = [
         "/usr/share/misc/pci.ids",
@@ -121,7 +136,7 @@ pub fn find(roots: &Roots) -> Vec<FoundController> {
         let Some(class) = hex_attr(&dir, "class") else {
             continue;
         };
-        if class >> 16 != 0x01 {
+        if class >> 16 != base_class {
             continue;
         }
         let vendor = hex_attr(&dir, "vendor").unwrap_or(0) as u16;
@@ -163,8 +178,13 @@ pub fn find(roots: &Roots) -> Vec<FoundController> {
             scsi_hosts: Vec::new(),
             disks: Vec::new(),
             megaraid: None,
+            module: None,
             errors: Vec::new(),
         };
+        if controller.driver.is_none() {
+            let modalias = opt_attr(&dir.join("modalias"));
+            controller.module = modalias.and_then(|m| module_for(roots, &m));
+        }
         controller.scsi_hosts = scsi_hosts_under(roots, &device_path);
         read_firmware(roots, &mut controller, &device_path);
         out.push(FoundController {
@@ -173,6 +193,70 @@ pub fn find(roots: &Roots) -> Vec<FoundController> {
         });
     }
     out
+}
+
+/// Where this system's module aliases are, beside the sysfs it reads
+/// (`/sys` → `/lib/modules/RELEASE/modules.alias`); the image also
+/// carries its kernel's whole list, for the modules it leaves out.
+const KERNEL_ALIASES: &str = "usr/lib/storcert/kernel-modules.alias";
+
+/// The module whose alias matches `modalias`: one this system carries,
+/// else one its kernel has (the image's build keeps the kernel's list).
+fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory::ModuleFor> {
+    let root = roots.sys.parent().unwrap_or(Path::new("/"));
+    let release = opt_attr(&roots.proc.join("sys/kernel/osrelease"))?;
+    let installed = root
+        .join("lib/modules")
+        .join(&release)
+        .join("modules.alias");
+    let lookup = |path: &Path| {
+        // Bounded: a module list is a few MB.
+        let text = fs::read(path).ok().filter(|t| t.len() < 64 << 20)?;
+        alias_match(&String::from_utf8_lossy(&text), modalias)
+    };
+    if let Some(name) = lookup(&installed) {
+        return Some(crate::results::inventory::ModuleFor {
+            name,
+            in_image: true,
+        });
+    }
+    lookup(&root.join(KERNEL_ALIASES)).map(|name| crate::results::inventory::ModuleFor {
+        name,
+        in_image: false,
+    })
+}
+
+/// The module of the first `alias PATTERN MODULE` line whose pattern
+/// matches `modalias` (modules.alias's globs: `*`, `?`).
+pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
+    aliases.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        (f.next()? == "alias").then_some(())?;
+        let (pattern, module) = (f.next()?, f.next()?);
+        glob(pattern.as_bytes(), modalias.as_bytes()).then(|| module.to_string())
+    })
+}
+
+/// `*` and `?` matching, iterative (linear in practice, never recursive).
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == b'*')
 }
 
 /// SCSI hosts whose sysfs path lies under the controller's.
@@ -236,6 +320,26 @@ mod tests {
         assert_eq!(v.as_deref(), Some("Broadcom / LSI"));
         assert_eq!(d, None);
         assert_eq!(pci_ids_name(text, 0xabcd, 1), (None, None));
+    }
+
+    #[test]
+    fn a_device_s_module_is_found_by_its_alias() {
+        let aliases = "# comment\nalias pci:v00001000d000000A5sv*sd*bc*sc*i* mpi3mr\n\
+                       alias pci:v*d*sv*sd*bc01sc08i02* nvme\nalias pci:v00008086d*sv*sd*bc*sc*i* x\n";
+        let dev = "pci:v00001000d000000A5sv00001028sd00002200bc01sc04i00";
+        assert_eq!(alias_match(aliases, dev).as_deref(), Some("mpi3mr"));
+        let nvme = "pci:v0000144Dd0000A824sv0000144Dsd0000A801bc01sc08i02";
+        assert_eq!(alias_match(aliases, nvme).as_deref(), Some("nvme"));
+        assert_eq!(
+            alias_match(aliases, "pci:v00001234d00005678sv0sd0bc01sc00i00"),
+            None
+        );
+        assert!(glob(b"a*b*c", b"axxbyyc") && !glob(b"a*b*c", b"axxbyy"));
+        assert!(glob(b"a?c*", b"abcdef") && glob(b"*", b""));
+        // A long run of stars against a long near-miss stays fast.
+        let p = "*a".repeat(200);
+        let s = "a".repeat(199) + "b";
+        assert!(!glob(p.as_bytes(), s.as_bytes()));
     }
 
     #[test]

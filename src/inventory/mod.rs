@@ -11,6 +11,7 @@ pub mod controllers;
 pub mod megaraid;
 pub use crate::results::inventory as model;
 pub mod probe;
+pub mod reach;
 pub mod sysfs;
 pub mod udev;
 
@@ -154,6 +155,7 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             boot_medium_hint: context.boot_hint.clone(),
         },
         controllers: found.into_iter().map(|f| f.controller).collect(),
+        network_controllers: controllers::find_network(roots),
         disks,
         errors,
     }

@@ -14,6 +14,10 @@ pub struct Inventory {
     pub generated_at: String,
     pub host: HostInfo,
     pub controllers: Vec<Controller>,
+    /// Network controllers (PCI class 02xx): the link PXE, the profile
+    /// fetch and the upload depend on.
+    #[serde(default)]
+    pub network_controllers: Vec<Controller>,
     pub disks: Vec<Disk>,
     /// Problems of the scan as a whole (not of one device).
     pub errors: Vec<String>,
@@ -52,7 +56,20 @@ pub struct Controller {
     /// Kernel names of the disks behind this controller.
     pub disks: Vec<String>,
     pub megaraid: Option<MegaRaid>,
+    /// With no driver bound: the module of this kernel whose alias
+    /// matches the device, if any, and whether this system carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleFor>,
     pub errors: Vec<String>,
+}
+
+/// The kernel module for a device no driver is bound to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModuleFor {
+    pub name: String,
+    /// In this system's module tree (it failed to bind, or was not
+    /// loaded); `false`: the kernel has it, the image does not.
+    pub in_image: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -941,6 +941,22 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
 /// Marks the findings that are not about a drive under test as the
 /// machine's; unless the profile says they fail the run, they become
 /// warnings (a spare disk's firmware does not fail the disks qualified).
+/// The built-in hardware-reach findings, after the policy's own are
+/// scoped: their severity is the profile's `hardware`, whatever the
+/// policy says of machine findings.
+fn add_reach(
+    report: &mut crate::results::policy::Report,
+    reach: &[crate::results::policy::Finding],
+) {
+    use crate::results::policy::Severity;
+    report.checks += 1;
+    report.findings.extend(reach.iter().cloned());
+    report
+        .findings
+        .sort_by_key(|f| (f.machine, std::cmp::Reverse(f.severity)));
+    report.pass = !report.findings.iter().any(|f| f.severity == Severity::Fail);
+}
+
 fn scope_findings(
     report: &mut crate::results::policy::Report,
     targets: &[Target],
@@ -1067,6 +1083,21 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         },
     );
     ctx.write("inventory.json", inv.clone())?;
+    // What this system cannot drive, from the inventory and the kernel's
+    // log: always checked, whatever the policy.
+    let reach = inventory::reach::findings(
+        &inv,
+        &inventory::reach::kernel_log(),
+        p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
+    );
+    for f in &reach {
+        ctx.console.say(&format!(
+            "hardware: {} ({}): {}",
+            crate::util::text::printable(&f.device, 200),
+            f.check,
+            crate::util::text::printable(&f.actual, 300)
+        ));
+    }
     let mut targets = select_targets(p, &inv, &ctx.console)?;
     if targets.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
@@ -1102,6 +1133,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             let policy = load_policy(pol)?;
             let mut report = crate::policy::check::check(&policy, &inv);
             scope_findings(&mut report, &targets, pol.machine);
+            add_reach(&mut report, &reach);
             ctx.write("policy.json", report.clone())?;
             Ok(format!(
                 "{} checks, {} findings",
@@ -1109,6 +1141,16 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 report.findings.len()
             ))
         })?;
+    } else if !reach.is_empty() {
+        // No policy of the profile's: the built-in check is the report.
+        let mut report = crate::results::policy::Report {
+            schema_version: crate::results::policy::SCHEMA_VERSION,
+            checks: 0,
+            findings: Vec::new(),
+            pass: true,
+        };
+        add_reach(&mut report, &reach);
+        ctx.write("policy.json", report)?;
     }
     let health = p.health.as_ref().is_some_and(|h| h.enabled);
     if health {

@@ -39,6 +39,11 @@ pub struct Profile {
     pub results: Option<PathBuf>,
     /// Seconds between plain progress lines (serial console, pipe).
     pub progress_interval: Option<String>,
+    /// What a storage or network controller no driver binds, or firmware
+    /// that did not load, does to the verdict: "warn" (the default) or
+    /// "fail" (qualify, burn-in: drives nobody can see were not tested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<crate::results::policy::Severity>,
     #[serde(default)]
     pub devices: Devices,
     pub policy: Option<PolicyStage>,
