@@ -287,3 +287,73 @@ fn a_device_mapper_volume_on_a_partition_holds_the_system_disk() {
     );
     assert_eq!(disk(&all, "dm-0").transport, Transport::Dm);
 }
+
+/// A controller no driver is bound to: listed, with the module its
+/// modalias needs and whether this system carries it (the installed
+/// modules.alias, else the kernel's whole list the image keeps), and a
+/// hardware-reach finding that says its drives cannot be seen.
+#[test]
+fn an_undriven_controller_names_its_module_and_is_a_finding() {
+    use storcert::results::policy::Severity;
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("lab");
+    copy_tree(&fixture(), &base);
+    let dev = base.join("sys/bus/pci/devices/0000:00:03.0");
+    std::fs::remove_file(dev.join("driver")).unwrap();
+    let modalias = "pci:v00001000d00000079sv00001000sd00009261bc01sc04i00";
+    std::fs::write(dev.join("modalias"), format!("{modalias}\n")).unwrap();
+    let installed = base.join("lib/modules/6.1.0-57-amd64/modules.alias");
+    let kernel = base.join("usr/lib/storcert/kernel-modules.alias");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(kernel.parent().unwrap()).unwrap();
+    let megaraid = "alias pci:v00001000d00000079sv*sd*bc*sc*i* megaraid_sas\n";
+    let nvme = "alias pci:v*d*sv*sd*bc01sc08i02* nvme\n";
+    let module = |inv: &Inventory| {
+        let c = inv
+            .controllers
+            .iter()
+            .find(|c| c.pci_address == "0000:00:03.0")
+            .unwrap();
+        assert_eq!(c.driver, None);
+        c.module.clone()
+    };
+    // No module anywhere.
+    let inv = scan(&roots(&base), &opts(true, &[]));
+    assert_eq!(module(&inv), None);
+    let f = storcert::inventory::reach::findings(&inv, "", Severity::Fail);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].actual.contains("the drives behind 1000:0079")
+            && f[0]
+                .actual
+                .contains("cannot be seen; no module of this kernel drives it"),
+        "{}",
+        f[0].actual
+    );
+    assert_eq!(f[0].severity, Severity::Fail);
+    // The kernel has it, the image does not.
+    std::fs::write(&installed, nvme).unwrap();
+    std::fs::write(&kernel, format!("{nvme}{megaraid}")).unwrap();
+    let inv = scan(&roots(&base), &opts(true, &[]));
+    let m = module(&inv).unwrap();
+    assert_eq!((m.name.as_str(), m.in_image), ("megaraid_sas", false));
+    let f = storcert::inventory::reach::findings(&inv, "", Severity::Warn);
+    assert!(
+        f[0].actual
+            .ends_with("the kernel's module megaraid_sas is not in this image"),
+        "{}",
+        f[0].actual
+    );
+    assert_eq!(f[0].severity, Severity::Warn);
+    assert!(f[0].fix.as_deref().unwrap().contains("image/hardware.tsv"));
+    // The image has it: it did not bind.
+    std::fs::write(&installed, format!("{nvme}{megaraid}")).unwrap();
+    let m = module(&scan(&roots(&base), &opts(true, &[]))).unwrap();
+    assert_eq!((m.name.as_str(), m.in_image), ("megaraid_sas", true));
+    // A firmware load the kernel log says failed is one too.
+    let log = "bnx2x 0000:3b:00.0: Direct firmware load for bnx2x/bnx2x-e2-7.13.21.0.fw failed with error -2\n";
+    let f = storcert::inventory::reach::findings(&inv, log, Severity::Warn);
+    assert!(f
+        .iter()
+        .any(|f| f.check == "firmware" && f.actual.contains("bnx2x-e2")));
+}
