@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::storcert;
+use common::{peak_rss_kib, storcert};
 use storcert::bundle::{self, minisign::PublicKey, minisign::SecretKey};
 use storcert::results::Verdict;
 
@@ -1030,22 +1030,6 @@ fn day_log_of_sixteen_drives(path: &Path) -> u64 {
     }
     out.flush().unwrap();
     std::fs::metadata(path).unwrap().len()
-}
-
-/// Peak RSS of a storcert command, in KiB (GNU time's %M).
-fn peak_rss_kib(args: &[&str]) -> (u64, std::process::Output) {
-    let o = Command::new("/usr/bin/time")
-        .args(["-f", "peak-rss-kib %M", env!("CARGO_BIN_EXE_storcert")])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let kib = err
-        .lines()
-        .find_map(|l| l.strip_prefix("peak-rss-kib "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap();
-    (kib, o)
 }
 
 /// `report` holds a bundle's results in bounded memory whatever they

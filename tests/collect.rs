@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{chromium, s, storcert};
+use common::{chromium, peak_rss_kib, s, storcert};
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
@@ -1289,22 +1289,6 @@ fn bomb() -> Vec<u8> {
         enc.write_all(&zeros).unwrap();
     }
     enc.finish().unwrap()
-}
-
-/// Peak RSS of a storcert command, in KiB (GNU time's %M).
-fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
-    let o = Command::new("/usr/bin/time")
-        .args(["-f", "peak-rss-kib %M", env!("CARGO_BIN_EXE_storcert")])
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let kib = err
-        .lines()
-        .find_map(|l| l.strip_prefix("peak-rss-kib "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap();
-    (kib, o)
 }
 
 /// A 1 GiB decompression bomb, signed with a trusted key: `bundle verify`,

@@ -244,12 +244,7 @@ fn fio_json_is_fios_key_for_key_and_fios_tools_read_it() {
         .arg(format!("--filename={}", lo.dev))
         .output()
         .expect("fio (scripts/setup installs it)");
-    assert!(
-        fio.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
-    let theirs: Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let theirs = fio_output(&fio);
     let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
     paths(&ours, "", &mut a);
     paths(&theirs, "", &mut b);
@@ -777,12 +772,7 @@ fn bandwidth_statistics_are_fios_on_fios_own_completions() {
         .arg(format!("--write_lat_log={}", log.display()))
         .output()
         .expect("fio (scripts/setup installs it)");
-    assert!(
-        fio.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
-    let theirs: Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let theirs = fio_output(&fio);
     let w = &theirs["jobs"][0]["write"];
     // "time (ms), latency, direction, block size, offset[, priority]",
     // one line per I/O, timed from the job's start.
@@ -818,4 +808,14 @@ fn bandwidth_statistics_are_fios_on_fios_own_completions() {
     assert!((fio("bw_min") - min).abs() <= 2.0 * one_io, "min {min}");
     assert!((fio("bw_max") - max).abs() <= 2.0 * one_io, "max {max}");
     assert!((fio("bw_dev") - dev).abs() <= 2.0 * one_io, "dev {dev}");
+}
+
+/// fio's JSON output, once fio succeeded.
+fn fio_output(fio: &std::process::Output) -> Value {
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    serde_json::from_slice(&fio.stdout).unwrap()
 }

@@ -610,6 +610,17 @@ fn bucket_value(line: &str, b: usize) -> Result<Option<u64>, AnalyzeError> {
     })
 }
 
+/// Echoes a section of the log from its first line to the blank line
+/// that ends it, and a blank line, as act_latency.py prints its setup.
+fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
+    let mut l = first.trim();
+    while !l.is_empty() {
+        let _ = writeln!(out, "{l}");
+        l = f.readline().trim();
+    }
+    let _ = writeln!(out);
+}
+
 /// What act_latency.py reads from the start of a log before its slices:
 /// the text printed so far and the tables' shape.
 #[derive(Default)]
@@ -742,12 +753,7 @@ impl Head {
         } else {
             return err("can't recognize configuration");
         }
-        let mut l = line.trim();
-        while !l.is_empty() {
-            let _ = writeln!(out, "{l}");
-            l = f.readline().trim();
-        }
-        let _ = writeln!(out);
+        echo_section(&mut f, &mut out, line);
         line = f.readline();
         while !line.is_empty() && !line.starts_with("DERIVED CONFIGURATION") {
             line = f.readline();
@@ -755,12 +761,7 @@ impl Head {
         if line.is_empty() {
             return err("can't find derived configuration");
         }
-        l = line.trim();
-        while !l.is_empty() {
-            let _ = writeln!(out, "{l}");
-            l = f.readline().trim();
-        }
-        let _ = writeln!(out);
+        echo_section(&mut f, &mut out, line);
 
         // Echo the histogram names.
         f.seek0();
@@ -771,12 +772,7 @@ impl Head {
         if line.is_empty() {
             return err("can't find histogram names");
         }
-        l = line.trim();
-        while !l.is_empty() {
-            let _ = writeln!(out, "{l}");
-            l = f.readline().trim();
-        }
-        let _ = writeln!(out);
+        echo_section(&mut f, &mut out, line);
 
         // find_max_bucket()
         let mut max_bucket = 0;
@@ -1210,6 +1206,15 @@ impl Analysis {
 mod tests {
     use super::{act_log_setup, judge_log, LogReader};
 
+    /// A short millisecond log of two drives (tests/fixtures/act/logs).
+    fn two_drive_log() -> String {
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+        ))
+        .unwrap()
+    }
+
     /// Every log of the fixtures, judged whole and fed in small pieces
     /// (a line cut anywhere, even inside a UTF-8 sequence), gives the same
     /// analysis: the reader keeps nothing of where the bytes were cut.
@@ -1261,11 +1266,7 @@ mod tests {
             "{}",
             r.held_bytes()
         );
-        let fixture = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
-        ))
-        .unwrap();
+        let fixture = two_drive_log();
         let head = &fixture[..fixture.find("after ").unwrap()];
         let head = head
             .replace("report-interval-sec: 1", "report-interval-sec: 3600")
@@ -1307,11 +1308,7 @@ mod tests {
     /// judge reads each drive's dump lines as lines of the log.
     #[test]
     fn a_stop_inside_a_drive_s_dump_still_stops_the_run() {
-        let fixture = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
-        ))
-        .unwrap();
+        let fixture = two_drive_log();
         let clean = judge_log(fixture.as_bytes(), "x.log", "x.log", None).unwrap();
         let mut lines: Vec<String> = fixture.lines().map(String::from).collect();
         let at = lines
@@ -1338,11 +1335,7 @@ mod tests {
     /// not the log: 200,000 reports of one drive.
     #[test]
     fn a_long_log_is_held_as_its_prefix_and_one_report() {
-        let fixture = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
-        ))
-        .unwrap();
+        let fixture = two_drive_log();
         let head = &fixture[..fixture.find("after ").unwrap()];
         let head = head.replace("report-interval-sec: 2", "report-interval-sec: 1");
         let mut r = LogReader::judging("x.log", "x.log");

@@ -105,7 +105,7 @@ pub fn firmware_failures(log: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in log.lines() {
         let hit = (line.contains("Direct firmware load for") && line.contains("failed"))
-            || (line.contains("ice") && line.contains("Safe Mode"))
+            || (line.trim_start().starts_with("ice ") && line.contains("Safe Mode"))
             || line.contains("firmware: failed to load");
         let line = line.trim().to_string();
         if hit && !out.contains(&line) && out.len() < 50 {
@@ -155,6 +155,7 @@ mod tests {
                    ice 0000:5e:00.0: The DDP package file was not found or could not be read. Entering Safe Mode\n\
                    ice 0000:5e:00.0: Entering Safe Mode\n\
                    tg3 0000:01:00.0 eth0: Tigon3 [partno(BCM95720) rev 5720000] (PCI Express)\n\
+                   some_device 0000:02:00.0: Safe Mode off\n\
                    bnx2x 0000:3b:00.0: Direct firmware load for bnx2x/bnx2x-e2-7.13.21.0.fw failed with error -2\n";
         let f = firmware_failures(log);
         assert_eq!(f.len(), 3, "{f:?}");

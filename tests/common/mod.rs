@@ -178,3 +178,20 @@ pub fn failing_loop(tmp: &Path) -> (Mount, Loop) {
     let lo = Loop::attach(&back, &[]);
     (fs, lo)
 }
+
+/// Peak RSS of a storcert command, in KiB (GNU time's %M), and its output.
+#[allow(dead_code)]
+pub fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
+    let o = Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib %M", env!("CARGO_BIN_EXE_storcert")])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let kib = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    (kib, o)
+}
