@@ -416,6 +416,11 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     assert_eq!(finding["severity"], "fail", "{finding}");
     assert_eq!(v["summary"]["verdict"], "fail", "{}", v["summary"]);
     assert!(
+        v["summary"]["reasons"].to_string().contains("1000:0012"),
+        "the verdict's reasons do not name the controller: {}",
+        v["summary"]
+    );
+    assert!(
         c.contains("hardware: 1000:0012"),
         "the console does not say it:\n{c}"
     );

@@ -320,7 +320,7 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
     // No module anywhere.
     let inv = scan(&roots(&base), &opts(true, &[]));
     assert_eq!(module(&inv), None);
-    let f = storcert::inventory::reach::findings(&inv, "", Severity::Fail);
+    let f = storcert::inventory::reach::findings(&inv, Some(""), Severity::Fail);
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(
         f[0].actual.contains("the drives behind 1000:0079")
@@ -337,7 +337,7 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
     let inv = scan(&roots(&base), &opts(true, &[]));
     let m = module(&inv).unwrap();
     assert_eq!((m.name.as_str(), m.in_image), ("megaraid_sas", false));
-    let f = storcert::inventory::reach::findings(&inv, "", Severity::Warn);
+    let f = storcert::inventory::reach::findings(&inv, Some(""), Severity::Warn);
     assert!(
         f[0].actual
             .ends_with("the kernel's module megaraid_sas is not in this image"),
@@ -352,8 +352,20 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
     assert_eq!((m.name.as_str(), m.in_image), ("megaraid_sas", true));
     // A firmware load the kernel log says failed is one too.
     let log = "bnx2x 0000:3b:00.0: Direct firmware load for bnx2x/bnx2x-e2-7.13.21.0.fw failed with error -2\n";
-    let f = storcert::inventory::reach::findings(&inv, log, Severity::Warn);
+    let f = storcert::inventory::reach::findings(&inv, Some(log), Severity::Warn);
+    assert!(f.iter().any(|f| f.check == "firmware"
+        && f.actual.contains("bnx2x-e2")
+        && f.severity == Severity::Warn));
+    // Unread, it is said so.
+    let f = storcert::inventory::reach::findings(&inv, None, Severity::Fail);
     assert!(f
         .iter()
-        .any(|f| f.check == "firmware" && f.actual.contains("bnx2x-e2")));
+        .any(|f| f.check == "firmware" && f.actual.starts_with("not checked")));
+    // The recorded name stays where the device has one.
+    assert!(
+        f[0].device
+            .starts_with("1000:0079 (MegaRAID SAS 2108 [Liberator])"),
+        "{}",
+        f[0].device
+    );
 }

@@ -19,12 +19,23 @@ debian_firmware() {
   src="$apt/non-free-firmware.sources"
   printf 'Types: deb\nURIs: %s\nSuites: bookworm\nComponents: non-free-firmware\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     "$uri" > "$src"
+  # Nothing of the host's apt state: not its installed packages (a newer
+  # firmware package installed here is no candidate to download), not its
+  # preferences.
+  : > "$apt/status"
+  mkdir -p "$apt/preferences.d"
   local opts=(-o "Dir::Etc::SourceList=$src" -o "Dir::Etc::SourceParts=$apt/parts"
               -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives"
+              -o "Dir::State::status=$apt/status" -o "Dir::Etc::Preferences=$apt/preferences"
+              -o "Dir::Etc::PreferencesParts=$apt/preferences.d"
               -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
-  if ! ls "$apt/lists/"*non-free-firmware*Packages* > /dev/null 2>&1; then
+  refresh() {
     apt-get -qq "${opts[@]}" update > /dev/null 2>&1 \
       || { echo "firmware: apt-get update (non-free-firmware) failed" >&2; return 2; }
+  }
+  # Lists older than a week are refreshed (a point release moves files).
+  if [ -z "$(find "$apt/lists" -maxdepth 1 -name '*non-free-firmware*Packages*' -mtime -7 2>/dev/null)" ]; then
+    refresh || return 2
   fi
   local versions key p
   versions=$(for p in "$@"; do
@@ -39,12 +50,17 @@ debian_firmware() {
     echo "firmware: fetching $* into $cache" >&2
     rm -rf "$cache"/firmware-[0-9a-f]*
     mkdir -p "$cache/firmware-$key/debs" "$firmware_root"
+    # Called as `debian_firmware … || exit`, so set -e is off in here:
+    # every step is checked, and "ready" is written only after all.
     (cd "$cache/firmware-$key/debs" && apt-get -qq "${opts[@]}" download "$@" > /dev/null 2>&1) \
+      || { refresh && (cd "$cache/firmware-$key/debs" && apt-get -qq "${opts[@]}" download "$@" > /dev/null 2>&1); } \
       || { echo "firmware: apt-get download $* failed" >&2; return 2; }
     for deb in "$cache/firmware-$key/debs"/*.deb; do
-      dpkg-deb -x "$deb" "$firmware_root"
+      dpkg-deb -x "$deb" "$firmware_root" || { echo "firmware: unpacking $deb failed" >&2; return 2; }
     done
-    rm -rf "$cache/firmware-$key/debs"
-    touch "$cache/firmware-$key/ready"
+    rm -rf "$cache/firmware-$key/debs" || return 2
+    touch "$cache/firmware-$key/ready" || return 2
   fi
+  # Canonical, so a link resolved inside it compares equal.
+  firmware_root=$(cd "$firmware_root" && pwd -P) || return 2
 }

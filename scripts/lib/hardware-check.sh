@@ -21,6 +21,8 @@ hardware_check() {
     fi
     [ "$sub" = - ] && sub=0000:0000
     ven=${id%%:*} dev=${id#*:} sven=${sub%%:*} sdev=${sub#*:}
+    # As the kernel writes a modalias: hex in capitals, the class too.
+    class=${class^^}
     alias=$(printf 'pci:v0000%sd0000%ssv0000%ssd0000%sbc%ssc%si%s' "${ven^^}" "${dev^^}" \
       "${sven^^}" "${sdev^^}" "${class:0:2}" "${class:2:2}" "${class:4:2}")
     bound=$(modprobe -d "$root" -S "$kver" -R "$alias" 2>/dev/null | paste -sd' ' -)

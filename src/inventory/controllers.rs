@@ -18,6 +18,9 @@ pub struct FoundController {
 
 pub fn class_name(class: u32) -> &'static str {
     match (class >> 8) & 0xffff {
+        0x0200 => "Ethernet controller",
+        0x0207 => "InfiniBand controller",
+        c if c >> 8 == 0x02 => "Network controller",
         0x0100 => "SCSI storage controller",
         0x0101 => "IDE interface",
         0x0102 => "Floppy disk controller",
@@ -71,6 +74,27 @@ fn builtin_name(vendor: u16, device: u16) -> (Option<&'static str>, Option<&'sta
         _ => None,
     };
     (vendor_name, device_name)
+}
+
+/// The image's hardware table (image/hardware.tsv): every device family
+/// the image is built to drive, named, for systems without pci.ids.
+const HARDWARE_TABLE: &str = include_str!("../../image/hardware.tsv");
+
+/// A device's name from the hardware table: the row of its subsystem if
+/// there is one, else its ID's row that names no subsystem.
+fn hardware_table_name(vendor: u16, device: u16, subsystem: (u16, u16)) -> Option<String> {
+    let id = format!("{vendor:04x}:{device:04x}");
+    let sub = format!("{:04x}:{:04x}", subsystem.0, subsystem.1);
+    let rows: Vec<Vec<&str>> = HARDWARE_TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split('\t').collect::<Vec<_>>())
+        .filter(|f| f.len() == 6 && f[0] == id)
+        .collect();
+    rows.iter()
+        .find(|f| f[1] == sub)
+        .or_else(|| rows.iter().find(|f| f[1] == "-"))
+        .map(|f| f[4].to_string())
 }
 
 /// Looks a vendor and device up in a pci.ids file.
@@ -149,7 +173,13 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
             .unwrap_or((None, None));
         let (bv, bd) = builtin_name(vendor, device);
         vendor_name = vendor_name.or(bv.map(String::from));
-        device_name = device_name.or(bd.map(String::from));
+        let subsystem = (
+            hex_attr(&dir, "subsystem_vendor").unwrap_or(0) as u16,
+            hex_attr(&dir, "subsystem_device").unwrap_or(0) as u16,
+        );
+        device_name = device_name
+            .or(bd.map(String::from))
+            .or_else(|| hardware_table_name(vendor, device, subsystem));
         let driver = fs::read_link(dir.join("driver"))
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
@@ -216,7 +246,10 @@ fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory
         let text = fs::read(path).ok().filter(|t| t.len() < 64 << 20)?;
         alias_match(&String::from_utf8_lossy(&text), modalias)
     };
-    if let Some(name) = lookup(&installed) {
+    // A driver built into the kernel (a single-file kernel) is in the
+    // image too.
+    let builtin = installed.with_file_name("modules.builtin.alias");
+    if let Some(name) = lookup(&installed).or_else(|| lookup(&builtin)) {
         return Some(crate::results::inventory::ModuleFor {
             name,
             in_image: true,
@@ -323,5 +356,18 @@ mod tests {
         assert_eq!(class_name(0x010400), "RAID bus controller");
         assert_eq!(class_name(0x010802), "Non-Volatile memory controller");
         assert_eq!(class_name(0x010601), "SATA controller");
+        assert_eq!(class_name(0x020000), "Ethernet controller");
+        assert_eq!(class_name(0x028000), "Network controller");
+        // Names from the image's hardware table: by subsystem where the
+        // row gives one.
+        assert_eq!(
+            hardware_table_name(0x1000, 0x00a5, (0x1028, 0x2200)).as_deref(),
+            Some("PERC H965i/H960, MegaRAID 96xx (SAS4116)")
+        );
+        assert_eq!(
+            hardware_table_name(0x9005, 0x028f, (0x103c, 0x1100)).as_deref(),
+            Some("Smart Array (Gen11)")
+        );
+        assert_eq!(hardware_table_name(0x9005, 0x028f, (0x1234, 0x1)), None);
     }
 }

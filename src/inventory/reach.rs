@@ -39,20 +39,27 @@ fn module_words(c: &Controller) -> String {
     }
 }
 
-/// The findings of `inv` and the kernel log `log`, each of `severity`.
-pub fn findings(inv: &Inventory, log: &str, severity: Severity) -> Vec<Finding> {
-    let finding = |device: String, check: &str, actual: String, fix: Option<String>| Finding {
-        severity,
-        rule: RULE.into(),
-        device,
-        disk: None,
-        machine: true,
-        check: check.into(),
-        expected: "driven".into(),
-        actual,
-        fix,
-        action: None,
-    };
+/// The findings of `inv` and the kernel log `log` (`None`: it could not
+/// be read). An undriven storage controller is of `storage` severity (the
+/// profile's: its drives were not tested); an undriven network controller
+/// and firmware that did not load are warnings (an unused port is no
+/// reason to fail a drive's qualification).
+pub fn findings(inv: &Inventory, log: Option<&str>, storage: Severity) -> Vec<Finding> {
+    let finding =
+        |severity: Severity, device: String, check: &str, actual: String, fix: Option<String>| {
+            Finding {
+                severity,
+                rule: RULE.into(),
+                device,
+                disk: None,
+                machine: true,
+                check: check.into(),
+                expected: "driven".into(),
+                actual,
+                fix,
+                action: None,
+            }
+        };
     let fix = |c: &Controller| {
         c.module.as_ref().filter(|m| !m.in_image).map(|m| {
             format!(
@@ -65,6 +72,7 @@ pub fn findings(inv: &Inventory, log: &str, severity: Severity) -> Vec<Finding> 
     for c in inv.controllers.iter().filter(|c| c.driver.is_none()) {
         let id = label(c);
         out.push(finding(
+            storage,
             id.clone(),
             "storage controller driver",
             format!(
@@ -81,19 +89,32 @@ pub fn findings(inv: &Inventory, log: &str, severity: Severity) -> Vec<Finding> 
     {
         let id = label(c);
         out.push(finding(
+            Severity::Warn,
             id.clone(),
             "network controller driver",
             format!("none: {id} has no link; {}", module_words(c)),
             fix(c),
         ));
     }
-    for line in firmware_failures(log) {
-        out.push(finding(
+    match log {
+        Some(log) => {
+            for line in firmware_failures(log) {
+                out.push(finding(
+                    Severity::Warn,
+                    "kernel".into(),
+                    "firmware",
+                    crate::util::text::printable(&line, 300),
+                    Some("add the firmware's package to image/firmware.list".into()),
+                ));
+            }
+        }
+        None => out.push(finding(
+            Severity::Info,
             "kernel".into(),
             "firmware",
-            crate::util::text::printable(&line, 300),
-            Some("add the firmware's package to image/firmware.list".into()),
-        ));
+            "not checked: the kernel log (/dev/kmsg) could not be read".into(),
+            None,
+        )),
     }
     out
 }
@@ -103,28 +124,37 @@ pub fn findings(inv: &Inventory, log: &str, severity: Severity) -> Vec<Finding> 
 /// missing). One line per failure, each once.
 pub fn firmware_failures(log: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut safe_mode: Vec<String> = Vec::new();
     for line in log.lines() {
-        let hit = (line.contains("Direct firmware load for") && line.contains("failed"))
-            || (line.trim_start().starts_with("ice ") && line.contains("Safe Mode"))
+        let line = line.trim();
+        let load = (line.contains("Direct firmware load for") && line.contains("failed"))
             || line.contains("firmware: failed to load");
-        let line = line.trim().to_string();
-        if hit && !out.contains(&line) && out.len() < 50 {
-            out.push(line);
+        // ice says Safe Mode in more than one line: one per device.
+        let device: String = line
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let safe =
+            line.starts_with("ice ") && line.contains("Safe Mode") && !safe_mode.contains(&device);
+        if safe {
+            safe_mode.push(device);
+        }
+        if (load || safe) && !out.iter().any(|l| l == line) && out.len() < 50 {
+            out.push(line.to_string());
         }
     }
     out
 }
 
 /// The kernel's log as it stands (`/dev/kmsg`, read without waiting):
-/// the messages only, one per line. Empty where it cannot be read.
-pub fn kernel_log() -> String {
-    let Ok(mut f) = std::fs::OpenOptions::new()
+/// the messages only, one per line. `None` where it cannot be read.
+pub fn kernel_log() -> Option<String> {
+    let mut f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open("/dev/kmsg")
-    else {
-        return String::new();
-    };
+        .ok()?;
     let mut out = String::new();
     let mut record = vec![0u8; 8192];
     while out.len() < MAX_LOG {
@@ -142,7 +172,7 @@ pub fn kernel_log() -> String {
             Err(_) => break,
         }
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -158,7 +188,7 @@ mod tests {
                    some_device 0000:02:00.0: Safe Mode off\n\
                    bnx2x 0000:3b:00.0: Direct firmware load for bnx2x/bnx2x-e2-7.13.21.0.fw failed with error -2\n";
         let f = firmware_failures(log);
-        assert_eq!(f.len(), 3, "{f:?}");
+        assert_eq!(f.len(), 2, "{f:?}");
         assert!(f[0].contains("bnx2x/bnx2x-e2-7.13.21.0.fw"));
         assert!(f[1].contains("Safe Mode"));
     }

@@ -938,9 +938,6 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
     })
 }
 
-/// Marks the findings that are not about a drive under test as the
-/// machine's; unless the profile says they fail the run, they become
-/// warnings (a spare disk's firmware does not fail the disks qualified).
 /// The built-in hardware-reach findings, after the policy's own are
 /// scoped: their severity is the profile's `hardware`, whatever the
 /// policy says of machine findings.
@@ -957,6 +954,9 @@ fn add_reach(
     report.pass = !report.findings.iter().any(|f| f.severity == Severity::Fail);
 }
 
+/// Marks the findings that are not about a drive under test as the
+/// machine's; unless the profile says they fail the run, they become
+/// warnings (a spare disk's firmware does not fail the disks qualified).
 fn scope_findings(
     report: &mut crate::results::policy::Report,
     targets: &[Target],
@@ -1087,7 +1087,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // log: always checked, whatever the policy.
     let reach = inventory::reach::findings(
         &inv,
-        &inventory::reach::kernel_log(),
+        inventory::reach::kernel_log().as_deref(),
         p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
     );
     for f in &reach {
@@ -1100,7 +1100,35 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     }
     let mut targets = select_targets(p, &inv, &ctx.console)?;
     if targets.is_empty() {
-        bail!("no drive to test: the profile's devices matched none the safety gate clears");
+        // Drives nobody can see are the likeliest reason: kept in the
+        // results and said in the error.
+        let hidden: Vec<&str> = reach
+            .iter()
+            .filter(|f| f.check == "storage controller driver")
+            .map(|f| f.actual.as_str())
+            .collect();
+        if !hidden.is_empty() {
+            let mut report = crate::results::policy::Report {
+                schema_version: crate::results::policy::SCHEMA_VERSION,
+                checks: 0,
+                findings: Vec::new(),
+                pass: true,
+            };
+            add_reach(&mut report, &reach);
+            ctx.write("policy.json", report)?;
+        }
+        bail!(
+            "no drive to test: the profile's devices matched none the safety gate clears{}",
+            if hidden.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (and {} storage controller(s) without a driver: {})",
+                    hidden.len(),
+                    crate::util::text::printable(&hidden.join("; "), 600)
+                )
+            }
+        );
     }
     ctx.write(
         "targets.json",
