@@ -938,6 +938,19 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
     })
 }
 
+/// A report of the built-in hardware-reach findings alone (a run whose
+/// profile has no policy).
+fn reach_report(reach: &[crate::results::policy::Finding]) -> crate::results::policy::Report {
+    let mut report = crate::results::policy::Report {
+        schema_version: crate::results::policy::SCHEMA_VERSION,
+        checks: 0,
+        findings: Vec::new(),
+        pass: true,
+    };
+    add_reach(&mut report, reach);
+    report
+}
+
 /// The built-in hardware-reach findings, after the policy's own are
 /// scoped: their severity is the profile's `hardware`, whatever the
 /// policy says of machine findings.
@@ -1108,14 +1121,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             .map(|f| f.actual.as_str())
             .collect();
         if !hidden.is_empty() {
-            let mut report = crate::results::policy::Report {
-                schema_version: crate::results::policy::SCHEMA_VERSION,
-                checks: 0,
-                findings: Vec::new(),
-                pass: true,
-            };
-            add_reach(&mut report, &reach);
-            ctx.write("policy.json", report)?;
+            ctx.write("policy.json", reach_report(&reach))?;
         }
         bail!(
             "no drive to test: the profile's devices matched none the safety gate clears{}",
@@ -1171,14 +1177,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         })?;
     } else if !reach.is_empty() {
         // No policy of the profile's: the built-in check is the report.
-        let mut report = crate::results::policy::Report {
-            schema_version: crate::results::policy::SCHEMA_VERSION,
-            checks: 0,
-            findings: Vec::new(),
-            pass: true,
-        };
-        add_reach(&mut report, &reach);
-        ctx.write("policy.json", report)?;
+        ctx.write("policy.json", reach_report(&reach))?;
     }
     let health = p.health.as_ref().is_some_and(|h| h.enabled);
     if health {
