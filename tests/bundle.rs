@@ -967,7 +967,7 @@ fn report_charts_read_at_one_slice_and_at_twenty_four() {
         let _ = std::fs::remove_file(&png);
         common::chromium(&[
             &format!("--screenshot={}", s(&png)),
-            "--window-size=1200,2400",
+            "--window-size=1200,6000",
             &format!("file://{}", s(&html)),
         ]);
         assert!(
