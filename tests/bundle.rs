@@ -924,11 +924,28 @@ fn report_charts_read_at_one_slice_and_at_twenty_four() {
         std::fs::create_dir_all(dir.join("act")).unwrap();
         std::fs::write(dir.join("act/loop0-1x.log"), &log).unwrap();
         std::fs::copy(INVENTORY, dir.join("inventory.json")).unwrap();
+        if name != "1-slice" {
+            std::fs::write(
+                dir.join("policy.json"),
+                r#"{"artefact":"policy","schema_version":1,"checks":3,"findings":[],"pass":true}"#,
+            )
+            .unwrap();
+        }
         let html = dir.join("report.html");
         ok(&storcert(&["report", s(&dir), "-o", s(&html)]));
         let page = std::fs::read_to_string(&html).unwrap();
         assert!(
             page.contains("id=\"health-note\">No health snapshots were taken"),
+            "{name}"
+        );
+        // The 24-slice results hold a policy check that found nothing.
+        let policy_note = if name == "1-slice" {
+            "No policy was checked"
+        } else {
+            "The policy was checked: nothing found."
+        };
+        assert!(
+            page.contains(&format!("id=\"policy-note\">{policy_note}")),
             "{name}"
         );
         if name == "1-slice" {

@@ -199,7 +199,11 @@ pub fn render(r: &Report) -> String {
 
     out.push_str("<section id=\"policy\"><h2>Policy findings</h2>");
     if r.findings.is_empty() {
-        out.push_str("<p>No policy findings (or no policy checked).</p>");
+        out.push_str(if r.policy_checked {
+            "<p id=\"policy-note\">The policy was checked: nothing found.</p>"
+        } else {
+            "<p id=\"policy-note\">No policy was checked (the run had no policy stage).</p>"
+        });
     } else {
         out.push_str("<table><thead><tr><th class=\"l\">severity</th><th class=\"l\">device</th><th class=\"l\">check</th>\
                       <th class=\"l\">expected</th><th class=\"l\">found</th></tr></thead><tbody>");

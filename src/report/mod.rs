@@ -80,6 +80,9 @@ pub struct Report {
     pub provenance: Provenance,
     /// Health was read before and after (a health diff is in the results).
     pub health_compared: bool,
+    /// Whether the results hold a policy check (`findings` empty then
+    /// means none was found, not none was looked for).
+    pub policy_checked: bool,
 }
 
 /// Where a report's results come from, and whether anyone vouched for them.
@@ -147,12 +150,16 @@ impl Report {
             spare: Vec::new(),
             provenance: Provenance::Results,
             health_compared: false,
+            policy_checked: false,
         };
         for item in &c.items {
             match &item.artefact {
                 Artefact::System(sys) => r.system = Some(sys.clone()),
                 Artefact::Provision(p) => r.spare.push(p.clone()),
-                Artefact::Policy(p) => r.findings.extend(p.findings.iter().cloned()),
+                Artefact::Policy(p) => {
+                    r.policy_checked = true;
+                    r.findings.extend(p.findings.iter().cloned())
+                }
                 Artefact::Stream(st) => r.streams.push(StreamSection {
                     path: item.path.clone(),
                     targets: st.targets.iter().map(|t| t.path.clone()).collect(),
