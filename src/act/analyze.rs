@@ -175,6 +175,9 @@ struct Body {
     index: bool,
     engine: Option<String>,
     auto_slice: bool,
+    /// The slice act_latency.py is asked for (an hour when it is the
+    /// run's to decide; the whole run if shorter, found at the end).
+    slice: u64,
 }
 
 impl LogReader {
@@ -355,8 +358,8 @@ impl LogReader {
         let mut body = Body {
             opts,
             head,
-            judges: None,
-            drives: None,
+            judges,
+            drives,
             slicer,
             block: None,
             saving: false,
@@ -365,12 +368,13 @@ impl LogReader {
             index,
             engine,
             auto_slice,
+            slice,
         };
+        // From where the histogram names ended, as act_latency.py reads
+        // on (the judges have had the whole prefix).
         for l in &prefix[from..] {
             body.slice_line(l);
         }
-        body.judges = judges;
-        body.drives = drives;
         self.body = Some(body);
     }
 
@@ -425,12 +429,7 @@ impl LogReader {
                     }
                     s.finish(&body.head, &body.opts, slice, verdict)
                 } else {
-                    let slice = if body.auto_slice {
-                        3600
-                    } else {
-                        body.opts.slice
-                    };
-                    slicer.finish(&body.head, &body.opts, slice, verdict)
+                    slicer.finish(&body.head, &body.opts, body.slice, verdict)
                 }
             }
             _ => Err(AnalyzeError("no table".into())),
@@ -456,11 +455,6 @@ impl LogReader {
                     log: log_name.clone(),
                     log_sha256,
                     workload: if body.index { "index" } else { "storage" }.into(),
-                    devices: body.devices.clone(),
-                    load: body.load,
-                    timeline: None,
-                    engine: body.engine.clone(),
-                    analysis,
                     per_device: body
                         .devices
                         .iter()
@@ -470,6 +464,11 @@ impl LogReader {
                             verdict,
                         })
                         .collect(),
+                    devices: body.devices,
+                    load: body.load,
+                    timeline: None,
+                    engine: body.engine,
+                    analysis,
                 })
             }
             (Purpose::Judging { .. }, Err(e)) => Err(e),

@@ -96,7 +96,6 @@ impl Holding {
 
 /// Reads one results file as it passes.
 pub struct FileReader {
-    path: String,
     kind: Kind,
     config: Option<sha2::Sha256>,
     log: Option<LogReader>,
@@ -127,7 +126,6 @@ impl FileReader {
         };
         let (_, name) = split(path);
         FileReader {
-            path: path.to_string(),
             config: (kind == Kind::Config).then(<sha2::Sha256 as sha2::Digest>::new),
             log: (kind != Kind::Config).then(|| LogReader::judging(name, path)),
             kind,
@@ -221,10 +219,6 @@ impl FileReader {
         let mut r = FileReader::new(path);
         r.push(data, left);
         r.finish(left)
-    }
-
-    pub fn path(&self) -> &str {
-        &self.path
     }
 }
 

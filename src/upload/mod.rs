@@ -72,9 +72,15 @@ pub struct Client {
     http: reqwest::Client,
     opts: Options,
     base: reqwest::Url,
-    exact: bool,
-    /// The presigned signature URLs (`exact` only).
+    /// With a presigned `--to` (one exact URL), the presigned URLs of the
+    /// signature files; `None`: a folder-like target or a collector.
     signature_urls: Option<(reqwest::Url, reqwest::Url)>,
+}
+
+/// A failed request to retry, its reason without the URL's query (a
+/// presigned URL's signature is a credential).
+fn retry_without_url(e: reqwest::Error) -> Attempt {
+    Attempt::Retry(error_chain(&e.without_url()), None)
 }
 
 /// A URL as printed: without its query, which in a presigned URL is a
@@ -222,13 +228,18 @@ impl Client {
             http,
             opts,
             base,
-            exact,
             signature_urls,
         })
     }
 
+    /// One exact (presigned) URL, not a folder: known by its signature
+    /// URLs, which `new` requires with it.
+    fn presigned(&self) -> bool {
+        self.signature_urls.is_some()
+    }
+
     fn url_for(&self, name: &str) -> reqwest::Url {
-        if self.exact {
+        if self.presigned() {
             self.base.clone()
         } else {
             self.base
@@ -321,16 +332,10 @@ impl Client {
         let mut r = self.http.put(url);
         // A presigned URL carries its own authority, and may name any
         // host: the token is for the collector, never sent there.
-        if let Some(t) = self.opts.token.as_ref().filter(|_| !self.exact) {
+        if let Some(t) = self.opts.token.as_ref().filter(|_| !self.presigned()) {
             r = r.bearer_auth(t);
         }
         r
-    }
-
-    /// The reason of a failed request, without the URL's query (a
-    /// presigned URL's signature is a credential).
-    fn failure(&self, e: reqwest::Error) -> Attempt {
-        Attempt::Retry(error_chain(&e.without_url()), None)
     }
 
     /// PUTs the two signature files; `None` once both are stored.
@@ -343,7 +348,7 @@ impl Client {
             match self.put(url).body(data.to_vec()).send().await {
                 Ok(r) if r.status().is_success() => {}
                 Ok(r) => return Some(classify_failure(r).await),
-                Err(e) => return Some(self.failure(e)),
+                Err(e) => return Some(retry_without_url(e)),
             }
         }
         None
@@ -360,7 +365,7 @@ impl Client {
     ) -> Attempt {
         // A presigned target gets the signatures first: a bundle is never
         // left in a bucket without them because a signature's URL failed.
-        if self.exact {
+        if self.presigned() {
             if let Some(failed) = self.put_signatures(name, minisig, envelope).await {
                 return failed;
             }
@@ -389,7 +394,7 @@ impl Client {
             .body(reqwest::Body::wrap_stream(body));
         let resp = match req.send().await {
             Ok(r) => r,
-            Err(e) => return self.failure(e),
+            Err(e) => return retry_without_url(e),
         };
         let status = resp.status();
         if !status.is_success() {
@@ -433,7 +438,7 @@ impl Client {
                 }
             }
         }
-        if !self.exact {
+        if !self.presigned() {
             if let Some(failed) = self.put_signatures(name, minisig, envelope).await {
                 return failed;
             }
