@@ -1463,17 +1463,18 @@ fn admission_is_decided_before_the_body() {
             std::fs::read(p).unwrap(),
         )
     };
+    // The head of an authenticated upload of that bundle, declaring `len`.
+    let signed_head = |len: u64| {
+        format!(
+            "PUT /upload/stalls.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
+             Content-Length: {len}\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\n",
+            b64(storcert::bundle::minisig_path(&signed_by_us)),
+            b64(storcert::bundle::envelope_path(&signed_by_us))
+        )
+    };
     let mut stalled = TcpStream::connect(&host).unwrap();
     stalled
-        .write_all(
-            format!(
-                "PUT /upload/stalls.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
-                 Content-Length: 1000\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\nabc",
-                b64(storcert::bundle::minisig_path(&signed_by_us)),
-                b64(storcert::bundle::envelope_path(&signed_by_us))
-            )
-            .as_bytes(),
-        )
+        .write_all(format!("{}abc", signed_head(1000)).as_bytes())
         .unwrap();
     let started = Instant::now();
     let a = answer(&mut stalled, Duration::from_secs(20));
@@ -1487,15 +1488,7 @@ fn admission_is_decided_before_the_body() {
     // time by what it declared: cut off soon after the idle allowance.
     let mut trickle = TcpStream::connect(&host).unwrap();
     trickle
-        .write_all(
-            format!(
-                "PUT /upload/stalls.tar.zst HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token\r\n\
-                 Content-Length: 1000000\r\nx-storcert-minisig: {}\r\nx-storcert-intoto: {}\r\n\r\n",
-                b64(storcert::bundle::minisig_path(&signed_by_us)),
-                b64(storcert::bundle::envelope_path(&signed_by_us))
-            )
-            .as_bytes(),
-        )
+        .write_all(signed_head(1_000_000).as_bytes())
         .unwrap();
     let started = Instant::now();
     trickle
