@@ -99,6 +99,20 @@ fn controller_line(c: &Controller) -> String {
             line.push_str(&format!(" {v}"));
         }
     }
+    if c.driver.is_none() {
+        line.push_str(" NO DRIVER");
+        if let Some(m) = &c.module {
+            line.push_str(&format!(
+                " (needs module {}, {})",
+                m.name,
+                if m.in_image {
+                    "in this system"
+                } else {
+                    "not in this system"
+                }
+            ));
+        }
+    }
     if let Some(mr) = &c.megaraid {
         line.push_str(&format!(" | {}", mr.product_name));
     }
@@ -170,6 +184,12 @@ pub fn render(inv: &Inventory) -> String {
             }
         }
     }
+    if !inv.network_controllers.is_empty() {
+        t.line("network:".into());
+        for c in &inv.network_controllers {
+            t.line(format!("  {}", controller_line(c)));
+        }
+    }
     let mut out = t.render();
     let mut problems = Vec::new();
     problems.extend(inv.errors.iter().map(|e| format!("scan: {e}")));
@@ -221,7 +241,7 @@ pub fn render(inv: &Inventory) -> String {
     if !problems.is_empty() {
         out.push('\n');
         for p in problems {
-            out.push_str(&p);
+            out.push_str(&crate::util::text::printable(&p, 1000));
             out.push('\n');
         }
     }

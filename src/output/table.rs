@@ -1,6 +1,14 @@
 //! A plain aligned text table: columns padded to their widest cell, no
 //! colour or box drawing, so the same text reads on a TTY, a serial
-//! console and in a ticket.
+//! console and in a ticket. Cells hold devices' strings (a drive's model,
+//! a capture being replayed): each is made printable as it is added.
+
+use crate::util::text::printable;
+
+/// The longest cell or line shown; a device string longer than this is
+/// cut (with "…").
+const MAX_CELL: usize = 200;
+const MAX_LINE: usize = 1000;
 
 #[derive(Debug, Default)]
 pub struct Table {
@@ -24,11 +32,13 @@ impl Table {
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(Row::Cells(cells));
+        self.rows.push(Row::Cells(
+            cells.iter().map(|c| printable(c, MAX_CELL)).collect(),
+        ));
     }
 
     pub fn line(&mut self, text: String) {
-        self.rows.push(Row::Line(text));
+        self.rows.push(Row::Line(printable(&text, MAX_LINE)));
     }
 
     pub fn render(&self) -> String {
@@ -81,5 +91,19 @@ mod tests {
             t.render(),
             "A    BB    C\ngroup one\nxxx  y     z\nx    yyyy\n"
         );
+    }
+
+    #[test]
+    fn device_strings_are_printed_as_text_never_as_control_sequences() {
+        let mut t = Table::new(&["MODEL", "SERIAL"]);
+        t.line("ctrl \u{1b}]0;owned\u{7}".into());
+        t.row(vec!["SSD\u{1b}[2J".into(), "S\rN\u{202e}".into()]);
+        let out = t.render();
+        assert!(
+            !out.chars()
+                .any(|c| c == '\u{1b}' || c == '\r' || c == '\u{202e}'),
+            "{out:?}"
+        );
+        assert!(out.contains("SSD\\u{1b}[2J"), "{out}");
     }
 }
