@@ -76,9 +76,13 @@ pub struct InventoryArgs {
     /// Read sysfs and udev only; send no command to any device
     #[arg(long)]
     pub no_probe: bool,
-    /// Save every raw passthrough reply into DIR (for fixtures and support cases)
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub record_raw: Option<PathBuf>,
+    /// Also write everything the inventory read (files and device replies,
+    /// serial numbers included) into FILE, to send in when hardware misreads
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Make the inventory from a capture instead of this machine
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["capture", "device", "all", "no_probe"])]
+    pub replay: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

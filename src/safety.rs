@@ -298,7 +298,6 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
             all: true,
             devices: vec![disk_name.clone()],
             no_probe: false,
-            recorder: Default::default(),
         },
     );
     let disk = inv.disks.iter().find(|d| d.name == disk_name);

@@ -388,6 +388,12 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     // The undriven controller: in the inventory with the module it would
     // need, a finding that says what it means, and the run failed for it
     // (the profile's hardware = "fail").
+    // The run captured its inventory: replayed here, it is the same.
+    common::assert_replay_matches(
+        "pxe-image",
+        &unpacked.join("results/inventory-capture.tar.zst"),
+        &unpacked.join("results/inventory.json"),
+    );
     let inv = bundle_json(&unpacked, "inventory.json");
     let undriven = inv["controllers"]
         .as_array()

@@ -5,19 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use storcert::inventory::{scan, Disk, Inventory, RawRecorder, Roots, ScanOptions, Transport};
+use storcert::inventory::{scan, Disk, Inventory, Roots, ScanOptions, Transport};
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab")
 }
 
 fn roots(base: &Path) -> Roots {
-    Roots {
-        sys: base.join("sys"),
-        proc: base.join("proc"),
-        dev: base.join("dev"),
-        udev_data: base.join("udev"),
-    }
+    Roots::under(base)
 }
 
 fn opts(no_probe: bool, devices: &[&str]) -> ScanOptions {
@@ -25,7 +20,6 @@ fn opts(no_probe: bool, devices: &[&str]) -> ScanOptions {
         all: false,
         devices: devices.iter().map(|s| s.to_string()).collect(),
         no_probe,
-        recorder: RawRecorder::default(),
     }
 }
 

@@ -4,6 +4,8 @@
 //! was given. Needs qemu, busybox-static and the static build
 //! (scripts/test sets all of that up); run with `cargo test -- --ignored`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -115,7 +117,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     std::fs::write(&perc, perc_text).unwrap();
     run_lab(
         out.path(),
-        "storcert inventory --json > inventory.json; storcert inventory > inventory.txt; \
+        "storcert inventory --json --capture capture.tar.zst > inventory.json; storcert inventory > inventory.txt; \
          storcert health --snapshot before.json 2> /dev/null; \
          storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
            --json act.json 2> act.err; \
@@ -158,6 +160,12 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
             .expect("inventory.json parses as the documented schema");
     assert_eq!(inv.schema_version, storcert::inventory::SCHEMA_VERSION);
     assert!(inv.errors.is_empty(), "scan errors: {:?}", inv.errors);
+    // The capture made beside it replays here to the same inventory.
+    common::assert_replay_matches(
+        "qemu-lab",
+        &results.join("capture.tar.zst"),
+        &results.join("inventory.json"),
+    );
 
     // NVMe: identity from Identify Controller, cache from Get Features.
     let nvme = disk_with_serial(&inv, &t("NVME_SERIAL"));

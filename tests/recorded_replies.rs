@@ -1,22 +1,70 @@
-//! The byte-level decoders against replies recorded from qemu's emulated
-//! devices (tests/fixtures/qemu-lab/raw), so parsing is covered without a
+//! The byte-level decoders against the replies qemu's emulated devices
+//! gave in the lab, as the lab machine's capture keeps them
+//! (tests/fixtures/captures/qemu-lab), so parsing is covered without a
 //! guest. The expected values are what the lab gave qemu (scripts/lab) and
 //! what qemu's sources fill in.
 
 use std::path::PathBuf;
 
+use storcert::inventory::capture;
+use storcert::passthrough::tape::{Command, Exchange, Reply};
 use storcert::passthrough::{ata, mfi, nvme, scsi};
 
-fn raw(name: &str) -> Vec<u8> {
+/// Every pass-through exchange of the lab machine's capture.
+fn exchanges() -> Vec<Exchange> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/qemu-lab/raw")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .join("tests/fixtures/captures/qemu-lab/capture.tar.zst");
+    capture::read_file(&path)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()))
+        .capture
+        .exchanges()
 }
+
+/// The data a reply carried, as the transport gives it to a decoder (a
+/// SCSI reply cut by its residue).
+fn data(reply: &Reply) -> Option<Vec<u8>> {
+    match reply {
+        Reply::Scsi { data_in, resid, .. } => {
+            let got = data_in.len().saturating_sub((*resid).max(0) as usize);
+            Some(data_in[..got].to_vec())
+        }
+        Reply::Nvme { data_in, .. } | Reply::Mfi { data_in, .. } => Some(data_in.clone()),
+        _ => None,
+    }
+}
+
+/// The `nth` reply (from 0, in the order the inventory sent them) to the
+/// command called `op` on `device`.
+fn reply(device: &str, op: &str, nth: usize) -> Vec<u8> {
+    let x = exchanges()
+        .into_iter()
+        .filter(|x| x.device == device && x.op == op)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("no reply {nth} to {op} on {device} in the capture"));
+    data(&x.reply).unwrap_or_else(|| panic!("{op} on {device}: {:?}", x.reply))
+}
+
+/// The reply to the MFI DCMD called `op` whose mailbox begins `mbox`.
+fn dcmd_reply(op: &str, mbox: &[u8]) -> Vec<u8> {
+    let x = exchanges()
+        .into_iter()
+        .find(|x| {
+            x.op == op
+                && matches!(&x.command, Command::MfiDcmd { mbox: m, .. } if m.starts_with(mbox))
+        })
+        .unwrap_or_else(|| panic!("no {op} for {mbox:02x?} in the capture"));
+    data(&x.reply).unwrap()
+}
+
+const SATA: &str = "/dev/sda";
+const VD0: &str = "/dev/sdb";
+const VD1: &str = "/dev/sdc";
+const NVME: &str = "/dev/nvme0n1";
+const MFI: &str = "/dev/megaraid_sas_ioctl_node";
 
 #[test]
 fn sata_identify_and_smart() {
-    let id = ata::decode_identify(&raw("sata.ata-identify--sat-ata-pass-through-16-.bin")).unwrap();
+    let id = ata::decode_identify(&reply(SATA, "ATA IDENTIFY", 0)).unwrap();
     assert_eq!(id.model, "STORCERT LAB SATA");
     assert_eq!(id.serial, "LABSATA0001");
     assert_eq!(id.firmware, "SATAFW01");
@@ -27,68 +75,61 @@ fn sata_identify_and_smart() {
         "qemu was started with write-cache=off"
     );
     assert!(id.smart_supported && id.smart_enabled);
-    let attrs = ata::decode_smart_data(&raw("sata.ata-smart-read-data.bin")).unwrap();
+    let attrs = ata::decode_smart_data(&reply(SATA, "ATA SMART READ DATA", 0)).unwrap();
     assert!(!attrs.is_empty());
     // Truncating any recorded reply is an error, never a panic.
     for cut in [0, 1, 100, 511] {
-        assert!(ata::decode_identify(
-            &raw("sata.ata-identify--sat-ata-pass-through-16-.bin")[..cut]
-        )
-        .is_err());
+        assert!(ata::decode_identify(&reply(SATA, "ATA IDENTIFY", 0)[..cut]).is_err());
     }
 }
 
 #[test]
 fn sata_scsi_view_through_libata() {
-    let inq = scsi::decode_inquiry(&raw("sata.scsi-inquiry.bin")).unwrap();
+    let inq = scsi::decode_inquiry(&reply(SATA, "INQUIRY", 0)).unwrap();
     assert_eq!(inq.vendor, "ATA");
     // libata's INQUIRY carries only 4 characters of the 8-character
     // firmware revision (here the last four): IDENTIFY has the whole one.
     assert_eq!(inq.revision, "FW01");
     assert_eq!(
-        scsi::decode_vpd_serial(&raw("sata.scsi-inquiry-vpd-0x80.bin")).unwrap(),
+        scsi::decode_vpd_serial(&reply(SATA, "INQUIRY VPD 0x80", 0)).unwrap(),
         "LABSATA0001"
     );
-    let ids = scsi::decode_vpd_device_ids(&raw("sata.scsi-inquiry-vpd-0x83.bin")).unwrap();
+    let ids = scsi::decode_vpd_device_ids(&reply(SATA, "INQUIRY VPD 0x83", 0)).unwrap();
     assert_eq!(ids.naa, None, "qemu's IDE disk has no WWN");
-    let page =
-        scsi::decode_caching_page(&raw("sata.scsi-mode-sense-10--caching-page.bin")).unwrap();
+    let page = scsi::decode_caching_page(&reply(SATA, "MODE SENSE(10) caching page", 0)).unwrap();
     assert!(!page.write_cache_enabled);
-    let changeable = scsi::decode_caching_page(&raw(
-        "sata.scsi-mode-sense-10--caching-page--changeable-.bin",
-    ))
-    .unwrap();
+    let changeable =
+        scsi::decode_caching_page(&reply(SATA, "MODE SENSE(10) caching page", 1)).unwrap();
     assert!(changeable.write_cache_enabled, "libata lets WCE be changed");
 }
 
 #[test]
 fn megaraid_logical_drive_scsi_view() {
-    let inq = scsi::decode_inquiry(&raw("mega-vd0.scsi-inquiry.bin")).unwrap();
+    let inq = scsi::decode_inquiry(&reply(VD0, "INQUIRY", 0)).unwrap();
     assert_eq!(
         (inq.vendor.as_str(), inq.product.as_str()),
         ("QEMU", "QEMU HARDDISK")
     );
     assert_eq!(
-        scsi::decode_vpd_serial(&raw("mega-vd1.scsi-inquiry-vpd-0x80.bin")).unwrap(),
+        scsi::decode_vpd_serial(&reply(VD1, "INQUIRY VPD 0x80", 0)).unwrap(),
         "LABMEGA0002"
     );
-    let page =
-        scsi::decode_caching_page(&raw("mega-vd0.scsi-mode-sense-10--caching-page.bin")).unwrap();
+    let page = scsi::decode_caching_page(&reply(VD0, "MODE SENSE(10) caching page", 0)).unwrap();
     assert!(page.write_cache_enabled, "scsi-hd defaults to WCE=1");
 }
 
 #[test]
 fn nvme_identify_and_smart_log() {
-    let id = nvme::decode_identify_controller(&raw("nvme.nvme-identify-controller.bin")).unwrap();
+    let id = nvme::decode_identify_controller(&reply(NVME, "NVMe Identify Controller", 0)).unwrap();
     assert_eq!(id.model, "QEMU NVMe Ctrl");
     assert_eq!(id.serial, "LABNVME0001");
     assert_eq!(id.firmware, "7.2.22");
     assert_eq!(id.vwc_raw, 0x07);
     assert!(id.volatile_write_cache_present);
-    let ns = nvme::decode_identify_namespace(&raw("nvme.nvme-identify-namespace.bin")).unwrap();
+    let ns = nvme::decode_identify_namespace(&reply(NVME, "NVMe Identify Namespace", 0)).unwrap();
     assert_eq!(ns.size_blocks * ns.lba_size as u64, 2048 * 1024 * 1024);
     assert_eq!((ns.lba_format_index, ns.metadata_size), (0, 0));
-    let log = nvme::decode_smart_log(&raw("nvme.nvme-smart-log.bin")).unwrap();
+    let log = nvme::decode_smart_log(&reply(NVME, "NVMe SMART log", 0)).unwrap();
     assert_eq!(log.critical_warning, 0);
     // qemu reports 0% spare with a 0% threshold (a naive "spare < 10%"
     // rule would fire on it).
@@ -101,7 +142,7 @@ fn nvme_identify_and_smart_log() {
 
 #[test]
 fn mfi_controller_and_drives() {
-    let ctrl = mfi::decode_ctrl_info(&raw("mfi.ctrl-info.bin")).unwrap();
+    let ctrl = mfi::decode_ctrl_info(&reply(MFI, "MFI CTRL_GET_INFO", 0)).unwrap();
     assert_eq!(ctrl.product_name, "LSI MegaRAID SAS 9260-8i");
     assert_eq!(ctrl.package_version, "2.5+-QEMU");
     assert_eq!(ctrl.serial_number, "QEMU123456");
@@ -112,21 +153,21 @@ fn mfi_controller_and_drives() {
     assert_eq!(ctrl.components[0].version, "1.80-QEMU");
     assert_eq!(ctrl.lds_present, 2);
 
-    let lds = mfi::decode_ld_list(&raw("mfi.ld-list.bin")).unwrap();
+    let lds = mfi::decode_ld_list(&reply(MFI, "MFI LD_GET_LIST", 0)).unwrap();
     let mut targets: Vec<u8> = lds.iter().map(|l| l.target_id).collect();
     targets.sort();
     assert_eq!(targets, vec![0, 1]);
     assert!(lds.iter().all(|l| mfi::ld_state_name(l.state) == "Optimal"));
 
     for target in [0, 1] {
-        let info = mfi::decode_ld_info(&raw(&format!("mfi.ld-info-{target}.bin"))).unwrap();
+        let info = mfi::decode_ld_info(&dcmd_reply("MFI LD_GET_INFO", &[target])).unwrap();
         assert_eq!(info.config.target_id, target);
         assert_eq!(info.config.raid_level(), "RAID0");
         assert_eq!(info.config.current_cache_policy.summary(), "WT NORA Direct");
         assert_eq!(info.config.strip_size_bytes(), Some(4096));
     }
 
-    let cfg = mfi::decode_config(&raw("mfi.cfg-read.bin")).unwrap();
+    let cfg = mfi::decode_config(&reply(MFI, "MFI CFG_READ", 0)).unwrap();
     assert!(cfg.note.is_some(), "qemu's header gives section totals");
     assert_eq!(cfg.logical_drives.len(), 2);
     for ld in &cfg.logical_drives {
@@ -135,25 +176,25 @@ fn mfi_controller_and_drives() {
         assert_eq!(ld.span_depth, 1);
     }
 
-    let pds = mfi::decode_pd_list(&raw("mfi.pd-list.bin")).unwrap();
+    let pds = mfi::decode_pd_list(&reply(MFI, "MFI PD_GET_LIST", 0)).unwrap();
     let mut ids: Vec<u16> = pds.iter().map(|p| p.device_id).collect();
     ids.sort();
     assert_eq!(ids, vec![0x0000, 0x0100]);
-    let pd0 = mfi::decode_pd_info(&raw("mfi.pd-info-0000.bin")).unwrap();
+    let pd0 = mfi::decode_pd_info(&dcmd_reply("MFI PD_GET_INFO", &[0x00, 0x00])).unwrap();
     assert_eq!(pd0.device_id, 0);
     assert_eq!(pd0.inquiry[0], 0x7f, "qemu leaves the PD inquiry unfilled");
     assert_eq!(pd0.raw_size_blocks * 512, 1024 * 1024 * 1024);
     // qemu reads only the low byte of the device id from the mailbox, so
     // asking for 0x0100 returns device 0x0000.
-    let pd1 = mfi::decode_pd_info(&raw("mfi.pd-info-0100.bin")).unwrap();
+    let pd1 = mfi::decode_pd_info(&dcmd_reply("MFI PD_GET_INFO", &[0x00, 0x01])).unwrap();
     assert_eq!(pd1.device_id, 0x0000);
 }
 
 #[test]
 fn every_recorded_reply_survives_truncation() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab/raw");
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+    let replies: Vec<Vec<u8>> = exchanges().iter().filter_map(|x| data(&x.reply)).collect();
+    assert!(replies.len() > 30, "{} replies", replies.len());
+    for bytes in replies {
         // Every cut in the first 64 bytes, then cuts spread over the rest.
         let step = bytes.len() / 97 + 1;
         for cut in (0..64.min(bytes.len())).chain((64..bytes.len()).step_by(step)) {

@@ -131,6 +131,18 @@ pub fn create(dir: &Path) -> Result<Created> {
             .into_iter()
             .map(|(p, d)| (format!("{RESULTS_PREFIX}{p}"), d)),
     );
+    let bytes = pack(entries)?;
+    Ok(Created {
+        sha256: sha256_hex(&bytes),
+        bytes,
+        summary,
+    })
+}
+
+/// The archive of `entries` (path, bytes) in storcert's bundle format: a
+/// manifest of their sizes and digests first, then the files, as one
+/// deterministic tar compressed with zstd.
+pub fn pack(mut entries: Vec<(String, Vec<u8>)>) -> Result<Vec<u8>> {
     let manifest = Manifest {
         schema_version: MANIFEST_SCHEMA,
         storcert_version: env!("CARGO_PKG_VERSION").into(),
@@ -162,12 +174,7 @@ pub fn create(dir: &Path) -> Result<Created> {
     let mut enc = zstd::Encoder::new(Vec::new(), ZSTD_LEVEL).context("zstd")?;
     enc.include_checksum(true).context("zstd")?;
     std::io::Write::write_all(&mut enc, &tar).context("zstd")?;
-    let bytes = enc.finish().context("zstd")?;
-    Ok(Created {
-        sha256: sha256_hex(&bytes),
-        bytes,
-        summary,
-    })
+    enc.finish().context("zstd")
 }
 
 fn pretty(v: &impl Serialize) -> Vec<u8> {

@@ -3,7 +3,6 @@
 //! and, for a device no driver is bound to, the module that would drive
 //! it and whether this system carries it.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::model::Controller;
@@ -127,8 +126,8 @@ fn pci_ids_name(text: &str, vendor: u16, device: u16) -> (Option<String>, Option
     (vendor_name, None)
 }
 
-fn hex_attr(dir: &Path, name: &str) -> Option<u32> {
-    let text = opt_attr(&dir.join(name))?;
+fn hex_attr(roots: &Roots, dir: &Path, name: &str) -> Option<u32> {
+    let text = opt_attr(roots, &dir.join(name))?;
     u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
 }
 
@@ -153,20 +152,20 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         "/usr/share/pci.ids",
     ]
     .iter()
-    .find_map(|p| fs::read_to_string(p).ok());
+    .find_map(|p| roots.read_to_string(Path::new(p)).ok());
     let mut out = Vec::new();
-    for addr in list_dir(&bus) {
+    for addr in list_dir(roots, &bus) {
         let dir = bus.join(&addr);
-        let Some(class) = hex_attr(&dir, "class") else {
+        let Some(class) = hex_attr(roots, &dir, "class") else {
             continue;
         };
         // A virtual function (SR-IOV) is its physical function's: one
         // with no driver is the usual state, not a device left undriven.
-        if class >> 16 != base_class || dir.join("physfn").exists() {
+        if class >> 16 != base_class || roots.exists(&dir.join("physfn")) {
             continue;
         }
-        let vendor = hex_attr(&dir, "vendor").unwrap_or(0) as u16;
-        let device = hex_attr(&dir, "device").unwrap_or(0) as u16;
+        let vendor = hex_attr(roots, &dir, "vendor").unwrap_or(0) as u16;
+        let device = hex_attr(roots, &dir, "device").unwrap_or(0) as u16;
         let (mut vendor_name, mut device_name) = pci_ids
             .as_deref()
             .map(|t| pci_ids_name(t, vendor, device))
@@ -174,17 +173,19 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         let (bv, bd) = builtin_name(vendor, device);
         vendor_name = vendor_name.or(bv.map(String::from));
         let subsystem = (
-            hex_attr(&dir, "subsystem_vendor").unwrap_or(0) as u16,
-            hex_attr(&dir, "subsystem_device").unwrap_or(0) as u16,
+            hex_attr(roots, &dir, "subsystem_vendor").unwrap_or(0) as u16,
+            hex_attr(roots, &dir, "subsystem_device").unwrap_or(0) as u16,
         );
         device_name = device_name
             .or(bd.map(String::from))
             .or_else(|| hardware_table_name(vendor, device, subsystem));
-        let driver = fs::read_link(dir.join("driver"))
+        let driver = roots
+            .read_link(&dir.join("driver"))
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         let driver_version = driver.as_ref().and_then(|d| {
             opt_attr(
+                roots,
                 &roots
                     .sys
                     .join("module")
@@ -192,15 +193,17 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
                     .join("version"),
             )
         });
-        let device_path = fs::canonicalize(&dir).unwrap_or(dir.clone());
+        let device_path = roots.canonicalize(&dir).unwrap_or(dir.clone());
         let mut controller = Controller {
             pci_address: addr.clone(),
             class_code: format!("0x{class:06x}"),
             class_name: class_name(class).into(),
             vendor_id: format!("0x{vendor:04x}"),
             device_id: format!("0x{device:04x}"),
-            subsystem_vendor_id: hex_attr(&dir, "subsystem_vendor").map(|v| format!("0x{v:04x}")),
-            subsystem_device_id: hex_attr(&dir, "subsystem_device").map(|v| format!("0x{v:04x}")),
+            subsystem_vendor_id: hex_attr(roots, &dir, "subsystem_vendor")
+                .map(|v| format!("0x{v:04x}")),
+            subsystem_device_id: hex_attr(roots, &dir, "subsystem_device")
+                .map(|v| format!("0x{v:04x}")),
             vendor_name,
             device_name,
             driver,
@@ -214,7 +217,7 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
             errors: Vec::new(),
         };
         if controller.driver.is_none() {
-            let modalias = opt_attr(&dir.join("modalias"));
+            let modalias = opt_attr(roots, &dir.join("modalias"));
             controller.module = modalias.and_then(|m| module_for(roots, &m));
         }
         controller.scsi_hosts = scsi_hosts_under(roots, &device_path);
@@ -236,14 +239,14 @@ const KERNEL_ALIASES: &str = "usr/lib/storcert/kernel-modules.alias";
 /// else one its kernel has (the image's build keeps the kernel's list).
 fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory::ModuleFor> {
     let root = roots.sys.parent().unwrap_or(Path::new("/"));
-    let release = opt_attr(&roots.proc.join("sys/kernel/osrelease"))?;
+    let release = opt_attr(roots, &roots.proc.join("sys/kernel/osrelease"))?;
     let installed = root
         .join("lib/modules")
         .join(&release)
         .join("modules.alias");
     let lookup = |path: &Path| {
         // Bounded: a module list is a few MB.
-        let text = fs::read(path).ok().filter(|t| t.len() < 64 << 20)?;
+        let text = roots.read(path).ok().filter(|t| t.len() < 64 << 20)?;
         alias_match(&String::from_utf8_lossy(&text), modalias)
     };
     // A driver built into the kernel (a single-file kernel) is in the
@@ -277,10 +280,11 @@ pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
 /// SCSI hosts whose sysfs path lies under the controller's.
 fn scsi_hosts_under(roots: &Roots, device_path: &Path) -> Vec<u32> {
     let class = roots.sys.join("class/scsi_host");
-    let mut hosts: Vec<u32> = list_dir(&class)
+    let mut hosts: Vec<u32> = list_dir(roots, &class)
         .into_iter()
         .filter(|h| {
-            fs::canonicalize(class.join(h))
+            roots
+                .canonicalize(&class.join(h))
                 .map(|p| p.starts_with(device_path))
                 .unwrap_or(false)
         })
@@ -303,7 +307,7 @@ fn read_firmware(roots: &Roots, c: &mut Controller, device_path: &Path) {
     for host in &c.scsi_hosts {
         let dir = roots.sys.join(format!("class/scsi_host/host{host}"));
         for attr in HOST_ATTRS {
-            if let Some(v) = opt_attr(&dir.join(attr)) {
+            if let Some(v) = opt_attr(roots, &dir.join(attr)) {
                 c.firmware = Some(v);
                 c.firmware_source = Some(format!("sysfs scsi_host/host{host}/{attr}"));
                 return;
@@ -311,8 +315,8 @@ fn read_firmware(roots: &Roots, c: &mut Controller, device_path: &Path) {
         }
     }
     let nvme_dir = device_path.join("nvme");
-    for ctrl in list_dir(&nvme_dir) {
-        if let Some(v) = opt_attr(&nvme_dir.join(&ctrl).join("firmware_rev")) {
+    for ctrl in list_dir(roots, &nvme_dir) {
+        if let Some(v) = opt_attr(roots, &nvme_dir.join(&ctrl).join("firmware_rev")) {
             c.firmware = Some(v);
             c.firmware_source = Some(format!("sysfs nvme/{ctrl}/firmware_rev"));
             return;

@@ -2,7 +2,6 @@
 //! drives with RAID level and cache policy, and its physical drives.
 
 use super::model::*;
-use super::RawRecorder;
 use crate::passthrough::mfi::{self, LdConfig, MfiNode};
 use crate::passthrough::{scsi, PassthroughError};
 
@@ -19,40 +18,18 @@ fn reading(source: &str, cfg: &LdConfig) -> CachePolicyReading {
     }
 }
 
-/// One DCMD, recorded when recording is on.
-fn dcmd(
-    node: &MfiNode,
-    recorder: &RawRecorder,
-    host: u32,
-    opcode: u32,
-    mbox: &[u8],
-    len: usize,
-    key: &str,
-) -> Result<Vec<u8>, PassthroughError> {
-    let raw = node.dcmd_read(host as u16, opcode, mbox, len)?;
-    recorder.save(&format!("megaraid-host{host}"), key, &raw);
-    Ok(raw)
-}
-
 /// Reads one controller (SCSI host `host`) completely; failures of single
 /// DCMDs are recorded and the rest still read.
-pub fn read_controller(
-    node: &MfiNode,
-    host: u32,
-    recorder: &RawRecorder,
-) -> Result<MegaRaid, PassthroughError> {
-    let raw = dcmd(
-        node,
-        recorder,
-        host,
+pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, PassthroughError> {
+    let raw = node.dcmd_read(
+        host as u16,
         mfi::DCMD_CTRL_GET_INFO,
         &[],
         mfi::CTRL_INFO_LEN,
-        "ctrl-info",
     )?;
     let info = mfi::decode_ctrl_info(&raw)?;
     let mut out = MegaRaid {
-        ioctl_node: node.path.display().to_string(),
+        ioctl_node: node.path().to_string(),
         scsi_host: host,
         product_name: info.product_name,
         serial_number: info.serial_number,
@@ -77,26 +54,12 @@ pub fn read_controller(
 
     // Virtual drives: the list, then each one's details, then the
     // configuration as a second source for the cache policy.
-    let list = dcmd(
-        node,
-        recorder,
-        host,
-        mfi::DCMD_LD_GET_LIST,
-        &[],
-        mfi::LD_LIST_LEN,
-        "ld-list",
-    )
-    .and_then(|raw| mfi::decode_ld_list(&raw));
-    let config = dcmd(
-        node,
-        recorder,
-        host,
-        mfi::DCMD_CFG_READ,
-        &[],
-        mfi::CFG_READ_LEN,
-        "cfg-read",
-    )
-    .and_then(|raw| mfi::decode_config(&raw));
+    let list = node
+        .dcmd_read(host as u16, mfi::DCMD_LD_GET_LIST, &[], mfi::LD_LIST_LEN)
+        .and_then(|raw| mfi::decode_ld_list(&raw));
+    let config = node
+        .dcmd_read(host as u16, mfi::DCMD_CFG_READ, &[], mfi::CFG_READ_LEN)
+        .and_then(|raw| mfi::decode_config(&raw));
     let config = match config {
         Ok(c) => {
             if let Some(note) = &c.note {
@@ -112,16 +75,14 @@ pub fn read_controller(
     match list {
         Ok(list) => {
             for entry in list {
-                let info = dcmd(
-                    node,
-                    recorder,
-                    host,
-                    mfi::DCMD_LD_GET_INFO,
-                    &[entry.target_id],
-                    mfi::LD_INFO_LEN,
-                    &format!("ld-info-{}", entry.target_id),
-                )
-                .and_then(|raw| mfi::decode_ld_info(&raw));
+                let info = node
+                    .dcmd_read(
+                        host as u16,
+                        mfi::DCMD_LD_GET_INFO,
+                        &[entry.target_id],
+                        mfi::LD_INFO_LEN,
+                    )
+                    .and_then(|raw| mfi::decode_ld_info(&raw));
                 let from_cfg = config.as_ref().and_then(|c| {
                     c.logical_drives
                         .iter()
@@ -170,22 +131,14 @@ pub fn read_controller(
     }
     out.virtual_drives.sort_by_key(|vd| vd.target_id);
 
-    match dcmd(
-        node,
-        recorder,
-        host,
-        mfi::DCMD_PD_GET_LIST,
-        &[],
-        mfi::PD_LIST_LEN,
-        "pd-list",
-    )
-    .and_then(|raw| mfi::decode_pd_list(&raw))
+    match node
+        .dcmd_read(host as u16, mfi::DCMD_PD_GET_LIST, &[], mfi::PD_LIST_LEN)
+        .and_then(|raw| mfi::decode_pd_list(&raw))
     {
         Ok(mut list) => {
             list.sort_by_key(|e| e.device_id);
             for entry in list {
-                out.physical_drives
-                    .push(read_pd(node, recorder, host, &entry));
+                out.physical_drives.push(read_pd(node, host, &entry));
             }
         }
         Err(e) => out.errors.push(e.to_string()),
@@ -193,12 +146,7 @@ pub fn read_controller(
     Ok(out)
 }
 
-fn read_pd(
-    node: &MfiNode,
-    recorder: &RawRecorder,
-    host: u32,
-    entry: &mfi::PdListEntry,
-) -> PhysicalDrive {
+fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive {
     let mut pd = PhysicalDrive {
         device_id: entry.device_id,
         enclosure_device_id: entry.enclosure_device_id,
@@ -217,16 +165,14 @@ fn read_pd(
         predictive_failures: None,
         errors: Vec::new(),
     };
-    let info = dcmd(
-        node,
-        recorder,
-        host,
-        mfi::DCMD_PD_GET_INFO,
-        &entry.device_id.to_le_bytes(),
-        mfi::PD_INFO_LEN,
-        &format!("pd-info-{:04x}", entry.device_id),
-    )
-    .and_then(|raw| mfi::decode_pd_info(&raw));
+    let info = node
+        .dcmd_read(
+            host as u16,
+            mfi::DCMD_PD_GET_INFO,
+            &entry.device_id.to_le_bytes(),
+            mfi::PD_INFO_LEN,
+        )
+        .and_then(|raw| mfi::decode_pd_info(&raw));
     let info = match info {
         Ok(i) => i,
         Err(e) => {

@@ -7,6 +7,7 @@
 //! the udev database supply the topology and the fallbacks. Probing only
 //! reads: no command issued here changes a device.
 
+pub mod capture;
 pub mod controllers;
 pub mod megaraid;
 pub use crate::results::inventory as model;
@@ -16,20 +17,22 @@ pub mod sysfs;
 pub mod udev;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::passthrough::tape::Device;
 pub use model::*;
 use sysfs::{opt_attr, parse_attr, read_attr};
 
-/// Where the inventory reads the system from; tests point these at
-/// recorded trees.
+/// Where the inventory reads the system from, and how: tests point the
+/// paths at recorded trees; `source` reads the host, keeps what it
+/// answered (`--capture`) or replays a capture instead.
 #[derive(Debug, Clone)]
 pub struct Roots {
     pub sys: PathBuf,
     pub proc: PathBuf,
     pub dev: PathBuf,
     pub udev_data: PathBuf,
+    pub source: capture::Source,
 }
 
 impl Default for Roots {
@@ -39,42 +42,25 @@ impl Default for Roots {
             proc: "/proc".into(),
             dev: "/dev".into(),
             udev_data: "/run/udev/data".into(),
+            source: capture::Source::Host,
         }
     }
 }
 
-/// Saves raw passthrough replies when asked (`inventory --record-raw DIR`),
-/// to turn a real device's answers into test fixtures or a support case.
-#[derive(Debug, Default)]
-pub struct RawRecorder {
-    dir: Option<PathBuf>,
-}
-
-impl RawRecorder {
-    pub fn new(dir: Option<PathBuf>) -> Self {
-        RawRecorder { dir }
-    }
-
-    pub fn save(&self, device: &str, probe: &str, bytes: &[u8]) {
-        let Some(dir) = &self.dir else { return };
-        let key: String = probe
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_lowercase()
-                } else {
-                    '-'
-                }
-            })
-            .collect();
-        // Recording is a debugging aid; a failure to save must not change
-        // the inventory itself.
-        let _ = fs::create_dir_all(dir);
-        let _ = fs::write(dir.join(format!("{device}.{key}.bin")), bytes);
+impl Roots {
+    /// A recorded tree: `base`/sys, /proc, /dev and /udev.
+    pub fn under(base: &Path) -> Roots {
+        Roots {
+            sys: base.join("sys"),
+            proc: base.join("proc"),
+            dev: base.join("dev"),
+            udev_data: base.join("udev"),
+            source: capture::Source::Host,
+        }
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ScanOptions {
     /// Include loop, ram, zram, md and dm devices.
     pub all: bool,
@@ -82,7 +68,6 @@ pub struct ScanOptions {
     pub devices: Vec<String>,
     /// Skip passthrough probing (sysfs and udev only).
     pub no_probe: bool,
-    pub recorder: RawRecorder,
 }
 
 /// Runs the whole inventory. Never fails as a whole: what cannot be read
@@ -113,7 +98,7 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
         }
         let mut disk = read_disk(roots, entry, transport, &found, &context);
         if !opts.no_probe {
-            probe_disk(&mut disk, &opts.recorder);
+            probe_disk(roots, &mut disk);
         }
         fill_sysfs_fallbacks(roots, entry, &mut disk);
         disks.push(disk);
@@ -130,24 +115,26 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             .map(|d| d.name.clone())
             .collect();
         if c.driver.as_deref() == Some("megaraid_sas") && !opts.no_probe {
-            let node = mfi_node.get_or_insert_with(mfi_node::open);
+            let node = mfi_node.get_or_insert_with(|| mfi_node::open(roots));
             match node {
-                Ok(node) => read_megaraid(c, node, &mut disks, &opts.recorder),
+                Ok(node) => read_megaraid(c, node, &mut disks),
                 Err(e) => c.errors.push(e.to_string()),
             }
         }
     }
 
-    let kernel = fs::read_to_string(roots.proc.join("sys/kernel/osrelease"))
+    let kernel = roots
+        .read_to_string(&roots.proc.join("sys/kernel/osrelease"))
         .ok()
         .map(|s| s.trim().to_string());
-    let hostname = fs::read_to_string(roots.proc.join("sys/kernel/hostname"))
+    let hostname = roots
+        .read_to_string(&roots.proc.join("sys/kernel/hostname"))
         .ok()
         .map(|s| s.trim().to_string());
     Inventory {
         schema_version: SCHEMA_VERSION,
         storcert_version: env!("CARGO_PKG_VERSION").to_string(),
-        generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        generated_at: generated_at(roots),
         host: HostInfo {
             hostname,
             kernel,
@@ -172,19 +159,14 @@ mod mfi_node {
     )]
     pub struct OpenError(std::io::Error);
 
-    pub fn open() -> Result<Node, OpenError> {
-        Node::open().map_err(OpenError)
+    pub fn open(roots: &super::Roots) -> Result<Node, OpenError> {
+        Node::open(roots.source.tape()).map_err(OpenError)
     }
 }
 
-fn read_megaraid(
-    c: &mut Controller,
-    node: &mfi_node::Node,
-    disks: &mut [Disk],
-    recorder: &RawRecorder,
-) {
+fn read_megaraid(c: &mut Controller, node: &mfi_node::Node, disks: &mut [Disk]) {
     for &host in &c.scsi_hosts {
-        match megaraid::read_controller(node, host, recorder) {
+        match megaraid::read_controller(node, host) {
             Ok(mut mr) => {
                 // The driver exposes virtual drive T on channel 2 + T/128,
                 // target T%128 (MEGASAS_MAX_PD_CHANNELS = 2).
@@ -262,7 +244,8 @@ fn resolve_wanted(
     let mut set = BTreeSet::new();
     for req in requested {
         let name = if req.contains('/') {
-            fs::canonicalize(req)
+            roots
+                .canonicalize(Path::new(req))
                 .ok()
                 .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         } else {
@@ -272,14 +255,7 @@ fn resolve_wanted(
             Some(n) if entries.iter().any(|e| e.name == n) => {
                 set.insert(n);
             }
-            Some(n)
-                if roots
-                    .sys
-                    .join("class/block")
-                    .join(&n)
-                    .join("partition")
-                    .exists() =>
-            {
+            Some(n) if roots.exists(&roots.sys.join("class/block").join(&n).join("partition")) => {
                 errors.push(format!(
                     "--device {req}: {n} is a partition; inventory lists whole disks (its disk lists it)"
                 ));
@@ -322,6 +298,7 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
     }
     if let Some(host) = scsi_host_of(&entry.device_path) {
         let proc_name = opt_attr(
+            roots,
             &roots
                 .sys
                 .join(format!("class/scsi_host/host{host}/proc_name")),
@@ -333,7 +310,7 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
         if proc_name == "megaraid_sas" {
             // Channels 0-1 carry physical drives exposed as JBOD, 2-3 the
             // logical drives.
-            return match scsi_address_of(entry)
+            return match scsi_address_of(roots, entry)
                 .and_then(|a| a.split(':').nth(1)?.parse::<u32>().ok())
             {
                 Some(ch) if ch >= 2 => Transport::Raid,
@@ -341,7 +318,7 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
             };
         }
         if ["hpsa", "smartpqi", "aacraid", "megaraid", "mpi3mr"].contains(&proc_name.as_str())
-            && opt_attr(&entry.sys_path.join("device/raid_level")).is_some()
+            && opt_attr(roots, &entry.sys_path.join("device/raid_level")).is_some()
         {
             return Transport::Raid;
         }
@@ -362,8 +339,8 @@ fn scsi_host_of(path: &Path) -> Option<u32> {
     })
 }
 
-fn scsi_address_of(entry: &sysfs::BlockEntry) -> Option<String> {
-    let link = fs::canonicalize(entry.sys_path.join("device")).ok()?;
+fn scsi_address_of(roots: &Roots, entry: &sysfs::BlockEntry) -> Option<String> {
+    let link = roots.canonicalize(&entry.sys_path.join("device")).ok()?;
     let last = link.file_name()?.to_string_lossy().into_owned();
     (last.split(':').count() == 4).then_some(last)
 }
@@ -437,10 +414,11 @@ impl RoleContext {
 /// EFI variable (4 bytes of attributes, then UTF-16LE).
 pub(crate) fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
     let raw =
-        fs::read(roots.sys.join(
-            "firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
-        ))
-        .ok()?;
+        roots
+            .read(&roots.sys.join(
+                "firmware/efi/efivars/LoaderDevicePartUUID-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+            ))
+            .ok()?;
     let units: Vec<u16> = raw
         .get(4..)?
         .chunks_exact(2)
@@ -462,7 +440,7 @@ fn read_disk(
 ) -> Disk {
     let sys = &entry.sys_path;
     let mut errors = Vec::new();
-    let devnum = match read_attr(&sys.join("dev")) {
+    let devnum = match read_attr(roots, &sys.join("dev")) {
         Ok(d) => d,
         Err(e) => {
             errors.push(format!(
@@ -472,7 +450,7 @@ fn read_disk(
             String::new()
         }
     };
-    let capacity_bytes = match parse_attr::<u64>(&sys.join("size")) {
+    let capacity_bytes = match parse_attr::<u64>(roots, &sys.join("size")) {
         Ok(sectors) => sectors.saturating_mul(512),
         Err(e) => {
             errors.push(e.to_string());
@@ -480,10 +458,10 @@ fn read_disk(
         }
     };
     let mut num = |file: &str| -> Option<u32> {
-        match parse_attr::<u32>(&sys.join(file)) {
+        match parse_attr::<u32>(roots, &sys.join(file)) {
             Ok(v) => Some(v),
             Err(e) => {
-                if sys.join(file).exists() {
+                if roots.exists(&sys.join(file)) {
                     errors.push(e.to_string());
                 }
                 None
@@ -511,13 +489,13 @@ fn read_disk(
         .max_by_key(|c| c.device_path.as_os_str().len())
         .map(|c| c.controller.pci_address.clone());
 
-    let partitions = sysfs::partition_names(sys)
+    let partitions = sysfs::partition_names(roots, sys)
         .into_iter()
         .map(|p| read_partition(roots, sys, &p, ctx))
         .collect();
 
     let mountpoints = ctx.mounts.get(&devnum).cloned().unwrap_or_default();
-    let holders = sysfs::list_dir(&sys.join("holders"));
+    let holders = sysfs::list_dir(roots, &sys.join("holders"));
     let role_reasons = ctx.system.get(&entry.name).cloned().unwrap_or_default();
     Disk {
         name: entry.name.clone(),
@@ -543,7 +521,7 @@ fn read_disk(
         read_only,
         removable,
         controller,
-        scsi_address: scsi_address_of(entry),
+        scsi_address: scsi_address_of(roots, entry),
         partitions,
         holders,
         mountpoints,
@@ -562,29 +540,29 @@ fn read_disk(
 
 fn read_partition(roots: &Roots, disk_sys: &Path, name: &str, ctx: &RoleContext) -> Partition {
     let dir = disk_sys.join(name);
-    let devnum = read_attr(&dir.join("dev")).unwrap_or_default();
+    let devnum = read_attr(roots, &dir.join("dev")).unwrap_or_default();
     let record = udev::record(roots, &devnum);
     let get = |k: &str| record.as_ref().and_then(|r| r.get(k));
     Partition {
         name: name.to_string(),
-        number: parse_attr(&dir.join("partition")).ok(),
-        start_sector: parse_attr(&dir.join("start")).ok(),
-        size_bytes: parse_attr::<u64>(&dir.join("size"))
+        number: parse_attr(roots, &dir.join("partition")).ok(),
+        start_sector: parse_attr(roots, &dir.join("start")).ok(),
+        size_bytes: parse_attr::<u64>(roots, &dir.join("size"))
             .map(|s| s.saturating_mul(512))
             .unwrap_or(0),
         mountpoints: ctx.mounts.get(&devnum).cloned().unwrap_or_default(),
-        holders: sysfs::list_dir(&dir.join("holders")),
+        holders: sysfs::list_dir(roots, &dir.join("holders")),
         fs_type: get("ID_FS_TYPE"),
         label: get("ID_FS_LABEL"),
         part_uuid: get("ID_PART_ENTRY_UUID").map(|u| u.to_ascii_lowercase()),
     }
 }
 
-fn probe_disk(disk: &mut Disk, recorder: &RawRecorder) {
+fn probe_disk(roots: &Roots, disk: &mut Disk) {
     if !disk.errors.is_empty() && disk.major_minor.is_empty() {
         return;
     }
-    let file = match probe::open_for_probe(&disk.dev_path) {
+    let dev = match Device::open_for_probe(&disk.dev_path, roots.source.tape()) {
         Ok(f) => f,
         Err(e) => {
             disk.errors.push(format!("open {}: {e}", disk.dev_path));
@@ -592,10 +570,10 @@ fn probe_disk(disk: &mut Disk, recorder: &RawRecorder) {
         }
     };
     match disk.transport {
-        Transport::Nvme => probe::probe_nvme(disk, &file, recorder),
+        Transport::Nvme => probe::probe_nvme(disk, &dev),
         Transport::Loop | Transport::Ram | Transport::Zram | Transport::Md | Transport::Dm => {}
         // virtio-blk and MMC have no SCSI path; trying documents that.
-        _ => probe::probe_scsi(disk, &file, recorder),
+        _ => probe::probe_scsi(disk, &dev),
     }
 }
 
@@ -606,18 +584,18 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
     let udev = udev::record(roots, &disk.major_minor);
     let uget = |k: &str| udev.as_ref().and_then(|r| r.get(k));
     if disk.model.is_none() {
-        disk.model = opt_attr(&dev.join("model")).or_else(|| uget("ID_MODEL"));
+        disk.model = opt_attr(roots, &dev.join("model")).or_else(|| uget("ID_MODEL"));
     }
     if disk.vendor.is_none() && disk.transport != Transport::Nvme {
-        disk.vendor = opt_attr(&dev.join("vendor"));
+        disk.vendor = opt_attr(roots, &dev.join("vendor"));
     }
     if disk.serial.is_none() {
-        disk.serial = opt_attr(&sys.join("serial"))
-            .or_else(|| opt_attr(&dev.join("serial")))
+        disk.serial = opt_attr(roots, &sys.join("serial"))
+            .or_else(|| opt_attr(roots, &dev.join("serial")))
             .or_else(|| uget("ID_SERIAL_SHORT"));
     }
     if disk.wwn.is_none() && disk.transport != Transport::Nvme {
-        disk.wwn = opt_attr(&dev.join("wwid"))
+        disk.wwn = opt_attr(roots, &dev.join("wwid"))
             .filter(|w| w.starts_with("naa."))
             .map(|w| format!("0x{}", &w[4..]))
             .or_else(|| uget("ID_WWN"));
@@ -630,7 +608,7 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
                 "sysfs device/rev (libata truncates it to 4 characters)",
             ),
         ] {
-            if let Some(v) = opt_attr(&dev.join(file)) {
+            if let Some(v) = opt_attr(roots, &dev.join(file)) {
                 disk.firmware = Some(v);
                 disk.firmware_source = Some(label.into());
                 break;
@@ -638,7 +616,7 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
         }
     }
     if disk.write_cache.is_none() {
-        let scsi_disk = sysfs::list_dir(&dev.join("scsi_disk"))
+        let scsi_disk = sysfs::list_dir(roots, &dev.join("scsi_disk"))
             .into_iter()
             .next()
             .map(|d| dev.join("scsi_disk").join(d).join("cache_type"));
@@ -646,7 +624,7 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
             .into_iter()
             .chain(std::iter::once(sys.join("queue/write_cache")));
         for file in candidates {
-            if let Some(v) = opt_attr(&file) {
+            if let Some(v) = opt_attr(roots, &file) {
                 let enabled = v.starts_with("write back");
                 let source = format!(
                     "sysfs {} (the kernel's view; the device did not answer)",
@@ -667,7 +645,7 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
                 break;
             }
         }
-    } else if let Some(v) = opt_attr(&sys.join("queue/write_cache")) {
+    } else if let Some(v) = opt_attr(roots, &sys.join("queue/write_cache")) {
         // The kernel's flush behaviour follows its own view of the cache;
         // record it beside the device's so a mismatch is visible.
         let enabled = v.starts_with("write back");
@@ -681,6 +659,16 @@ fn fill_sysfs_fallbacks(roots: &Roots, entry: &sysfs::BlockEntry, disk: &mut Dis
                 wc.disagreement = true;
             }
         }
+    }
+}
+
+/// The time the inventory is stamped with; a capture keeps it, a replay
+/// gives the captured one.
+fn generated_at(roots: &Roots) -> String {
+    let now = || humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    match &roots.source {
+        capture::Source::Host => now(),
+        capture::Source::Capturing(c) | capture::Source::Replaying(c) => c.stamp(now),
     }
 }
 

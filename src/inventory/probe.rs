@@ -4,35 +4,18 @@
 //! refusal (ENOTTY, EPERM, a USB bridge without SAT, a RAID logical drive
 //! that rejects ATA PASS-THROUGH) is visible and never stops the scan.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
-
 use super::model::*;
-use super::RawRecorder;
+use crate::passthrough::tape::Device;
 use crate::passthrough::{ata, nvme, scsi, PassthroughError};
 
-/// Opens a device node for probing: read-only, and non-blocking so that an
-/// empty removable drive does not hang the scan.
-pub fn open_for_probe(dev_path: &str) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(dev_path)
-}
-
-/// Runs one passthrough step, records its outcome on the disk, and keeps
-/// the raw reply when recording is on.
+/// Runs one passthrough step and records its outcome on the disk.
 fn step<T>(
     disk: &mut Disk,
-    recorder: &RawRecorder,
     probe: &str,
     run: impl FnOnce() -> Result<Vec<u8>, PassthroughError>,
     decode: impl FnOnce(&[u8]) -> Result<T, PassthroughError>,
 ) -> Option<T> {
-    let result = run().and_then(|raw| {
-        recorder.save(&disk.name, probe, &raw);
-        decode(&raw)
-    });
+    let result = run().and_then(|raw| decode(&raw));
     record(disk, probe, result)
 }
 
@@ -83,12 +66,11 @@ fn push_reading(disk: &mut Disk, reading: WriteCacheReading) {
 
 /// NVMe namespace: Identify Controller and Namespace, Get Features 0x06,
 /// SMART log.
-pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
+pub fn probe_nvme(disk: &mut Disk, dev: &Device) {
     if let Some(id) = step(
         disk,
-        recorder,
         "NVMe Identify Controller",
-        || nvme::identify_controller(file),
+        || nvme::identify_controller(dev),
         nvme::decode_identify_controller,
     ) {
         disk.model = Some(id.model.clone());
@@ -103,13 +85,12 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
                 enabled: None,
             },
         );
-        let nsid = record(disk, "NVMe namespace id", nvme::namespace_id(file));
+        let nsid = record(disk, "NVMe namespace id", nvme::namespace_id(dev));
         if let Some(nsid) = nsid {
             if let Some(ns) = step(
                 disk,
-                recorder,
                 "NVMe Identify Namespace",
-                || nvme::identify_namespace(file, nsid),
+                || nvme::identify_namespace(dev, nsid),
                 nvme::decode_identify_namespace,
             ) {
                 disk.eui64 = ns.eui64;
@@ -122,7 +103,7 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
         let vwc = record(
             disk,
             "NVMe Get Features 0x06 (Volatile Write Cache)",
-            nvme::get_feature(file, nvme::FEATURE_VOLATILE_WRITE_CACHE),
+            nvme::get_feature(dev, nvme::FEATURE_VOLATILE_WRITE_CACHE),
         );
         if let Some(dw0) = vwc {
             push_reading(
@@ -146,17 +127,15 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
         }
         if let Some(log) = step(
             disk,
-            recorder,
             "NVMe SMART log",
-            || nvme::smart_log(file),
+            || nvme::smart_log(dev),
             nvme::decode_smart_log,
         ) {
             let warnings = nvme::critical_warning_names(log.critical_warning);
             let ocp = step(
                 disk,
-                recorder,
                 "NVMe OCP extended SMART log 0xC0",
-                || nvme::ocp_smart_log(file),
+                || nvme::ocp_smart_log(dev),
                 nvme::decode_ocp_smart,
             );
             disk.health = Some(Health {
@@ -194,12 +173,11 @@ pub fn probe_nvme(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
 /// SCSI-speaking disks (SATA through libata or a SAS HBA, SAS, RAID logical
 /// drives, USB): INQUIRY and VPD, MODE SENSE caching page, then ATA
 /// IDENTIFY and SMART where the disk is ATA, LOG SENSE otherwise.
-pub fn probe_scsi(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
+pub fn probe_scsi(disk: &mut Disk, dev: &Device) {
     let inquiry = step(
         disk,
-        recorder,
         "SCSI INQUIRY",
-        || scsi::inquiry(file),
+        || scsi::inquiry(dev),
         scsi::decode_inquiry,
     );
     let Some(inquiry) = inquiry else {
@@ -213,18 +191,16 @@ pub fn probe_scsi(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
     disk.firmware_source = Some("SCSI INQUIRY (product revision)".into());
     if let Some(serial) = step(
         disk,
-        recorder,
         "SCSI INQUIRY VPD 0x80",
-        || scsi::inquiry_vpd(file, 0x80),
+        || scsi::inquiry_vpd(dev, 0x80),
         scsi::decode_vpd_serial,
     ) {
         disk.serial = Some(serial).filter(|s| !s.is_empty());
     }
     if let Some(ids) = step(
         disk,
-        recorder,
         "SCSI INQUIRY VPD 0x83",
-        || scsi::inquiry_vpd(file, 0x83),
+        || scsi::inquiry_vpd(dev, 0x83),
         scsi::decode_vpd_device_ids,
     ) {
         disk.wwn = ids.naa;
@@ -234,21 +210,19 @@ pub fn probe_scsi(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
     // ATA first for ATA disks: IDENTIFY is the drive's own word, MODE SENSE
     // is the SATL's translation of it.
     if is_ata || disk.transport == Transport::Usb {
-        probe_ata(disk, file, recorder);
+        probe_ata(disk, dev);
     }
     let caching = step(
         disk,
-        recorder,
         "SCSI MODE SENSE(10) caching page",
-        || scsi::mode_sense_caching(file, false),
+        || scsi::mode_sense_caching(dev, false),
         scsi::decode_caching_page,
     );
     if let Some(page) = caching {
         let changeable = step(
             disk,
-            recorder,
             "SCSI MODE SENSE(10) caching page (changeable)",
-            || scsi::mode_sense_caching(file, true),
+            || scsi::mode_sense_caching(dev, true),
             scsi::decode_caching_page,
         );
         push_reading(
@@ -267,16 +241,15 @@ pub fn probe_scsi(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
         );
     }
     if !is_ata && disk.health.is_none() {
-        probe_scsi_health(disk, file, recorder);
+        probe_scsi_health(disk, dev);
     }
 }
 
-fn probe_ata(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
+fn probe_ata(disk: &mut Disk, dev: &Device) {
     let Some(id) = step(
         disk,
-        recorder,
         "ATA IDENTIFY (SAT ATA PASS-THROUGH 16)",
-        || ata::identify(file),
+        || ata::identify(dev),
         ata::decode_identify,
     ) else {
         return;
@@ -316,7 +289,7 @@ fn probe_ata(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
         let status = record(
             disk,
             "ATA SMART RETURN STATUS",
-            ata::smart_return_status(file),
+            ata::smart_return_status(dev),
         );
         if let Some(status) = status {
             overall = match status {
@@ -333,9 +306,8 @@ fn probe_ata(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
         }
         if let Some(attrs) = step(
             disk,
-            recorder,
             "ATA SMART READ DATA",
-            || ata::smart_read_data(file),
+            || ata::smart_read_data(dev),
             ata::decode_smart_data,
         ) {
             let count = |id: u8| {
@@ -374,19 +346,17 @@ fn probe_ata(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
     });
 }
 
-fn probe_scsi_health(disk: &mut Disk, file: &File, recorder: &RawRecorder) {
+fn probe_scsi_health(disk: &mut Disk, dev: &Device) {
     let ie = step(
         disk,
-        recorder,
         "SCSI LOG SENSE 0x2f (informational exceptions)",
-        || scsi::log_sense(file, 0x2f),
+        || scsi::log_sense(dev, 0x2f),
         scsi::decode_ie_log,
     );
     let temp = step(
         disk,
-        recorder,
         "SCSI LOG SENSE 0x0d (temperature)",
-        || scsi::log_sense(file, 0x0d),
+        || scsi::log_sense(dev, 0x0d),
         scsi::decode_temperature_log,
     );
     if ie.is_none() && temp.is_none() {

@@ -1,17 +1,17 @@
 //! Reading sysfs (and the /proc files that go with it) for the block
 //! devices, partitions, mounts and holders. Every path is taken relative to
-//! a `Roots`, so tests run against recorded trees.
+//! a `Roots` and read through it, so tests run against recorded trees and
+//! a capture holds every file read.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::Roots;
 
 /// Reads one sysfs attribute, trimmed.
-pub fn read_attr(path: &Path) -> io::Result<String> {
-    Ok(fs::read_to_string(path)?.trim().to_string())
+pub fn read_attr(roots: &Roots, path: &Path) -> io::Result<String> {
+    Ok(roots.read_to_string(path)?.trim().to_string())
 }
 
 /// An attribute that could not be read or parsed, naming the file.
@@ -24,8 +24,8 @@ pub enum AttrError {
 }
 
 /// Reads and parses one attribute; the error names the file and the text.
-pub fn parse_attr<T: std::str::FromStr>(path: &Path) -> Result<T, AttrError> {
-    let text = read_attr(path).map_err(|err| AttrError::Read {
+pub fn parse_attr<T: std::str::FromStr>(roots: &Roots, path: &Path) -> Result<T, AttrError> {
+    let text = read_attr(roots, path).map_err(|err| AttrError::Read {
         path: path.to_path_buf(),
         err,
     })?;
@@ -36,19 +36,13 @@ pub fn parse_attr<T: std::str::FromStr>(path: &Path) -> Result<T, AttrError> {
 }
 
 /// An optional attribute: None when absent or empty.
-pub fn opt_attr(path: &Path) -> Option<String> {
-    read_attr(path).ok().filter(|s| !s.is_empty())
+pub fn opt_attr(roots: &Roots, path: &Path) -> Option<String> {
+    read_attr(roots, path).ok().filter(|s| !s.is_empty())
 }
 
 /// Names of the entries of a sysfs directory (empty when absent).
-pub fn list_dir(path: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(path)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+pub fn list_dir(roots: &Roots, path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = roots.read_dir(path).unwrap_or_default();
     names.sort();
     names
 }
@@ -67,9 +61,11 @@ pub struct BlockEntry {
 pub fn block_devices(roots: &Roots) -> io::Result<Vec<BlockEntry>> {
     let dir = roots.sys.join("block");
     let mut out = Vec::new();
-    for name in list_dir_checked(&dir)? {
+    for name in list_dir_checked(roots, &dir)? {
         let sys_path = dir.join(&name);
-        let device_path = fs::canonicalize(&sys_path).unwrap_or_else(|_| sys_path.clone());
+        let device_path = roots
+            .canonicalize(&sys_path)
+            .unwrap_or_else(|_| sys_path.clone());
         out.push(BlockEntry {
             name,
             sys_path,
@@ -79,11 +75,8 @@ pub fn block_devices(roots: &Roots) -> io::Result<Vec<BlockEntry>> {
     Ok(out)
 }
 
-fn list_dir_checked(path: &Path) -> io::Result<Vec<String>> {
-    let mut names = Vec::new();
-    for e in fs::read_dir(path)? {
-        names.push(e?.file_name().to_string_lossy().into_owned());
-    }
+fn list_dir_checked(roots: &Roots, path: &Path) -> io::Result<Vec<String>> {
+    let mut names = roots.read_dir(path)?;
     names.sort_by_key(|n| natural_key(n));
     Ok(names)
 }
@@ -124,10 +117,10 @@ pub fn natural_key(name: &str) -> (String, Vec<(u64, String)>) {
 }
 
 /// Partitions of a disk: subdirectories that carry a `partition` file.
-pub fn partition_names(disk_sys: &Path) -> Vec<String> {
-    let mut parts: Vec<String> = list_dir(disk_sys)
+pub fn partition_names(roots: &Roots, disk_sys: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = list_dir(roots, disk_sys)
         .into_iter()
-        .filter(|n| disk_sys.join(n).join("partition").exists())
+        .filter(|n| roots.exists(&disk_sys.join(n).join("partition")))
         .collect();
     parts.sort_by_key(|n| natural_key(n));
     parts
@@ -137,7 +130,7 @@ pub fn partition_names(disk_sys: &Path) -> Vec<String> {
 /// device number is anonymous (btrfs, major 0) is placed by its source.
 pub fn mounts_by_devnum(roots: &Roots) -> BTreeMap<String, Vec<String>> {
     let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let Ok(text) = fs::read_to_string(roots.proc.join("self/mountinfo")) else {
+    let Ok(text) = roots.read_to_string(&roots.proc.join("self/mountinfo")) else {
         return map;
     };
     for line in text.lines() {
@@ -153,7 +146,7 @@ pub fn mounts_by_devnum(roots: &Roots) -> BTreeMap<String, Vec<String>> {
             };
             match fields
                 .get(dash + 2)
-                .and_then(|src| devnum_of_path(Path::new(src)))
+                .and_then(|src| devnum_of_path(roots, Path::new(src)))
             {
                 Some(d) => devnum = d,
                 None => continue,
@@ -166,23 +159,18 @@ pub fn mounts_by_devnum(roots: &Roots) -> BTreeMap<String, Vec<String>> {
 
 /// Device numbers of active swap devices, from /proc/swaps.
 pub fn swap_devnums(roots: &Roots) -> BTreeSet<String> {
-    let Ok(text) = fs::read_to_string(roots.proc.join("swaps")) else {
+    let Ok(text) = roots.read_to_string(&roots.proc.join("swaps")) else {
         return BTreeSet::new();
     };
     text.lines()
         .skip(1)
         .filter_map(|l| l.split_whitespace().next())
-        .filter_map(|p| devnum_of_path(Path::new(&unescape_octal(p))))
+        .filter_map(|p| devnum_of_path(roots, Path::new(&unescape_octal(p))))
         .collect()
 }
 
-pub fn devnum_of_path(path: &Path) -> Option<String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let meta = fs::metadata(path).ok()?;
-    if !meta.file_type().is_block_device() {
-        return None;
-    }
-    let rdev = meta.rdev();
+pub fn devnum_of_path(roots: &Roots, path: &Path) -> Option<String> {
+    let rdev = roots.block_device(path)?;
     Some(format!("{}:{}", libc::major(rdev), libc::minor(rdev)))
 }
 
@@ -210,7 +198,9 @@ fn unescape_octal(s: &str) -> String {
 
 /// The kernel name behind a device number, via /sys/dev/block.
 pub fn name_of_devnum(roots: &Roots, devnum: &str) -> Option<String> {
-    let link = fs::read_link(roots.sys.join("dev/block").join(devnum)).ok()?;
+    let link = roots
+        .read_link(&roots.sys.join("dev/block").join(devnum))
+        .ok()?;
     link.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
@@ -222,15 +212,15 @@ pub fn underlying_disks(roots: &Roots, name: &str, depth: usize) -> BTreeSet<Str
         return out;
     }
     let class = roots.sys.join("class/block").join(name);
-    if class.join("partition").exists() {
-        if let Ok(real) = fs::canonicalize(&class) {
+    if roots.exists(&class.join("partition")) {
+        if let Ok(real) = roots.canonicalize(&class) {
             if let Some(parent) = real.parent().and_then(|p| p.file_name()) {
                 out.insert(parent.to_string_lossy().into_owned());
             }
         }
         return out;
     }
-    let slaves = list_dir(&class.join("slaves"));
+    let slaves = list_dir(roots, &class.join("slaves"));
     if slaves.is_empty() {
         out.insert(name.to_string());
     }

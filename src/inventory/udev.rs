@@ -4,7 +4,6 @@
 //! falls back to sysfs and the /dev/disk/by-id links, if any.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use super::Roots;
@@ -50,12 +49,15 @@ impl UdevRecord {
 }
 
 pub fn database_present(roots: &Roots) -> bool {
-    roots.udev_data.is_dir()
+    // Listing it is what reading it needs (and what a capture can answer).
+    roots.read_dir(&roots.udev_data).is_ok()
 }
 
 /// The record of device `devnum` ("8:0"), if udev keeps one.
 pub fn record(roots: &Roots, devnum: &str) -> Option<UdevRecord> {
-    let text = fs::read_to_string(roots.udev_data.join(format!("b{devnum}"))).ok()?;
+    let text = roots
+        .read_to_string(&roots.udev_data.join(format!("b{devnum}")))
+        .ok()?;
     Some(UdevRecord::parse(&text))
 }
 
@@ -64,18 +66,15 @@ pub fn record(roots: &Roots, devnum: &str) -> Option<UdevRecord> {
 pub fn by_id_from_dev(roots: &Roots, name: &str) -> Vec<String> {
     let dir = roots.dev.join("disk/by-id");
     let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir(&dir) else {
+    let Ok(names) = roots.read_dir(&dir) else {
         return out;
     };
-    for e in rd.flatten() {
-        let Ok(target) = fs::read_link(e.path()) else {
+    for link in names {
+        let Ok(target) = roots.read_link(&dir.join(&link)) else {
             continue;
         };
         if target.file_name().map(|n| n == Path::new(name).as_os_str()) == Some(true) {
-            out.push(format!(
-                "/dev/disk/by-id/{}",
-                e.file_name().to_string_lossy()
-            ));
+            out.push(format!("/dev/disk/by-id/{link}"));
         }
     }
     out.sort();

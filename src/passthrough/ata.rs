@@ -3,9 +3,8 @@
 //! on AHCI; SAS HBAs translate them for SATA disks behind them. A USB
 //! bridge without SAT, or a RAID controller's logical drive, rejects them.
 
-use std::fs::File;
-
 use super::sg::{sg_io, Data, STATUS_CHECK_CONDITION, STATUS_GOOD};
+use super::tape::Device;
 use super::{ascii_field, le16, le64, need_len, PassthroughError};
 
 const TIMEOUT_MS: u32 = 15_000;
@@ -191,7 +190,7 @@ pub fn decode_smart_status(lba_mid: u8, lba_high: u8) -> Result<SmartStatus, Pas
 
 /// ATA PASS-THROUGH(16), PIO data-in of one 512-byte sector.
 fn pio_in(
-    file: &File,
+    dev: &Device,
     op: &'static str,
     command: u8,
     features: u8,
@@ -217,7 +216,7 @@ fn pio_in(
         0,
     ];
     let mut buf = vec![0u8; 512];
-    let reply = sg_io(file, op, &cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
+    let reply = sg_io(dev, op, &cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
     // Some SATLs report CHECK CONDITION with RECOVERED ERROR / "ATA
     // pass-through information available" on success; that is not a
     // failure.
@@ -232,18 +231,18 @@ fn pio_in(
     Ok(buf)
 }
 
-pub fn identify(file: &File) -> Result<Vec<u8>, PassthroughError> {
-    pio_in(file, "ATA IDENTIFY", 0xec, 0, 0, 0)
+pub fn identify(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+    pio_in(dev, "ATA IDENTIFY", 0xec, 0, 0, 0)
 }
 
-pub fn smart_read_data(file: &File) -> Result<Vec<u8>, PassthroughError> {
-    pio_in(file, "ATA SMART READ DATA", 0xb0, 0xd0, 0x4f, 0xc2)
+pub fn smart_read_data(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+    pio_in(dev, "ATA SMART READ DATA", 0xb0, 0xd0, 0x4f, 0xc2)
 }
 
 /// SMART RETURN STATUS: a non-data command whose answer is in the
 /// registers, which come back in the ATA Status Return sense descriptor
 /// (CK_COND=1 asks for it).
-pub fn smart_return_status(file: &File) -> Result<SmartStatus, PassthroughError> {
+pub fn smart_return_status(dev: &Device) -> Result<SmartStatus, PassthroughError> {
     const OP: &str = "ATA SMART RETURN STATUS";
     let cdb = [
         0x85,
@@ -263,7 +262,7 @@ pub fn smart_return_status(file: &File) -> Result<SmartStatus, PassthroughError>
         0xb0,
         0,
     ];
-    let reply = sg_io(file, OP, &cdb, Data::None, TIMEOUT_MS)?;
+    let reply = sg_io(dev, OP, &cdb, Data::None, TIMEOUT_MS)?;
     let sense = reply.sense_summary();
     if let Some(desc) = sense.as_ref().and_then(|s| s.descriptor(0x09)) {
         if desc.len() >= 14 {

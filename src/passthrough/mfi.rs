@@ -10,7 +10,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::tape::{unexpected, Command, Device, Failure, Reply, Tape};
 use super::{ascii_field, ioctl_ptr, le16, le32, le64, need_len, PassthroughError};
 
 pub const DCMD_CTRL_GET_INFO: u32 = 0x0101_0000;
@@ -529,20 +531,51 @@ const DCMD_SGL_OFFSET: u32 = 0x28;
 
 pub const IOCTL_NODE: &str = "/dev/megaraid_sas_ioctl_node";
 
+/// What the tape calls opening the management node.
+const OPEN_OP: &str = "open the megaraid_sas management node";
+
 /// An open management node of the megaraid_sas driver.
 pub struct MfiNode {
-    file: File,
-    pub path: PathBuf,
+    device: Device,
+    /// A node this process made in the temporary directory, removed when
+    /// done; the one in /dev stays, as storcli leaves it.
+    made: Option<PathBuf>,
 }
 
 impl MfiNode {
     /// Opens the management node, creating it as storcli does when the
     /// driver is loaded but no node exists (the kernel registers the
-    /// character device, udev rules for it are not universal).
-    pub fn open() -> io::Result<MfiNode> {
+    /// character device, udev rules for it are not universal). From a
+    /// playing tape, the node the capture opened stands in.
+    pub fn open(tape: Option<&Arc<Tape>>) -> io::Result<MfiNode> {
+        if let Some(t) = tape.filter(|t| t.is_playing()) {
+            let path = t.device_of(OPEN_OP).unwrap_or_else(|| IOCTL_NODE.into());
+            let device = Device::open_with_op(&path, OPEN_OP, tape, || {
+                Err(io::Error::other("a playing tape opens nothing"))
+            })?;
+            return Ok(MfiNode { device, made: None });
+        }
+        let live = Self::open_live();
+        // The tape names the node that was really opened.
+        let path = match &live {
+            Ok((_, at)) => at.display().to_string(),
+            Err(_) => IOCTL_NODE.to_string(),
+        };
+        let mut made = None;
+        let device = Device::open_with_op(&path, OPEN_OP, tape, || {
+            let (file, at) = live?;
+            if !at.starts_with("/dev") {
+                made = Some(at);
+            }
+            Ok(file)
+        })?;
+        Ok(MfiNode { device, made })
+    }
+
+    fn open_live() -> io::Result<(File, PathBuf)> {
         let default = Path::new(IOCTL_NODE);
         if default.exists() {
-            return Self::open_at(default);
+            return Ok((Self::open_at(default)?, default.to_path_buf()));
         }
         let major =
             driver_char_major(&std::fs::read_to_string("/proc/devices")?).ok_or_else(|| {
@@ -559,19 +592,20 @@ impl MfiNode {
                 dir.join(format!("storcert-megaraid-{}", std::process::id()))
             };
             match mknod_char(&path, major, 0) {
-                Ok(()) => return Self::open_at(&path),
+                Ok(()) => return Ok((Self::open_at(&path)?, path)),
                 Err(e) => last_err = Some(e),
             }
         }
         Err(last_err.expect("tried at least one directory"))
     }
 
-    fn open_at(path: &Path) -> io::Result<MfiNode> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
-        Ok(MfiNode {
-            file,
-            path: path.to_path_buf(),
-        })
+    fn open_at(path: &Path) -> io::Result<File> {
+        OpenOptions::new().read(true).write(true).open(path)
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        self.device.path()
     }
 
     /// Runs one read DCMD on the controller that is SCSI host `host_no`.
@@ -602,58 +636,91 @@ impl MfiNode {
         host_no: u16,
         opcode: u32,
         mbox: &[u8],
-        mut buf: Vec<u8>,
+        data: Vec<u8>,
         write: bool,
     ) -> Result<Vec<u8>, PassthroughError> {
         let op = dcmd_name(opcode);
-        let len = buf.len();
-        let mut pkt = IocPacket {
-            host_no,
-            pad1: 0,
-            sgl_off: DCMD_SGL_OFFSET,
-            sge_count: 1,
-            sense_off: 0,
-            sense_len: 0,
-            frame: [0u8; 128],
-            sgl: [[0u8; 16]; 16],
-        };
-        let f = &mut pkt.frame;
-        f[0] = MFI_CMD_DCMD;
-        f[2] = 0xff; // cmd_status: overwritten by the firmware
-        f[7] = 1; // sge_count
-        let dir = if write {
-            MFI_FRAME_DIR_WRITE
-        } else {
-            MFI_FRAME_DIR_READ
-        };
-        f[16..18].copy_from_slice(&dir.to_le_bytes());
-        f[20..24].copy_from_slice(&(len as u32).to_le_bytes());
-        f[24..28].copy_from_slice(&opcode.to_le_bytes());
+        let len = data.len();
         let mbox_len = mbox.len().min(12);
-        f[28..28 + mbox_len].copy_from_slice(&mbox[..mbox_len]);
-        pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
-        pkt.sgl[0][8..].copy_from_slice(&(len as u64).to_ne_bytes());
-        // SAFETY: pkt is the packed megasas_iocpacket; its one iovec points
-        // at `buf`, which outlives the synchronous ioctl.
-        unsafe { ioctl_ptr(self.file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, &mut pkt) }
-            .map_err(|source| PassthroughError::Ioctl { op, source })?;
-        let status = pkt.frame[2];
-        if status != 0 {
-            return Err(PassthroughError::Rejected {
+        let command = Command::MfiDcmd {
+            host: host_no,
+            opcode,
+            mbox: mbox[..mbox_len].to_vec(),
+            data_out: if write { data.clone() } else { Vec::new() },
+            data_in_len: if write { 0 } else { len },
+        };
+        let reply = self.device.exchange(op, command, |file| {
+            dcmd_ioctl(file, host_no, opcode, &mbox[..mbox_len], data, write)
+        });
+        match reply {
+            Reply::Mfi { status: 0, data_in } => {
+                let mut buf = data_in;
+                buf.resize(len, 0);
+                Ok(buf)
+            }
+            Reply::Mfi { status, .. } => Err(PassthroughError::Rejected {
                 op,
                 detail: format!("MFI status 0x{status:02x} ({})", status_name(status)),
-            });
+            }),
+            Reply::Failed(f) => Err(PassthroughError::Ioctl {
+                op,
+                source: f.to_error(),
+            }),
+            other => Err(unexpected(op, &other)),
         }
-        Ok(buf)
+    }
+}
+
+/// MEGASAS_IOC_FIRMWARE with one DCMD frame and one data buffer.
+fn dcmd_ioctl(
+    file: &File,
+    host_no: u16,
+    opcode: u32,
+    mbox: &[u8],
+    mut buf: Vec<u8>,
+    write: bool,
+) -> Reply {
+    let len = buf.len();
+    let mut pkt = IocPacket {
+        host_no,
+        pad1: 0,
+        sgl_off: DCMD_SGL_OFFSET,
+        sge_count: 1,
+        sense_off: 0,
+        sense_len: 0,
+        frame: [0u8; 128],
+        sgl: [[0u8; 16]; 16],
+    };
+    let f = &mut pkt.frame;
+    f[0] = MFI_CMD_DCMD;
+    f[2] = 0xff; // cmd_status: overwritten by the firmware
+    f[7] = 1; // sge_count
+    let dir = if write {
+        MFI_FRAME_DIR_WRITE
+    } else {
+        MFI_FRAME_DIR_READ
+    };
+    f[16..18].copy_from_slice(&dir.to_le_bytes());
+    f[20..24].copy_from_slice(&(len as u32).to_le_bytes());
+    f[24..28].copy_from_slice(&opcode.to_le_bytes());
+    f[28..28 + mbox.len()].copy_from_slice(mbox);
+    pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
+    pkt.sgl[0][8..].copy_from_slice(&(len as u64).to_ne_bytes());
+    // SAFETY: pkt is the packed megasas_iocpacket; its one iovec points
+    // at `buf`, which outlives the synchronous ioctl.
+    if let Err(e) = unsafe { ioctl_ptr(file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, &mut pkt) } {
+        return Reply::Failed(Failure::of(&e));
+    }
+    Reply::Mfi {
+        status: pkt.frame[2],
+        data_in: if write { Vec::new() } else { buf },
     }
 }
 
 impl Drop for MfiNode {
     fn drop(&mut self) {
-        // A node made in the temporary directory is ours to remove; the one
-        // in /dev stays, as storcli leaves it.
-        if !self.path.starts_with("/dev") {
-            let _ = std::fs::remove_file(&self.path);
+        if let Some(path) = &self.made {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod mfi;
 pub mod nvme;
 pub mod scsi;
 pub mod sg;
+pub mod tape;
 
 use std::fmt;
 
@@ -50,7 +51,7 @@ impl PassthroughError {
     pub fn is_unsupported(&self) -> bool {
         match self {
             PassthroughError::Ioctl { source, .. } => matches!(
-                source.raw_os_error(),
+                tape::errno_of(source),
                 Some(libc::ENOTTY) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
             ),
             PassthroughError::Rejected { detail, .. } => {

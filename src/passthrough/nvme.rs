@@ -2,9 +2,9 @@
 //! Identify Namespace, Get Features (Volatile Write Cache) and the SMART /
 //! Health Information log page.
 
-use std::fs::File;
 use std::os::fd::AsRawFd;
 
+use super::tape::{unexpected, Command, Device, Failure, Reply};
 use super::{ascii_field, hex, ioctl_ptr, le128, le16, le32, le64, need_len, PassthroughError};
 
 /// `struct nvme_passthru_cmd` from <linux/nvme_ioctl.h>.
@@ -209,20 +209,53 @@ pub fn critical_warning_names(bits: u8) -> Vec<&'static str> {
 // --- transport -----------------------------------------------------------
 
 fn admin(
-    file: &File,
+    dev: &Device,
     op: &'static str,
     cmd: &mut NvmePassthru,
-    buf: Option<&mut [u8]>,
+    mut buf: Option<&mut [u8]>,
 ) -> Result<u32, PassthroughError> {
+    let command = Command::NvmeAdmin {
+        opcode: cmd.opcode,
+        nsid: cmd.nsid,
+        cdw10: cmd.cdw10,
+        cdw11: cmd.cdw11,
+        data_len: buf.as_ref().map_or(0, |b| b.len() as u32),
+    };
+    let reply = dev.exchange(op, command, |file| {
+        if let Some(buf) = buf.as_deref_mut() {
+            cmd.addr = buf.as_mut_ptr() as u64;
+            cmd.data_len = buf.len() as u32;
+        }
+        cmd.timeout_ms = 10_000;
+        // SAFETY: cmd is a correctly laid out nvme_passthru_cmd; its data
+        // pointer (if any) refers to a buffer that outlives the call.
+        match unsafe { ioctl_ptr(file.as_raw_fd(), NVME_IOCTL_ADMIN_CMD, cmd) } {
+            Ok(status) => Reply::Nvme {
+                status: status as u32,
+                result: cmd.result,
+                data_in: buf.as_deref().map(<[u8]>::to_vec).unwrap_or_default(),
+            },
+            Err(e) => Reply::Failed(Failure::of(&e)),
+        }
+    });
+    let (status, result, data_in) = match reply {
+        Reply::Nvme {
+            status,
+            result,
+            data_in,
+        } => (status, result, data_in),
+        Reply::Failed(f) => {
+            return Err(PassthroughError::Ioctl {
+                op,
+                source: f.to_error(),
+            })
+        }
+        other => return Err(unexpected(op, &other)),
+    };
     if let Some(buf) = buf {
-        cmd.addr = buf.as_mut_ptr() as u64;
-        cmd.data_len = buf.len() as u32;
+        let n = data_in.len().min(buf.len());
+        buf[..n].copy_from_slice(&data_in[..n]);
     }
-    cmd.timeout_ms = 10_000;
-    // SAFETY: cmd is a correctly laid out nvme_passthru_cmd; its data
-    // pointer (if any) refers to a buffer that outlives the call.
-    let status = unsafe { ioctl_ptr(file.as_raw_fd(), NVME_IOCTL_ADMIN_CMD, cmd) }
-        .map_err(|source| PassthroughError::Ioctl { op, source })?;
     if status != 0 {
         // Invalid opcode, invalid field, invalid log page: the controller
         // does not have this, as opposed to failing it.
@@ -242,34 +275,43 @@ fn admin(
             ),
         });
     }
-    Ok(cmd.result)
+    Ok(result)
 }
 
 /// The namespace id of a namespace block node (/dev/nvme0n1 → 1).
-pub fn namespace_id(file: &File) -> Result<u32, PassthroughError> {
-    // SAFETY: NVME_IOCTL_ID takes no argument.
-    let rc = unsafe { libc::ioctl(file.as_raw_fd(), NVME_IOCTL_ID as _) };
-    if rc < 0 {
-        return Err(PassthroughError::Ioctl {
-            op: "NVMe namespace id",
-            source: std::io::Error::last_os_error(),
-        });
+pub fn namespace_id(dev: &Device) -> Result<u32, PassthroughError> {
+    const OP: &str = "NVMe namespace id";
+    let reply = dev.exchange(OP, Command::NvmeNamespaceId, |file| {
+        // SAFETY: NVME_IOCTL_ID takes no argument.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), NVME_IOCTL_ID as _) };
+        if rc < 0 {
+            Reply::Failed(Failure::of(&std::io::Error::last_os_error()))
+        } else {
+            Reply::NamespaceId { nsid: rc as u32 }
+        }
+    });
+    match reply {
+        Reply::NamespaceId { nsid } => Ok(nsid),
+        Reply::Failed(f) => Err(PassthroughError::Ioctl {
+            op: OP,
+            source: f.to_error(),
+        }),
+        other => Err(unexpected(OP, &other)),
     }
-    Ok(rc as u32)
 }
 
-pub fn identify_controller(file: &File) -> Result<Vec<u8>, PassthroughError> {
+pub fn identify_controller(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
     let mut buf = vec![0u8; 4096];
     let mut cmd = NvmePassthru {
         opcode: OPC_IDENTIFY,
         cdw10: 1,
         ..Default::default()
     };
-    admin(file, "NVMe Identify Controller", &mut cmd, Some(&mut buf))?;
+    admin(dev, "NVMe Identify Controller", &mut cmd, Some(&mut buf))?;
     Ok(buf)
 }
 
-pub fn identify_namespace(file: &File, nsid: u32) -> Result<Vec<u8>, PassthroughError> {
+pub fn identify_namespace(dev: &Device, nsid: u32) -> Result<Vec<u8>, PassthroughError> {
     let mut buf = vec![0u8; 4096];
     let mut cmd = NvmePassthru {
         opcode: OPC_IDENTIFY,
@@ -277,40 +319,40 @@ pub fn identify_namespace(file: &File, nsid: u32) -> Result<Vec<u8>, Passthrough
         cdw10: 0,
         ..Default::default()
     };
-    admin(file, "NVMe Identify Namespace", &mut cmd, Some(&mut buf))?;
+    admin(dev, "NVMe Identify Namespace", &mut cmd, Some(&mut buf))?;
     Ok(buf)
 }
 
 /// Get Features, current value; returns completion dword 0.
-pub fn get_feature(file: &File, fid: u8) -> Result<u32, PassthroughError> {
+pub fn get_feature(dev: &Device, fid: u8) -> Result<u32, PassthroughError> {
     let mut cmd = NvmePassthru {
         opcode: OPC_GET_FEATURES,
         cdw10: fid as u32,
         ..Default::default()
     };
-    admin(file, "NVMe Get Features", &mut cmd, None)
+    admin(dev, "NVMe Get Features", &mut cmd, None)
 }
 
 /// Set Features (not saved across power cycles); returns dword 0.
-pub fn set_feature(file: &File, fid: u8, value: u32) -> Result<u32, PassthroughError> {
+pub fn set_feature(dev: &Device, fid: u8, value: u32) -> Result<u32, PassthroughError> {
     let mut cmd = NvmePassthru {
         opcode: OPC_SET_FEATURES,
         cdw10: fid as u32,
         cdw11: value,
         ..Default::default()
     };
-    admin(file, "NVMe Set Features", &mut cmd, None)
+    admin(dev, "NVMe Set Features", &mut cmd, None)
 }
 
-pub fn smart_log(file: &File) -> Result<Vec<u8>, PassthroughError> {
-    log_page(file, "NVMe SMART log", 0x02)
+pub fn smart_log(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+    log_page(dev, "NVMe SMART log", 0x02)
 }
 
-pub fn ocp_smart_log(file: &File) -> Result<Vec<u8>, PassthroughError> {
-    log_page(file, "NVMe OCP extended SMART log 0xC0", 0xc0)
+pub fn ocp_smart_log(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+    log_page(dev, "NVMe OCP extended SMART log 0xC0", 0xc0)
 }
 
-fn log_page(file: &File, op: &'static str, lid: u8) -> Result<Vec<u8>, PassthroughError> {
+fn log_page(dev: &Device, op: &'static str, lid: u8) -> Result<Vec<u8>, PassthroughError> {
     let mut buf = vec![0u8; 512];
     let dwords = (buf.len() / 4 - 1) as u32;
     let mut cmd = NvmePassthru {
@@ -319,7 +361,7 @@ fn log_page(file: &File, op: &'static str, lid: u8) -> Result<Vec<u8>, Passthrou
         cdw10: (dwords << 16) | lid as u32,
         ..Default::default()
     };
-    admin(file, op, &mut cmd, Some(&mut buf))?;
+    admin(dev, op, &mut cmd, Some(&mut buf))?;
     Ok(buf)
 }
 

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
+use super::tape::{unexpected, Command, Device, Failure, Reply};
 use super::{ioctl_ptr, PassthroughError};
 
 const SG_IO: u64 = 0x2285;
@@ -174,12 +175,57 @@ impl std::fmt::Display for Sense {
 /// (ENOTTY for nodes that are not SCSI, EPERM without CAP_SYS_RAWIO);
 /// device-side failures come back as a reply with a non-GOOD status.
 pub fn sg_io(
-    file: &File,
+    dev: &Device,
     op: &'static str,
     cdb: &[u8],
-    data: Data<'_>,
+    mut data: Data<'_>,
     timeout_ms: u32,
 ) -> Result<ScsiReply, PassthroughError> {
+    let command = Command::Scsi {
+        cdb: cdb.to_vec(),
+        data_out: match &data {
+            Data::ToDevice(buf) => buf.to_vec(),
+            _ => Vec::new(),
+        },
+        data_in_len: match &data {
+            Data::FromDevice(buf) => buf.len(),
+            _ => 0,
+        },
+    };
+    let reply = dev.exchange(op, command, |file| {
+        sg_io_ioctl(file, cdb, &mut data, timeout_ms)
+    });
+    match reply {
+        Reply::Scsi {
+            status,
+            host_status,
+            driver_status,
+            sense,
+            resid,
+            data_in,
+        } => {
+            if let Data::FromDevice(buf) = data {
+                let n = data_in.len().min(buf.len());
+                buf[..n].copy_from_slice(&data_in[..n]);
+            }
+            Ok(ScsiReply {
+                status,
+                host_status,
+                driver_status,
+                sense: sense.into_iter().take(SENSE_LEN).collect(),
+                resid,
+            })
+        }
+        Reply::Failed(f) => Err(PassthroughError::Ioctl {
+            op,
+            source: f.to_error(),
+        }),
+        other => Err(unexpected(op, &other)),
+    }
+}
+
+/// The SG_IO ioctl itself, on a live node.
+fn sg_io_ioctl(file: &File, cdb: &[u8], data: &mut Data<'_>, timeout_ms: u32) -> Reply {
     let mut sense = [0u8; SENSE_LEN];
     let (direction, ptr, len) = match data {
         Data::None => (SG_DXFER_NONE, std::ptr::null_mut(), 0),
@@ -220,16 +266,21 @@ pub fn sg_io(
     };
     // SAFETY: hdr is a correctly laid out sg_io_hdr whose pointers (cdb,
     // data buffer, sense buffer) outlive the synchronous ioctl.
-    unsafe { ioctl_ptr(file.as_raw_fd(), SG_IO, &mut hdr) }
-        .map_err(|source| PassthroughError::Ioctl { op, source })?;
+    if let Err(e) = unsafe { ioctl_ptr(file.as_raw_fd(), SG_IO, &mut hdr) } {
+        return Reply::Failed(Failure::of(&e));
+    }
     let sense_len = (hdr.sb_len_wr as usize).min(SENSE_LEN);
-    Ok(ScsiReply {
+    Reply::Scsi {
         status: hdr.status,
         host_status: hdr.host_status,
         driver_status: hdr.driver_status,
         sense: sense[..sense_len].to_vec(),
         resid: hdr.resid,
-    })
+        data_in: match data {
+            Data::FromDevice(buf) => buf.to_vec(),
+            _ => Vec::new(),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::check::{Action, Finding};
-use crate::inventory::probe::open_for_probe;
+use crate::passthrough::tape::Device;
 use crate::passthrough::{ata, mfi, nvme, scsi, PassthroughError};
 use crate::safety::Refusal;
 
@@ -155,8 +155,8 @@ fn verdict(wanted: bool, now: bool, what: &str) -> String {
     }
 }
 
-fn open(dev: &str) -> Result<std::fs::File, FixError> {
-    open_for_probe(dev).map_err(|err| FixError::Open {
+fn open(dev: &str) -> Result<Device, FixError> {
+    Device::open_for_probe(dev, None).map_err(|err| FixError::Open {
         dev: dev.into(),
         err,
     })
@@ -190,7 +190,7 @@ fn vd_policy(
     read: Option<&str>,
     io: Option<&str>,
 ) -> Result<String, FixError> {
-    let node = mfi::MfiNode::open().map_err(FixError::MfiNode)?;
+    let node = mfi::MfiNode::open(None).map_err(FixError::MfiNode)?;
     let h = host as u16;
     let info = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
     let props = mfi::props_with_policy(&info, write, read, io)?;

@@ -168,7 +168,12 @@ pub(super) fn select_targets(
     let numbers: Vec<String> = d
         .paths
         .iter()
-        .filter_map(|p| crate::inventory::sysfs::devnum_of_path(Path::new(p)))
+        .filter_map(|p| {
+            crate::inventory::sysfs::devnum_of_path(
+                &crate::inventory::Roots::default(),
+                Path::new(p),
+            )
+        })
         .collect();
     for disk in &inv.disks {
         let named = d
@@ -218,7 +223,10 @@ pub(super) fn select_targets(
         });
     }
     for path in &d.paths {
-        let number = crate::inventory::sysfs::devnum_of_path(Path::new(path));
+        let number = crate::inventory::sysfs::devnum_of_path(
+            &crate::inventory::Roots::default(),
+            Path::new(path),
+        );
         let known = inv.disks.iter().any(|x| {
             &x.dev_path == path || x.by_id.contains(path) || number.as_ref() == Some(&x.major_minor)
         });
@@ -1088,14 +1096,23 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         }
     }
     // Named loop, md or dm devices are only in an inventory that lists all.
-    let inv = inventory::scan(
-        &Roots::default(),
-        &ScanOptions {
-            all: !p.devices.paths.is_empty(),
-            ..ScanOptions::default()
-        },
-    );
+    // The scan is captured: a bundle whose hardware misread can be
+    // replayed (`storcert inventory --replay`) where nobody has that
+    // hardware.
+    let capture = inventory::capture::Capture::recording();
+    let roots = Roots {
+        source: inventory::capture::Source::Capturing(capture.clone()),
+        ..Roots::default()
+    };
+    let scan_opts = ScanOptions {
+        all: !p.devices.paths.is_empty(),
+        ..ScanOptions::default()
+    };
+    let inv = inventory::scan(&roots, &scan_opts);
     ctx.write("inventory.json", inv.clone())?;
+    let archive = capture.to_archive(&roots, &(&scan_opts).into())?;
+    let path = ctx.path(inventory::capture::RUN_CAPTURE);
+    write_durably(&path, archive).with_context(|| format!("{}", path.display()))?;
     // What this system cannot drive, from the inventory and the kernel's
     // log: always checked, whatever the policy.
     let reach = inventory::reach::findings(

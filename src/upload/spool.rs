@@ -26,7 +26,7 @@ pub fn results_label_link(roots: &crate::inventory::Roots) -> PathBuf {
 /// through udev's by-label link) is mounted, if it is.
 pub fn results_partition(roots: &crate::inventory::Roots) -> Option<PathBuf> {
     use crate::inventory::sysfs;
-    let devnum = sysfs::devnum_of_path(&results_label_link(roots))?;
+    let devnum = sysfs::devnum_of_path(roots, &results_label_link(roots))?;
     sysfs::mounts_by_devnum(roots)
         .get(&devnum)?
         .first()
@@ -239,12 +239,7 @@ mod tests {
         };
         let rdev = std::fs::metadata(dev).unwrap().rdev();
         let root = tempfile::tempdir().unwrap();
-        let roots = crate::inventory::Roots {
-            sys: root.path().join("sys"),
-            proc: root.path().join("proc"),
-            dev: root.path().join("dev"),
-            udev_data: root.path().join("udev"),
-        };
+        let roots = crate::inventory::Roots::under(root.path());
         std::fs::create_dir_all(roots.dev.join("disk/by-label")).unwrap();
         std::fs::create_dir_all(roots.proc.join("self")).unwrap();
         assert_eq!(results_partition(&roots), None, "no label, no partition");

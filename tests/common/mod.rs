@@ -195,3 +195,34 @@ pub fn peak_rss_kib(args: &[&str]) -> (u64, Output) {
         .unwrap();
     (kib, o)
 }
+
+/// Replays the inventory capture `capture` here and checks that it gives
+/// `live`, the inventory JSON the machine wrote, byte for byte, asking
+/// nothing the capture does not hold. With STORCERT_SAVE_CAPTURES=DIR
+/// both are also copied to DIR/NAME/ (how tests/fixtures/captures is
+/// refreshed from the lab).
+pub fn assert_replay_matches(name: &str, capture: &Path, live: &Path) {
+    use storcert::inventory::capture;
+    let replay =
+        capture::read_file(capture).unwrap_or_else(|e| panic!("{}: {e:#}", capture.display()));
+    let inv = capture::replay(&replay);
+    assert_eq!(
+        replay.capture.missing(),
+        Vec::<String>::new(),
+        "{name}: the replay asked what the capture does not hold"
+    );
+    let replayed = storcert::results::Artefact::from(inv).to_json();
+    let live_bytes = std::fs::read(live).unwrap_or_else(|e| panic!("{}: {e}", live.display()));
+    assert!(
+        replayed == live_bytes,
+        "{name}: the replayed inventory differs from the live one:\n--- live\n{}\n--- replayed\n{}",
+        String::from_utf8_lossy(&live_bytes),
+        String::from_utf8_lossy(&replayed)
+    );
+    if let Some(dir) = std::env::var_os("STORCERT_SAVE_CAPTURES") {
+        let to = Path::new(&dir).join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(capture, to.join("capture.tar.zst")).unwrap();
+        std::fs::copy(live, to.join("inventory.json")).unwrap();
+    }
+}

@@ -1,0 +1,502 @@
+//! Capture and replay: everything one inventory read from a machine, in
+//! one archive, and the inventory made again from it.
+//!
+//! Every file the inventory reads (sysfs, /proc, the udev database, /dev
+//! links, the kernel's module lists) goes through `Roots`, and every
+//! pass-through command through a `passthrough::tape::Device`. Capturing
+//! keeps each answer the host gave, keyed by what was asked (the
+//! operation and the path, or the device and the command bytes);
+//! replaying gives those answers back instead of asking the host. The
+//! same code runs in between, so a capture replayed here makes the
+//! inventory the machine made, and a capture sent from hardware nobody
+//! here has becomes a regression test.
+//!
+//! Replaying never opens a path or a device named in the capture: a
+//! capture is as hostile as any file sent in. The archive is the bundle
+//! format (zstd tar with a manifest), read within the bundle reader's
+//! bounds.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Inventory, Roots, ScanOptions};
+use crate::bundle::unpack::Limits;
+use crate::passthrough::tape::{Exchange, Failure, Tape};
+
+/// The capture's own description, first in the archive.
+pub const CAPTURE_JSON: &str = "capture.json";
+/// Where the contents of the files read sit in the archive.
+const FILES_PREFIX: &str = "files";
+const FORMAT: &str = "storcert inventory capture";
+const SCHEMA_VERSION: u32 = 1;
+/// The largest capture read (compressed); a server with a hundred drives
+/// captures to well under a megabyte.
+pub const MAX_CAPTURE: u64 = 64 << 20;
+
+/// How the inventory reads the machine.
+#[derive(Debug, Clone, Default)]
+pub enum Source {
+    /// The running host.
+    #[default]
+    Host,
+    /// The running host, keeping every answer.
+    Capturing(Arc<Capture>),
+    /// A capture, instead of the host.
+    Replaying(Arc<Capture>),
+}
+
+impl Source {
+    /// The pass-through tape devices are opened with, if any.
+    pub fn tape(&self) -> Option<&Arc<Tape>> {
+        match self {
+            Source::Host => None,
+            Source::Capturing(c) | Source::Replaying(c) => Some(&c.tape),
+        }
+    }
+}
+
+/// The file operations the inventory asks of the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileOp {
+    Read,
+    ReadLink,
+    ReadDir,
+    Canonicalize,
+    Exists,
+    /// The device number of a block special file (None: not one).
+    BlockDevice,
+}
+
+/// What the host answered to one file operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Bytes(Vec<u8>),
+    Path(String),
+    Names(Vec<String>),
+    Exists(bool),
+    Rdev(Option<u64>),
+    Failed(Failure),
+}
+
+/// An answer as capture.json holds it: a file's contents are an entry of
+/// the archive of their own, named here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum StoredAnswer {
+    Contents(String),
+    Path(String),
+    Names(Vec<String>),
+    Exists(bool),
+    Rdev(Option<u64>),
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRecord {
+    op: FileOp,
+    path: String,
+    answer: StoredAnswer,
+}
+
+/// The capture a run keeps beside its inventory.json.
+pub const RUN_CAPTURE: &str = "inventory-capture.tar.zst";
+
+impl From<&ScanOptions> for CapturedOptions {
+    fn from(o: &ScanOptions) -> CapturedOptions {
+        CapturedOptions {
+            all: o.all,
+            devices: o.devices.clone(),
+            no_probe: o.no_probe,
+        }
+    }
+}
+
+/// The options the inventory ran with, so a replay asks what it asked.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CapturedOptions {
+    pub all: bool,
+    pub devices: Vec<String>,
+    pub no_probe: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RootPaths {
+    sys: String,
+    proc: String,
+    dev: String,
+    udev_data: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaptureJson {
+    format: String,
+    schema_version: u32,
+    storcert_version: String,
+    generated_at: String,
+    options: CapturedOptions,
+    roots: RootPaths,
+    files: Vec<FileRecord>,
+    exchanges: Vec<Exchange>,
+}
+
+/// The answers of one inventory, being kept or played back.
+#[derive(Debug)]
+pub struct Capture {
+    files: Mutex<FileAnswers>,
+    tape: Arc<Tape>,
+    generated_at: Mutex<Option<String>>,
+}
+
+#[derive(Debug, Default)]
+struct FileAnswers {
+    answers: BTreeMap<(FileOp, String), Answer>,
+    /// Questions a replay was asked that the capture does not answer.
+    missing: Vec<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere while holding it leaves plain data behind.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Capture {
+    /// An empty capture that keeps what the host answers.
+    pub fn recording() -> Arc<Capture> {
+        Arc::new(Capture {
+            files: Mutex::default(),
+            tape: Tape::recording(),
+            generated_at: Mutex::new(None),
+        })
+    }
+
+    /// The pass-through exchanges kept or being played.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.tape.exchanges()
+    }
+
+    /// What the replay was asked and the capture did not hold: files
+    /// and commands. Empty when the replay asked what the capture did.
+    pub fn missing(&self) -> Vec<String> {
+        let mut out: Vec<String> = lock(&self.files)
+            .missing
+            .iter()
+            .map(|m| format!("file {m}"))
+            .collect();
+        out.extend(
+            self.tape
+                .missing()
+                .into_iter()
+                .map(|m| format!("command {m}")),
+        );
+        out
+    }
+
+    /// The answer the host gave (capturing: the first one is kept).
+    fn keep(&self, op: FileOp, path: &str, answer: &Answer) {
+        lock(&self.files)
+            .answers
+            .entry((op, path.to_string()))
+            .or_insert_with(|| answer.clone());
+    }
+
+    /// The answer kept for this question; a question the capture does not
+    /// hold is answered as for a path that does not exist, and noted.
+    fn answer(&self, op: FileOp, path: &str) -> Answer {
+        let mut files = lock(&self.files);
+        if let Some(a) = files.answers.get(&(op, path.to_string())) {
+            return a.clone();
+        }
+        files.missing.push(format!("{op:?} {path}"));
+        match op {
+            FileOp::Exists => Answer::Exists(false),
+            FileOp::BlockDevice => Answer::Rdev(None),
+            _ => Answer::Failed(Failure::of(&io::Error::from_raw_os_error(libc::ENOENT))),
+        }
+    }
+
+    /// The time the inventory is stamped with: now, kept when capturing;
+    /// the captured time when replaying.
+    pub(super) fn stamp(&self, now: impl FnOnce() -> String) -> String {
+        lock(&self.generated_at).get_or_insert_with(now).clone()
+    }
+
+    /// The archive of this capture (the bundle format, unsigned).
+    pub fn to_archive(&self, roots: &Roots, opts: &CapturedOptions) -> Result<Vec<u8>> {
+        let files = lock(&self.files);
+        let mut contents: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut records = Vec::new();
+        for ((op, path), answer) in &files.answers {
+            let stored = match answer {
+                Answer::Bytes(b) => {
+                    let name = archive_name(path, contents.len());
+                    contents.push((name.clone(), b.clone()));
+                    StoredAnswer::Contents(name)
+                }
+                Answer::Path(p) => StoredAnswer::Path(p.clone()),
+                Answer::Names(n) => StoredAnswer::Names(n.clone()),
+                Answer::Exists(e) => StoredAnswer::Exists(*e),
+                Answer::Rdev(r) => StoredAnswer::Rdev(*r),
+                Answer::Failed(f) => StoredAnswer::Failed(f.clone()),
+            };
+            records.push(FileRecord {
+                op: *op,
+                path: path.clone(),
+                answer: stored,
+            });
+        }
+        let json = CaptureJson {
+            format: FORMAT.into(),
+            schema_version: SCHEMA_VERSION,
+            storcert_version: env!("CARGO_PKG_VERSION").into(),
+            generated_at: lock(&self.generated_at).clone().unwrap_or_default(),
+            options: opts.clone(),
+            roots: RootPaths {
+                sys: roots.sys.display().to_string(),
+                proc: roots.proc.display().to_string(),
+                dev: roots.dev.display().to_string(),
+                udev_data: roots.udev_data.display().to_string(),
+            },
+            files: records,
+            exchanges: self.tape.exchanges(),
+        };
+        let mut text = serde_json::to_vec_pretty(&json).context("capture.json")?;
+        text.push(b'\n');
+        let mut entries = vec![(CAPTURE_JSON.to_string(), text)];
+        entries.extend(contents);
+        crate::bundle::pack(entries)
+    }
+}
+
+/// Where a file's contents sit in the archive: its path under `files/`,
+/// or a numbered name for a path the archive's plain-path rule refuses.
+fn archive_name(path: &str, n: usize) -> String {
+    let name = format!("{FILES_PREFIX}{path}");
+    if path.starts_with('/') && crate::bundle::unpack::plain_path(&name) {
+        name
+    } else {
+        format!("{FILES_PREFIX}/by-number/{n}")
+    }
+}
+
+/// A capture read back: what to replay it with.
+pub struct Replay {
+    pub capture: Arc<Capture>,
+    pub roots: Roots,
+    pub options: ScanOptions,
+    /// The storcert version that made it.
+    pub made_by: String,
+}
+
+/// Reads a capture archive (hostile: bounded, nothing in it is opened).
+pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
+    let limits = Limits {
+        max_unpacked: 512 << 20,
+        max_entries: 200_000,
+        ..Limits::default()
+    };
+    let unpacked = crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")?;
+    let Some(json) = unpacked.files.get(CAPTURE_JSON) else {
+        bail!("not a capture: it has no {CAPTURE_JSON}");
+    };
+    let json: CaptureJson = serde_json::from_slice(json).context(CAPTURE_JSON)?;
+    if json.format != FORMAT || json.schema_version != SCHEMA_VERSION {
+        bail!(
+            "{CAPTURE_JSON}: format {:?} version {}, this storcert reads {FORMAT:?} version {SCHEMA_VERSION}",
+            crate::util::text::printable(&json.format, 80),
+            json.schema_version
+        );
+    }
+    let mut answers = BTreeMap::new();
+    for r in json.files {
+        let answer = match r.answer {
+            StoredAnswer::Contents(name) => match unpacked.files.get(&name) {
+                Some(b) => Answer::Bytes(b.clone()),
+                None => bail!(
+                    "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
+                    crate::util::text::printable(&r.path, 200),
+                    crate::util::text::printable(&name, 200)
+                ),
+            },
+            StoredAnswer::Path(p) => Answer::Path(p),
+            StoredAnswer::Names(n) => Answer::Names(n),
+            StoredAnswer::Exists(e) => Answer::Exists(e),
+            StoredAnswer::Rdev(r) => Answer::Rdev(r),
+            StoredAnswer::Failed(f) => Answer::Failed(f),
+        };
+        answers.insert((r.op, r.path), answer);
+    }
+    let capture = Arc::new(Capture {
+        files: Mutex::new(FileAnswers {
+            answers,
+            missing: Vec::new(),
+        }),
+        tape: Tape::playing(json.exchanges),
+        generated_at: Mutex::new(Some(json.generated_at)),
+    });
+    let roots = Roots {
+        sys: json.roots.sys.into(),
+        proc: json.roots.proc.into(),
+        dev: json.roots.dev.into(),
+        udev_data: json.roots.udev_data.into(),
+        source: Source::Replaying(capture.clone()),
+    };
+    let options = ScanOptions {
+        all: json.options.all,
+        devices: json.options.devices,
+        no_probe: json.options.no_probe,
+    };
+    Ok(Replay {
+        capture,
+        roots,
+        options,
+        made_by: json.storcert_version,
+    })
+}
+
+/// Reads a capture file, refusing one past `MAX_CAPTURE` before reading it.
+pub fn read_file(path: &Path) -> Result<Replay> {
+    use std::io::Read;
+    let f = fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CAPTURE + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}", path.display()))?;
+    if bytes.len() as u64 > MAX_CAPTURE {
+        bail!(
+            "{}: larger than {} MiB, not a capture",
+            path.display(),
+            MAX_CAPTURE >> 20
+        );
+    }
+    read_archive(&bytes).with_context(|| format!("{}", path.display()))
+}
+
+/// The inventory a capture holds, made again by this storcert.
+pub fn replay(replay: &Replay) -> Inventory {
+    super::scan(&replay.roots, &replay.options)
+}
+
+/// The file operations of the inventory, against the host or a capture.
+impl Roots {
+    fn ask(&self, op: FileOp, path: &Path, live: impl FnOnce() -> Answer) -> Answer {
+        let key = path.to_string_lossy();
+        match &self.source {
+            Source::Host => live(),
+            Source::Capturing(c) => {
+                let a = live();
+                c.keep(op, &key, &a);
+                a
+            }
+            Source::Replaying(c) => c.answer(op, &key),
+        }
+    }
+
+    pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        match self.ask(FileOp::Read, path, || {
+            failed_or(fs::read(path), Answer::Bytes)
+        }) {
+            Answer::Bytes(b) => Ok(b),
+            other => Err(not_this(other)),
+        }
+    }
+
+    pub fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        String::from_utf8(self.read(path)?).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })
+    }
+
+    pub fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.ask(FileOp::ReadLink, path, || {
+            failed_or(fs::read_link(path), |p| {
+                Answer::Path(p.to_string_lossy().into_owned())
+            })
+        }) {
+            Answer::Path(p) => Ok(p.into()),
+            other => Err(not_this(other)),
+        }
+    }
+
+    /// The names in a folder, in the order the host gave them.
+    pub fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        match self.ask(FileOp::ReadDir, path, || {
+            failed_or(
+                fs::read_dir(path).and_then(|rd| {
+                    rd.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                        .collect::<io::Result<Vec<String>>>()
+                }),
+                Answer::Names,
+            )
+        }) {
+            Answer::Names(n) => Ok(n),
+            other => Err(not_this(other)),
+        }
+    }
+
+    pub fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        match self.ask(FileOp::Canonicalize, path, || {
+            failed_or(fs::canonicalize(path), |p| {
+                Answer::Path(p.to_string_lossy().into_owned())
+            })
+        }) {
+            Answer::Path(p) => Ok(p.into()),
+            other => Err(not_this(other)),
+        }
+    }
+
+    pub fn exists(&self, path: &Path) -> bool {
+        matches!(
+            self.ask(FileOp::Exists, path, || Answer::Exists(path.exists())),
+            Answer::Exists(true)
+        )
+    }
+
+    /// The device number of a block special file (following links).
+    pub fn block_device(&self, path: &Path) -> Option<u64> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        match self.ask(FileOp::BlockDevice, path, || {
+            Answer::Rdev(
+                fs::metadata(path)
+                    .ok()
+                    .filter(|m| m.file_type().is_block_device())
+                    .map(|m| m.rdev()),
+            )
+        }) {
+            Answer::Rdev(r) => r,
+            _ => None,
+        }
+    }
+}
+
+fn failed_or<T>(r: io::Result<T>, ok: impl FnOnce(T) -> Answer) -> Answer {
+    match r {
+        Ok(v) => ok(v),
+        Err(e) => Answer::Failed(Failure::of(&e)),
+    }
+}
+
+/// The error of a failed answer; an answer of another kind (a capture
+/// edited by hand) reads as bad data.
+fn not_this(answer: Answer) -> io::Error {
+    match answer {
+        Answer::Failed(f) => f.to_error(),
+        _ => io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the capture answers this with another kind of answer",
+        ),
+    }
+}
