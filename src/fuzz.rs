@@ -286,11 +286,46 @@ pub fn mfi(data: &[u8]) {
     let _ = mfi::decode_pd_info(data);
 }
 
+/// An inventory capture replayed: the input is capture.json, then a NUL,
+/// then the bytes every file it names holds (the archive around them is
+/// made here: a fuzzer gets nowhere through zstd and a manifest's
+/// digests, which `bundle` covers). The replay runs the whole inventory
+/// on what the capture answers, through the same decoders as a machine.
+pub fn capture(data: &[u8]) {
+    let (json, contents) = match data.iter().position(|&b| b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(json) else {
+        return;
+    };
+    let mut entries = vec![(
+        crate::inventory::capture::CAPTURE_JSON.to_string(),
+        json.to_vec(),
+    )];
+    let mut named = std::collections::BTreeSet::new();
+    for f in value["files"].as_array().into_iter().flatten() {
+        if let Some(name) = f["answer"]["contents"].as_str() {
+            if bundle::unpack::plain_path(name) && named.insert(name.to_string()) {
+                entries.push((name.to_string(), contents.to_vec()));
+            }
+        }
+    }
+    let Ok(archive) = bundle::pack(entries) else {
+        return;
+    };
+    if let Ok(replay) = crate::inventory::capture::read_archive(&archive) {
+        let inv = crate::inventory::capture::replay(&replay);
+        let _ = crate::output::inventory_table::render(&inv);
+    }
+}
+
 /// A fuzz target's entry point.
 pub type Target = fn(&[u8]);
 
 /// Every target by name, for the replay test and scripts.
-pub const TARGETS: [(&str, Target); 11] = [
+pub const TARGETS: [(&str, Target); 12] = [
+    ("capture", capture),
     ("act_config", act_config),
     ("act_log", act_log),
     ("policy", policy),
