@@ -61,7 +61,11 @@ fn each_lab_machines_capture_replays_to_the_inventory_it_printed() {
         .iter()
         .map(|m| m.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["pxe-image", "qemu-lab"], "the lab machines");
+    assert_eq!(
+        names,
+        ["pxe-hidden", "pxe-image", "qemu-lab"],
+        "the lab machines"
+    );
     for m in machines {
         common::assert_replay_matches(
             &m.file_name().unwrap().to_string_lossy(),
@@ -157,14 +161,9 @@ fn a_command_the_capture_lacks_fails_its_probe_and_is_named() {
         .find(|p| p.probe == "NVMe SMART log")
         .unwrap();
     assert_eq!(probe.outcome, "failed", "{probe:?}");
-    assert!(
-        replay
-            .capture
-            .missing()
-            .iter()
-            .any(|m| m == "command /dev/nvme0n1: NVMe SMART log"),
-        "{:?}",
-        replay.capture.missing()
+    assert_eq!(
+        replay.capture.missing(),
+        (1, vec!["command /dev/nvme0n1: NVMe SMART log".to_string()])
     );
     // The command line says so, and still prints the inventory.
     let out = common::storcert(&["inventory", "--replay", common::s(&edited), "--json"]);
@@ -176,30 +175,121 @@ fn a_command_the_capture_lacks_fails_its_probe_and_is_named() {
     );
 }
 
+/// Copies a tree, keeping symlinks as symlinks.
+fn copy_tree(from: &Path, to: &Path) {
+    common::sh(&format!("cp -a {}/. {}", common::s(from), common::s(to)));
+}
+
 #[test]
 fn replaying_reads_nothing_of_the_host() {
-    // A capture whose roots are a real sysfs tree on this machine, but
-    // which answers nothing: the replay must see no disk there.
+    // Capture a recorded sysfs tree whose disks are regular files (so
+    // each open works and SG_IO fails), then change everything on disk:
+    // the replay must still give the first inventory, byte for byte.
     let tmp = tempfile::tempdir().unwrap();
-    let tree = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
-    let (_, mut json) = open(&lab());
-    json["roots"]["sys"] = tree.join("sys").display().to_string().into();
-    json["roots"]["proc"] = tree.join("proc").display().to_string().into();
-    json["roots"]["udev_data"] = tree.join("udev").display().to_string().into();
-    json["files"] = Value::Array(Vec::new());
-    // And an exchange for a device the host has: never sent.
-    let empty = tmp.path().join("empty.tar.zst");
-    pack(&[], &json, &empty);
-    let replay = capture::read_file(&empty).unwrap();
-    let inv = capture::replay(&replay);
-    assert!(inv.disks.is_empty(), "{:?}", inv.disks);
-    assert!(inv.controllers.is_empty());
-    assert!(
-        inv.errors.iter().any(|e| e.contains("No such file")),
-        "{:?}",
-        inv.errors
+    let base = tmp.path().join("machine");
+    std::fs::create_dir(&base).unwrap();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab"),
+        &base,
     );
-    assert!(!replay.capture.missing().is_empty());
+    std::fs::create_dir_all(base.join("dev")).unwrap();
+    for d in ["nvme0n1", "sda", "sdb", "sdc", "vda"] {
+        std::fs::write(base.join("dev").join(d), b"not a device").unwrap();
+    }
+    let cap = capture::Capture::recording();
+    let roots = storcert::inventory::Roots {
+        source: capture::Source::Capturing(cap.clone()),
+        ..storcert::inventory::Roots::under(&base)
+    };
+    let opts = storcert::inventory::ScanOptions::default();
+    let live = storcert::inventory::scan(&roots, &opts);
+    assert!(live.disks.len() >= 4, "{:?}", live.disks);
+    assert!(
+        cap.exchanges().len() > live.disks.len(),
+        "opens and commands were taped"
+    );
+    let archive = cap.to_archive(&roots, &(&opts).into()).unwrap();
+
+    // Now the machine is another: other models, no disk nodes, no sysfs.
+    for model in common::sh(&format!("find {} -name model", common::s(&base))).lines() {
+        std::fs::write(model, "CHANGED\n").unwrap();
+    }
+    std::fs::remove_dir_all(base.join("dev")).unwrap();
+    std::fs::remove_dir_all(base.join("sys/block")).unwrap();
+    let replay = capture::read_archive(&archive).unwrap();
+    let again = capture::replay(&replay);
+    assert_eq!(replay.capture.missing(), (0, Vec::new()));
+    assert_eq!(
+        String::from_utf8(storcert::results::Artefact::from(again).to_json()).unwrap(),
+        String::from_utf8(storcert::results::Artefact::from(live).to_json()).unwrap()
+    );
+}
+
+#[test]
+fn a_capture_s_strings_reach_the_terminal_as_text() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (files, json) = open(&lab());
+    let evil = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1;31mALL DRIVES PASSED\r\u{202e}";
+    // The capturing machine's --device, an unknown field, and a device
+    // string in a file the inventory prints.
+    let mut devices = json.clone();
+    devices["options"]["devices"] = serde_json::json!([evil]);
+    let mut field = json.clone();
+    field["exchanges"][0]["command"]["kind"] = evil.into();
+    let mut files_evil = files.clone();
+    for (path, bytes) in &mut files_evil {
+        if path.ends_with("/device/model") {
+            *bytes = evil.as_bytes().to_vec();
+        }
+    }
+    for (what, files, json, status) in [
+        ("the capture's --device", &files, &devices, 0),
+        ("an unknown kind", &files, &field, 2),
+        ("a device's model", &files_evil, &json, 0),
+    ] {
+        let file = tmp.path().join("evil.tar.zst");
+        pack(files, json, &file);
+        for args in [vec![], vec!["--json"]] {
+            let mut argv = vec!["inventory", "--replay", common::s(&file)];
+            argv.extend(args);
+            let out = common::storcert(&argv);
+            assert_eq!(out.status.code(), Some(status), "{what}");
+            for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                let text = String::from_utf8_lossy(bytes);
+                assert!(
+                    !text
+                        .chars()
+                        .any(|c| matches!(c, '\u{1b}' | '\u{7}' | '\u{9b}' | '\r' | '\u{202e}')),
+                    "{what}: {stream} carries a control character: {text:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_reply_of_another_kind_is_named_not_dumped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (files, mut json) = open(&lab());
+    for x in json["exchanges"].as_array_mut().unwrap() {
+        if x["op"] == "NVMe Identify Controller" {
+            x["reply"] =
+                serde_json::json!({"kind": "mfi", "status": 0, "data_in": "ab".repeat(1 << 20)});
+        }
+    }
+    let file = tmp.path().join("kind.tar.zst");
+    pack(&files, &json, &file);
+    let inv = capture::replay(&capture::read_file(&file).unwrap());
+    let nvme = inv.disks.iter().find(|d| d.name == "nvme0n1").unwrap();
+    let probe = nvme
+        .probes
+        .iter()
+        .find(|p| p.probe == "NVMe Identify Controller")
+        .unwrap();
+    assert_eq!(probe.outcome, "failed");
+    let detail = probe.detail.as_deref().unwrap();
+    assert!(detail.contains("a reply of another kind (mfi)"), "{detail}");
+    assert!(detail.len() < 200, "{} bytes", detail.len());
 }
 
 #[test]
@@ -271,7 +361,7 @@ fn capture_and_replay_on_this_machine_agree() {
     std::fs::write(&live, &out.stdout).unwrap();
     let replay = capture::read_file(&cap).unwrap();
     capture::replay(&replay);
-    assert_eq!(replay.capture.missing(), Vec::<String>::new());
+    assert_eq!(replay.capture.missing(), (0, Vec::new()));
     let replayed = common::storcert(&["inventory", "--replay", common::s(&cap), "--json"]);
     assert_eq!(replayed.stdout, out.stdout);
 }

@@ -10,36 +10,48 @@ use crate::output::inventory_table;
 use crate::util::text::printable;
 
 pub fn run(args: InventoryArgs) -> ExitCode {
+    // What a replay prints came from a capture (anyone's file): every
+    // message is made printable and bounded.
     let inventory = match &args.replay {
         Some(file) => match replayed(file) {
             Ok(inv) => inv,
             Err(e) => {
-                eprintln!("storcert inventory: --replay {}: {e:#}", file.display());
+                eprintln!(
+                    "storcert inventory: --replay {}: {}",
+                    printable(&file.display().to_string(), 200),
+                    printable(&format!("{e:#}"), 600)
+                );
                 return ExitCode::from(exit::COULD_NOT_RUN);
             }
         },
         None => match scanned(&args) {
             Ok(inv) => inv,
             Err(e) => {
-                eprintln!("storcert inventory: {e:#}");
+                eprintln!("storcert inventory: {}", printable(&format!("{e:#}"), 600));
                 return ExitCode::from(exit::COULD_NOT_RUN);
             }
         },
     };
     let text = if args.json {
-        String::from_utf8_lossy(&Artefact::from(inventory.clone()).to_json()).into_owned()
+        let json = Artefact::from(inventory.clone()).to_json();
+        crate::util::text::json_printable(&String::from_utf8_lossy(&json))
     } else {
         inventory_table::render(&inventory)
     };
     // A closed pipe (| head) is not an error worth a message.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    // An unknown --device of this command line is an error; in a replay
+    // it was the capturing machine's, and is in the inventory's errors.
+    if args.replay.is_some() {
+        return ExitCode::SUCCESS;
+    }
     let missing: Vec<&String> = inventory
         .errors
         .iter()
         .filter(|e| e.starts_with("--device "))
         .collect();
     for e in &missing {
-        eprintln!("storcert inventory: {e}");
+        eprintln!("storcert inventory: {}", printable(e, 600));
     }
     if !missing.is_empty() {
         return ExitCode::from(exit::COULD_NOT_RUN);
@@ -80,13 +92,12 @@ fn scanned(args: &InventoryArgs) -> anyhow::Result<Inventory> {
 fn replayed(file: &std::path::Path) -> anyhow::Result<Inventory> {
     let replay = capture::read_file(file)?;
     let inventory = capture::replay(&replay);
-    let missing = replay.capture.missing();
-    if !missing.is_empty() {
+    let (count, first) = replay.capture.missing();
+    if let Some(first) = first.first() {
         eprintln!(
-            "storcert inventory: the capture (made by storcert {}) does not answer {} of this storcert's questions; they read as absent, the first: {}",
+            "storcert inventory: the capture (made by storcert {}) does not answer {count} of this storcert's questions; they read as absent, the first: {}",
             printable(&replay.made_by, 40),
-            missing.len(),
-            printable(&missing[0], 200)
+            printable(first, 200)
         );
     }
     Ok(inventory)

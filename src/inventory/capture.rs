@@ -38,6 +38,8 @@ const SCHEMA_VERSION: u32 = 1;
 /// The largest capture read (compressed); a server with a hundred drives
 /// captures to well under a megabyte.
 pub const MAX_CAPTURE: u64 = 64 << 20;
+/// The largest capture.json read.
+const MAX_CAPTURE_JSON: u64 = 16 << 20;
 
 /// How the inventory reads the machine.
 #[derive(Debug, Clone, Default)]
@@ -74,10 +76,13 @@ pub enum FileOp {
     BlockDevice,
 }
 
-/// What the host answered to one file operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Bytes(Vec<u8>),
+/// What the host answered to one file operation. In memory a file's
+/// contents are its bytes; in capture.json, the name of the archive entry
+/// that holds them (`Answer<String>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Answer<C = Vec<u8>> {
+    Contents(C),
     Path(String),
     Names(Vec<String>),
     Exists(bool),
@@ -85,17 +90,18 @@ pub enum Answer {
     Failed(Failure),
 }
 
-/// An answer as capture.json holds it: a file's contents are an entry of
-/// the archive of their own, named here.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum StoredAnswer {
-    Contents(String),
-    Path(String),
-    Names(Vec<String>),
-    Exists(bool),
-    Rdev(Option<u64>),
-    Failed(Failure),
+impl<C> Answer<C> {
+    /// The same answer with its contents (if any) turned by `f`.
+    fn map_contents<D, E>(self, f: impl FnOnce(C) -> Result<D, E>) -> Result<Answer<D>, E> {
+        Ok(match self {
+            Answer::Contents(c) => Answer::Contents(f(c)?),
+            Answer::Path(p) => Answer::Path(p),
+            Answer::Names(n) => Answer::Names(n),
+            Answer::Exists(e) => Answer::Exists(e),
+            Answer::Rdev(r) => Answer::Rdev(r),
+            Answer::Failed(f) => Answer::Failed(f),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -103,7 +109,7 @@ enum StoredAnswer {
 struct FileRecord {
     op: FileOp,
     path: String,
-    answer: StoredAnswer,
+    answer: Answer<String>,
 }
 
 /// The capture a run keeps beside its inventory.json.
@@ -162,7 +168,26 @@ pub struct Capture {
 struct FileAnswers {
     answers: BTreeMap<(FileOp, String), Answer>,
     /// Questions a replay was asked that the capture does not answer.
-    missing: Vec<String>,
+    missing: Missing,
+}
+
+/// Questions a replay could not answer: counted, and the first few kept
+/// (a hostile capture can make a replay ask millions).
+#[derive(Debug, Default)]
+pub struct Missing {
+    pub count: usize,
+    pub first: Vec<String>,
+}
+
+impl Missing {
+    const KEPT: usize = 20;
+
+    pub fn note(&mut self, what: String) {
+        self.count += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(what);
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -185,29 +210,29 @@ impl Capture {
         self.tape.exchanges()
     }
 
-    /// What the replay was asked and the capture did not hold: files
-    /// and commands. Empty when the replay asked what the capture did.
-    pub fn missing(&self) -> Vec<String> {
-        let mut out: Vec<String> = lock(&self.files)
+    /// What the replay was asked and the capture did not hold: how many
+    /// questions, and the first few (files, then commands).
+    pub fn missing(&self) -> (usize, Vec<String>) {
+        let files = lock(&self.files);
+        let (n, commands) = self.tape.missing();
+        let mut first: Vec<String> = files
             .missing
+            .first
             .iter()
             .map(|m| format!("file {m}"))
             .collect();
-        out.extend(
-            self.tape
-                .missing()
-                .into_iter()
-                .map(|m| format!("command {m}")),
-        );
-        out
+        first.extend(commands.into_iter().map(|m| format!("command {m}")));
+        (files.missing.count + n, first)
     }
 
-    /// The answer the host gave (capturing: the first one is kept).
-    fn keep(&self, op: FileOp, path: &str, answer: &Answer) {
-        lock(&self.files)
-            .answers
-            .entry((op, path.to_string()))
-            .or_insert_with(|| answer.clone());
+    /// The answer kept for this question: the host's first one.
+    fn keep(&self, op: FileOp, path: &str, live: impl FnOnce() -> Answer) -> Answer {
+        let key = (op, path.to_string());
+        if let Some(a) = lock(&self.files).answers.get(&key) {
+            return a.clone();
+        }
+        let a = live();
+        lock(&self.files).answers.entry(key).or_insert(a).clone()
     }
 
     /// The answer kept for this question; a question the capture does not
@@ -217,7 +242,7 @@ impl Capture {
         if let Some(a) = files.answers.get(&(op, path.to_string())) {
             return a.clone();
         }
-        files.missing.push(format!("{op:?} {path}"));
+        files.missing.note(format!("{op:?} {path}"));
         match op {
             FileOp::Exists => Answer::Exists(false),
             FileOp::BlockDevice => Answer::Rdev(None),
@@ -237,18 +262,12 @@ impl Capture {
         let mut contents: Vec<(String, Vec<u8>)> = Vec::new();
         let mut records = Vec::new();
         for ((op, path), answer) in &files.answers {
-            let stored = match answer {
-                Answer::Bytes(b) => {
-                    let name = archive_name(path, contents.len());
-                    contents.push((name.clone(), b.clone()));
-                    StoredAnswer::Contents(name)
-                }
-                Answer::Path(p) => StoredAnswer::Path(p.clone()),
-                Answer::Names(n) => StoredAnswer::Names(n.clone()),
-                Answer::Exists(e) => StoredAnswer::Exists(*e),
-                Answer::Rdev(r) => StoredAnswer::Rdev(*r),
-                Answer::Failed(f) => StoredAnswer::Failed(f.clone()),
-            };
+            let stored = answer.clone().map_contents(|bytes| {
+                let name = archive_name(path, contents.len());
+                contents.push((name.clone(), bytes));
+                Ok::<_, std::convert::Infallible>(name)
+            });
+            let Ok(stored) = stored;
             records.push(FileRecord {
                 op: *op,
                 path: path.clone(),
@@ -301,7 +320,7 @@ pub struct Replay {
 /// Reads a capture archive (hostile: bounded, nothing in it is opened).
 pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     let limits = Limits {
-        max_unpacked: 512 << 20,
+        max_unpacked: 256 << 20,
         max_entries: 200_000,
         ..Limits::default()
     };
@@ -309,6 +328,15 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     let Some(json) = unpacked.files.get(CAPTURE_JSON) else {
         bail!("not a capture: it has no {CAPTURE_JSON}");
     };
+    // Parsed, it takes several times its size: a real one is well under
+    // a few MiB (a hundred drives' replies).
+    if json.len() as u64 > MAX_CAPTURE_JSON {
+        bail!(
+            "{CAPTURE_JSON}: {} bytes, more than the {} MiB a capture may hold",
+            json.len(),
+            MAX_CAPTURE_JSON >> 20
+        );
+    }
     let json: CaptureJson = serde_json::from_slice(json).context(CAPTURE_JSON)?;
     if json.format != FORMAT || json.schema_version != SCHEMA_VERSION {
         bail!(
@@ -319,27 +347,20 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     }
     let mut answers = BTreeMap::new();
     for r in json.files {
-        let answer = match r.answer {
-            StoredAnswer::Contents(name) => match unpacked.files.get(&name) {
-                Some(b) => Answer::Bytes(b.clone()),
-                None => bail!(
-                    "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
-                    crate::util::text::printable(&r.path, 200),
-                    crate::util::text::printable(&name, 200)
-                ),
-            },
-            StoredAnswer::Path(p) => Answer::Path(p),
-            StoredAnswer::Names(n) => Answer::Names(n),
-            StoredAnswer::Exists(e) => Answer::Exists(e),
-            StoredAnswer::Rdev(r) => Answer::Rdev(r),
-            StoredAnswer::Failed(f) => Answer::Failed(f),
-        };
+        let answer = r.answer.map_contents(|name| match unpacked.files.get(&name) {
+            Some(b) => Ok(b.clone()),
+            None => Err(anyhow::anyhow!(
+                "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
+                crate::util::text::printable(&r.path, 200),
+                crate::util::text::printable(&name, 200)
+            )),
+        })?;
         answers.insert((r.op, r.path), answer);
     }
     let capture = Arc::new(Capture {
         files: Mutex::new(FileAnswers {
             answers,
-            missing: Vec::new(),
+            missing: Missing::default(),
         }),
         tape: Tape::playing(json.exchanges),
         generated_at: Mutex::new(Some(json.generated_at)),
@@ -393,20 +414,18 @@ impl Roots {
         let key = path.to_string_lossy();
         match &self.source {
             Source::Host => live(),
-            Source::Capturing(c) => {
-                let a = live();
-                c.keep(op, &key, &a);
-                a
-            }
+            // The first answer is kept and given to every later asking,
+            // so the live run sees exactly what a replay will.
+            Source::Capturing(c) => c.keep(op, &key, live),
             Source::Replaying(c) => c.answer(op, &key),
         }
     }
 
     pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         match self.ask(FileOp::Read, path, || {
-            failed_or(fs::read(path), Answer::Bytes)
+            failed_or(fs::read(path), Answer::Contents)
         }) {
-            Answer::Bytes(b) => Ok(b),
+            Answer::Contents(b) => Ok(b),
             other => Err(not_this(other)),
         }
     }

@@ -244,9 +244,14 @@ fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory
         .join("lib/modules")
         .join(&release)
         .join("modules.alias");
+    // A modalias is some 60 characters; a module list, one or two MB. Past
+    // these bounds (a capture is anyone's), the glob match's cost, which
+    // grows with both lengths, is refused rather than paid.
+    if modalias.len() > MAX_MODALIAS {
+        return None;
+    }
     let lookup = |path: &Path| {
-        // Bounded: a module list is a few MB.
-        let text = roots.read(path).ok().filter(|t| t.len() < 64 << 20)?;
+        let text = roots.read(path).ok().filter(|t| t.len() < 8 << 20)?;
         alias_match(&String::from_utf8_lossy(&text), modalias)
     };
     // A driver built into the kernel (a single-file kernel) is in the
@@ -264,6 +269,9 @@ fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory
     })
 }
 
+/// The longest modalias, or alias pattern, matched.
+const MAX_MODALIAS: usize = 256;
+
 /// The module of the first `alias PATTERN MODULE` line whose pattern
 /// matches `modalias` (modules.alias's globs: `*`, `?`).
 pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
@@ -271,6 +279,7 @@ pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
         let mut f = l.split_whitespace();
         (f.next()? == "alias").then_some(())?;
         let (pattern, module) = (f.next()?, f.next()?);
+        (pattern.len() <= MAX_MODALIAS).then_some(())?;
         // The same `*`/`?` globs as policy matches (case does not matter:
         // both sides write hex in capitals).
         crate::policy::glob::matches(pattern, modalias).then(|| module.to_string())
@@ -327,6 +336,23 @@ fn read_firmware(roots: &Roots, c: &mut Controller, device_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alias_pattern_past_the_bound_is_not_matched() {
+        // Would match anything; past the bound it is not tried.
+        let long = format!(
+            "alias pci:v{} big\nalias pci:v00001000d* megaraid_sas\n",
+            "*".repeat(300)
+        );
+        assert_eq!(
+            alias_match(
+                &long,
+                "pci:v00001000d00000079sv00001000sd00009261bc01sc04i00"
+            )
+            .as_deref(),
+            Some("megaraid_sas")
+        );
+    }
 
     #[test]
     fn looks_up_pci_ids() {

@@ -355,6 +355,9 @@ struct RoleContext {
     mounts: BTreeMap<String, Vec<String>>,
     loader_part_uuid: Option<String>,
     boot_hint: Option<String>,
+    /// /dev/disk/by-id links by the kernel name they point at, read
+    /// once, when a disk has none in the udev database.
+    by_id: std::cell::OnceCell<BTreeMap<String, Vec<String>>>,
 }
 
 const SYSTEM_MOUNTS: [&str; 4] = ["/", "/usr", "/var", "/boot"];
@@ -369,7 +372,7 @@ impl RoleContext {
             let Some(name) = sysfs::name_of_devnum(roots, devnum) else {
                 continue;
             };
-            for disk in sysfs::underlying_disks(roots, &name, 0) {
+            for disk in sysfs::underlying_disks(roots, &name) {
                 for p in points {
                     if SYSTEM_MOUNTS.contains(&p.as_str()) {
                         system
@@ -387,7 +390,7 @@ impl RoleContext {
         }
         for devnum in sysfs::swap_devnums(roots) {
             if let Some(name) = sysfs::name_of_devnum(roots, &devnum) {
-                for disk in sysfs::underlying_disks(roots, &name, 0) {
+                for disk in sysfs::underlying_disks(roots, &name) {
                     system
                         .entry(disk)
                         .or_default()
@@ -405,6 +408,7 @@ impl RoleContext {
             mounts,
             loader_part_uuid,
             boot_hint,
+            by_id: std::cell::OnceCell::new(),
         }
     }
 }
@@ -480,7 +484,12 @@ fn read_disk(
         .flatten();
     let mut by_id = record.as_ref().map(|r| r.by_id()).unwrap_or_default();
     if by_id.is_empty() {
-        by_id = udev::by_id_from_dev(roots, &entry.name);
+        by_id = ctx
+            .by_id
+            .get_or_init(|| udev::by_id_links(roots))
+            .get(&entry.name)
+            .cloned()
+            .unwrap_or_default();
     }
 
     let controller = controllers

@@ -174,16 +174,21 @@ pub fn devnum_of_path(roots: &Roots, path: &Path) -> Option<String> {
     Some(format!("{}:{}", libc::major(rdev), libc::minor(rdev)))
 }
 
-/// mountinfo escapes space, tab, newline and backslash as \ooo.
+/// mountinfo escapes space, tab, newline and backslash as \ooo. Anything
+/// else after a backslash (never from a kernel, but a capture is anyone's)
+/// is kept as it is.
 fn unescape_octal(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let oct = &s[i + 1..(i + 4).min(s.len())];
-            if oct.len() == 3 {
-                if let Ok(v) = u8::from_str_radix(oct, 8) {
+        if bytes[i] == b'\\' {
+            if let Some(oct) = bytes
+                .get(i + 1..i + 4)
+                .filter(|o| o.iter().all(|b| (b'0'..=b'7').contains(b)))
+            {
+                let v = oct.iter().fold(0u32, |v, d| v * 8 + u32::from(d - b'0'));
+                if let Ok(v) = u8::try_from(v) {
                     out.push(v);
                     i += 4;
                     continue;
@@ -206,26 +211,31 @@ pub fn name_of_devnum(roots: &Roots, devnum: &str) -> Option<String> {
 
 /// The disks under a block device: itself if a whole disk, its parent if a
 /// partition, and for stacked devices (dm, md) the disks under its slaves.
-pub fn underlying_disks(roots: &Roots, name: &str, depth: usize) -> BTreeSet<String> {
+/// Each device is visited once, at most `MAX_STACK` of them: a cycle or a
+/// fan of slaves (a capture is anyone's) costs no more than a real stack.
+pub fn underlying_disks(roots: &Roots, name: &str) -> BTreeSet<String> {
+    const MAX_STACK: usize = 4096;
     let mut out = BTreeSet::new();
-    if depth > 8 {
-        return out;
-    }
-    let class = roots.sys.join("class/block").join(name);
-    if roots.exists(&class.join("partition")) {
-        if let Ok(real) = roots.canonicalize(&class) {
-            if let Some(parent) = real.parent().and_then(|p| p.file_name()) {
-                out.insert(parent.to_string_lossy().into_owned());
-            }
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![name.to_string()];
+    while let Some(name) = todo.pop() {
+        if seen.len() >= MAX_STACK || !seen.insert(name.clone()) {
+            continue;
         }
-        return out;
-    }
-    let slaves = list_dir(roots, &class.join("slaves"));
-    if slaves.is_empty() {
-        out.insert(name.to_string());
-    }
-    for slave in slaves {
-        out.extend(underlying_disks(roots, &slave, depth + 1));
+        let class = roots.sys.join("class/block").join(&name);
+        if roots.exists(&class.join("partition")) {
+            if let Ok(real) = roots.canonicalize(&class) {
+                if let Some(parent) = real.parent().and_then(|p| p.file_name()) {
+                    out.insert(parent.to_string_lossy().into_owned());
+                }
+            }
+            continue;
+        }
+        let slaves = list_dir(roots, &class.join("slaves"));
+        if slaves.is_empty() {
+            out.insert(name);
+        }
+        todo.extend(slaves);
     }
     out
 }
@@ -239,6 +249,54 @@ mod tests {
         assert_eq!(unescape_octal("/mnt/a\\040b"), "/mnt/a b");
         assert_eq!(unescape_octal("/plain"), "/plain");
         assert_eq!(unescape_octal("/trail\\04"), "/trail\\04");
+        // Not from a kernel: a backslash before a multi-byte character, or
+        // before digits that are not octal or overflow a byte.
+        assert_eq!(unescape_octal("/mnt/\\abé"), "/mnt/\\abé");
+        assert_eq!(unescape_octal("/mnt/\\é"), "/mnt/\\é");
+        assert_eq!(unescape_octal("/x\\089"), "/x\\089");
+        assert_eq!(unescape_octal("/x\\777"), "/x\\777");
+    }
+
+    #[test]
+    fn a_cycle_or_fan_of_slaves_is_walked_once_per_device() {
+        // dm-0..dm-5, each listing all six as its slaves: the old
+        // depth-limited recursion made 6^9 calls.
+        let tmp = tempfile::tempdir().unwrap();
+        let roots = Roots::under(tmp.path());
+        for n in 0..6 {
+            let slaves = roots.sys.join(format!("class/block/dm-{n}/slaves"));
+            std::fs::create_dir_all(&slaves).unwrap();
+            for m in 0..6 {
+                std::fs::write(slaves.join(format!("dm-{m}")), b"").unwrap();
+            }
+        }
+        let capture = crate::inventory::capture::Capture::recording();
+        let roots = Roots {
+            source: crate::inventory::capture::Source::Capturing(capture.clone()),
+            ..roots
+        };
+        assert!(underlying_disks(&roots, "dm-0").is_empty());
+        // One listing per device: the walk asked about six devices.
+        let archive = capture.to_archive(&roots, &Default::default()).unwrap();
+        let replay = crate::inventory::capture::read_archive(&archive).unwrap();
+        assert!(underlying_disks(&replay.roots, "dm-3").is_empty());
+        assert_eq!(replay.capture.missing().0, 0);
+        // A plain stack still resolves to its disks.
+        let tmp = tempfile::tempdir().unwrap();
+        let roots = Roots::under(tmp.path());
+        for (dev, slaves) in [
+            ("md0", vec!["sda", "sdb"]),
+            ("sda", vec![]),
+            ("sdb", vec![]),
+        ] {
+            let dir = roots.sys.join(format!("class/block/{dev}/slaves"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for sl in slaves {
+                std::fs::write(dir.join(sl), b"").unwrap();
+            }
+        }
+        let disks: Vec<String> = underlying_disks(&roots, "md0").into_iter().collect();
+        assert_eq!(disks, ["sda", "sdb"]);
     }
 
     #[test]

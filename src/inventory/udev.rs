@@ -4,7 +4,6 @@
 //! falls back to sysfs and the /dev/disk/by-id links, if any.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use super::Roots;
 
@@ -61,11 +60,12 @@ pub fn record(roots: &Roots, devnum: &str) -> Option<UdevRecord> {
     Some(UdevRecord::parse(&text))
 }
 
-/// by-id links found in /dev/disk/by-id that point at /dev/NAME, for
-/// systems where /dev is populated but the udev database is not readable.
-pub fn by_id_from_dev(roots: &Roots, name: &str) -> Vec<String> {
+/// by-id links found in /dev/disk/by-id, by the kernel name they point
+/// at, for systems where /dev is populated but the udev database is not
+/// readable. Read once per scan (a machine of many disks lists it once).
+pub fn by_id_links(roots: &Roots) -> BTreeMap<String, Vec<String>> {
     let dir = roots.dev.join("disk/by-id");
-    let mut out = Vec::new();
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let Ok(names) = roots.read_dir(&dir) else {
         return out;
     };
@@ -73,11 +73,15 @@ pub fn by_id_from_dev(roots: &Roots, name: &str) -> Vec<String> {
         let Ok(target) = roots.read_link(&dir.join(&link)) else {
             continue;
         };
-        if target.file_name().map(|n| n == Path::new(name).as_os_str()) == Some(true) {
-            out.push(format!("/dev/disk/by-id/{link}"));
+        if let Some(name) = target.file_name() {
+            out.entry(name.to_string_lossy().into_owned())
+                .or_default()
+                .push(format!("/dev/disk/by-id/{link}"));
         }
     }
-    out.sort();
+    for links in out.values_mut() {
+        links.sort();
+    }
     out
 }
 

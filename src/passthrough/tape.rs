@@ -8,6 +8,7 @@
 //! through exactly the decoders a live machine does (`inventory
 //! --capture`, `--replay`). Playing back never touches a device.
 
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -30,7 +31,7 @@ mod hex_bytes {
 }
 
 /// One command as it was sent: everything that decides the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Command {
     /// Opening the node (read-only, non-blocking; the MFI node read-write).
@@ -181,11 +182,17 @@ pub struct Tape {
 #[derive(Debug, Default)]
 struct TapeState {
     exchanges: Vec<Exchange>,
-    /// Which recorded exchanges were played (each is played once).
-    played: Vec<bool>,
-    /// Commands asked for on playback that the tape does not hold.
-    missing: Vec<String>,
+    /// On playback: the exchanges not yet played, by device and command,
+    /// in the order they were recorded (each is played once).
+    unplayed: HashMap<(String, Command), VecDeque<usize>>,
+    /// Commands asked for on playback that the tape does not hold: how
+    /// many, and the first few.
+    missing_count: usize,
+    missing_first: Vec<String>,
 }
+
+/// How many missing commands are named (the rest are counted).
+const MISSING_KEPT: usize = 20;
 
 impl Tape {
     /// An empty tape that records what live devices answer.
@@ -198,13 +205,19 @@ impl Tape {
 
     /// A tape that answers from `exchanges` instead of devices.
     pub fn playing(exchanges: Vec<Exchange>) -> Arc<Tape> {
-        let played = vec![false; exchanges.len()];
+        let mut unplayed: HashMap<(String, Command), VecDeque<usize>> = HashMap::new();
+        for (i, x) in exchanges.iter().enumerate() {
+            unplayed
+                .entry((x.device.clone(), x.command.clone()))
+                .or_default()
+                .push_back(i);
+        }
         Arc::new(Tape {
             playing: true,
             state: Mutex::new(TapeState {
                 exchanges,
-                played,
-                missing: Vec::new(),
+                unplayed,
+                ..TapeState::default()
             }),
         })
     }
@@ -223,9 +236,11 @@ impl Tape {
         self.state().exchanges.clone()
     }
 
-    /// The commands playback was asked for and did not hold.
-    pub fn missing(&self) -> Vec<String> {
-        self.state().missing.clone()
+    /// The commands playback was asked for and did not hold: how many,
+    /// and the first few.
+    pub fn missing(&self) -> (usize, Vec<String>) {
+        let st = self.state();
+        (st.missing_count, st.missing_first.clone())
     }
 
     /// The device of the first open recorded as `op`.
@@ -246,19 +261,17 @@ impl Tape {
     /// no such command, and is counted as missing.
     fn play(&self, device: &str, op: &str, command: &Command) -> Reply {
         let mut st = self.state();
-        let st = &mut *st;
-        let found = st
-            .exchanges
-            .iter()
-            .zip(st.played.iter_mut())
-            .find(|(x, played)| !**played && x.device == device && &x.command == command);
-        match found {
-            Some((x, played)) => {
-                *played = true;
-                x.reply.clone()
-            }
+        let next = st
+            .unplayed
+            .get_mut(&(device.to_string(), command.clone()))
+            .and_then(VecDeque::pop_front);
+        match next {
+            Some(i) => st.exchanges[i].reply.clone(),
             None => {
-                st.missing.push(format!("{device}: {op}"));
+                st.missing_count += 1;
+                if st.missing_first.len() < MISSING_KEPT {
+                    st.missing_first.push(format!("{device}: {op}"));
+                }
                 Reply::Failed(Failure {
                     errno: Some(libc::ENODATA),
                     message: "the capture holds no reply to this command".into(),
@@ -322,7 +335,8 @@ impl Device {
             }),
             Reply::Failed(f) => Err(f.to_error()),
             other => Err(io::Error::other(format!(
-                "{path}: the capture holds {other:?} for an open"
+                "the capture holds a reply of another kind ({}) for an open",
+                other.kind()
             ))),
         }
     }
@@ -372,7 +386,27 @@ impl Device {
 /// The reply a command of one kind must have; anything else (a capture
 /// edited by hand) is malformed.
 pub(crate) fn unexpected(op: &'static str, reply: &Reply) -> super::PassthroughError {
-    super::PassthroughError::malformed(op, format!("the tape's reply is not one: {reply:?}"))
+    super::PassthroughError::malformed(
+        op,
+        format!(
+            "the capture holds a reply of another kind ({})",
+            reply.kind()
+        ),
+    )
+}
+
+impl Reply {
+    /// The reply's kind, as capture.json names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reply::Failed(_) => "failed",
+            Reply::Opened => "opened",
+            Reply::Scsi { .. } => "scsi",
+            Reply::Nvme { .. } => "nvme",
+            Reply::NamespaceId { .. } => "namespace_id",
+            Reply::Mfi { .. } => "mfi",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -421,7 +455,13 @@ mod tests {
         // Another device was never opened in the capture.
         let err = Device::open_for_probe("/dev/sdb", Some(&tape)).unwrap_err();
         assert_eq!(errno_of(&err), Some(libc::ENODATA));
-        assert_eq!(tape.missing(), vec!["/dev/sda: INQUIRY", "/dev/sdb: open"]);
+        assert_eq!(
+            tape.missing(),
+            (
+                2,
+                vec!["/dev/sda: INQUIRY".to_string(), "/dev/sdb: open".into()]
+            )
+        );
     }
 
     #[test]

@@ -6,7 +6,35 @@
 /// Whether `c` could change how a terminal shows what follows it.
 fn is_unprintable(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            // Bidi marks, embeddings, overrides and isolates; line and
+            // paragraph separators; zero-width characters; the BOM.
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        )
+}
+
+/// JSON text with every unprintable character inside it written as a
+/// `\uXXXX` escape: the same JSON to a parser, plain text to a terminal
+/// (serde_json escapes only C0 controls; C1 ones, DEL and bidi controls
+/// from a device string would pass).
+pub fn json_printable(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if is_unprintable(c) && !matches!(c, '\n' | '\t' | '\r') {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `s` with each unprintable character written as `\u{..}`, cut to
@@ -44,7 +72,34 @@ pub fn printable_lines(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{printable, printable_lines};
+    use super::{json_printable, printable, printable_lines};
+
+    #[test]
+    fn json_stays_the_same_json_and_becomes_plain_text() {
+        let value = serde_json::json!({
+            "model": "SSD\u{9b}2J\u{7f}\u{202e}x\u{2028}\u{1F600}",
+            "list": ["a\nb"]
+        });
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        let safe = json_printable(&text);
+        assert!(
+            safe.chars().all(|c| !c.is_control() || c == '\n'),
+            "{safe:?}"
+        );
+        assert!(!safe.contains('\u{202e}') && !safe.contains('\u{2028}'));
+        assert!(
+            safe.contains("\\u009b") && safe.contains("\\u202e"),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+        // Printable text is left alone.
+        assert_eq!(json_printable("{\"a\": \"é ü\"}"), "{\"a\": \"é ü\"}");
+        assert_eq!(
+            printable("a\u{061c}b\u{200b}c\u{feff}", 40),
+            "a\\u{61c}b\\u{200b}c\\u{feff}"
+        );
+    }
 
     #[test]
     fn a_text_keeps_its_lines_and_loses_its_controls() {
