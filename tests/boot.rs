@@ -227,6 +227,47 @@ fn keygen(dir: &Path) -> (PathBuf, PathBuf) {
     (key.clone(), dir.join("site.key.pub"))
 }
 
+/// What PXE needs: TFTP serving the image's artefacts, a site overlay
+/// (the key and `profile`) and the operator's wrapper script that sets the
+/// command line (upload to `collector`) and chains storcert.ipxe; the
+/// qemu arguments that boot from it.
+fn pxe_network(dir: &Path, key: &Path, profile: &str, collector: &Collector) -> Vec<String> {
+    let image = image_dir();
+    let d = |n: &str| dir.join(n);
+    let tftp = d("tftp");
+    std::fs::create_dir(&tftp).unwrap();
+    for f in ["vmlinuz", "initrd.img", "storcert.ipxe"] {
+        std::fs::copy(image.join(f), tftp.join(f)).unwrap();
+    }
+    let overlay = d("overlay/etc/storcert");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::copy(key, overlay.join("storcert.key")).unwrap();
+    std::fs::write(overlay.join("pxe.toml"), profile).unwrap();
+    sh(&format!(
+        "cd {} && find . | cpio --quiet -o -H newc > {}",
+        s(&d("overlay")),
+        s(&tftp.join("site.cpio"))
+    ));
+    let args = format!(
+        "storcert.profile=/etc/storcert/pxe.toml storcert.upload=http://10.0.2.2:{}/upload/ storcert.allow_http",
+        collector.port
+    );
+    std::fs::write(
+        tftp.join("boot.ipxe"),
+        format!("#!ipxe\nset storcert-args {args}\nset storcert-overlay site.cpio\nchain storcert.ipxe\n"),
+    )
+    .unwrap();
+    vec![
+        "-boot".into(),
+        "n".into(),
+        "-nic".into(),
+        format!(
+            "user,model=virtio-net-pci,tftp={},bootfile=boot.ipxe",
+            s(&tftp)
+        ),
+    ]
+}
+
 #[test]
 #[ignore = "boots the built image under qemu; run through scripts/test"]
 fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
@@ -254,42 +295,7 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     ));
     let decoy_before = sha(&d("decoy"));
 
-    // TFTP: the image's artefacts, a site overlay (key and profile) and the
-    // operator's wrapper script that sets the command line and chains
-    // storcert.ipxe.
-    let tftp = d("tftp");
-    std::fs::create_dir(&tftp).unwrap();
-    for f in ["vmlinuz", "initrd.img", "storcert.ipxe"] {
-        std::fs::copy(image.join(f), tftp.join(f)).unwrap();
-    }
-    let overlay = d("overlay/etc/storcert");
-    std::fs::create_dir_all(&overlay).unwrap();
-    std::fs::copy(&key, overlay.join("storcert.key")).unwrap();
-    std::fs::write(overlay.join("pxe.toml"), include_str!("boot/pxe.toml")).unwrap();
-    sh(&format!(
-        "cd {} && find . | cpio --quiet -o -H newc > {}",
-        s(&d("overlay")),
-        s(&tftp.join("site.cpio"))
-    ));
-    let args = format!(
-        "storcert.profile=/etc/storcert/pxe.toml storcert.upload=http://10.0.2.2:{}/upload/ storcert.allow_http",
-        collector.port
-    );
-    std::fs::write(
-        tftp.join("boot.ipxe"),
-        format!("#!ipxe\nset storcert-args {args}\nset storcert-overlay site.cpio\nchain storcert.ipxe\n"),
-    )
-    .unwrap();
-
-    let mut q: Vec<String> = vec![
-        "-boot".into(),
-        "n".into(),
-        "-nic".into(),
-        format!(
-            "user,model=virtio-net-pci,tftp={},bootfile=boot.ipxe",
-            s(&tftp)
-        ),
-    ];
+    let mut q = pxe_network(t.path(), &key, include_str!("boot/pxe.toml"), &collector);
     q.extend(disk(&d("nvme"), "nvme", "nvme,serial=E2ENVME0001"));
     q.extend(["-device".into(), "ahci,id=ahci0".into()]);
     q.extend(disk(
@@ -429,6 +435,57 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     assert!(
         c.contains("hardware: 1000:0012"),
         "the console does not say it:\n{c}"
+    );
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn pxe_boot_with_every_drive_out_of_sight_still_delivers_a_failing_bundle() {
+    // The machine's only disk sits behind a SCSI controller no module of
+    // the image drives: nothing to test, and the operator must hear it.
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    let (key, public) = keygen(t.path());
+    let collector = Collector::start(t.path(), &public);
+    sparse(&d("hidden"), 256);
+    let mut q = pxe_network(t.path(), &key, include_str!("boot/pxe.toml"), &collector);
+    q.extend(["-device".into(), "lsi53c895a,id=undriven".into()]);
+    q.extend(disk(
+        &d("hidden"),
+        "hidden",
+        "scsi-hd,bus=undriven.0,scsi-id=0,serial=E2EHIDDEN01",
+    ));
+    let g = boot("pxe-hidden", t.path(), 300, &q);
+    report("pxe-hidden", &g);
+    let c = &g.console;
+    assert!(g.powered_off, "the guest did not power off by itself:\n{c}");
+    assert!(
+        c.contains("no drive to test: the drives behind 1000:0012 at 0000:00:03.0 cannot be seen; the kernel's module sym53c8xx is not in this image"),
+        "the console does not say why nothing was tested:\n{c}"
+    );
+    assert!(c.contains("delivered to"), "no delivery:\n{c}");
+    let stored = collector.bundles();
+    assert_eq!(stored.len(), 1, "{stored:?}\n{c}");
+    let v = verify(&stored[0], &public);
+    assert_eq!(v["summary"]["verdict"], "fail", "{}", v["summary"]);
+    assert!(
+        v["summary"]["reasons"].to_string().contains("1000:0012"),
+        "{}",
+        v["summary"]
+    );
+    let unpacked = d("unpacked");
+    unpack(&stored[0], &unpacked);
+    let targets = bundle_json(&unpacked, "targets.json");
+    assert_eq!(targets["targets"], serde_json::json!([]), "{targets}");
+    let notes = bundle_json(&unpacked, "run-notes.json");
+    assert!(
+        notes["notes"].to_string().contains("no drive to test"),
+        "{notes}"
+    );
+    common::assert_replay_matches(
+        "pxe-hidden",
+        &unpacked.join("results/inventory-capture.tar.zst"),
+        &unpacked.join("results/inventory.json"),
     );
 }
 

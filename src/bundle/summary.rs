@@ -326,6 +326,11 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     };
     s.verdict = if s.tests.iter().any(|t| t.measured && !t.pass) {
         Verdict::Fail
+    } else if targets.as_ref().is_some_and(|t| t.is_empty()) {
+        // A run that found no drive to test (all behind a controller
+        // without a driver) passes nothing, whatever else it checked.
+        s.reasons.push("the run had no drive to test".into());
+        Verdict::Incomplete
     } else if !s.tests.iter().any(|t| t.measured) {
         s.reasons.push("no test results in the bundle".into());
         Verdict::Incomplete
@@ -516,6 +521,56 @@ mod scope_tests {
         let c = Contents::read_in(&files, "");
         assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
         summarise(Machine::default(), &c)
+    }
+
+    #[test]
+    fn a_run_with_no_drive_to_test_never_passes() {
+        // All drives behind a controller without a driver: the finding is
+        // a warning (field-check), the policy check passes, no stage ran.
+        let reach = Report {
+            schema_version: crate::results::policy::SCHEMA_VERSION,
+            checks: 1,
+            pass: true,
+            findings: vec![finding(
+                None,
+                "0000:00:05.0 (SAS4116)",
+                Severity::Warn,
+                true,
+            )],
+        };
+        let none = Targets {
+            schema_version: TARGETS_SCHEMA,
+            targets: Vec::new(),
+        };
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("policy.json", Artefact::from(reach.clone()).to_json()),
+            ("targets.json", Artefact::from(none).to_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let s = summarise(Machine::default(), &Contents::read_in(&files, ""));
+        assert_eq!(s.verdict, Verdict::Incomplete, "{s:#?}");
+        assert!(s
+            .reasons
+            .iter()
+            .any(|r| r == "the run had no drive to test"));
+        // Where the finding fails (qualify, burn-in), it is a fail.
+        let mut failing = reach;
+        failing.findings[0].severity = Severity::Fail;
+        failing.pass = false;
+        let files: BTreeMap<String, Vec<u8>> = files
+            .into_iter()
+            .map(|(k, v)| {
+                if k == "policy.json" {
+                    (k, Artefact::from(failing.clone()).to_json())
+                } else {
+                    (k, v)
+                }
+            })
+            .collect();
+        let s = summarise(Machine::default(), &Contents::read_in(&files, ""));
+        assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
     }
 
     #[test]

@@ -1129,29 +1129,25 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         ));
     }
     let mut targets = select_targets(p, &inv, &ctx.console)?;
+    // Drives nobody can see are the likeliest reason for none to test.
+    let hidden: Vec<&str> = reach
+        .iter()
+        .filter(|f| f.check == "storage controller driver")
+        .map(|f| f.actual.trim_start_matches("none: "))
+        .collect();
+    if targets.is_empty() && hidden.is_empty() {
+        bail!("no drive to test: the profile's devices matched none the safety gate clears");
+    }
     if targets.is_empty() {
-        // Drives nobody can see are the likeliest reason: kept in the
-        // results and said in the error.
-        let hidden: Vec<&str> = reach
-            .iter()
-            .filter(|f| f.check == "storage controller driver")
-            .map(|f| f.actual.as_str())
-            .collect();
-        if !hidden.is_empty() {
-            ctx.write("policy.json", reach_report(&reach))?;
-        }
-        bail!(
-            "no drive to test: the profile's devices matched none the safety gate clears{}",
-            if hidden.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " (and {} storage controller(s) without a driver: {})",
-                    hidden.len(),
-                    crate::util::text::printable(&hidden.join("; "), 600)
-                )
-            }
+        // Not an error that stops here: the operator hears of it only from
+        // a bundle, so one is made (and uploaded) with the findings, the
+        // inventory and its capture, and no stage runs.
+        let why = format!(
+            "no drive to test: {}",
+            crate::util::text::printable(&hidden.join("; "), 600)
         );
+        ctx.note(why);
+        ctx.write("policy.json", reach_report(&reach))?;
     }
     ctx.write(
         "targets.json",
@@ -1160,67 +1156,69 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             targets: targets.clone(),
         },
     )?;
-    if p.read_only {
-        ctx.console
-            .say("read-only profile: nothing is written but the results");
-    }
-    ctx.console.say(&format!(
-        "testing: {}",
-        targets
-            .iter()
-            .map(|t| t.path.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    if let Some(t) = targets.iter().find(|t| t.file_size > 0) {
-        if !Path::new(&t.path).exists() {
-            // Sparse: the scratch file takes no space until written.
-            let f = std::fs::File::create(&t.path).with_context(|| t.path.clone())?;
-            f.set_len(t.file_size)?;
+    if !targets.is_empty() {
+        if p.read_only {
+            ctx.console
+                .say("read-only profile: nothing is written but the results");
         }
-    }
-    if let Some(pol) = &p.policy {
-        ctx.stage("policy", false, || {
-            let policy = load_policy(pol)?;
-            let mut report = crate::policy::check::check(&policy, &inv);
-            scope_findings(&mut report, &targets, pol.machine);
-            add_reach(&mut report, &reach);
-            ctx.write("policy.json", report.clone())?;
-            Ok(format!(
-                "{} checks, {} findings",
-                report.checks,
-                report.findings.len()
-            ))
-        })?;
-    } else if !reach.is_empty() {
-        // No policy of the profile's: the built-in check is the report.
-        ctx.write("policy.json", reach_report(&reach))?;
-    }
-    let health = p.health.as_ref().is_some_and(|h| h.enabled);
-    if health {
-        ctx.stage("health before", false, || {
-            ctx.write(
-                "health-before.json",
-                crate::health::snapshot(&tested_disks(&targets)),
-            )?;
-            Ok(String::new())
-        })?;
-    }
-    suites(ctx, &mut targets)?;
-    if health && !ctx.stopped() {
-        ctx.stage("health after", false, || {
-            let after = crate::health::snapshot(&tested_disks(&targets));
-            ctx.write("health-after.json", after.clone())?;
-            let before: crate::health::Snapshot =
-                serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
-            let d = crate::health::diff(&before, &after, |_| None);
-            ctx.write("health-diff.json", d.clone())?;
-            Ok(if d.degraded {
-                "a drive degraded".into()
-            } else {
-                String::new()
-            })
-        })?;
+        ctx.console.say(&format!(
+            "testing: {}",
+            targets
+                .iter()
+                .map(|t| t.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if let Some(t) = targets.iter().find(|t| t.file_size > 0) {
+            if !Path::new(&t.path).exists() {
+                // Sparse: the scratch file takes no space until written.
+                let f = std::fs::File::create(&t.path).with_context(|| t.path.clone())?;
+                f.set_len(t.file_size)?;
+            }
+        }
+        if let Some(pol) = &p.policy {
+            ctx.stage("policy", false, || {
+                let policy = load_policy(pol)?;
+                let mut report = crate::policy::check::check(&policy, &inv);
+                scope_findings(&mut report, &targets, pol.machine);
+                add_reach(&mut report, &reach);
+                ctx.write("policy.json", report.clone())?;
+                Ok(format!(
+                    "{} checks, {} findings",
+                    report.checks,
+                    report.findings.len()
+                ))
+            })?;
+        } else if !reach.is_empty() {
+            // No policy of the profile's: the built-in check is the report.
+            ctx.write("policy.json", reach_report(&reach))?;
+        }
+        let health = p.health.as_ref().is_some_and(|h| h.enabled);
+        if health {
+            ctx.stage("health before", false, || {
+                ctx.write(
+                    "health-before.json",
+                    crate::health::snapshot(&tested_disks(&targets)),
+                )?;
+                Ok(String::new())
+            })?;
+        }
+        suites(ctx, &mut targets)?;
+        if health && !ctx.stopped() {
+            ctx.stage("health after", false, || {
+                let after = crate::health::snapshot(&tested_disks(&targets));
+                ctx.write("health-after.json", after.clone())?;
+                let before: crate::health::Snapshot =
+                    serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
+                let d = crate::health::diff(&before, &after, |_| None);
+                ctx.write("health-diff.json", d.clone())?;
+                Ok(if d.degraded {
+                    "a drive degraded".into()
+                } else {
+                    String::new()
+                })
+            })?;
+        }
     }
     let mut ending = Ending {
         verdict: Verdict::Incomplete,
