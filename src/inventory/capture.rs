@@ -347,14 +347,16 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     }
     let mut answers = BTreeMap::new();
     for r in json.files {
-        let answer = r.answer.map_contents(|name| match unpacked.files.get(&name) {
-            Some(b) => Ok(b.clone()),
-            None => Err(anyhow::anyhow!(
-                "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
-                crate::util::text::printable(&r.path, 200),
-                crate::util::text::printable(&name, 200)
-            )),
-        })?;
+        let answer = r
+            .answer
+            .map_contents(|name| match unpacked.files.get(&name) {
+                Some(b) => Ok(b.clone()),
+                None => Err(anyhow::anyhow!(
+                    "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
+                    crate::util::text::printable(&r.path, 200),
+                    crate::util::text::printable(&name, 200)
+                )),
+            })?;
         answers.insert((r.op, r.path), answer);
     }
     let capture = Arc::new(Capture {
