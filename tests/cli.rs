@@ -119,7 +119,7 @@ fn inventory_of_this_machine_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let inv: storcert::inventory::Inventory = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(inv.schema_version, 1);
+    assert_eq!(inv.schema_version, storcert::inventory::SCHEMA_VERSION);
 }
 
 #[test]

@@ -220,7 +220,7 @@ fn json_schema_round_trips() {
     let back: Inventory = serde_json::from_str(&text).unwrap();
     assert_eq!(serde_json::to_string(&back).unwrap(), text);
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(value["schema_version"], 1);
+    assert_eq!(value["schema_version"], storcert::inventory::SCHEMA_VERSION);
     assert_eq!(value["disks"][0]["transport"], "nvme");
 }
 

@@ -223,16 +223,19 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         .iter()
         .find(|c| c.driver.as_deref() == Some("megaraid_sas"))
         .expect("a megaraid_sas controller");
-    let mr = ctrl.megaraid.as_ref().expect("MFI details");
+    let mr = ctrl.raid.as_ref().expect("MFI details");
+    assert_eq!(mr.family, "megaraid");
     assert!(
         ctrl.errors.is_empty() && mr.errors.is_empty(),
         "{:?} {:?}",
         ctrl.errors,
         mr.errors
     );
-    assert_eq!(mr.product_name, "LSI MegaRAID SAS 9260-8i");
+    assert_eq!(mr.product, "LSI MegaRAID SAS 9260-8i");
     assert_eq!(mr.serial_number, "QEMU123456");
-    assert_eq!(mr.package_version, "2.5+-QEMU");
+    assert_eq!(mr.firmware, "2.5+-QEMU");
+    // qemu's megasas has no BBU.
+    assert_eq!(mr.battery.as_ref().map(|b| b.present), Some(false));
     assert_eq!(ctrl.firmware.as_deref(), Some("2.5+-QEMU"));
     assert_eq!(mr.firmware_components[0].name, "APP");
     assert_eq!(mr.firmware_components[0].version, "1.80-QEMU");
@@ -245,7 +248,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     .enumerate()
     {
         let vd = &mr.virtual_drives[i];
-        assert_eq!(vd.target_id as usize, i);
+        assert_eq!(vd.id as usize, i);
         assert_eq!(vd.raid_level, "RAID0");
         assert_eq!(vd.state, "Optimal");
         assert_eq!(vd.size_bytes, size(size_key));
@@ -267,7 +270,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         assert_eq!(wc.enabled, Some(true));
         assert!(wc.disagreement, "{:?}", wc.readings);
     }
-    let pd_ids: Vec<u16> = mr.physical_drives.iter().map(|p| p.device_id).collect();
+    let pd_ids: Vec<u32> = mr.physical_drives.iter().map(|p| p.id).collect();
     assert_eq!(pd_ids, vec![0x0000, 0x0100]);
 
     // virtio: no passthrough (ENOTTY, recorded), serial and cache from sysfs.

@@ -212,7 +212,7 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
             firmware_source: None,
             scsi_hosts: Vec::new(),
             disks: Vec::new(),
-            megaraid: None,
+            raid: None,
             module: None,
             errors: Vec::new(),
         };

@@ -9,9 +9,9 @@
 
 pub mod capture;
 pub mod controllers;
-pub mod megaraid;
 pub use crate::results::inventory as model;
 pub mod probe;
+pub mod raid;
 pub mod reach;
 pub mod sysfs;
 pub mod udev;
@@ -105,8 +105,8 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
     }
     mark_boot_medium(&mut disks, &context);
 
-    // Controllers: attach their disks, and read MegaRAID through MFI.
-    let mut mfi_node: Option<Result<mfi_node::Node, mfi_node::OpenError>> = None;
+    // Controllers: attach their disks, and read each RAID/HBA family's
+    // through its own interface.
     for fc in &mut found {
         let c = &mut fc.controller;
         c.disks = disks
@@ -114,13 +114,11 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             .filter(|d| d.controller.as_deref() == Some(c.pci_address.as_str()))
             .map(|d| d.name.clone())
             .collect();
-        if c.driver.as_deref() == Some("megaraid_sas") && !opts.no_probe {
-            let node = mfi_node.get_or_insert_with(|| mfi_node::open(roots));
-            match node {
-                Ok(node) => read_megaraid(c, node, &mut disks),
-                Err(e) => c.errors.push(e.to_string()),
-            }
-        }
+    }
+    if !opts.no_probe {
+        let mut controllers: Vec<&mut Controller> =
+            found.iter_mut().map(|f| &mut f.controller).collect();
+        raid::read_all(roots, &mut controllers, &mut disks);
     }
 
     let kernel = roots
@@ -145,89 +143,6 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
         network_controllers: controllers::find_network(roots),
         disks,
         errors,
-    }
-}
-
-mod mfi_node {
-    //! The MFI node is opened once per scan and shared by all controllers.
-    pub type Node = crate::passthrough::mfi::MfiNode;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error(
-        "cannot open the megaraid_sas management node {node}: {0}",
-        node = crate::passthrough::mfi::IOCTL_NODE
-    )]
-    pub struct OpenError(std::io::Error);
-
-    pub fn open(roots: &super::Roots) -> Result<Node, OpenError> {
-        Node::open(roots.source.tape()).map_err(OpenError)
-    }
-}
-
-fn read_megaraid(c: &mut Controller, node: &mfi_node::Node, disks: &mut [Disk]) {
-    for &host in &c.scsi_hosts {
-        match megaraid::read_controller(node, host) {
-            Ok(mut mr) => {
-                // The driver exposes virtual drive T on channel 2 + T/128,
-                // target T%128 (MEGASAS_MAX_PD_CHANNELS = 2).
-                for vd in &mut mr.virtual_drives {
-                    let channel = 2 + vd.target_id as u32 / 128;
-                    let target = vd.target_id as u32 % 128;
-                    let prefix = format!("{host}:{channel}:{target}:");
-                    let disk = disks.iter_mut().find(|d| {
-                        d.scsi_address
-                            .as_deref()
-                            .is_some_and(|a| a.starts_with(&prefix))
-                    });
-                    if let Some(disk) = disk {
-                        vd.block_device = Some(disk.name.clone());
-                        add_controller_cache_readings(disk, vd);
-                    }
-                }
-                if c.firmware.is_none() {
-                    c.firmware = Some(mr.package_version.clone());
-                    c.firmware_source = Some("MFI CTRL_GET_INFO (package version)".into());
-                }
-                c.megaraid = Some(mr);
-            }
-            Err(e) => c.errors.push(format!("SCSI host {host}: {e}")),
-        }
-    }
-}
-
-/// A virtual drive's write cache is the controller's write policy: record
-/// it beside what the logical drive itself answers to MODE SENSE, so that a
-/// controller whose sources disagree is seen.
-fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
-    let readings: Vec<WriteCacheReading> = vd
-        .cache_policy
-        .iter()
-        .map(|r| WriteCacheReading {
-            source: format!("{} write policy {} (controller cache)", r.source, r.write),
-            supported: Some(true),
-            enabled: Some(r.write != "WT"),
-        })
-        .collect();
-    let wc = disk.write_cache.get_or_insert_with(|| WriteCache {
-        supported: Some(true),
-        enabled: readings.first().and_then(|r| r.enabled),
-        source: readings
-            .first()
-            .map(|r| r.source.clone())
-            .unwrap_or_default(),
-        from_sysfs: false,
-        readings: Vec::new(),
-        disagreement: false,
-    });
-    for r in readings {
-        if wc
-            .readings
-            .iter()
-            .any(|x| x.enabled.is_some() && x.enabled != r.enabled)
-        {
-            wc.disagreement = true;
-        }
-        wc.readings.push(r);
     }
 }
 

@@ -113,8 +113,8 @@ fn controller_line(c: &Controller) -> String {
             ));
         }
     }
-    if let Some(mr) = &c.megaraid {
-        line.push_str(&format!(" | {}", mr.product_name));
+    if let Some(mr) = &c.raid {
+        line.push_str(&format!(" | {}", mr.product));
     }
     if let Some(fw) = &c.firmware {
         line.push_str(&format!(" fw {fw}"));
@@ -139,7 +139,7 @@ pub fn render(inv: &Inventory) -> String {
     let mut shown = vec![false; inv.disks.len()];
     for c in &inv.controllers {
         t.line(controller_line(c));
-        if let Some(mr) = &c.megaraid {
+        if let Some(mr) = &c.raid {
             for vd in &mr.virtual_drives {
                 let policies: Vec<String> = vd
                     .cache_policy
@@ -148,7 +148,7 @@ pub fn render(inv: &Inventory) -> String {
                     .collect();
                 t.line(format!(
                     "  vd{} {} {} {} cache {} disk-cache {} -> {}",
-                    vd.target_id,
+                    vd.id,
                     vd.raid_level,
                     vd.state,
                     decimal_bytes(vd.size_bytes),
@@ -160,7 +160,7 @@ pub fn render(inv: &Inventory) -> String {
             for pd in &mr.physical_drives {
                 t.line(format!(
                     "  pd {:#06x} slot {} {} {} {} {}",
-                    pd.device_id,
+                    pd.id,
                     pd.slot,
                     pd.state.as_deref().unwrap_or("-"),
                     pd.interface.as_deref().unwrap_or("-"),
@@ -195,7 +195,7 @@ pub fn render(inv: &Inventory) -> String {
     problems.extend(inv.errors.iter().map(|e| format!("scan: {e}")));
     for c in &inv.controllers {
         problems.extend(c.errors.iter().map(|e| format!("{}: {e}", c.pci_address)));
-        if let Some(mr) = &c.megaraid {
+        if let Some(mr) = &c.raid {
             problems.extend(mr.errors.iter().map(|e| format!("{}: {e}", c.pci_address)));
             problems.extend(
                 mr.notes
@@ -206,7 +206,7 @@ pub fn render(inv: &Inventory) -> String {
                 problems.extend(
                     pd.errors
                         .iter()
-                        .map(|e| format!("{} pd {:#06x}: {e}", c.pci_address, pd.device_id)),
+                        .map(|e| format!("{} pd {:#06x}: {e}", c.pci_address, pd.id)),
                 );
             }
         }

@@ -133,7 +133,7 @@ pub fn drive_matches(m: &Match, d: &Disk, inv: &Inventory) -> bool {
 }
 
 fn vd_matches(m: &Match, c: &Controller, vd: &VirtualDrive) -> bool {
-    let product = c.megaraid.as_ref().map(|mr| mr.product_name.as_str());
+    let product = c.raid.as_ref().map(|mr| mr.product.as_str());
     m.model.is_none()
         && m.vendor.is_none()
         && m.serial.is_none()
@@ -153,7 +153,7 @@ fn vd_matches(m: &Match, c: &Controller, vd: &VirtualDrive) -> bool {
 }
 
 fn controller_matches(m: &Match, c: &Controller) -> bool {
-    let product = c.megaraid.as_ref().map(|mr| mr.product_name.as_str());
+    let product = c.raid.as_ref().map(|mr| mr.product.as_str());
     m.model.is_none()
         && m.serial.is_none()
         && m.wwn.is_none()
@@ -240,15 +240,16 @@ fn write_cache_action(inv: &Inventory, d: &Disk, on: bool) -> Option<Action> {
         }),
         // A logical drive's cache is its controller's write policy.
         Raid => inv.controllers.iter().find_map(|c| {
-            let mr = c.megaraid.as_ref()?;
+            let mr = c.raid.as_ref()?;
             let vd = mr
                 .virtual_drives
                 .iter()
                 .find(|v| v.block_device.as_deref() == Some(d.name.as_str()))?;
             Some(Action::VirtualDrive {
+                family: mr.family.clone(),
                 pci: c.pci_address.clone(),
                 host: mr.scsi_host,
-                target: vd.target_id,
+                target: vd.id,
                 dev_path: Some(d.dev_path.clone()),
                 write: Some(if on { "WB" } else { "WT" }.into()),
                 read: None,
@@ -559,14 +560,14 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 }
             }
         }
-        let Some(mr) = &c.megaraid else { continue };
+        let Some(mr) = &c.raid else { continue };
         for vd in &mr.virtual_drives {
             let rules = &policy.virtual_drives;
             let m = |r: &VirtualDriveRule| vd_matches(&r.matches, c, vd);
             let vlabel = format!(
                 "{} vd{} ({})",
                 c.pci_address,
-                vd.target_id,
+                vd.id,
                 vd.block_device.as_deref().unwrap_or("no disk")
             );
             let reading = vd.cache_policy.first();
@@ -641,14 +642,14 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                             Some(a) => format!("{a} ({source}{note})"),
                             None => "unknown".into(),
                         },
-                        fix: (!storcli.is_empty()).then(|| {
-                            format!("storcli /cX/v{} set {storcli}={value}", vd.target_id)
-                        }),
+                        fix: (!storcli.is_empty() && mr.family == "megaraid")
+                            .then(|| format!("storcli /cX/v{} set {storcli}={value}", vd.id)),
                         action: (!storcli.is_empty() && storcli != "pdcache").then(|| {
                             Action::VirtualDrive {
+                                family: mr.family.clone(),
                                 pci: c.pci_address.clone(),
                                 host: mr.scsi_host,
-                                target: vd.target_id,
+                                target: vd.id,
                                 dev_path: vd.block_device.as_ref().map(|b| format!("/dev/{b}")),
                                 write: (storcli == "wrcache").then(|| want.clone()),
                                 read: (storcli == "rdcache").then(|| want.clone()),
@@ -678,7 +679,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 .controllers
                 .iter()
                 .flat_map(|c| {
-                    c.megaraid
+                    c.raid
                         .iter()
                         .flat_map(move |mr| mr.virtual_drives.iter().map(move |vd| (c, vd)))
                 })

@@ -7,8 +7,9 @@
 use serde::Serialize;
 
 use super::check::{Action, Finding};
+use crate::inventory::raid;
 use crate::passthrough::tape::Device;
-use crate::passthrough::{ata, mfi, nvme, scsi, PassthroughError};
+use crate::passthrough::{ata, nvme, scsi, PassthroughError};
 use crate::safety::Refusal;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -44,6 +45,7 @@ fn describe(a: &Action) -> (String, String) {
             },
         ),
         Action::VirtualDrive {
+            family,
             target,
             write,
             read,
@@ -56,7 +58,9 @@ fn describe(a: &Action) -> (String, String) {
                 .collect();
             (
                 format!("virtual drive {target} cache policy {}", parts.join(" ")),
-                "MFI LD_SET_PROP".into(),
+                raid::family(family)
+                    .map_or("none", |f| f.cache_policy_method())
+                    .into(),
             )
         }
     }
@@ -77,8 +81,8 @@ pub fn device_of(a: &Action) -> Option<&str> {
 pub enum FixError {
     #[error("open {dev}: {err}")]
     Open { dev: String, err: std::io::Error },
-    #[error("megaraid_sas management node: {0}")]
-    MfiNode(std::io::Error),
+    #[error(transparent)]
+    Raid(#[from] raid::SetError),
     #[error(transparent)]
     Command(#[from] PassthroughError),
 }
@@ -120,19 +124,29 @@ pub fn apply(
                 ..
             } => scsi_write_cache(dev_path, *on),
             Action::VirtualDrive {
+                family,
                 host,
                 target,
                 write,
                 read,
                 io,
                 ..
-            } => vd_policy(
-                *host,
-                *target,
-                write.as_deref(),
-                read.as_deref(),
-                io.as_deref(),
-            ),
+            } => match raid::family(family) {
+                Some(f) => f
+                    .set_cache_policy(
+                        *host,
+                        *target,
+                        &raid::CacheChange {
+                            write: write.clone(),
+                            read: read.clone(),
+                            io: io.clone(),
+                        },
+                    )
+                    .map_err(FixError::from),
+                None => Err(FixError::Raid(raid::SetError::Open(format!(
+                    "no controller family {family}"
+                )))),
+            },
         };
         out.push(FixResult {
             device: f.device.clone(),
@@ -181,30 +195,4 @@ fn scsi_write_cache(dev: &str, on: bool) -> Result<String, FixError> {
     let page =
         scsi::mode_sense_caching(&f, false).and_then(|raw| scsi::decode_caching_page(&raw))?;
     Ok(verdict(on, page.write_cache_enabled, "the caching page"))
-}
-
-fn vd_policy(
-    host: u32,
-    target: u8,
-    write: Option<&str>,
-    read: Option<&str>,
-    io: Option<&str>,
-) -> Result<String, FixError> {
-    let node = mfi::MfiNode::open(None).map_err(FixError::MfiNode)?;
-    let h = host as u16;
-    let info = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
-    let props = mfi::props_with_policy(&info, write, read, io)?;
-    let wanted = mfi::CachePolicy(props[20]);
-    node.dcmd_write(h, mfi::DCMD_LD_SET_PROP, &props[..4], &props)?;
-    let after = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
-    let now = mfi::decode_ld_info(&after)?.config.current_cache_policy;
-    Ok(if now == wanted {
-        "verified".into()
-    } else {
-        format!(
-            "not applied: the controller accepted LD_SET_PROP but LD_GET_INFO still reads {} (wanted {})",
-            now.summary(),
-            wanted.summary()
-        )
-    })
 }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Inventory {
@@ -55,7 +55,10 @@ pub struct Controller {
     pub scsi_hosts: Vec<u32>,
     /// Kernel names of the disks behind this controller.
     pub disks: Vec<String>,
-    pub megaraid: Option<MegaRaid>,
+    /// What the controller's RAID/HBA family read from the controller
+    /// itself (version 1 called it `megaraid`).
+    #[serde(default, alias = "megaraid")]
+    pub raid: Option<RaidController>,
     /// With no driver bound: the module of this kernel whose alias
     /// matches the device, if any, and whether this system carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,21 +75,49 @@ pub struct ModuleFor {
     pub in_image: bool,
 }
 
+/// A RAID or HBA controller as its family reads it through the
+/// controller's own management interface: one description for every
+/// family (`inventory::raid`). Version 1's MegaRAID-only names are read
+/// as aliases.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct MegaRaid {
-    /// The management node used (created as storcli does when missing).
-    pub ioctl_node: String,
+pub struct RaidController {
+    /// The family that read it ("megaraid").
+    #[serde(default = "megaraid_family")]
+    pub family: String,
+    /// The node its commands went through.
+    #[serde(alias = "ioctl_node")]
+    pub node: String,
     pub scsi_host: u32,
-    pub product_name: String,
+    #[serde(alias = "product_name")]
+    pub product: String,
     pub serial_number: String,
-    pub package_version: String,
+    /// The firmware package as the controller names it.
+    #[serde(alias = "package_version")]
+    pub firmware: String,
     pub firmware_components: Vec<FirmwareComponent>,
-    pub memory_size_mb: u32,
-    pub bbu_present: bool,
+    /// The controller's cache, MiB (0: none).
+    #[serde(alias = "memory_size_mb")]
+    pub cache_mb: u32,
+    /// The battery or flash module (CacheVault) that keeps the cache
+    /// across a power loss; None where the family cannot say.
+    #[serde(default)]
+    pub battery: Option<Battery>,
     pub virtual_drives: Vec<VirtualDrive>,
     pub physical_drives: Vec<PhysicalDrive>,
     pub notes: Vec<String>,
     pub errors: Vec<String>,
+}
+
+fn megaraid_family() -> String {
+    "megaraid".into()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Battery {
+    pub present: bool,
+    /// The state as the controller words it, where it says.
+    #[serde(default)]
+    pub state: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,7 +130,9 @@ pub struct FirmwareComponent {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VirtualDrive {
-    pub target_id: u8,
+    /// The family's number for it (MegaRAID: the target id).
+    #[serde(alias = "target_id")]
+    pub id: u32,
     pub name: String,
     pub raid_level: String,
     pub state: String,
@@ -110,8 +143,10 @@ pub struct VirtualDrive {
     pub access: String,
     /// "Default", "Enabled" or "Disabled": the member disks' own cache.
     pub disk_cache_policy: String,
-    /// The policy as each DCMD reports it: LD_GET_INFO first, then CFG_READ.
-    /// They should agree; where they do not, both are shown.
+    /// The cache policy as each source reports it (MegaRAID: LD_GET_INFO,
+    /// then CFG_READ): `current` is the effective policy, `default` the
+    /// configured one. Sources should agree; where they do not, all are
+    /// shown.
     pub cache_policy: Vec<CachePolicyReading>,
     pub cache_policy_consistent: bool,
     /// Kernel name of the block device the driver made for this drive.
@@ -134,9 +169,12 @@ pub struct CachePolicyReading {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PhysicalDrive {
-    pub device_id: u16,
-    pub enclosure_device_id: u16,
-    pub slot: u8,
+    /// The family's number for it (MegaRAID: the device id).
+    #[serde(alias = "device_id")]
+    pub id: u32,
+    #[serde(alias = "enclosure_device_id")]
+    pub enclosure: u32,
+    pub slot: u32,
     pub state: Option<String>,
     pub interface: Option<String>,
     pub vendor: Option<String>,

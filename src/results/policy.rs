@@ -45,11 +45,13 @@ pub enum Action {
         nvme: bool,
         on: bool,
     },
-    /// A MegaRAID virtual drive's cache policy (None: leave as it is).
+    /// A RAID virtual drive's cache policy (None: leave as it is), set by
+    /// its controller's family.
     VirtualDrive {
+        family: String,
         pci: String,
         host: u32,
-        target: u8,
+        target: u32,
         /// The virtual drive's block device, for the safety gate.
         dev_path: Option<String>,
         write: Option<String>,

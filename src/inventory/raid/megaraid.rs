@@ -1,9 +1,117 @@
-//! MegaRAID controllers read through MFI DCMDs: the controller, its virtual
-//! drives with RAID level and cache policy, and its physical drives.
+//! The MegaRAID family (`megaraid_sas`: PERC 9–11, MegaRAID 92xx–95xx),
+//! read as storcli reads it, through MFI DCMDs on the driver's management
+//! node: the controller, its virtual drives with RAID level and cache
+//! policy, and its physical drives; a virtual drive's cache policy is set
+//! with LD_SET_PROP and read back.
 
-use super::model::*;
+use super::{CacheChange, Family, SetError};
+use crate::inventory::model::*;
+use crate::inventory::Roots;
 use crate::passthrough::mfi::{self, LdConfig, MfiNode};
 use crate::passthrough::{scsi, PassthroughError};
+
+pub struct MegaRaid;
+
+impl Family for MegaRaid {
+    fn name(&self) -> &'static str {
+        "megaraid"
+    }
+
+    fn claims(&self, c: &Controller) -> bool {
+        c.driver.as_deref() == Some("megaraid_sas")
+    }
+
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk]) {
+        // One management node serves every controller of the driver.
+        let node = match MfiNode::open(roots.source.tape()) {
+            Ok(n) => n,
+            Err(e) => {
+                for c in claimed {
+                    c.errors.push(open_error(&e));
+                }
+                return;
+            }
+        };
+        for c in claimed {
+            for &host in &c.scsi_hosts {
+                match read_controller(&node, host) {
+                    Ok(mut mr) => {
+                        link_block_devices(&mut mr, host, disks);
+                        if c.firmware.is_none() {
+                            c.firmware = Some(mr.firmware.clone());
+                            c.firmware_source = Some("MFI CTRL_GET_INFO (package version)".into());
+                        }
+                        c.raid = Some(mr);
+                    }
+                    Err(e) => c.errors.push(format!("SCSI host {host}: {e}")),
+                }
+            }
+        }
+    }
+
+    fn cache_policy_method(&self) -> &'static str {
+        "MFI LD_SET_PROP"
+    }
+
+    fn set_cache_policy(
+        &self,
+        scsi_host: u32,
+        virtual_drive: u32,
+        change: &CacheChange,
+    ) -> Result<String, SetError> {
+        let node = MfiNode::open(None).map_err(|e| SetError::Open(open_error(&e)))?;
+        let h = scsi_host as u16;
+        let target = u8::try_from(virtual_drive).map_err(|_| {
+            PassthroughError::malformed(
+                "MFI LD_SET_PROP",
+                format!("virtual drive {virtual_drive} is past MFI's 255"),
+            )
+        })?;
+        let info = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
+        let props = mfi::props_with_policy(
+            &info,
+            change.write.as_deref(),
+            change.read.as_deref(),
+            change.io.as_deref(),
+        )?;
+        let wanted = mfi::CachePolicy(props[20]);
+        node.dcmd_write(h, mfi::DCMD_LD_SET_PROP, &props[..4], &props)?;
+        let after = node.dcmd_read(h, mfi::DCMD_LD_GET_INFO, &[target], mfi::LD_INFO_LEN)?;
+        let now = mfi::decode_ld_info(&after)?.config.current_cache_policy;
+        Ok(if now == wanted {
+            "verified".into()
+        } else {
+            format!(
+                "not applied: the controller accepted LD_SET_PROP but LD_GET_INFO still reads {} (wanted {})",
+                now.summary(),
+                wanted.summary()
+            )
+        })
+    }
+}
+
+fn open_error(e: &std::io::Error) -> String {
+    format!(
+        "cannot open the megaraid_sas management node {}: {e}",
+        mfi::IOCTL_NODE
+    )
+}
+
+/// The driver exposes virtual drive T on channel 2 + T/128, target T%128
+/// (MEGASAS_MAX_PD_CHANNELS = 2).
+fn link_block_devices(mr: &mut RaidController, host: u32, disks: &[Disk]) {
+    for vd in &mut mr.virtual_drives {
+        let prefix = format!("{host}:{}:{}:", 2 + vd.id / 128, vd.id % 128);
+        vd.block_device = disks
+            .iter()
+            .find(|d| {
+                d.scsi_address
+                    .as_deref()
+                    .is_some_and(|a| a.starts_with(&prefix))
+            })
+            .map(|d| d.name.clone());
+    }
+}
 
 fn reading(source: &str, cfg: &LdConfig) -> CachePolicyReading {
     CachePolicyReading {
@@ -20,7 +128,7 @@ fn reading(source: &str, cfg: &LdConfig) -> CachePolicyReading {
 
 /// Reads one controller (SCSI host `host`) completely; failures of single
 /// DCMDs are recorded and the rest still read.
-pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, PassthroughError> {
+pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, PassthroughError> {
     let raw = node.dcmd_read(
         host as u16,
         mfi::DCMD_CTRL_GET_INFO,
@@ -28,12 +136,13 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, Passthroug
         mfi::CTRL_INFO_LEN,
     )?;
     let info = mfi::decode_ctrl_info(&raw)?;
-    let mut out = MegaRaid {
-        ioctl_node: node.path().to_string(),
+    let mut out = RaidController {
+        family: MegaRaid.name().into(),
+        node: node.path().to_string(),
         scsi_host: host,
-        product_name: info.product_name,
+        product: info.product_name,
         serial_number: info.serial_number,
-        package_version: info.package_version,
+        firmware: info.package_version,
         firmware_components: info
             .components
             .into_iter()
@@ -44,8 +153,13 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, Passthroug
                 build_time: c.build_time,
             })
             .collect(),
-        memory_size_mb: info.memory_size_mb as u32,
-        bbu_present: info.bbu_present,
+        cache_mb: info.memory_size_mb as u32,
+        // CTRL_GET_INFO says whether a BBU is fitted; its state is
+        // BBU_GET_STATUS's (not read yet).
+        battery: Some(Battery {
+            present: info.bbu_present,
+            state: None,
+        }),
         virtual_drives: Vec::new(),
         physical_drives: Vec::new(),
         notes: Vec::new(),
@@ -111,7 +225,7 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, Passthroug
                     continue;
                 };
                 out.virtual_drives.push(VirtualDrive {
-                    target_id: entry.target_id,
+                    id: entry.target_id.into(),
                     name: cfg.name.clone(),
                     raid_level: cfg.raid_level(),
                     state: mfi::ld_state_name(entry.state).into(),
@@ -129,7 +243,7 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, Passthroug
         }
         Err(e) => out.errors.push(e.to_string()),
     }
-    out.virtual_drives.sort_by_key(|vd| vd.target_id);
+    out.virtual_drives.sort_by_key(|vd| vd.id);
 
     match node
         .dcmd_read(host as u16, mfi::DCMD_PD_GET_LIST, &[], mfi::PD_LIST_LEN)
@@ -148,9 +262,9 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<MegaRaid, Passthroug
 
 fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive {
     let mut pd = PhysicalDrive {
-        device_id: entry.device_id,
-        enclosure_device_id: entry.enclosure_device_id,
-        slot: entry.slot,
+        id: entry.device_id.into(),
+        enclosure: entry.enclosure_device_id.into(),
+        slot: entry.slot.into(),
         state: None,
         interface: None,
         vendor: None,

@@ -1,0 +1,178 @@
+//! RAID and HBA controllers read through their own management interfaces:
+//! one family per file behind one trait, in one registry, each filling the
+//! one vendor-neutral model (`RaidController`: product, firmware, cache
+//! and battery, virtual drives with configured and effective cache
+//! policy, physical drives). Policy, `check --fix`, the inventory table
+//! and the report see only that model.
+//!
+//! Adding a family is a file here implementing `Family`, its line in
+//! `FAMILIES`, and its fixtures.
+
+pub mod megaraid;
+
+use super::model::{Controller, Disk, VirtualDrive, WriteCache, WriteCacheReading};
+use super::Roots;
+use crate::passthrough::PassthroughError;
+
+/// A change of a virtual drive's cache policy; None leaves that part as
+/// it is. The words are storcli's (WT/WB/AWB, RA/NORA, Direct/Cached).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CacheChange {
+    pub write: Option<String>,
+    pub read: Option<String>,
+    pub io: Option<String>,
+}
+
+/// Why a family could not set a policy.
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    #[error("{0}")]
+    Open(String),
+    #[error(transparent)]
+    Command(#[from] PassthroughError),
+    #[error("{family} controllers cannot set a cache policy through their interface")]
+    Unsupported { family: &'static str },
+}
+
+/// One controller family.
+pub trait Family: Sync {
+    /// Its name in the model and in policy actions ("megaraid").
+    fn name(&self) -> &'static str;
+    /// Whether it reads this controller (by its driver).
+    fn claims(&self, c: &Controller) -> bool;
+    /// Reads every controller it claims into `c.raid` (or `c.errors`),
+    /// opening what they share once, and names each virtual drive's block
+    /// device among `disks`.
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk]);
+    /// How it sets a cache policy, for the plan a fix prints.
+    fn cache_policy_method(&self) -> &'static str {
+        "none"
+    }
+    /// Sets a virtual drive's cache policy and reads it back: what the
+    /// controller now reports ("verified" or why not).
+    fn set_cache_policy(
+        &self,
+        _scsi_host: u32,
+        _virtual_drive: u32,
+        _change: &CacheChange,
+    ) -> Result<String, SetError> {
+        Err(SetError::Unsupported {
+            family: self.name(),
+        })
+    }
+}
+
+/// Every family storcert reads.
+pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid];
+
+/// The family of this name.
+pub fn family(name: &str) -> Option<&'static dyn Family> {
+    FAMILIES.iter().copied().find(|f| f.name() == name)
+}
+
+/// Reads every controller a family claims, then records each virtual
+/// drive's cache policy on its block device beside what the device itself
+/// answered.
+pub fn read_all(roots: &Roots, controllers: &mut [&mut Controller], disks: &mut [Disk]) {
+    for family in FAMILIES {
+        let mut claimed: Vec<&mut Controller> = controllers
+            .iter_mut()
+            .filter(|c| family.claims(c))
+            .map(|c| &mut **c)
+            .collect();
+        if !claimed.is_empty() {
+            family.read(roots, &mut claimed, disks);
+        }
+    }
+    for c in controllers.iter() {
+        for vd in c.raid.iter().flat_map(|r| &r.virtual_drives) {
+            let disk = vd
+                .block_device
+                .as_ref()
+                .and_then(|b| disks.iter_mut().find(|d| &d.name == b));
+            if let Some(disk) = disk {
+                add_controller_cache_readings(disk, vd);
+            }
+        }
+    }
+}
+
+/// A virtual drive's write cache is the controller's write policy: record
+/// it beside what the logical drive itself answers to MODE SENSE, so that a
+/// controller whose sources disagree is seen.
+fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
+    let readings: Vec<WriteCacheReading> = vd
+        .cache_policy
+        .iter()
+        .map(|r| WriteCacheReading {
+            source: format!("{} write policy {} (controller cache)", r.source, r.write),
+            supported: Some(true),
+            enabled: Some(r.write != "WT"),
+        })
+        .collect();
+    let wc = disk.write_cache.get_or_insert_with(|| WriteCache {
+        supported: Some(true),
+        enabled: readings.first().and_then(|r| r.enabled),
+        source: readings
+            .first()
+            .map(|r| r.source.clone())
+            .unwrap_or_default(),
+        from_sysfs: false,
+        readings: Vec::new(),
+        disagreement: false,
+    });
+    for r in readings {
+        if wc
+            .readings
+            .iter()
+            .any(|x| x.enabled.is_some() && x.enabled != r.enabled)
+        {
+            wc.disagreement = true;
+        }
+        wc.readings.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_family_once_by_name() {
+        let mut names: Vec<&str> = FAMILIES.iter().map(|f| f.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FAMILIES.len());
+        assert!(family("megaraid").is_some());
+        assert!(family("cciss").is_none());
+    }
+
+    #[test]
+    fn a_version_1_inventory_reads_into_the_neutral_model() {
+        // The qemu lab's inventory as storcert 0.1 wrote it (`megaraid`).
+        let inv: crate::inventory::Inventory = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/qemu-lab/inventory.json"
+        ))
+        .unwrap();
+        assert_eq!(inv.schema_version, 1);
+        let c = inv
+            .controllers
+            .iter()
+            .find(|c| c.driver.as_deref() == Some("megaraid_sas"))
+            .unwrap();
+        let r = c.raid.as_ref().expect("megaraid read as raid");
+        assert_eq!(r.family, "megaraid");
+        assert_eq!(r.product, "LSI MegaRAID SAS 9260-8i");
+        assert_eq!(r.firmware, "2.5+-QEMU");
+        assert_eq!(r.cache_mb, 512);
+        assert_eq!(r.battery, None);
+        let ids: Vec<u32> = r.virtual_drives.iter().map(|v| v.id).collect();
+        assert_eq!(ids, [0, 1]);
+        let pds: Vec<(u32, u32)> = r
+            .physical_drives
+            .iter()
+            .map(|p| (p.id, p.enclosure))
+            .collect();
+        assert_eq!(pds, [(0, 65535), (256, 65535)]);
+    }
+}
