@@ -331,6 +331,12 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         // without a driver) passes nothing, whatever else it checked.
         s.reasons.push("the run had no drive to test".into());
         Verdict::Incomplete
+    } else if journal.is_some() && targets.is_none() {
+        // A run names its drives before it tests any: one that did not
+        // stopped before (or its folder lost the file).
+        s.reasons
+            .push("the run recorded no drives under test (no targets.json)".into());
+        Verdict::Incomplete
     } else if !s.tests.iter().any(|t| t.measured) {
         s.reasons.push("no test results in the bundle".into());
         Verdict::Incomplete
@@ -571,6 +577,44 @@ mod scope_tests {
             .collect();
         let s = summarise(Machine::default(), &Contents::read_in(&files, ""));
         assert_eq!(s.verdict, Verdict::Fail, "{s:#?}");
+
+        // A run's folder without its targets.json (a run cut short, or
+        // from before the run wrote one first): never a pass either.
+        let journal = crate::results::run::Journal {
+            schema_version: 1,
+            profile_name: "p".into(),
+            profile_digest: "d".into(),
+            profile_source: "s".into(),
+            started_at: "2026-12-01T00:00:00Z".into(),
+            finished_at: None,
+            starts: 1,
+            stages: Vec::new(),
+            path: Default::default(),
+        };
+        let warn_only: BTreeMap<String, Vec<u8>> = [
+            ("policy.json", Artefact::from(reach_pass()).to_json()),
+            ("journal.json", Artefact::from(journal).to_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let s = summarise(Machine::default(), &Contents::read_in(&warn_only, ""));
+        assert_eq!(s.verdict, Verdict::Incomplete, "{s:#?}");
+        assert!(s.reasons.iter().any(|r| r.contains("no targets.json")));
+    }
+
+    fn reach_pass() -> Report {
+        Report {
+            schema_version: crate::results::policy::SCHEMA_VERSION,
+            checks: 1,
+            pass: true,
+            findings: vec![finding(
+                None,
+                "0000:00:05.0 (SAS4116)",
+                Severity::Warn,
+                true,
+            )],
+        }
     }
 
     #[test]

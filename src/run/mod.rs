@@ -143,11 +143,19 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
 
 /// The drives of the profile, after the data-safety gate for a profile
 /// that writes. Refused drives are named with the gate's reason.
+/// The drives the profile selects that the safety gate clears; each one
+/// left out is said on the console and added to `skipped` ("/dev/sdb:
+/// why").
 pub(super) fn select_targets(
     p: &Profile,
     inv: &Inventory,
     console: &Console,
+    skipped: &mut Vec<String>,
 ) -> Result<Vec<Target>> {
+    let mut skip = |dev: &str, why: String| {
+        console.say(&format!("skipping {dev}: {why}"));
+        skipped.push(format!("{dev}: {why}"));
+    };
     let d = &p.devices;
     if let Some(size) = p.plan.scratch_bytes {
         let path = std::env::current_dir()?.join(SCRATCH);
@@ -193,15 +201,14 @@ pub(super) fn select_targets(
         // booted from or keeps its results on, nor the system disk, even
         // for reading (a drive named outright is still read when asked).
         if !named && (disk.boot_medium || disk.system_disk) {
-            console.say(&format!(
-                "skipping {}: {}",
-                disk.dev_path,
+            skip(
+                &disk.dev_path,
                 if disk.role_reasons.is_empty() {
                     "the system disk or boot medium".to_string()
                 } else {
                     disk.role_reasons.join("; ")
-                }
-            ));
+                },
+            );
             continue;
         }
         if !p.read_only {
@@ -209,7 +216,7 @@ pub(super) fn select_targets(
             if let Err(refusal) =
                 crate::safety::check(Path::new(&disk.dev_path), &roots, &overrides)
             {
-                console.say(&format!("skipping {}: {refusal}", disk.dev_path));
+                skip(&disk.dev_path, refusal.to_string());
                 continue;
             }
         }
@@ -235,6 +242,17 @@ pub(super) fn select_targets(
         }
     }
     Ok(out)
+}
+
+/// Why drives cannot be seen: each storage controller without a driver,
+/// as its finding words it ("the drives behind 1000:00a5 … cannot be
+/// seen; …").
+pub(super) fn hidden_drives(reach: &[crate::results::policy::Finding]) -> Vec<String> {
+    reach
+        .iter()
+        .filter(|f| f.check == "storage controller driver")
+        .map(|f| f.actual.trim_start_matches("none: ").to_string())
+        .collect()
 }
 
 /// The state every stage shares.
@@ -1128,27 +1146,14 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             crate::util::text::printable(&f.actual, 300)
         ));
     }
-    let mut targets = select_targets(p, &inv, &ctx.console)?;
-    // Drives nobody can see are the likeliest reason for none to test.
-    let hidden: Vec<&str> = reach
-        .iter()
-        .filter(|f| f.check == "storage controller driver")
-        .map(|f| f.actual.trim_start_matches("none: "))
-        .collect();
+    let mut skipped = Vec::new();
+    let mut targets = select_targets(p, &inv, &ctx.console, &mut skipped)?;
+    let hidden = hidden_drives(&reach);
     if targets.is_empty() && hidden.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
     }
-    if targets.is_empty() {
-        // Not an error that stops here: the operator hears of it only from
-        // a bundle, so one is made (and uploaded) with the findings, the
-        // inventory and its capture, and no stage runs.
-        let why = format!(
-            "no drive to test: {}",
-            crate::util::text::printable(&hidden.join("; "), 600)
-        );
-        ctx.note(why);
-        ctx.write("policy.json", reach_report(&reach))?;
-    }
+    // First: a results folder always says what was under test, so a run
+    // cut short after this never reads as having tested drives it did not.
     ctx.write(
         "targets.json",
         Targets {
@@ -1156,7 +1161,18 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             targets: targets.clone(),
         },
     )?;
-    if !targets.is_empty() {
+    if targets.is_empty() {
+        // Not an error that stops here: the operator hears of it only from
+        // a bundle, so one is made (and uploaded) with the findings, the
+        // inventory and its capture; the policy is checked, no drive is
+        // tested. Every reason is said: the drives out of sight, and those
+        // the profile selected and the safety gate refused.
+        let why: Vec<String> = hidden.iter().cloned().chain(skipped).collect();
+        ctx.note(format!(
+            "no drive to test: {}",
+            crate::util::text::printable(&why.join("; "), 1000)
+        ));
+    } else {
         if p.read_only {
             ctx.console
                 .say("read-only profile: nothing is written but the results");
@@ -1176,23 +1192,34 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
                 f.set_len(t.file_size)?;
             }
         }
-        if let Some(pol) = &p.policy {
-            ctx.stage("policy", false, || {
-                let policy = load_policy(pol)?;
-                let mut report = crate::policy::check::check(&policy, &inv);
-                scope_findings(&mut report, &targets, pol.machine);
-                add_reach(&mut report, &reach);
-                ctx.write("policy.json", report.clone())?;
-                Ok(format!(
-                    "{} checks, {} findings",
-                    report.checks,
-                    report.findings.len()
-                ))
-            })?;
-        } else if !reach.is_empty() {
-            // No policy of the profile's: the built-in check is the report.
-            ctx.write("policy.json", reach_report(&reach))?;
+    }
+    if let Some(pol) = &p.policy {
+        ctx.stage("policy", false, || {
+            let policy = load_policy(pol)?;
+            let mut report = crate::policy::check::check(&policy, &inv);
+            scope_findings(&mut report, &targets, pol.machine);
+            add_reach(&mut report, &reach);
+            ctx.write("policy.json", report.clone())?;
+            Ok(format!(
+                "{} checks, {} findings",
+                report.checks,
+                report.findings.len()
+            ))
+        })?;
+    } else if !reach.is_empty() {
+        // No policy of the profile's: the built-in check is the report.
+        ctx.write("policy.json", reach_report(&reach))?;
+    } else {
+        // An earlier start on this machine may have left one that no
+        // longer holds.
+        match std::fs::remove_file(ctx.path("policy.json")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).context("removing an earlier start's policy.json")
+            }
+            _ => {}
         }
+    }
+    if !targets.is_empty() {
         let health = p.health.as_ref().is_some_and(|h| h.enabled);
         if health {
             ctx.stage("health before", false, || {

@@ -109,7 +109,8 @@ pub fn dry_run(opts: &Options) -> Result<String> {
             ..Default::default()
         },
     );
-    let targets = select_targets(p, &inv, &console)?;
+    let mut skipped = Vec::new();
+    let targets = select_targets(p, &inv, &console, &mut skipped)?;
     console.close();
     let mut out = String::new();
     let _ = writeln!(
@@ -119,9 +120,24 @@ pub fn dry_run(opts: &Options) -> Result<String> {
     );
     let destroys = writes(p);
     if targets.is_empty() {
-        out.push_str(
-            "no drive to test: the profile's devices matched none the safety gate clears\n",
+        let reach = crate::inventory::reach::findings(
+            &inv,
+            None,
+            p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
         );
+        let hidden = super::hidden_drives(&reach);
+        if hidden.is_empty() {
+            out.push_str(
+                "no drive to test: the profile's devices matched none the safety gate clears\n",
+            );
+        } else {
+            let why: Vec<String> = hidden.into_iter().chain(skipped).collect();
+            let _ = writeln!(
+                out,
+                "no drive to test: {}\nthe run tests nothing, and still makes and uploads a bundle that says so",
+                crate::util::text::printable(&why.join("; "), 1000)
+            );
+        }
         return Ok(out);
     }
     let scratch = targets.iter().all(|t| t.file_size > 0);
