@@ -317,6 +317,28 @@ fn a_damaged_or_foreign_capture_is_a_one_line_error() {
     pack(&files, &other, &wrong);
     cases.push(("another format", wrong, "this storcert reads"));
 
+    let mut twice = json.clone();
+    let first = twice["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|f| f["answer"]["contents"].as_str().map(String::from))
+        .unwrap();
+    for f in twice["files"].as_array_mut().unwrap() {
+        if f["answer"]["contents"].is_string() {
+            f["answer"]["contents"] = first.clone().into();
+        }
+    }
+    let named_twice = tmp.path().join("twice.tar.zst");
+    let first_only: Vec<(String, Vec<u8>)> =
+        files.iter().filter(|(p, _)| p == &first).cloned().collect();
+    pack(&first_only, &twice, &named_twice);
+    cases.push((
+        "one file's contents named twice",
+        named_twice,
+        "named twice",
+    ));
+
     let lost = tmp.path().join("lost.tar.zst");
     pack(&files[1..], &json, &lost);
     cases.push(("a file's contents missing", lost, "are not in the archive"));

@@ -320,11 +320,14 @@ pub struct Replay {
 /// Reads a capture archive (hostile: bounded, nothing in it is opened).
 pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     let limits = Limits {
-        max_unpacked: 256 << 20,
+        // A real capture is a few MB, pci.ids and the module lists its
+        // largest files.
+        max_unpacked: 64 << 20,
         max_entries: 200_000,
         ..Limits::default()
     };
-    let unpacked = crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")?;
+    let mut unpacked =
+        crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")?;
     let Some(json) = unpacked.files.get(CAPTURE_JSON) else {
         bail!("not a capture: it has no {CAPTURE_JSON}");
     };
@@ -347,12 +350,14 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     }
     let mut answers = BTreeMap::new();
     for r in json.files {
+        // Each entry holds one file's contents: one named twice would be
+        // held twice (a capture of one large entry named by every record).
         let answer = r
             .answer
-            .map_contents(|name| match unpacked.files.get(&name) {
-                Some(b) => Ok(b.clone()),
+            .map_contents(|name| match unpacked.files.remove(&name) {
+                Some(b) => Ok(b),
                 None => Err(anyhow::anyhow!(
-                    "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive",
+                    "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive, or named twice",
                     crate::util::text::printable(&r.path, 200),
                     crate::util::text::printable(&name, 200)
                 )),

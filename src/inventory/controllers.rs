@@ -3,6 +3,7 @@
 //! and, for a device no driver is bound to, the module that would drive
 //! it and whether this system carries it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::model::Controller;
@@ -96,34 +97,53 @@ fn hardware_table_name(vendor: u16, device: u16, subsystem: (u16, u16)) -> Optio
         .map(|f| f[4].to_string())
 }
 
-/// Looks a vendor and device up in a pci.ids file.
-fn pci_ids_name(text: &str, vendor: u16, device: u16) -> (Option<String>, Option<String>) {
-    let v = format!("{vendor:04x}");
-    let d = format!("{device:04x}");
-    let mut vendor_name = None;
-    let mut in_vendor = false;
-    for line in text.lines() {
-        if line.starts_with('#') || line.is_empty() {
-            continue;
-        }
-        if !line.starts_with('\t') {
-            if in_vendor {
+/// The vendor and device names of pci.ids, read once per scan (a lookup
+/// per controller would scan the whole file each time).
+#[derive(Debug, Default)]
+struct PciIds {
+    vendors: HashMap<u16, String>,
+    devices: HashMap<(u16, u16), String>,
+}
+
+impl PciIds {
+    fn parse(text: &str) -> PciIds {
+        let mut ids = PciIds::default();
+        let mut vendor: Option<u16> = None;
+        for line in text.lines() {
+            if line.starts_with('#') || line.is_empty() {
+                continue;
+            }
+            // The device classes follow the vendors: nothing after is ours.
+            if line.starts_with("C ") {
                 break;
             }
-            if line.starts_with(&v) && line.as_bytes().get(4) == Some(&b' ') {
-                vendor_name = Some(line[4..].trim().to_string());
-                in_vendor = true;
-            } else if line.starts_with("C ") {
-                break;
-            }
-        } else if in_vendor && !line.starts_with("\t\t") {
-            let l = &line[1..];
-            if l.starts_with(&d) && l.as_bytes().get(4) == Some(&b' ') {
-                return (vendor_name, Some(l[4..].trim().to_string()));
+            let id_name = |l: &str| -> Option<(u16, String)> {
+                let id = u16::from_str_radix(l.get(..4)?, 16).ok()?;
+                (l.as_bytes().get(4) == Some(&b' ')).then(|| (id, l[4..].trim().to_string()))
+            };
+            if let Some(l) = line.strip_prefix('\t') {
+                if l.starts_with('\t') {
+                    continue;
+                }
+                if let (Some(v), Some((d, name))) = (vendor, id_name(l)) {
+                    ids.devices.entry((v, d)).or_insert(name);
+                }
+            } else {
+                vendor = id_name(line).map(|(v, name)| {
+                    ids.vendors.entry(v).or_insert(name);
+                    v
+                });
             }
         }
+        ids
     }
-    (vendor_name, None)
+
+    fn name(&self, vendor: u16, device: u16) -> (Option<String>, Option<String>) {
+        (
+            self.vendors.get(&vendor).cloned(),
+            self.devices.get(&(vendor, device)).cloned(),
+        )
+    }
 }
 
 fn hex_attr(roots: &Roots, dir: &Path, name: &str) -> Option<u32> {
@@ -152,7 +172,11 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         "/usr/share/pci.ids",
     ]
     .iter()
-    .find_map(|p| roots.read_to_string(Path::new(p)).ok());
+    .find_map(|p| roots.read(Path::new(p)).ok())
+    // pci.ids is 1.4 MB; a larger one is not read.
+    .filter(|t| t.len() < 8 << 20)
+    .map(|t| PciIds::parse(&String::from_utf8_lossy(&t)));
+    let mut modules = ModuleLookup::default();
     let mut out = Vec::new();
     for addr in list_dir(roots, &bus) {
         let dir = bus.join(&addr);
@@ -167,8 +191,8 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         let vendor = hex_attr(roots, &dir, "vendor").unwrap_or(0) as u16;
         let device = hex_attr(roots, &dir, "device").unwrap_or(0) as u16;
         let (mut vendor_name, mut device_name) = pci_ids
-            .as_deref()
-            .map(|t| pci_ids_name(t, vendor, device))
+            .as_ref()
+            .map(|ids| ids.name(vendor, device))
             .unwrap_or((None, None));
         let (bv, bd) = builtin_name(vendor, device);
         vendor_name = vendor_name.or(bv.map(String::from));
@@ -218,7 +242,7 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         };
         if controller.driver.is_none() {
             let modalias = opt_attr(roots, &dir.join("modalias"));
-            controller.module = modalias.and_then(|m| module_for(roots, &m));
+            controller.module = modalias.and_then(|m| modules.module_for(roots, &m));
         }
         controller.scsi_hosts = scsi_hosts_under(roots, &device_path);
         read_firmware(roots, &mut controller, &device_path);
@@ -235,54 +259,86 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
 /// carries its kernel's whole list, for the modules it leaves out.
 const KERNEL_ALIASES: &str = "usr/lib/storcert/kernel-modules.alias";
 
-/// The module whose alias matches `modalias`: one this system carries,
-/// else one its kernel has (the image's build keeps the kernel's list).
-fn module_for(roots: &Roots, modalias: &str) -> Option<crate::results::inventory::ModuleFor> {
-    let root = roots.sys.parent().unwrap_or(Path::new("/"));
-    let release = opt_attr(roots, &roots.proc.join("sys/kernel/osrelease"))?;
-    let installed = root
-        .join("lib/modules")
-        .join(&release)
-        .join("modules.alias");
-    // A modalias is some 60 characters; a module list, one or two MB. Past
-    // these bounds (a capture is anyone's), the glob match's cost, which
-    // grows with both lengths, is refused rather than paid.
-    if modalias.len() > MAX_MODALIAS {
-        return None;
+/// The module lists of one scan, each read once, and the modules found,
+/// by modalias.
+#[derive(Default)]
+struct ModuleLookup {
+    lists: HashMap<PathBuf, Option<String>>,
+    found: HashMap<String, Option<crate::results::inventory::ModuleFor>>,
+}
+
+/// The most undriven devices one scan looks a module up for: a server
+/// has a handful; a capture listing thousands costs no more than this.
+const MAX_MODULE_LOOKUPS: usize = 64;
+
+impl ModuleLookup {
+    /// The module whose alias matches `modalias`: one this system carries,
+    /// else one its kernel has (the image's build keeps the kernel's list).
+    fn module_for(
+        &mut self,
+        roots: &Roots,
+        modalias: &str,
+    ) -> Option<crate::results::inventory::ModuleFor> {
+        if let Some(m) = self.found.get(modalias) {
+            return m.clone();
+        }
+        // A modalias is some 60 characters; past the bound (a capture is
+        // anyone's) it is not looked up.
+        if modalias.len() > MAX_MODALIAS || self.found.len() >= MAX_MODULE_LOOKUPS {
+            return None;
+        }
+        let m = self.look_up(roots, modalias);
+        self.found.insert(modalias.to_string(), m.clone());
+        m
     }
-    let lookup = |path: &Path| {
-        let text = roots.read(path).ok().filter(|t| t.len() < 8 << 20)?;
-        alias_match(&String::from_utf8_lossy(&text), modalias)
-    };
-    // A driver built into the kernel (a single-file kernel) is in the
-    // image too.
-    let builtin = installed.with_file_name("modules.builtin.alias");
-    if let Some(name) = lookup(&installed).or_else(|| lookup(&builtin)) {
-        return Some(crate::results::inventory::ModuleFor {
-            name,
-            in_image: true,
-        });
+
+    fn look_up(
+        &mut self,
+        roots: &Roots,
+        modalias: &str,
+    ) -> Option<crate::results::inventory::ModuleFor> {
+        let root = roots.sys.parent().unwrap_or(Path::new("/"));
+        let release = opt_attr(roots, &roots.proc.join("sys/kernel/osrelease"))?;
+        let installed = root
+            .join("lib/modules")
+            .join(&release)
+            .join("modules.alias");
+        // A driver built into the kernel (a single-file kernel) is in the
+        // image too.
+        let builtin = installed.with_file_name("modules.builtin.alias");
+        for (path, in_image) in [
+            (installed, true),
+            (builtin, true),
+            (root.join(KERNEL_ALIASES), false),
+        ] {
+            let list = self.lists.entry(path.clone()).or_insert_with(|| {
+                // A module list is one or two MB.
+                let text = roots.read(&path).ok().filter(|t| t.len() < 8 << 20)?;
+                Some(String::from_utf8_lossy(&text).into_owned())
+            });
+            if let Some(name) = list.as_deref().and_then(|l| alias_match(l, modalias)) {
+                return Some(crate::results::inventory::ModuleFor { name, in_image });
+            }
+        }
+        None
     }
-    lookup(&root.join(KERNEL_ALIASES)).map(|name| crate::results::inventory::ModuleFor {
-        name,
-        in_image: false,
-    })
 }
 
 /// The longest modalias, or alias pattern, matched.
-const MAX_MODALIAS: usize = 256;
+const MAX_MODALIAS: usize = 120;
 
 /// The module of the first `alias PATTERN MODULE` line whose pattern
-/// matches `modalias` (modules.alias's globs: `*`, `?`).
+/// matches `modalias` (modules.alias's globs: `*`, `?`; case does not
+/// matter, both sides write hex in capitals). Each line costs its own
+/// length (`glob::matches_short`), so a list costs its size.
 pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
     aliases.lines().find_map(|l| {
         let mut f = l.split_whitespace();
         (f.next()? == "alias").then_some(())?;
         let (pattern, module) = (f.next()?, f.next()?);
-        (pattern.len() <= MAX_MODALIAS).then_some(())?;
-        // The same `*`/`?` globs as policy matches (case does not matter:
-        // both sides write hex in capitals).
-        crate::policy::glob::matches(pattern, modalias).then(|| module.to_string())
+        crate::policy::glob::matches_short(pattern, modalias)
+            .unwrap_or(false)
+            .then(|| module.to_string())
     })
 }
 
@@ -338,6 +394,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn module_lookups_are_bounded_per_scan() {
+        let tmp = tempfile::tempdir().unwrap();
+        let roots = Roots::under(tmp.path());
+        std::fs::create_dir_all(roots.proc.join("sys/kernel")).unwrap();
+        std::fs::write(roots.proc.join("sys/kernel/osrelease"), "6.1.0\n").unwrap();
+        let list = tmp.path().join("lib/modules/6.1.0");
+        std::fs::create_dir_all(&list).unwrap();
+        std::fs::write(list.join("modules.alias"), "alias pci:v* anything\n").unwrap();
+        let mut lookup = ModuleLookup::default();
+        let found = (0..200)
+            .filter(|n| {
+                lookup
+                    .module_for(&roots, &format!("pci:v{n:08X}"))
+                    .is_some()
+            })
+            .count();
+        assert_eq!(found, MAX_MODULE_LOOKUPS);
+        // The same modalias again is answered from the scan's memory.
+        assert!(lookup.module_for(&roots, "pci:v00000000").is_some());
+        assert!(lookup
+            .module_for(&roots, &"x".repeat(MAX_MODALIAS + 1))
+            .is_none());
+    }
+
+    #[test]
     fn an_alias_pattern_past_the_bound_is_not_matched() {
         // Would match anything; past the bound it is not tried.
         let long = format!(
@@ -358,13 +439,15 @@ mod tests {
     fn looks_up_pci_ids() {
         let text = "# comment\n1000  Broadcom / LSI\n\t0079  MegaRAID SAS 2108 [Liberator]\n\t\t1028 1f15  PERC H710P\n\
                     1001  Kolter\n\t0079  Not this one\nC 00  Unclassified device\n";
-        let (v, d) = pci_ids_name(text, 0x1000, 0x0079);
+        let ids = PciIds::parse(text);
+        let (v, d) = ids.name(0x1000, 0x0079);
         assert_eq!(v.as_deref(), Some("Broadcom / LSI"));
         assert_eq!(d.as_deref(), Some("MegaRAID SAS 2108 [Liberator]"));
-        let (v, d) = pci_ids_name(text, 0x1000, 0x1234);
+        let (v, d) = ids.name(0x1000, 0x1234);
         assert_eq!(v.as_deref(), Some("Broadcom / LSI"));
         assert_eq!(d, None);
-        assert_eq!(pci_ids_name(text, 0xabcd, 1), (None, None));
+        assert_eq!(ids.name(0xabcd, 1), (None, None));
+        assert_eq!(ids.name(0x1001, 0x0079).1.as_deref(), Some("Not this one"));
     }
 
     #[test]

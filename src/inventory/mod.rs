@@ -283,33 +283,47 @@ impl RoleContext {
         let mounts = sysfs::mounts_by_devnum(roots);
         let mut system: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut boot: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // The disks under each device, walked once per device (a stack of
+        // thousands mounted thousands of times costs one walk).
+        let mut under: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut disks_under = |name: &str| {
+            under
+                .entry(name.to_string())
+                .or_insert_with(|| sysfs::underlying_disks(roots, name))
+                .clone()
+        };
         for (devnum, points) in &mounts {
             let Some(name) = sysfs::name_of_devnum(roots, devnum) else {
                 continue;
             };
-            for disk in sysfs::underlying_disks(roots, &name) {
-                for p in points {
-                    if SYSTEM_MOUNTS.contains(&p.as_str()) {
-                        system
-                            .entry(disk.clone())
-                            .or_default()
-                            .push(format!("{name} is mounted on {p}"));
+            // Only the mount points that make a role, each once.
+            let roles: BTreeSet<&str> = points
+                .iter()
+                .map(String::as_str)
+                .filter(|p| SYSTEM_MOUNTS.contains(p) || BOOT_MOUNTS.contains(p))
+                .collect();
+            if roles.is_empty() {
+                continue;
+            }
+            for disk in disks_under(&name) {
+                for p in &roles {
+                    let reason = format!("{name} is mounted on {p}");
+                    if SYSTEM_MOUNTS.contains(p) {
+                        push_reason(system.entry(disk.clone()).or_default(), &reason);
                     }
-                    if BOOT_MOUNTS.contains(&p.as_str()) {
-                        boot.entry(disk.clone())
-                            .or_default()
-                            .push(format!("{name} is mounted on {p}"));
+                    if BOOT_MOUNTS.contains(p) {
+                        push_reason(boot.entry(disk.clone()).or_default(), &reason);
                     }
                 }
             }
         }
         for devnum in sysfs::swap_devnums(roots) {
             if let Some(name) = sysfs::name_of_devnum(roots, &devnum) {
-                for disk in sysfs::underlying_disks(roots, &name) {
-                    system
-                        .entry(disk)
-                        .or_default()
-                        .push(format!("{name} is in use as swap"));
+                for disk in disks_under(&name) {
+                    push_reason(
+                        system.entry(disk).or_default(),
+                        &format!("{name} is in use as swap"),
+                    );
                 }
             }
         }
@@ -325,6 +339,15 @@ impl RoleContext {
             boot_hint,
             by_id: std::cell::OnceCell::new(),
         }
+    }
+}
+
+/// Adds a reason a disk has its role, once, and no more than a few: the
+/// first ones say it (a capture can mount one device a million times).
+fn push_reason(reasons: &mut Vec<String>, reason: &str) {
+    const MAX_REASONS: usize = 16;
+    if reasons.len() < MAX_REASONS && !reasons.iter().any(|r| r == reason) {
+        reasons.push(reason.to_string());
     }
 }
 
@@ -619,5 +642,47 @@ fn mark_boot_medium(disks: &mut [Disk], ctx: &RoleContext) {
             disk.boot_medium = true;
             disk.role_reasons.extend(reasons);
         }
+    }
+}
+
+#[cfg(test)]
+mod role_tests {
+    use super::*;
+
+    #[test]
+    fn a_device_mounted_many_times_over_many_disks_gives_each_disk_one_reason() {
+        // dm-0 over eight disks, mounted on / a thousand times and on
+        // /mnt once (a capture can say anything).
+        let tmp = tempfile::tempdir().unwrap();
+        let roots = Roots::under(tmp.path());
+        std::fs::create_dir_all(roots.proc.join("self")).unwrap();
+        let mut mountinfo = String::new();
+        for n in 0..1000 {
+            mountinfo.push_str(&format!("{n} 1 253:0 / / rw - ext4 /dev/dm-0 rw\n"));
+        }
+        mountinfo.push_str("2000 1 253:0 / /mnt rw - ext4 /dev/dm-0 rw\n");
+        std::fs::write(roots.proc.join("self/mountinfo"), mountinfo).unwrap();
+        std::fs::create_dir_all(roots.sys.join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/virtual/block/dm-0",
+            roots.sys.join("dev/block/253:0"),
+        )
+        .unwrap();
+        let slaves = roots.sys.join("class/block/dm-0/slaves");
+        std::fs::create_dir_all(&slaves).unwrap();
+        for d in 0..8 {
+            std::fs::write(slaves.join(format!("sd{}", (b'a' + d) as char)), b"").unwrap();
+        }
+        let ctx = RoleContext::read(&roots);
+        assert_eq!(ctx.system.len(), 8, "{:?}", ctx.system);
+        for reasons in ctx.system.values() {
+            assert_eq!(reasons, &["dm-0 is mounted on /"]);
+        }
+        // And however many different reasons, a disk keeps the first few.
+        let mut reasons = Vec::new();
+        for n in 0..100 {
+            push_reason(&mut reasons, &format!("reason {n}"));
+        }
+        assert_eq!(reasons.len(), 16);
     }
 }
