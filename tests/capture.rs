@@ -85,6 +85,11 @@ fn capturing_sent_only_commands_that_read() {
         mfi::DCMD_PD_GET_LIST,
         mfi::DCMD_PD_GET_INFO,
     ];
+    // A CDB that only reads: INQUIRY, MODE SENSE(10), LOG SENSE without
+    // saving, and ATA PASS-THROUGH(16) IDENTIFY, SMART READ DATA, SMART
+    // RETURN STATUS (the same rule refuses anything else to a drive
+    // behind a controller).
+    let reads = storcert::passthrough::reads_only;
     let mut kinds = std::collections::BTreeSet::new();
     for m in machines() {
         let replay = capture::read_file(&m.join("capture.tar.zst")).unwrap();
@@ -93,18 +98,13 @@ fn capturing_sent_only_commands_that_read() {
                 Command::Open | Command::NvmeNamespaceId => true,
                 Command::Scsi { cdb, data_out, .. } => {
                     kinds.insert(format!("scsi {:02x}", cdb[0]));
-                    data_out.is_empty()
-                        && match cdb[0] {
-                            // INQUIRY, MODE SENSE(10), LOG SENSE.
-                            0x12 | 0x5a | 0x4d => true,
-                            // ATA PASS-THROUGH(16): IDENTIFY, SMART READ
-                            // DATA, SMART RETURN STATUS.
-                            0x85 => {
-                                cdb[14] == 0xec
-                                    || (cdb[14] == 0xb0 && [0xd0, 0xda].contains(&cdb[4]))
-                            }
-                            _ => false,
-                        }
+                    data_out.is_empty() && reads(cdb)
+                }
+                // Through the controller: reads only by construction (no
+                // data-out field), and the CDB must read too.
+                Command::MfiPdScsi { cdb, .. } => {
+                    kinds.insert(format!("mfi-pd scsi {:02x}", cdb[0]));
+                    reads(cdb)
                 }
                 Command::NvmeAdmin { opcode, .. } => {
                     kinds.insert(format!("nvme {opcode:02x}"));

@@ -56,15 +56,26 @@ fn dcmd_reply(op: &str, mbox: &[u8]) -> Vec<u8> {
     data(&x.reply).unwrap()
 }
 
-const SATA: &str = "/dev/sda";
-const VD0: &str = "/dev/sdb";
-const VD1: &str = "/dev/sdc";
-const NVME: &str = "/dev/nvme0n1";
+/// The node of the lab disk with this serial, as the capture's machine
+/// named it (names follow the order drivers loaded in).
+fn node(serial: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/captures/qemu-lab/inventory.json");
+    let inv: storcert::inventory::Inventory =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    inv.disks
+        .iter()
+        .find(|d| d.serial.as_deref() == Some(serial))
+        .unwrap_or_else(|| panic!("no lab disk with serial {serial}"))
+        .dev_path
+        .clone()
+}
+
 const MFI: &str = "/dev/megaraid_sas_ioctl_node";
 
 #[test]
 fn sata_identify_and_smart() {
-    let id = ata::decode_identify(&reply(SATA, "ATA IDENTIFY", 0)).unwrap();
+    let id = ata::decode_identify(&reply(&node("LABSATA0001"), "ATA IDENTIFY", 0)).unwrap();
     assert_eq!(id.model, "STORCERT LAB SATA");
     assert_eq!(id.serial, "LABSATA0001");
     assert_eq!(id.firmware, "SATAFW01");
@@ -75,61 +86,86 @@ fn sata_identify_and_smart() {
         "qemu was started with write-cache=off"
     );
     assert!(id.smart_supported && id.smart_enabled);
-    let attrs = ata::decode_smart_data(&reply(SATA, "ATA SMART READ DATA", 0)).unwrap();
+    let attrs =
+        ata::decode_smart_data(&reply(&node("LABSATA0001"), "ATA SMART READ DATA", 0)).unwrap();
     assert!(!attrs.is_empty());
     // Truncating any recorded reply is an error, never a panic.
     for cut in [0, 1, 100, 511] {
-        assert!(ata::decode_identify(&reply(SATA, "ATA IDENTIFY", 0)[..cut]).is_err());
+        assert!(
+            ata::decode_identify(&reply(&node("LABSATA0001"), "ATA IDENTIFY", 0)[..cut]).is_err()
+        );
     }
 }
 
 #[test]
 fn sata_scsi_view_through_libata() {
-    let inq = scsi::decode_inquiry(&reply(SATA, "INQUIRY", 0)).unwrap();
+    let inq = scsi::decode_inquiry(&reply(&node("LABSATA0001"), "INQUIRY", 0)).unwrap();
     assert_eq!(inq.vendor, "ATA");
     // libata's INQUIRY carries only 4 characters of the 8-character
     // firmware revision (here the last four): IDENTIFY has the whole one.
     assert_eq!(inq.revision, "FW01");
     assert_eq!(
-        scsi::decode_vpd_serial(&reply(SATA, "INQUIRY VPD 0x80", 0)).unwrap(),
+        scsi::decode_vpd_serial(&reply(&node("LABSATA0001"), "INQUIRY VPD 0x80", 0)).unwrap(),
         "LABSATA0001"
     );
-    let ids = scsi::decode_vpd_device_ids(&reply(SATA, "INQUIRY VPD 0x83", 0)).unwrap();
+    let ids =
+        scsi::decode_vpd_device_ids(&reply(&node("LABSATA0001"), "INQUIRY VPD 0x83", 0)).unwrap();
     assert_eq!(ids.naa, None, "qemu's IDE disk has no WWN");
-    let page = scsi::decode_caching_page(&reply(SATA, "MODE SENSE(10) caching page", 0)).unwrap();
+    let page = scsi::decode_caching_page(&reply(
+        &node("LABSATA0001"),
+        "MODE SENSE(10) caching page",
+        0,
+    ))
+    .unwrap();
     assert!(!page.write_cache_enabled);
-    let changeable =
-        scsi::decode_caching_page(&reply(SATA, "MODE SENSE(10) caching page", 1)).unwrap();
+    let changeable = scsi::decode_caching_page(&reply(
+        &node("LABSATA0001"),
+        "MODE SENSE(10) caching page",
+        1,
+    ))
+    .unwrap();
     assert!(changeable.write_cache_enabled, "libata lets WCE be changed");
 }
 
 #[test]
 fn megaraid_logical_drive_scsi_view() {
-    let inq = scsi::decode_inquiry(&reply(VD0, "INQUIRY", 0)).unwrap();
+    let inq = scsi::decode_inquiry(&reply(&node("LABMEGA0001"), "INQUIRY", 0)).unwrap();
     assert_eq!(
         (inq.vendor.as_str(), inq.product.as_str()),
         ("QEMU", "QEMU HARDDISK")
     );
     assert_eq!(
-        scsi::decode_vpd_serial(&reply(VD1, "INQUIRY VPD 0x80", 0)).unwrap(),
+        scsi::decode_vpd_serial(&reply(&node("LABMEGA0002"), "INQUIRY VPD 0x80", 0)).unwrap(),
         "LABMEGA0002"
     );
-    let page = scsi::decode_caching_page(&reply(VD0, "MODE SENSE(10) caching page", 0)).unwrap();
+    let page = scsi::decode_caching_page(&reply(
+        &node("LABMEGA0001"),
+        "MODE SENSE(10) caching page",
+        0,
+    ))
+    .unwrap();
     assert!(page.write_cache_enabled, "scsi-hd defaults to WCE=1");
 }
 
 #[test]
 fn nvme_identify_and_smart_log() {
-    let id = nvme::decode_identify_controller(&reply(NVME, "NVMe Identify Controller", 0)).unwrap();
+    let id = nvme::decode_identify_controller(&reply(
+        &node("LABNVME0001"),
+        "NVMe Identify Controller",
+        0,
+    ))
+    .unwrap();
     assert_eq!(id.model, "QEMU NVMe Ctrl");
     assert_eq!(id.serial, "LABNVME0001");
     assert_eq!(id.firmware, "7.2.22");
     assert_eq!(id.vwc_raw, 0x07);
     assert!(id.volatile_write_cache_present);
-    let ns = nvme::decode_identify_namespace(&reply(NVME, "NVMe Identify Namespace", 0)).unwrap();
+    let ns =
+        nvme::decode_identify_namespace(&reply(&node("LABNVME0001"), "NVMe Identify Namespace", 0))
+            .unwrap();
     assert_eq!(ns.size_blocks * ns.lba_size as u64, 2048 * 1024 * 1024);
     assert_eq!((ns.lba_format_index, ns.metadata_size), (0, 0));
-    let log = nvme::decode_smart_log(&reply(NVME, "NVMe SMART log", 0)).unwrap();
+    let log = nvme::decode_smart_log(&reply(&node("LABNVME0001"), "NVMe SMART log", 0)).unwrap();
     assert_eq!(log.critical_warning, 0);
     // qemu reports 0% spare with a 0% threshold (a naive "spare < 10%"
     // rule would fire on it).

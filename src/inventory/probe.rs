@@ -6,7 +6,7 @@
 
 use super::model::*;
 use crate::passthrough::tape::Device;
-use crate::passthrough::{ata, nvme, scsi, PassthroughError};
+use crate::passthrough::{ata, nvme, scsi, PassthroughError, ScsiPath};
 
 /// Runs one passthrough step and records its outcome on the disk.
 fn step<T>(
@@ -173,7 +173,7 @@ pub fn probe_nvme(disk: &mut Disk, dev: &Device) {
 /// SCSI-speaking disks (SATA through libata or a SAS HBA, SAS, RAID logical
 /// drives, USB): INQUIRY and VPD, MODE SENSE caching page, then ATA
 /// IDENTIFY and SMART where the disk is ATA, LOG SENSE otherwise.
-pub fn probe_scsi(disk: &mut Disk, dev: &Device) {
+pub fn probe_scsi(disk: &mut Disk, dev: &dyn ScsiPath) {
     let inquiry = step(
         disk,
         "SCSI INQUIRY",
@@ -245,7 +245,7 @@ pub fn probe_scsi(disk: &mut Disk, dev: &Device) {
     }
 }
 
-fn probe_ata(disk: &mut Disk, dev: &Device) {
+fn probe_ata(disk: &mut Disk, dev: &dyn ScsiPath) {
     let Some(id) = step(
         disk,
         "ATA IDENTIFY (SAT ATA PASS-THROUGH 16)",
@@ -289,7 +289,16 @@ fn probe_ata(disk: &mut Disk, dev: &Device) {
         let status = record(
             disk,
             "ATA SMART RETURN STATUS",
-            ata::smart_return_status(dev),
+            if dev.returns_ata_registers() {
+                ata::smart_return_status(dev)
+            } else {
+                Err(PassthroughError::Rejected {
+                    op: "ATA SMART RETURN STATUS",
+                    detail:
+                        "not supported by the controller: its firmware returns no ATA registers"
+                            .into(),
+                })
+            },
         );
         if let Some(status) = status {
             overall = match status {
@@ -346,7 +355,7 @@ fn probe_ata(disk: &mut Disk, dev: &Device) {
     });
 }
 
-fn probe_scsi_health(disk: &mut Disk, dev: &Device) {
+fn probe_scsi_health(disk: &mut Disk, dev: &dyn ScsiPath) {
     let ie = step(
         disk,
         "SCSI LOG SENSE 0x2f (informational exceptions)",

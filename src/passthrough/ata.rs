@@ -3,9 +3,8 @@
 //! on AHCI; SAS HBAs translate them for SATA disks behind them. A USB
 //! bridge without SAT, or a RAID controller's logical drive, rejects them.
 
-use super::sg::{sg_io, Data, STATUS_CHECK_CONDITION, STATUS_GOOD};
-use super::tape::Device;
-use super::{ascii_field, le16, le64, need_len, PassthroughError};
+use super::sg::{Data, STATUS_CHECK_CONDITION, STATUS_GOOD};
+use super::{ascii_field, le16, le64, need_len, PassthroughError, ScsiPath};
 
 const TIMEOUT_MS: u32 = 15_000;
 
@@ -190,7 +189,7 @@ pub fn decode_smart_status(lba_mid: u8, lba_high: u8) -> Result<SmartStatus, Pas
 
 /// ATA PASS-THROUGH(16), PIO data-in of one 512-byte sector.
 fn pio_in(
-    dev: &Device,
+    dev: &dyn ScsiPath,
     op: &'static str,
     command: u8,
     features: u8,
@@ -216,7 +215,7 @@ fn pio_in(
         0,
     ];
     let mut buf = vec![0u8; 512];
-    let reply = sg_io(dev, op, &cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
+    let reply = dev.scsi(op, &cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
     // Some SATLs report CHECK CONDITION with RECOVERED ERROR / "ATA
     // pass-through information available" on success; that is not a
     // failure.
@@ -231,18 +230,18 @@ fn pio_in(
     Ok(buf)
 }
 
-pub fn identify(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+pub fn identify(dev: &dyn ScsiPath) -> Result<Vec<u8>, PassthroughError> {
     pio_in(dev, "ATA IDENTIFY", 0xec, 0, 0, 0)
 }
 
-pub fn smart_read_data(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+pub fn smart_read_data(dev: &dyn ScsiPath) -> Result<Vec<u8>, PassthroughError> {
     pio_in(dev, "ATA SMART READ DATA", 0xb0, 0xd0, 0x4f, 0xc2)
 }
 
 /// SMART RETURN STATUS: a non-data command whose answer is in the
 /// registers, which come back in the ATA Status Return sense descriptor
 /// (CK_COND=1 asks for it).
-pub fn smart_return_status(dev: &Device) -> Result<SmartStatus, PassthroughError> {
+pub fn smart_return_status(dev: &dyn ScsiPath) -> Result<SmartStatus, PassthroughError> {
     const OP: &str = "ATA SMART RETURN STATUS";
     let cdb = [
         0x85,
@@ -262,7 +261,7 @@ pub fn smart_return_status(dev: &Device) -> Result<SmartStatus, PassthroughError
         0xb0,
         0,
     ];
-    let reply = sg_io(dev, OP, &cdb, Data::None, TIMEOUT_MS)?;
+    let reply = dev.scsi(OP, &cdb, Data::None, TIMEOUT_MS)?;
     let sense = reply.sense_summary();
     if let Some(desc) = sense.as_ref().and_then(|s| s.descriptor(0x09)) {
         if desc.len() >= 14 {

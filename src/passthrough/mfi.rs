@@ -524,6 +524,8 @@ struct IocPacket {
 /// _IOWR('M', 1, struct megasas_iocpacket)
 const MEGASAS_IOC_FIRMWARE: u64 = (3 << 30) | (404 << 16) | (0x4d << 8) | 1;
 const MFI_CMD_DCMD: u8 = 0x05;
+const MFI_CMD_PD_SCSI_IO: u8 = 0x04;
+const MFI_FRAME_DIR_NONE: u16 = 0x0000;
 const MFI_FRAME_DIR_READ: u16 = 0x0010;
 const MFI_FRAME_DIR_WRITE: u16 = 0x0008;
 /// Offset of the scatter-gather list inside a DCMD frame.
@@ -671,6 +673,189 @@ impl MfiNode {
     }
 }
 
+/// A physical drive behind a MegaRAID controller, reached through the
+/// firmware with MFI_CMD_PD_SCSI_IO frames, as `smartctl -d megaraid,N`
+/// (and `sat+megaraid,N` for SATA drives, whose ATA PASS-THROUGH the
+/// firmware's SATL translates) reaches it. Only commands that read are
+/// sent: data flows from the drive.
+pub struct PdPath<'a> {
+    pub node: &'a MfiNode,
+    pub host: u16,
+    /// The frame's 8-bit target: the drive's device id. A device id past
+    /// 255 cannot be addressed this way.
+    pub target: u8,
+}
+
+/// The frame's status for "the drive answered CHECK CONDITION": its
+/// sense data is in the sense buffer.
+const MFI_STAT_SCSI_DONE_WITH_ERROR: u8 = 0x2d;
+/// The sense bytes asked of the kernel (it copies back this many).
+const PTHRU_SENSE_LEN: usize = 64;
+
+impl super::ScsiPath for PdPath<'_> {
+    fn scsi(
+        &self,
+        op: &'static str,
+        cdb: &[u8],
+        data: super::sg::Data<'_>,
+        timeout_ms: u32,
+    ) -> Result<super::sg::ScsiReply, PassthroughError> {
+        use super::sg::Data;
+        // Only what reads, by construction: a drive behind a controller is
+        // probed, never changed.
+        if cdb.len() > 16 || !super::reads_only(cdb) {
+            return Err(PassthroughError::Rejected {
+                op,
+                detail: "storcert sends a drive behind a controller only commands that read".into(),
+            });
+        }
+        let buf = match data {
+            Data::FromDevice(buf) => Some(buf),
+            Data::None => None,
+            Data::ToDevice(_) => {
+                return Err(PassthroughError::Rejected {
+                    op,
+                    detail: "storcert sends nothing to a drive behind a controller".into(),
+                })
+            }
+        };
+        let len = buf.as_ref().map_or(0, |b| b.len());
+        let command = Command::MfiPdScsi {
+            host: self.host,
+            target: self.target,
+            cdb: cdb.to_vec(),
+            data_in_len: len,
+        };
+        let reply = self.node.device.exchange(op, command, |file| {
+            pd_scsi_ioctl(file, self.host, self.target, cdb, len, timeout_ms)
+        });
+        match reply {
+            Reply::MfiScsi {
+                status,
+                sense,
+                data_in,
+            } => {
+                if let Some(buf) = buf {
+                    let n = data_in.len().min(buf.len());
+                    buf[..n].copy_from_slice(&data_in[..n]);
+                }
+                match status {
+                    0 => Ok(super::sg::ScsiReply {
+                        status: super::sg::STATUS_GOOD,
+                        host_status: 0,
+                        driver_status: 0,
+                        sense: Vec::new(),
+                        resid: 0,
+                    }),
+                    // The driver copies back the frame's status, not the
+                    // SCSI status: with sense data, it was CHECK
+                    // CONDITION; without, it is not known.
+                    MFI_STAT_SCSI_DONE_WITH_ERROR if super::sg::Sense::decode(&sense).is_some() => {
+                        Ok(super::sg::ScsiReply {
+                            status: super::sg::STATUS_CHECK_CONDITION,
+                            host_status: 0,
+                            driver_status: 0,
+                            sense: sense.into_iter().take(PTHRU_SENSE_LEN).collect(),
+                            resid: 0,
+                        })
+                    }
+                    s => Err(PassthroughError::Rejected {
+                        op,
+                        detail: format!("MFI status 0x{s:02x} ({})", status_name(s)),
+                    }),
+                }
+            }
+            Reply::Failed(f) => Err(PassthroughError::Ioctl {
+                op,
+                source: f.to_error(),
+            }),
+            other => Err(unexpected(op, &other)),
+        }
+    }
+
+    fn returns_ata_registers(&self) -> bool {
+        false
+    }
+}
+
+/// MEGASAS_IOC_FIRMWARE with one MFI_CMD_PD_SCSI_IO frame (struct
+/// megasas_pass_thru_frame): the CDB at 0x20, the SGL at 0x30, the sense
+/// buffer's address at 0x18, where the driver puts its own and copies
+/// the sense back to the address given. The driver copies back only the
+/// frame's status byte (not the SCSI status, not a residue).
+fn pd_scsi_ioctl(
+    file: &File,
+    host_no: u16,
+    target: u8,
+    cdb: &[u8],
+    len: usize,
+    timeout_ms: u32,
+) -> Reply {
+    const PTHRU_SGL_OFFSET: u32 = 0x30;
+    const PTHRU_SENSE_OFFSET: u32 = 0x18;
+    let mut buf = vec![0u8; len];
+    let mut sense = [0u8; PTHRU_SENSE_LEN];
+    let mut pkt = IocPacket {
+        host_no,
+        pad1: 0,
+        sgl_off: PTHRU_SGL_OFFSET,
+        sge_count: u32::from(len > 0),
+        sense_off: PTHRU_SENSE_OFFSET,
+        sense_len: PTHRU_SENSE_LEN as u32,
+        frame: [0u8; 128],
+        sgl: [[0u8; 16]; 16],
+    };
+    pkt.frame = pd_scsi_frame(target, cdb, len, timeout_ms, sense.as_mut_ptr() as u64);
+    if len > 0 {
+        pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
+        pkt.sgl[0][8..].copy_from_slice(&(len as u64).to_ne_bytes());
+    }
+    // SAFETY: pkt is the packed megasas_iocpacket; its iovec points at
+    // `buf` and its frame at `sense`, both of which outlive the
+    // synchronous ioctl.
+    if let Err(e) = unsafe { ioctl_ptr(file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, &mut pkt) } {
+        return Reply::Failed(Failure::of(&e));
+    }
+    Reply::MfiScsi {
+        status: pkt.frame[2],
+        sense: sense.to_vec(),
+        data_in: buf,
+    }
+}
+
+/// The MFI_CMD_PD_SCSI_IO frame reading `len` bytes from `target`, with
+/// the sense buffer at `sense_addr`. The timeout is the firmware's, in
+/// seconds (the driver itself waits for the frame without one).
+fn pd_scsi_frame(
+    target: u8,
+    cdb: &[u8],
+    len: usize,
+    timeout_ms: u32,
+    sense_addr: u64,
+) -> [u8; 128] {
+    let mut f = [0u8; 128];
+    f[0] = MFI_CMD_PD_SCSI_IO;
+    f[1] = PTHRU_SENSE_LEN as u8;
+    f[2] = 0xff; // cmd_status: overwritten by the firmware
+    f[4] = target;
+    f[5] = 0; // lun
+    let cdb_len = cdb.len().min(16);
+    f[6] = cdb_len as u8;
+    f[7] = u8::from(len > 0); // sge_count
+    let dir = if len > 0 {
+        MFI_FRAME_DIR_READ
+    } else {
+        MFI_FRAME_DIR_NONE
+    };
+    f[16..18].copy_from_slice(&dir.to_le_bytes());
+    let seconds = u16::try_from(timeout_ms.div_ceil(1000)).unwrap_or(u16::MAX);
+    f[18..20].copy_from_slice(&seconds.to_le_bytes());
+    f[20..24].copy_from_slice(&(len as u32).to_le_bytes());
+    f[24..32].copy_from_slice(&sense_addr.to_ne_bytes());
+    f[32..32 + cdb_len].copy_from_slice(&cdb[..cdb_len]);
+    f
+}
+
 /// MEGASAS_IOC_FIRMWARE with one DCMD frame and one data buffer.
 fn dcmd_ioctl(
     file: &File,
@@ -765,6 +950,79 @@ fn mknod_char(path: &Path, major: u32, minor: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_drive_behind_the_controller_is_sent_only_what_reads() {
+        use super::super::sg::Data;
+        use super::super::tape::{Command, Exchange, Reply, Tape};
+        use super::super::{reads_only, ScsiPath};
+        let tape = Tape::playing(vec![Exchange {
+            device: IOCTL_NODE.into(),
+            op: OPEN_OP.into(),
+            command: Command::Open,
+            reply: Reply::Opened,
+        }]);
+        let node = MfiNode::open(Some(&tape)).unwrap();
+        let path = PdPath {
+            node: &node,
+            host: 0,
+            target: 0,
+        };
+        for (what, cdb) in [
+            ("MODE SELECT(10)", vec![0x55, 0x10, 0, 0, 0, 0, 0, 0, 20, 0]),
+            (
+                "LOG SENSE saving parameters",
+                vec![0x4d, 0x01, 0x6f, 0, 0, 0, 0, 1, 0, 0],
+            ),
+            ("WRITE(10)", vec![0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0]),
+            ("SYNCHRONIZE CACHE", vec![0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            // ATA PASS-THROUGH(16) carrying SMART ENABLE OPERATIONS (0xd8).
+            ("SMART ENABLE", {
+                let mut c = vec![
+                    0x85, 0x06, 0x20, 0, 0xd8, 0, 0, 0, 0, 0, 0x4f, 0, 0xc2, 0, 0xb0, 0,
+                ];
+                c.truncate(16);
+                c
+            }),
+            ("a CDB past 16 bytes", vec![0x12; 17]),
+        ] {
+            assert!(!reads_only(&cdb) || cdb.len() > 16, "{what}");
+            let mut buf = [0u8; 32];
+            let r = path.scsi("test", &cdb, Data::FromDevice(&mut buf), 1000);
+            assert!(r.is_err(), "{what} was sent");
+        }
+        // Refused before the tape is asked: nothing is missing from it.
+        assert_eq!(tape.missing().0, 0);
+        for cdb in [
+            vec![0x12, 0, 0, 0, 96, 0],
+            vec![0x5a, 0x08, 0x08, 0, 0, 0, 0, 0, 0xfc, 0],
+            vec![0x4d, 0, 0x6f, 0, 0, 0, 0, 1, 0, 0],
+        ] {
+            assert!(reads_only(&cdb), "{cdb:02x?}");
+        }
+    }
+
+    #[test]
+    fn a_pass_through_frame_is_laid_out_as_the_kernel_reads_it() {
+        // struct megasas_pass_thru_frame: cmd, sense_len, cmd_status,
+        // scsi_status, target_id, lun, cdb_len, sge_count at 0..8; flags
+        // at 16, data_xfer_len at 20, sense address at 24, cdb at 32.
+        let cdb = [0x12, 0x01, 0x80, 0x01, 0x00, 0x00];
+        let f = pd_scsi_frame(7, &cdb, 256, 10_000, 0x1122_3344_5566_7788);
+        assert_eq!(&f[..8], &[0x04, 64, 0xff, 0, 7, 0, 6, 1]);
+        assert_eq!(le16(&f, 16), MFI_FRAME_DIR_READ);
+        assert_eq!(le16(&f, 18), 10, "the firmware's timeout, seconds");
+        assert_eq!(le32(&f, 20), 256);
+        assert_eq!(
+            u64::from_ne_bytes(f[24..32].try_into().unwrap()),
+            0x1122_3344_5566_7788
+        );
+        assert_eq!(&f[32..38], &cdb);
+        assert!(f[38..].iter().all(|&b| b == 0));
+        // No data phase: no SGE, no direction.
+        let none = pd_scsi_frame(7, &[0x85; 16], 0, 10_000, 0);
+        assert_eq!((none[7], le16(&none, 16)), (0, MFI_FRAME_DIR_NONE));
+    }
 
     #[test]
     fn ioc_packet_matches_the_kernel_abi() {

@@ -18,6 +18,43 @@ pub mod tape;
 
 use std::fmt;
 
+/// Where a SCSI command goes: a device node (SG_IO), or a physical drive
+/// behind a RAID controller through its firmware (MegaRAID's
+/// MFI_CMD_PD_SCSI_IO). The SCSI and ATA commands are built once and sent
+/// down either.
+pub trait ScsiPath {
+    fn scsi(
+        &self,
+        op: &'static str,
+        cdb: &[u8],
+        data: sg::Data<'_>,
+        timeout_ms: u32,
+    ) -> Result<sg::ScsiReply, PassthroughError>;
+
+    /// Whether an ATA PASS-THROUGH with CK_COND gets the ATA registers
+    /// back (SMART RETURN STATUS needs them). MegaRAID's firmware returns
+    /// none (smartctl: "ATA return descriptor not supported by controller
+    /// firmware").
+    fn returns_ata_registers(&self) -> bool {
+        true
+    }
+}
+
+/// Whether a CDB only reads: INQUIRY, MODE SENSE(10), LOG SENSE without
+/// saving parameters, and ATA PASS-THROUGH(16) carrying IDENTIFY DEVICE,
+/// SMART READ DATA or SMART RETURN STATUS. What storcert sends a drive
+/// behind a controller must be one of these.
+pub fn reads_only(cdb: &[u8]) -> bool {
+    match cdb.first() {
+        Some(0x12) | Some(0x5a) => true,
+        Some(0x4d) => cdb.get(1).is_some_and(|b| b & 0x01 == 0),
+        Some(0x85) if cdb.len() == 16 => {
+            cdb[14] == 0xec || (cdb[14] == 0xb0 && [0xd0, 0xda].contains(&cdb[4]))
+        }
+        _ => false,
+    }
+}
+
 /// Why a passthrough command did not produce a usable answer.
 #[derive(Debug, thiserror::Error)]
 pub enum PassthroughError {

@@ -3,9 +3,8 @@
 //! caching mode page, and LOG SENSE of the temperature and informational
 //! exceptions pages.
 
-use super::sg::{sg_io, Data, ScsiReply};
-use super::tape::Device;
-use super::{ascii_field, be16, hex, need_len, PassthroughError};
+use super::sg::{Data, ScsiReply};
+use super::{ascii_field, be16, hex, need_len, PassthroughError, ScsiPath};
 
 const TIMEOUT_MS: u32 = 10_000;
 
@@ -220,24 +219,24 @@ fn log_parameters<'a>(
 // --- transport -----------------------------------------------------------
 
 fn data_in(
-    dev: &Device,
+    dev: &dyn ScsiPath,
     op: &'static str,
     cdb: &[u8],
     len: usize,
 ) -> Result<Vec<u8>, PassthroughError> {
     let mut buf = vec![0u8; len];
-    let reply: ScsiReply = sg_io(dev, op, cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
+    let reply: ScsiReply = dev.scsi(op, cdb, Data::FromDevice(&mut buf), TIMEOUT_MS)?;
     reply.check(op)?;
     let got = len.saturating_sub(reply.resid.max(0) as usize);
     buf.truncate(got);
     Ok(buf)
 }
 
-pub fn inquiry(dev: &Device) -> Result<Vec<u8>, PassthroughError> {
+pub fn inquiry(dev: &dyn ScsiPath) -> Result<Vec<u8>, PassthroughError> {
     data_in(dev, "INQUIRY", &[0x12, 0, 0, 0, 96, 0], 96)
 }
 
-pub fn inquiry_vpd(dev: &Device, page: u8) -> Result<Vec<u8>, PassthroughError> {
+pub fn inquiry_vpd(dev: &dyn ScsiPath, page: u8) -> Result<Vec<u8>, PassthroughError> {
     let op = match page {
         0x80 => "INQUIRY VPD 0x80",
         0x83 => "INQUIRY VPD 0x83",
@@ -248,7 +247,10 @@ pub fn inquiry_vpd(dev: &Device, page: u8) -> Result<Vec<u8>, PassthroughError> 
 
 /// MODE SENSE(10) of the caching page; `changeable` asks for the mask of
 /// bits the device lets a host change instead of the current values.
-pub fn mode_sense_caching(dev: &Device, changeable: bool) -> Result<Vec<u8>, PassthroughError> {
+pub fn mode_sense_caching(
+    dev: &dyn ScsiPath,
+    changeable: bool,
+) -> Result<Vec<u8>, PassthroughError> {
     let pc = if changeable { 0x40 } else { 0x00 };
     // DBD=1: no block descriptors, the page follows the header directly.
     let cdb = [0x5a, 0x08, pc | 0x08, 0, 0, 0, 0, 0x00, 0xfc, 0];
@@ -292,15 +294,15 @@ pub fn caching_select_params(sense_reply: &[u8], wce: bool) -> Result<Vec<u8>, P
 }
 
 /// MODE SELECT(10), page format, not saved (SATLs refuse SP=1).
-pub fn mode_select(dev: &Device, params: &[u8]) -> Result<(), PassthroughError> {
+pub fn mode_select(dev: &dyn ScsiPath, params: &[u8]) -> Result<(), PassthroughError> {
     const OP: &str = "MODE SELECT(10) caching page";
     let len = params.len() as u16;
     let cdb = [0x55, 0x10, 0, 0, 0, 0, 0, (len >> 8) as u8, len as u8, 0];
-    let reply = sg_io(dev, OP, &cdb, Data::ToDevice(params), TIMEOUT_MS)?;
+    let reply = dev.scsi(OP, &cdb, Data::ToDevice(params), TIMEOUT_MS)?;
     reply.check(OP)
 }
 
-pub fn log_sense(dev: &Device, page: u8) -> Result<Vec<u8>, PassthroughError> {
+pub fn log_sense(dev: &dyn ScsiPath, page: u8) -> Result<Vec<u8>, PassthroughError> {
     let op = match page {
         0x0d => "LOG SENSE 0x0d",
         0x2f => "LOG SENSE 0x2f",

@@ -224,6 +224,18 @@ pub fn sg_io(
     }
 }
 
+impl super::ScsiPath for Device {
+    fn scsi(
+        &self,
+        op: &'static str,
+        cdb: &[u8],
+        data: Data<'_>,
+        timeout_ms: u32,
+    ) -> Result<ScsiReply, PassthroughError> {
+        sg_io(self, op, cdb, data, timeout_ms)
+    }
+}
+
 /// The SG_IO ioctl itself, on a live node.
 fn sg_io_ioctl(file: &File, cdb: &[u8], data: &mut Data<'_>, timeout_ms: u32) -> Reply {
     let mut sense = [0u8; SENSE_LEN];

@@ -54,6 +54,15 @@ pub enum Command {
     },
     /// NVME_IOCTL_ID.
     NvmeNamespaceId,
+    /// MEGASAS_IOC_FIRMWARE carrying one MFI_CMD_PD_SCSI_IO frame: a SCSI
+    /// command to a physical drive behind the controller.
+    MfiPdScsi {
+        host: u16,
+        target: u8,
+        #[serde(with = "hex_bytes")]
+        cdb: Vec<u8>,
+        data_in_len: usize,
+    },
     /// MEGASAS_IOC_FIRMWARE carrying one DCMD frame.
     MfiDcmd {
         host: u16,
@@ -96,6 +105,15 @@ pub enum Reply {
     },
     Mfi {
         status: u8,
+        #[serde(with = "hex_bytes")]
+        data_in: Vec<u8>,
+    },
+    /// A pass-through frame's answer: the firmware's status, the sense
+    /// buffer it filled, the data.
+    MfiScsi {
+        status: u8,
+        #[serde(with = "hex_bytes")]
+        sense: Vec<u8>,
         #[serde(with = "hex_bytes")]
         data_in: Vec<u8>,
     },
@@ -405,6 +423,7 @@ impl Reply {
             Reply::Nvme { .. } => "nvme",
             Reply::NamespaceId { .. } => "namespace_id",
             Reply::Mfi { .. } => "mfi",
+            Reply::MfiScsi { .. } => "mfi_scsi",
         }
     }
 }

@@ -187,6 +187,19 @@ pub struct PhysicalDrive {
     pub media_errors: Option<u32>,
     pub other_errors: Option<u32>,
     pub predictive_failures: Option<u32>,
+    /// Read from the drive itself through the controller (MegaRAID:
+    /// MFI pass-through, as `smartctl -d megaraid,N`).
+    #[serde(default)]
+    pub serial: Option<String>,
+    /// The drive's own volatile write cache, as the drive reports it.
+    #[serde(default)]
+    pub write_cache: Option<WriteCache>,
+    #[serde(default)]
+    pub health: Option<Health>,
+    /// Every command sent to the drive through the controller, with its
+    /// outcome (as a disk's).
+    #[serde(default)]
+    pub probes: Vec<Probe>,
     pub errors: Vec<String>,
 }
 
@@ -291,6 +304,50 @@ pub struct Disk {
     /// Each passthrough path tried and what came of it.
     pub probes: Vec<Probe>,
     pub errors: Vec<String>,
+}
+
+impl Disk {
+    /// A disk of which nothing is known yet but its name, node and
+    /// transport: what probing fills in.
+    pub fn unprobed(name: &str, dev_path: &str, transport: Transport) -> Disk {
+        Disk {
+            name: name.into(),
+            dev_path: dev_path.into(),
+            major_minor: String::new(),
+            by_id: Vec::new(),
+            transport,
+            vendor: None,
+            model: None,
+            serial: None,
+            wwn: None,
+            eui64: None,
+            nguid: None,
+            firmware: None,
+            firmware_source: None,
+            capacity_bytes: 0,
+            logical_sector_size: None,
+            physical_sector_size: None,
+            lba_format: None,
+            metadata_bytes: None,
+            rotational: None,
+            queue_depth: None,
+            read_only: false,
+            removable: false,
+            controller: None,
+            scsi_address: None,
+            partitions: Vec::new(),
+            holders: Vec::new(),
+            mountpoints: Vec::new(),
+            fs_type: None,
+            system_disk: false,
+            boot_medium: false,
+            role_reasons: Vec::new(),
+            write_cache: None,
+            health: None,
+            probes: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

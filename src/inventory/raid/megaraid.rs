@@ -277,6 +277,10 @@ fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive
         media_errors: None,
         other_errors: None,
         predictive_failures: None,
+        serial: None,
+        write_cache: None,
+        health: None,
+        probes: Vec::new(),
         errors: Vec::new(),
     };
     let info = node
@@ -309,10 +313,8 @@ fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive
         // Peripheral qualifier 3, type 0x1f: "no device here". The
         // controller did not read the drive's INQUIRY data (qemu's
         // emulation answers so).
-        Ok(_) if info.inquiry[0] == 0x7f => pd.errors.push(
-            "MFI PD_GET_INFO carries no INQUIRY data (peripheral qualifier 3); vendor, model and firmware unknown"
-                .into(),
-        ),
+        // Said below if the drive does not answer INQUIRY itself either.
+        Ok(_) if info.inquiry[0] == 0x7f => {}
         Ok(inq) => {
             pd.vendor = Some(inq.vendor).filter(|v| !v.is_empty());
             pd.model = Some(inq.product);
@@ -330,5 +332,50 @@ fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive
     pd.media_errors = Some(info.media_errors);
     pd.other_errors = Some(info.other_errors);
     pd.predictive_failures = Some(info.predictive_failures);
+    read_through(node, host, &mut pd);
+    if pd.model.is_none() && info.inquiry[0] == 0x7f {
+        pd.errors.push(
+            "MFI PD_GET_INFO carries no INQUIRY data (peripheral qualifier 3), and the drive gave none through the controller; vendor, model and firmware unknown"
+                .into(),
+        );
+    }
     pd
+}
+
+/// The drive asked itself, through the firmware (MFI_CMD_PD_SCSI_IO): the
+/// same INQUIRY, VPD, ATA IDENTIFY and SMART, or LOG SENSE, a disk the
+/// kernel sees is asked, decoded by the same code.
+fn read_through(node: &MfiNode, host: u32, pd: &mut PhysicalDrive) {
+    let Ok(target) = u8::try_from(pd.id) else {
+        pd.probes.push(Probe {
+            probe: "MFI pass-through".into(),
+            outcome: "unsupported".into(),
+            detail: Some(format!(
+                "device id 0x{:04x} does not fit the pass-through frame's 8-bit target",
+                pd.id
+            )),
+        });
+        return;
+    };
+    let Ok(host) = u16::try_from(host) else {
+        return;
+    };
+    let path = mfi::PdPath { node, host, target };
+    let transport = match pd.interface.as_deref() {
+        Some("SATA") => Transport::Sata,
+        _ => Transport::Sas,
+    };
+    let label = format!("megaraid host {host} pd {}", pd.id);
+    let mut drive = Disk::unprobed(&label, &label, transport);
+    crate::inventory::probe::probe_scsi(&mut drive, &path);
+    // What the drive says of itself is preferred over the controller's
+    // copy of its INQUIRY.
+    pd.vendor = drive.vendor.or(pd.vendor.take());
+    pd.model = drive.model.or(pd.model.take());
+    pd.firmware = drive.firmware.or(pd.firmware.take());
+    pd.wwn = drive.wwn.or(pd.wwn.take());
+    pd.serial = drive.serial;
+    pd.write_cache = drive.write_cache;
+    pd.health = drive.health;
+    pd.probes = drive.probes;
 }
