@@ -272,6 +272,26 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     }
     let pd_ids: Vec<u32> = mr.physical_drives.iter().map(|p| p.id).collect();
     assert_eq!(pd_ids, vec![0x0000, 0x0100]);
+    // The drive behind the controller asked itself, through the firmware
+    // (MFI_CMD_PD_SCSI_IO, as smartctl -d megaraid,0): its own INQUIRY and
+    // serial, where PD_GET_INFO carried no INQUIRY data. (qemu numbers
+    // the second drive 0x0100 and answers PD_GET_INFO for it with drive
+    // 0's: it is not read, as the errors say.)
+    let pd0 = &mr.physical_drives[0];
+    assert_eq!(
+        pd0.serial.as_deref(),
+        Some(t("MEGA0_SERIAL").as_str()),
+        "{pd0:?}"
+    );
+    assert_eq!(pd0.model.as_deref(), Some("QEMU HARDDISK"));
+    assert!(
+        pd0.probes
+            .iter()
+            .any(|p| p.probe == "SCSI INQUIRY VPD 0x80" && p.outcome == "ok"),
+        "{:?}",
+        pd0.probes
+    );
+    assert!(pd0.errors.is_empty(), "{:?}", pd0.errors);
 
     // virtio: no passthrough (ENOTTY, recorded), serial and cache from sysfs.
     let vd = disk_with_serial(&inv, &t("VIRTIO_SERIAL"));
@@ -325,6 +345,22 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     // 4 s of 23.5 large-block writes/s of 128 KiB, give or take the
     // 512,000-byte units the drive counts in.
     assert!((8_000_000..20_000_000).contains(&written), "{written}");
+    // The drive behind the MegaRAID, read through the controller, is in
+    // the diff too, matched with itself (its counters unchanged).
+    let behind = hd["drives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["drive"].as_str().unwrap().contains(" pd 0 "))
+        .unwrap_or_else(|| panic!("no drive behind the controller in the diff: {hd}"));
+    assert!(
+        behind["drive"]
+            .as_str()
+            .unwrap()
+            .contains(&t("MEGA0_SERIAL")),
+        "{behind}"
+    );
+    assert_eq!(behind["changes"], serde_json::json!([]), "{behind}");
 
     // check --fix: the SATA and NVMe caches change and read back changed;
     // qemu's MegaRAID accepts LD_SET_PROP but does nothing (its handler is

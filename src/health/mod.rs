@@ -3,15 +3,15 @@
 //! verdict on what degraded, and the endurance arithmetic of the writes in
 //! between (writes per day at the tested load against the drive's rating).
 
-use crate::inventory::{Disk, Inventory};
+use crate::inventory::{Health, Inventory};
 pub use crate::results::health::{
-    Change, Diff, DriveDiff, DriveHealth, Endurance, Rating, Snapshot,
+    Change, ControllerCounters, Diff, DriveDiff, DriveHealth, Endurance, Rating, Snapshot,
 };
 
 pub use crate::results::health::SCHEMA_VERSION;
 
-fn host_written(d: &Disk) -> (Option<u128>, Option<String>) {
-    let Some(h) = &d.health else {
+fn host_written(health: Option<&Health>) -> (Option<u128>, Option<String>) {
+    let Some(h) = health else {
         return (None, None);
     };
     if let Some(n) = &h.nvme {
@@ -31,37 +31,92 @@ fn host_written(d: &Disk) -> (Option<u128>, Option<String>) {
     (None, None)
 }
 
+/// Every drive of `inv`: its disks, and the physical drives behind each
+/// RAID controller one of whose virtual drives is among them (read
+/// through the controller: the SSDs behind a PERC are the drives whose
+/// wear an ACT run on its virtual drive spends).
 pub fn snapshot(inv: &Inventory) -> Snapshot {
     let taken_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
+    let media = |h: Option<&Health>| h.and_then(|h| h.nvme.as_ref()?.media_bytes_written);
+    let mut drives: Vec<DriveHealth> = inv
+        .disks
+        .iter()
+        .filter(|d| !d.transport.is_virtual())
+        .map(|d| {
+            let (w, src) = host_written(d.health.as_ref());
+            DriveHealth {
+                name: d.name.clone(),
+                model: d.model.clone(),
+                serial: d.serial.clone(),
+                wwn: d.wwn.clone(),
+                capacity_bytes: d.capacity_bytes,
+                health: d.health.clone(),
+                host_bytes_written: w,
+                host_bytes_written_source: src,
+                media_bytes_written: media(d.health.as_ref()),
+                behind: None,
+                controller_counters: None,
+                state: None,
+            }
+        })
+        .collect();
+    for c in &inv.controllers {
+        let Some(raid) = &c.raid else { continue };
+        let in_use = raid.virtual_drives.iter().any(|vd| {
+            vd.block_device
+                .as_ref()
+                .is_some_and(|b| inv.disks.iter().any(|d| &d.name == b))
+        });
+        if !in_use {
+            continue;
+        }
+        // The drives of its arrays: not a spare, an unconfigured or JBOD
+        // disk (a JBOD disk is a disk the kernel sees), nor an enclosure
+        // (which has no size). Which array each belongs to is not read
+        // yet: a drive of another array of the controller is included.
+        let in_an_array = |pd: &&crate::inventory::PhysicalDrive| {
+            !matches!(
+                pd.state.as_deref(),
+                Some("Unconfigured Good" | "Unconfigured Bad" | "Hot Spare" | "JBOD")
+            ) && pd.raw_size_bytes.unwrap_or(0) > 0
+        };
+        for pd in raid.physical_drives.iter().filter(in_an_array) {
+            let (w, src) = host_written(pd.health.as_ref());
+            let at = format!("{} pd {}", c.pci_address, pd.id);
+            drives.push(DriveHealth {
+                name: at.clone(),
+                model: pd.model.clone(),
+                serial: pd.serial.clone(),
+                wwn: pd.wwn.clone(),
+                capacity_bytes: pd.raw_size_bytes.unwrap_or(0),
+                health: pd.health.clone(),
+                host_bytes_written: w,
+                host_bytes_written_source: src,
+                media_bytes_written: media(pd.health.as_ref()),
+                behind: Some(at),
+                state: pd.state.clone(),
+                controller_counters: match (
+                    pd.media_errors,
+                    pd.other_errors,
+                    pd.predictive_failures,
+                ) {
+                    (Some(m), Some(o), Some(p)) => Some(ControllerCounters {
+                        media_errors: m,
+                        other_errors: o,
+                        predictive_failures: p,
+                    }),
+                    _ => None,
+                },
+            });
+        }
+    }
     Snapshot {
         schema_version: SCHEMA_VERSION,
         taken_at,
-        drives: inv
-            .disks
-            .iter()
-            .filter(|d| !d.transport.is_virtual())
-            .map(|d| {
-                let (w, src) = host_written(d);
-                DriveHealth {
-                    name: d.name.clone(),
-                    model: d.model.clone(),
-                    serial: d.serial.clone(),
-                    wwn: d.wwn.clone(),
-                    capacity_bytes: d.capacity_bytes,
-                    health: d.health.clone(),
-                    host_bytes_written: w,
-                    host_bytes_written_source: src,
-                    media_bytes_written: d
-                        .health
-                        .as_ref()
-                        .and_then(|h| h.nvme.as_ref())
-                        .and_then(|n| n.media_bytes_written),
-                }
-            })
-            .collect(),
+        drives,
     }
 }
 
@@ -102,6 +157,17 @@ pub fn endurance(written: u128, seconds: u64, capacity: u64, rating: Option<Rati
 }
 
 fn same_drive(a: &DriveHealth, b: &DriveHealth) -> bool {
+    // A drive behind a controller is never a disk the kernel sees (a
+    // virtual drive can carry its member's serial, as qemu's do).
+    if a.behind.is_some() != b.behind.is_some() {
+        return false;
+    }
+    // Behind a controller, a serial missing on one side (a read that
+    // failed) leaves the place: the WWN may come from the drive on one
+    // side and from the controller's copy on the other.
+    if a.behind.is_some() && (a.serial.is_none() || b.serial.is_none()) {
+        return a.behind == b.behind;
+    }
     match (&a.serial, &b.serial, &a.wwn, &b.wwn) {
         (Some(x), Some(y), _, _) if !x.is_empty() => x == y,
         (_, _, Some(x), Some(y)) => x == y,
@@ -147,6 +213,53 @@ pub fn diff(
                 }
             }
         };
+        if let (Some(x), Some(y)) = (&b.state, &a.state) {
+            if x != y {
+                // Leaving Online, or arriving where a drive is lost or
+                // being rebuilt, is what a burn-in must not pass.
+                let degraded = x == "Online"
+                    || matches!(
+                        y.as_str(),
+                        "Offline" | "Failed" | "Rebuild" | "Unconfigured Bad"
+                    );
+                changes.push(Change {
+                    what: "state behind the controller".into(),
+                    before: x.clone(),
+                    after: y.clone(),
+                    degraded,
+                });
+            }
+        }
+        if a.behind.is_some() && b.health.is_some() && a.health.is_none() {
+            changes.push(Change {
+                what: "health through the controller".into(),
+                before: "read".into(),
+                after: "not readable".into(),
+                degraded: true,
+            });
+        }
+        let (cb, ca) = (b.controller_counters, a.controller_counters);
+        count(
+            &mut changes,
+            "controller media errors",
+            cb.map(|c| c.media_errors.into()),
+            ca.map(|c| c.media_errors.into()),
+            true,
+        );
+        count(
+            &mut changes,
+            "controller other errors",
+            cb.map(|c| c.other_errors.into()),
+            ca.map(|c| c.other_errors.into()),
+            false,
+        );
+        count(
+            &mut changes,
+            "controller predictive failures",
+            cb.map(|c| c.predictive_failures.into()),
+            ca.map(|c| c.predictive_failures.into()),
+            true,
+        );
         let (hb, ha) = (b.health.as_ref(), a.health.as_ref());
         let nb = hb.and_then(|h| h.nvme.as_ref());
         let na = ha.and_then(|h| h.nvme.as_ref());

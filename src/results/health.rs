@@ -29,6 +29,25 @@ pub struct DriveHealth {
     /// the drive reports it.
     #[serde(default)]
     pub media_bytes_written: Option<u128>,
+    /// Where a drive behind a RAID controller sits ("0000:03:00.0 pd 4"):
+    /// such a drive is matched only with drives behind a controller.
+    #[serde(default)]
+    pub behind: Option<String>,
+    /// The controller's error counters for a drive behind it.
+    #[serde(default)]
+    pub controller_counters: Option<ControllerCounters>,
+    /// A drive behind a controller: its state there ("Online").
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// What a RAID controller counts for one of its drives (MegaRAID's
+/// PD_GET_INFO).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ControllerCounters {
+    pub media_errors: u32,
+    pub other_errors: u32,
+    pub predictive_failures: u32,
 }
 
 /// A drive's rating, from the policy.
