@@ -317,7 +317,9 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     .unwrap();
     let report = storcert::policy::check::check(&policy, &inv);
     assert!(!report.pass);
-    assert_eq!(report.checks, 2 + 3 * 2);
+    // Two drive rules, three policy parts per virtual drive, and the
+    // built-in check of each virtual drive's effective write policy.
+    assert_eq!(report.checks, 2 + 3 * 2 + 2);
     assert_eq!(report.findings.len(), 1, "{:#?}", report.findings);
     let f = &report.findings[0];
     assert_eq!(

@@ -207,7 +207,7 @@ fn check_command_exit_status_and_errors() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "PASS: 1 checks, 0 failed, 0 warnings\n"
+        "PASS: 3 checks, 0 failed, 0 warnings\n"
     );
     std::fs::write(
         &policy,
@@ -296,4 +296,41 @@ fn fixes_the_safety_gate_refuses_touch_nothing() {
     assert!(fixes
         .iter()
         .all(|f| f.outcome.starts_with("refused by the safety gate")));
+}
+
+#[test]
+fn a_virtual_drive_that_fell_back_to_write_through_is_a_finding() {
+    // The lab's virtual drives are write-through as configured: nothing.
+    assert!(findings("[[drive]]\nmatch = { transport = \"nvme\" }\n").is_empty());
+    // Configured write-back, running write-through (a failed battery).
+    let mut inv = inventory();
+    let raid = inv
+        .controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap();
+    raid.battery = Some(storcert::inventory::Battery {
+        present: true,
+        state: None,
+    });
+    let vd = &mut raid.virtual_drives[0];
+    vd.cache_policy[0].default = "WB RA Direct".into();
+    let policy = Policy::parse("", "test.toml").unwrap();
+    let f = check(&policy, &inv).findings;
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Warn);
+    assert_eq!(f[0].check, "effective write policy");
+    assert_eq!(f[0].expected, "WB, as configured");
+    assert!(
+        f[0].actual.starts_with("WT (MFI LD_GET_INFO)"),
+        "{}",
+        f[0].actual
+    );
+    assert!(
+        f[0].actual.contains("failed, charging or learning"),
+        "{}",
+        f[0].actual
+    );
+    assert_eq!(f[0].rule, "raid cache (built in)");
+    assert_eq!(f[0].disk.as_deref(), Some("/dev/sdb"));
 }

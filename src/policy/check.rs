@@ -132,6 +132,9 @@ pub fn drive_matches(m: &Match, d: &Disk, inv: &Inventory) -> bool {
         )
 }
 
+/// The built-in check of a RAID controller's cache, in every policy.
+pub const RAID_CACHE_RULE: &str = "raid cache (built in)";
+
 fn vd_matches(m: &Match, c: &Controller, vd: &VirtualDrive) -> bool {
     let product = c.raid.as_ref().map(|mr| mr.product.as_str());
     m.model.is_none()
@@ -656,6 +659,38 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                                 io: (storcli == "iopolicy").then(|| want.clone()),
                             }
                         }),
+                    });
+                }
+            }
+            // Built in, whatever the rules: a virtual drive configured
+            // write-back that runs write-through is a controller that fell
+            // back (the cache is unprotected), and every figure measured
+            // on it is write-through's.
+            if let Some(r) = reading {
+                checks += 1;
+                let configured = r.default.split_whitespace().next().unwrap_or("");
+                if matches!(configured, "WB" | "AWB") && r.write == "WT" {
+                    let why = match &mr.battery {
+                        Some(b) if !b.present => "no battery or CacheVault is fitted",
+                        Some(_) => "its battery or CacheVault is failed, charging or learning",
+                        None => "a battery or CacheVault missing, failed or charging",
+                    };
+                    finding(Finding {
+                        machine: false,
+                        disk: vd.block_device.as_ref().map(|b| format!("/dev/{b}")),
+                        severity: Severity::Warn,
+                        rule: RAID_CACHE_RULE.into(),
+                        device: vlabel.clone(),
+                        check: "effective write policy".into(),
+                        expected: format!("{configured}, as configured"),
+                        actual: format!(
+                            "WT ({source}): the controller fell back to write-through; {why}"
+                        ),
+                        fix: (mr.family == "megaraid").then(|| {
+                            "check the battery or CacheVault: storcli /cX/bbu show, /cX/cv show"
+                                .to_string()
+                        }),
+                        action: None,
                     });
                 }
             }
