@@ -363,3 +363,71 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
         f[0].device
     );
 }
+
+/// A Fusion-MPT HBA (the lab's controller, bound to mpt3sas here): its
+/// board, firmware, BIOS and NVDATA from the SCSI host attributes the
+/// driver publishes, in the neutral model, with nothing sent to it (read
+/// even with --no-probe).
+#[test]
+fn an_mpt3sas_hba_is_read_from_its_host_attributes() {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().join("lab");
+    copy_tree(&fixture(), &base);
+    let dev = base.join("sys/bus/pci/devices/0000:00:03.0");
+    std::fs::remove_file(dev.join("driver")).unwrap();
+    std::os::unix::fs::symlink("../../../bus/pci/drivers/mpt3sas", dev.join("driver")).unwrap();
+    let host = base.join("sys/class/scsi_host/host6");
+    for (file, value) in [
+        ("version_fw", "16.00.12.00"),
+        ("version_bios", "09.47.00.00"),
+        ("version_nvdata_persistent", "0e.01.00.07"),
+        ("version_mpi", "205.00"),
+        ("board_name", "HBA355i Front"),
+        ("host_sas_address", "0x500605b00abcdef0"),
+        ("ioc_reset_count", "0"),
+    ] {
+        std::fs::write(host.join(file), format!("{value}\n")).unwrap();
+    }
+    let inv = scan(&roots(&base), &opts(true, &[]));
+    let c = inv
+        .controllers
+        .iter()
+        .find(|c| c.pci_address == "0000:00:03.0")
+        .unwrap();
+    assert_eq!(c.driver.as_deref(), Some("mpt3sas"));
+    let r = c.raid.as_ref().expect("read by the mpt3sas family");
+    assert_eq!(r.family, "mpt3sas");
+    assert_eq!(r.product, "HBA355i Front");
+    assert_eq!(r.firmware, "16.00.12.00");
+    assert_eq!(r.scsi_host, 6);
+    let parts: Vec<(&str, &str)> = r
+        .firmware_components
+        .iter()
+        .map(|f| (f.name.as_str(), f.version.as_str()))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("BIOS", "09.47.00.00"),
+            ("NVDATA", "0e.01.00.07"),
+            ("MPI", "205.00")
+        ]
+    );
+    assert_eq!(r.notes, ["host SAS address 0x500605b00abcdef0"]);
+    assert!(r.battery.is_none() && r.virtual_drives.is_empty());
+    assert_eq!(c.firmware.as_deref(), Some("16.00.12.00"));
+    // Without its attributes (another driver's host), it says so.
+    std::fs::remove_file(host.join("version_fw")).unwrap();
+    let inv = scan(&roots(&base), &opts(true, &[]));
+    let c = inv
+        .controllers
+        .iter()
+        .find(|c| c.pci_address == "0000:00:03.0")
+        .unwrap();
+    assert!(c.raid.is_none());
+    assert!(
+        c.errors.iter().any(|e| e.contains("no version_fw")),
+        "{:?}",
+        c.errors
+    );
+}

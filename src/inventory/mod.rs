@@ -115,11 +115,9 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             .map(|d| d.name.clone())
             .collect();
     }
-    if !opts.no_probe {
-        let mut controllers: Vec<&mut Controller> =
-            found.iter_mut().map(|f| &mut f.controller).collect();
-        raid::read_all(roots, &mut controllers, &mut disks);
-    }
+    let mut controllers: Vec<&mut Controller> =
+        found.iter_mut().map(|f| &mut f.controller).collect();
+    raid::read_all(roots, &mut controllers, &mut disks, opts.no_probe);
 
     let kernel = roots
         .read_to_string(&roots.proc.join("sys/kernel/osrelease"))

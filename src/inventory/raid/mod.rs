@@ -9,6 +9,7 @@
 //! `FAMILIES`, and its fixtures.
 
 pub mod megaraid;
+pub mod mpt3sas;
 
 use super::model::{Controller, Disk, VirtualDrive, WriteCache, WriteCacheReading};
 use super::Roots;
@@ -40,6 +41,11 @@ pub trait Family: Sync {
     fn name(&self) -> &'static str;
     /// Whether it reads this controller (by its driver).
     fn claims(&self, c: &Controller) -> bool;
+    /// Whether reading sends the controller commands (then `inventory
+    /// --no-probe` leaves it out); a family that reads sysfs only does not.
+    fn sends_commands(&self) -> bool {
+        true
+    }
     /// Reads every controller it claims into `c.raid` (or `c.errors`),
     /// opening what they share once, and names each virtual drive's block
     /// device among `disks`.
@@ -63,7 +69,7 @@ pub trait Family: Sync {
 }
 
 /// Every family storcert reads.
-pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid];
+pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid, &mpt3sas::Mpt3sas];
 
 /// The family of this name.
 pub fn family(name: &str) -> Option<&'static dyn Family> {
@@ -73,8 +79,13 @@ pub fn family(name: &str) -> Option<&'static dyn Family> {
 /// Reads every controller a family claims, then records each virtual
 /// drive's cache policy on its block device beside what the device itself
 /// answered.
-pub fn read_all(roots: &Roots, controllers: &mut [&mut Controller], disks: &mut [Disk]) {
-    for family in FAMILIES {
+pub fn read_all(
+    roots: &Roots,
+    controllers: &mut [&mut Controller],
+    disks: &mut [Disk],
+    no_probe: bool,
+) {
+    for family in FAMILIES.iter().filter(|f| !no_probe || !f.sends_commands()) {
         let mut claimed: Vec<&mut Controller> = controllers
             .iter_mut()
             .filter(|c| family.claims(c))
@@ -143,7 +154,7 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), FAMILIES.len());
-        assert!(family("megaraid").is_some());
+        assert!(family("megaraid").is_some() && family("mpt3sas").is_some());
         assert!(family("cciss").is_none());
     }
 
