@@ -282,6 +282,16 @@ fn a_device_mapper_volume_on_a_partition_holds_the_system_disk() {
     assert_eq!(disk(&all, "dm-0").transport, Transport::Dm);
 }
 
+/// A copy of the lab's tree in `dir` whose MegaRAID controller
+/// (0000:00:03.0) has no driver bound: the tree, and the device's folder.
+fn lab_with_its_raid_controller_unbound(dir: &Path) -> (PathBuf, PathBuf) {
+    let base = dir.join("lab");
+    copy_tree(&fixture(), &base);
+    let dev = base.join("sys/bus/pci/devices/0000:00:03.0");
+    std::fs::remove_file(dev.join("driver")).unwrap();
+    (base, dev)
+}
+
 /// A controller no driver is bound to: listed, with the module its
 /// modalias needs and whether this system carries it (the installed
 /// modules.alias, else the kernel's whole list the image keeps), and a
@@ -290,10 +300,7 @@ fn a_device_mapper_volume_on_a_partition_holds_the_system_disk() {
 fn an_undriven_controller_names_its_module_and_is_a_finding() {
     use storcert::results::policy::Severity;
     let t = tempfile::tempdir().unwrap();
-    let base = t.path().join("lab");
-    copy_tree(&fixture(), &base);
-    let dev = base.join("sys/bus/pci/devices/0000:00:03.0");
-    std::fs::remove_file(dev.join("driver")).unwrap();
+    let (base, dev) = lab_with_its_raid_controller_unbound(t.path());
     let modalias = "pci:v00001000d00000079sv00001000sd00009261bc01sc04i00";
     std::fs::write(dev.join("modalias"), format!("{modalias}\n")).unwrap();
     let installed = base.join("lib/modules/6.1.0-57-amd64/modules.alias");
@@ -371,10 +378,7 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
 #[test]
 fn an_mpt3sas_hba_is_read_from_its_host_attributes() {
     let t = tempfile::tempdir().unwrap();
-    let base = t.path().join("lab");
-    copy_tree(&fixture(), &base);
-    let dev = base.join("sys/bus/pci/devices/0000:00:03.0");
-    std::fs::remove_file(dev.join("driver")).unwrap();
+    let (base, dev) = lab_with_its_raid_controller_unbound(t.path());
     std::os::unix::fs::symlink("../../../bus/pci/drivers/mpt3sas", dev.join("driver")).unwrap();
     let host = base.join("sys/class/scsi_host/host6");
     for (file, value) in [

@@ -533,17 +533,7 @@ mod scope_tests {
     fn a_run_with_no_drive_to_test_never_passes() {
         // All drives behind a controller without a driver: the finding is
         // a warning (field-check), the policy check passes, no stage ran.
-        let reach = Report {
-            schema_version: crate::results::policy::SCHEMA_VERSION,
-            checks: 1,
-            pass: true,
-            findings: vec![finding(
-                None,
-                "0000:00:05.0 (SAS4116)",
-                Severity::Warn,
-                true,
-            )],
-        };
+        let reach = reach_pass();
         let none = Targets {
             schema_version: TARGETS_SCHEMA,
             targets: Vec::new(),

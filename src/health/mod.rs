@@ -239,27 +239,25 @@ pub fn diff(
             });
         }
         let (cb, ca) = (b.controller_counters, a.controller_counters);
-        count(
-            &mut changes,
-            "controller media errors",
-            cb.map(|c| c.media_errors.into()),
-            ca.map(|c| c.media_errors.into()),
-            true,
-        );
-        count(
-            &mut changes,
-            "controller other errors",
-            cb.map(|c| c.other_errors.into()),
-            ca.map(|c| c.other_errors.into()),
-            false,
-        );
-        count(
-            &mut changes,
-            "controller predictive failures",
-            cb.map(|c| c.predictive_failures.into()),
-            ca.map(|c| c.predictive_failures.into()),
-            true,
-        );
+        type Counter = fn(ControllerCounters) -> u32;
+        let counters: [(&str, Counter, bool); 3] = [
+            ("controller media errors", |c| c.media_errors, true),
+            ("controller other errors", |c| c.other_errors, false),
+            (
+                "controller predictive failures",
+                |c| c.predictive_failures,
+                true,
+            ),
+        ];
+        for (what, get, worse_if_up) in counters {
+            count(
+                &mut changes,
+                what,
+                cb.map(get).map(u128::from),
+                ca.map(get).map(u128::from),
+                worse_if_up,
+            );
+        }
         let (hb, ha) = (b.health.as_ref(), a.health.as_ref());
         let nb = hb.and_then(|h| h.nvme.as_ref());
         let na = ha.and_then(|h| h.nvme.as_ref());

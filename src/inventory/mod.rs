@@ -442,25 +442,13 @@ fn read_disk(
     let mountpoints = ctx.mounts.get(&devnum).cloned().unwrap_or_default();
     let holders = sysfs::list_dir(roots, &sys.join("holders"));
     let role_reasons = ctx.system.get(&entry.name).cloned().unwrap_or_default();
+    let dev_path = roots.dev.join(&entry.name).display().to_string();
     Disk {
-        name: entry.name.clone(),
-        dev_path: roots.dev.join(&entry.name).display().to_string(),
         major_minor: devnum,
         by_id,
-        transport,
-        vendor: None,
-        model: None,
-        serial: None,
-        wwn: None,
-        eui64: None,
-        nguid: None,
-        firmware: None,
-        firmware_source: None,
         capacity_bytes,
         logical_sector_size,
         physical_sector_size,
-        lba_format: None,
-        metadata_bytes: None,
         rotational,
         queue_depth,
         read_only,
@@ -474,12 +462,9 @@ fn read_disk(
             .as_ref()
             .and_then(|r| r.get("ID_FS_TYPE").or(r.get("ID_PART_TABLE_TYPE"))),
         system_disk: !role_reasons.is_empty(),
-        boot_medium: false,
         role_reasons,
-        write_cache: None,
-        health: None,
-        probes: Vec::new(),
         errors,
+        ..Disk::unprobed(&entry.name, &dev_path, transport)
     }
 }
 
