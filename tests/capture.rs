@@ -208,7 +208,7 @@ fn replaying_reads_nothing_of_the_host() {
         cap.exchanges().len() > live.disks.len(),
         "opens and commands were taped"
     );
-    let archive = cap.to_archive(&roots, &(&opts).into()).unwrap();
+    let archive = cap.to_archive(&roots, &opts).unwrap();
 
     // Now the machine is another: other models, no disk nodes, no sysfs.
     for model in common::sh(&format!("find {} -name model", common::s(&base))).lines() {

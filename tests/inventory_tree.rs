@@ -292,6 +292,14 @@ fn lab_with_its_raid_controller_unbound(dir: &Path) -> (PathBuf, PathBuf) {
     (base, dev)
 }
 
+/// The lab's MegaRAID controller in an inventory of its tree.
+fn raid_controller(inv: &Inventory) -> &storcert::inventory::Controller {
+    inv.controllers
+        .iter()
+        .find(|c| c.pci_address == "0000:00:03.0")
+        .expect("the lab's controller at 0000:00:03.0")
+}
+
 /// A controller no driver is bound to: listed, with the module its
 /// modalias needs and whether this system carries it (the installed
 /// modules.alias, else the kernel's whole list the image keeps), and a
@@ -310,11 +318,7 @@ fn an_undriven_controller_names_its_module_and_is_a_finding() {
     let megaraid = "alias pci:v00001000d00000079sv*sd*bc*sc*i* megaraid_sas\n";
     let nvme = "alias pci:v*d*sv*sd*bc01sc08i02* nvme\n";
     let module = |inv: &Inventory| {
-        let c = inv
-            .controllers
-            .iter()
-            .find(|c| c.pci_address == "0000:00:03.0")
-            .unwrap();
+        let c = raid_controller(inv);
         assert_eq!(c.driver, None);
         c.module.clone()
     };
@@ -393,11 +397,7 @@ fn an_mpt3sas_hba_is_read_from_its_host_attributes() {
         std::fs::write(host.join(file), format!("{value}\n")).unwrap();
     }
     let inv = scan(&roots(&base), &opts(true, &[]));
-    let c = inv
-        .controllers
-        .iter()
-        .find(|c| c.pci_address == "0000:00:03.0")
-        .unwrap();
+    let c = raid_controller(&inv);
     assert_eq!(c.driver.as_deref(), Some("mpt3sas"));
     let r = c.raid.as_ref().expect("read by the mpt3sas family");
     assert_eq!(r.family, "mpt3sas");
@@ -423,11 +423,7 @@ fn an_mpt3sas_hba_is_read_from_its_host_attributes() {
     // Without its attributes (another driver's host), it says so.
     std::fs::remove_file(host.join("version_fw")).unwrap();
     let inv = scan(&roots(&base), &opts(true, &[]));
-    let c = inv
-        .controllers
-        .iter()
-        .find(|c| c.pci_address == "0000:00:03.0")
-        .unwrap();
+    let c = raid_controller(&inv);
     assert!(c.raid.is_none());
     assert!(
         c.errors.iter().any(|e| e.contains("no version_fw")),

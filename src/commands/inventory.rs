@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use super::exit;
 use crate::cli::InventoryArgs;
-use crate::inventory::capture::{self, Capture, CapturedOptions, Source};
+use crate::inventory::capture;
 use crate::inventory::{scan, Inventory, Roots, ScanOptions};
 use crate::output::inventory_table;
 use crate::util::text::printable;
@@ -70,13 +70,7 @@ fn scanned(args: &InventoryArgs) -> anyhow::Result<Inventory> {
     let Some(file) = &args.capture else {
         return Ok(scan(&Roots::default(), &opts));
     };
-    let capture = Capture::recording();
-    let roots = Roots {
-        source: Source::Capturing(capture.clone()),
-        ..Roots::default()
-    };
-    let inventory = scan(&roots, &opts);
-    let archive = capture.to_archive(&roots, &CapturedOptions::from(&opts))?;
+    let (inventory, archive) = capture::scan_captured(&opts)?;
     crate::util::fs::write_durably(file, &archive)
         .map_err(|e| anyhow::anyhow!("--capture {}: {e}", file.display()))?;
     eprintln!(

@@ -31,6 +31,31 @@ fn host_written(health: Option<&Health>) -> (Option<u128>, Option<String>) {
     (None, None)
 }
 
+/// One drive's entry in a snapshot: its identity (model, serial, WWN),
+/// size and health, with the writes its health counts.
+fn drive_health(
+    name: &str,
+    [model, serial, wwn]: [&Option<String>; 3],
+    capacity_bytes: u64,
+    health: Option<&Health>,
+) -> DriveHealth {
+    let (host_bytes_written, host_bytes_written_source) = host_written(health);
+    DriveHealth {
+        name: name.into(),
+        model: model.clone(),
+        serial: serial.clone(),
+        wwn: wwn.clone(),
+        capacity_bytes,
+        health: health.cloned(),
+        host_bytes_written,
+        host_bytes_written_source,
+        media_bytes_written: health.and_then(|h| h.nvme.as_ref()?.media_bytes_written),
+        behind: None,
+        controller_counters: None,
+        state: None,
+    }
+}
+
 /// Every drive of `inv`: its disks, and the physical drives behind each
 /// RAID controller one of whose virtual drives is among them (read
 /// through the controller: the SSDs behind a PERC are the drives whose
@@ -40,27 +65,17 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let media = |h: Option<&Health>| h.and_then(|h| h.nvme.as_ref()?.media_bytes_written);
     let mut drives: Vec<DriveHealth> = inv
         .disks
         .iter()
         .filter(|d| !d.transport.is_virtual())
         .map(|d| {
-            let (w, src) = host_written(d.health.as_ref());
-            DriveHealth {
-                name: d.name.clone(),
-                model: d.model.clone(),
-                serial: d.serial.clone(),
-                wwn: d.wwn.clone(),
-                capacity_bytes: d.capacity_bytes,
-                health: d.health.clone(),
-                host_bytes_written: w,
-                host_bytes_written_source: src,
-                media_bytes_written: media(d.health.as_ref()),
-                behind: None,
-                controller_counters: None,
-                state: None,
-            }
+            drive_health(
+                &d.name,
+                [&d.model, &d.serial, &d.wwn],
+                d.capacity_bytes,
+                d.health.as_ref(),
+            )
         })
         .collect();
     for c in &inv.controllers {
@@ -84,19 +99,9 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
             ) && pd.raw_size_bytes.unwrap_or(0) > 0
         };
         for pd in raid.physical_drives.iter().filter(in_an_array) {
-            let (w, src) = host_written(pd.health.as_ref());
             let at = format!("{} pd {}", c.pci_address, pd.id);
             drives.push(DriveHealth {
-                name: at.clone(),
-                model: pd.model.clone(),
-                serial: pd.serial.clone(),
-                wwn: pd.wwn.clone(),
-                capacity_bytes: pd.raw_size_bytes.unwrap_or(0),
-                health: pd.health.clone(),
-                host_bytes_written: w,
-                host_bytes_written_source: src,
-                media_bytes_written: media(pd.health.as_ref()),
-                behind: Some(at),
+                behind: Some(at.clone()),
                 state: pd.state.clone(),
                 controller_counters: match (
                     pd.media_errors,
@@ -110,6 +115,12 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
                     }),
                     _ => None,
                 },
+                ..drive_health(
+                    &at,
+                    [&pd.model, &pd.serial, &pd.wwn],
+                    pd.raw_size_bytes.unwrap_or(0),
+                    pd.health.as_ref(),
+                )
             });
         }
     }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Inventory, Roots, ScanOptions};
 use crate::bundle::unpack::Limits;
-use crate::passthrough::tape::{Exchange, Failure, Tape};
+use crate::passthrough::tape::{Exchange, Failure, Missing, Tape};
 
 /// The capture's own description, first in the archive.
 pub const CAPTURE_JSON: &str = "capture.json";
@@ -115,25 +115,6 @@ struct FileRecord {
 /// The capture a run keeps beside its inventory.json.
 pub const RUN_CAPTURE: &str = "inventory-capture.tar.zst";
 
-impl From<&ScanOptions> for CapturedOptions {
-    fn from(o: &ScanOptions) -> CapturedOptions {
-        CapturedOptions {
-            all: o.all,
-            devices: o.devices.clone(),
-            no_probe: o.no_probe,
-        }
-    }
-}
-
-/// The options the inventory ran with, so a replay asks what it asked.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct CapturedOptions {
-    pub all: bool,
-    pub devices: Vec<String>,
-    pub no_probe: bool,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RootPaths {
@@ -150,7 +131,8 @@ struct CaptureJson {
     schema_version: u32,
     storcert_version: String,
     generated_at: String,
-    options: CapturedOptions,
+    /// The options the inventory ran with, so a replay asks what it asked.
+    options: ScanOptions,
     roots: RootPaths,
     files: Vec<FileRecord>,
     exchanges: Vec<Exchange>,
@@ -169,25 +151,6 @@ struct FileAnswers {
     answers: BTreeMap<(FileOp, String), Answer>,
     /// Questions a replay was asked that the capture does not answer.
     missing: Missing,
-}
-
-/// Questions a replay could not answer: counted, and the first few kept
-/// (a hostile capture can make a replay ask millions).
-#[derive(Debug, Default)]
-pub struct Missing {
-    pub count: usize,
-    pub first: Vec<String>,
-}
-
-impl Missing {
-    const KEPT: usize = 20;
-
-    pub fn note(&mut self, what: String) {
-        self.count += 1;
-        if self.first.len() < Self::KEPT {
-            self.first.push(what);
-        }
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,15 +177,15 @@ impl Capture {
     /// questions, and the first few (files, then commands).
     pub fn missing(&self) -> (usize, Vec<String>) {
         let files = lock(&self.files);
-        let (n, commands) = self.tape.missing();
+        let commands = self.tape.missing();
         let mut first: Vec<String> = files
             .missing
             .first
             .iter()
             .map(|m| format!("file {m}"))
             .collect();
-        first.extend(commands.into_iter().map(|m| format!("command {m}")));
-        (files.missing.count + n, first)
+        first.extend(commands.first.iter().map(|m| format!("command {m}")));
+        (files.missing.count + commands.count, first)
     }
 
     /// The answer kept for this question: the host's first one.
@@ -257,7 +220,7 @@ impl Capture {
     }
 
     /// The archive of this capture (the bundle format, unsigned).
-    pub fn to_archive(&self, roots: &Roots, opts: &CapturedOptions) -> Result<Vec<u8>> {
+    pub fn to_archive(&self, roots: &Roots, opts: &ScanOptions) -> Result<Vec<u8>> {
         let files = lock(&self.files);
         let mut contents: Vec<(String, Vec<u8>)> = Vec::new();
         let mut records = Vec::new();
@@ -379,11 +342,7 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
         udev_data: json.roots.udev_data.into(),
         source: Source::Replaying(capture.clone()),
     };
-    let options = ScanOptions {
-        all: json.options.all,
-        devices: json.options.devices,
-        no_probe: json.options.no_probe,
-    };
+    let options = json.options;
     Ok(Replay {
         capture,
         roots,
@@ -408,6 +367,19 @@ pub fn read_file(path: &Path) -> Result<Replay> {
         );
     }
     read_archive(&bytes).with_context(|| format!("{}", path.display()))
+}
+
+/// This host's inventory, and the archive of everything it read: what
+/// `inventory --capture` writes and every run keeps.
+pub fn scan_captured(opts: &ScanOptions) -> Result<(Inventory, Vec<u8>)> {
+    let capture = Capture::recording();
+    let roots = Roots {
+        source: Source::Capturing(capture.clone()),
+        ..Roots::default()
+    };
+    let inventory = super::scan(&roots, opts);
+    let archive = capture.to_archive(&roots, opts)?;
+    Ok((inventory, archive))
 }
 
 /// The inventory a capture holds, made again by this storcert.

@@ -60,7 +60,8 @@ impl Roots {
     }
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScanOptions {
     /// Include loop, ram, zram, md and dm devices.
     pub all: bool,

@@ -45,7 +45,9 @@ fn record<T>(disk: &mut Disk, probe: &str, result: Result<T, PassthroughError>) 
     }
 }
 
-fn push_reading(disk: &mut Disk, reading: WriteCacheReading) {
+/// Adds a reading of the write cache; the first one makes the disk's
+/// answer, and one that disagrees with an earlier one is flagged.
+pub(crate) fn push_reading(disk: &mut Disk, reading: WriteCacheReading) {
     let wc = disk.write_cache.get_or_insert_with(|| WriteCache {
         supported: reading.supported,
         enabled: reading.enabled,

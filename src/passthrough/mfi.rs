@@ -521,6 +521,41 @@ struct IocPacket {
     sgl: [[u8; 16]; 16],
 }
 
+impl IocPacket {
+    /// A packet carrying `frame` to SCSI host `host_no`, with `buf` (if
+    /// any) as its one data buffer, the frame's SGL at `sgl_off`; no
+    /// sense buffer.
+    fn new(host_no: u16, frame: [u8; 128], sgl_off: u32, buf: &mut [u8]) -> IocPacket {
+        let mut pkt = IocPacket {
+            host_no,
+            pad1: 0,
+            sgl_off,
+            sge_count: u32::from(!buf.is_empty()),
+            sense_off: 0,
+            sense_len: 0,
+            frame,
+            sgl: [[0u8; 16]; 16],
+        };
+        if !buf.is_empty() {
+            pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
+            pkt.sgl[0][8..].copy_from_slice(&(buf.len() as u64).to_ne_bytes());
+        }
+        pkt
+    }
+
+    /// MEGASAS_IOC_FIRMWARE with this packet; the firmware's status is
+    /// left in the frame.
+    ///
+    /// # Safety
+    /// Every address the packet holds (its iovec, a sense address in its
+    /// frame) must stay valid until the call returns.
+    unsafe fn send(&mut self, file: &File) -> io::Result<()> {
+        // SAFETY: self is the packed megasas_iocpacket the driver reads;
+        // the caller keeps what it points at alive.
+        unsafe { ioctl_ptr(file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, self) }.map(|_| ())
+    }
+}
+
 /// _IOWR('M', 1, struct megasas_iocpacket)
 const MEGASAS_IOC_FIRMWARE: u64 = (3 << 30) | (404 << 16) | (0x4d << 8) | 1;
 const MFI_CMD_DCMD: u8 = 0x05;
@@ -552,7 +587,7 @@ impl MfiNode {
     pub fn open(tape: Option<&Arc<Tape>>) -> io::Result<MfiNode> {
         if let Some(t) = tape.filter(|t| t.is_playing()) {
             let path = t.device_of(OPEN_OP).unwrap_or_else(|| IOCTL_NODE.into());
-            let device = Device::open_with_op(&path, OPEN_OP, tape, || {
+            let device = Device::open_with(&path, OPEN_OP, tape, || {
                 Err(io::Error::other("a playing tape opens nothing"))
             })?;
             return Ok(MfiNode { device, made: None });
@@ -564,7 +599,7 @@ impl MfiNode {
             Err(_) => IOCTL_NODE.to_string(),
         };
         let mut made = None;
-        let device = Device::open_with_op(&path, OPEN_OP, tape, || {
+        let device = Device::open_with(&path, OPEN_OP, tape, || {
             let (file, at) = live?;
             if !at.starts_with("/dev") {
                 made = Some(at);
@@ -795,25 +830,13 @@ fn pd_scsi_ioctl(
     const PTHRU_SENSE_OFFSET: u32 = 0x18;
     let mut buf = vec![0u8; len];
     let mut sense = [0u8; PTHRU_SENSE_LEN];
-    let mut pkt = IocPacket {
-        host_no,
-        pad1: 0,
-        sgl_off: PTHRU_SGL_OFFSET,
-        sge_count: u32::from(len > 0),
-        sense_off: PTHRU_SENSE_OFFSET,
-        sense_len: PTHRU_SENSE_LEN as u32,
-        frame: [0u8; 128],
-        sgl: [[0u8; 16]; 16],
-    };
-    pkt.frame = pd_scsi_frame(target, cdb, len, timeout_ms, sense.as_mut_ptr() as u64);
-    if len > 0 {
-        pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
-        pkt.sgl[0][8..].copy_from_slice(&(len as u64).to_ne_bytes());
-    }
-    // SAFETY: pkt is the packed megasas_iocpacket; its iovec points at
-    // `buf` and its frame at `sense`, both of which outlive the
-    // synchronous ioctl.
-    if let Err(e) = unsafe { ioctl_ptr(file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, &mut pkt) } {
+    let frame = pd_scsi_frame(target, cdb, len, timeout_ms, sense.as_mut_ptr() as u64);
+    let mut pkt = IocPacket::new(host_no, frame, PTHRU_SGL_OFFSET, &mut buf);
+    pkt.sense_off = PTHRU_SENSE_OFFSET;
+    pkt.sense_len = PTHRU_SENSE_LEN as u32;
+    // SAFETY: the frame points at `sense` and the iovec at `buf`, both of
+    // which outlive the synchronous ioctl.
+    if let Err(e) = unsafe { pkt.send(file) } {
         return Reply::Failed(Failure::of(&e));
     }
     Reply::MfiScsi {
@@ -866,17 +889,7 @@ fn dcmd_ioctl(
     write: bool,
 ) -> Reply {
     let len = buf.len();
-    let mut pkt = IocPacket {
-        host_no,
-        pad1: 0,
-        sgl_off: DCMD_SGL_OFFSET,
-        sge_count: 1,
-        sense_off: 0,
-        sense_len: 0,
-        frame: [0u8; 128],
-        sgl: [[0u8; 16]; 16],
-    };
-    let f = &mut pkt.frame;
+    let mut f = [0u8; 128];
     f[0] = MFI_CMD_DCMD;
     f[2] = 0xff; // cmd_status: overwritten by the firmware
     f[7] = 1; // sge_count
@@ -889,11 +902,10 @@ fn dcmd_ioctl(
     f[20..24].copy_from_slice(&(len as u32).to_le_bytes());
     f[24..28].copy_from_slice(&opcode.to_le_bytes());
     f[28..28 + mbox.len()].copy_from_slice(mbox);
-    pkt.sgl[0][..8].copy_from_slice(&(buf.as_mut_ptr() as u64).to_ne_bytes());
-    pkt.sgl[0][8..].copy_from_slice(&(len as u64).to_ne_bytes());
-    // SAFETY: pkt is the packed megasas_iocpacket; its one iovec points
-    // at `buf`, which outlives the synchronous ioctl.
-    if let Err(e) = unsafe { ioctl_ptr(file.as_raw_fd(), MEGASAS_IOC_FIRMWARE, &mut pkt) } {
+    let mut pkt = IocPacket::new(host_no, f, DCMD_SGL_OFFSET, &mut buf);
+    // SAFETY: the one iovec points at `buf`, which outlives the
+    // synchronous ioctl.
+    if let Err(e) = unsafe { pkt.send(file) } {
         return Reply::Failed(Failure::of(&e));
     }
     Reply::Mfi {
@@ -992,7 +1004,7 @@ mod tests {
             assert!(r.is_err(), "{what} was sent");
         }
         // Refused before the tape is asked: nothing is missing from it.
-        assert_eq!(tape.missing().0, 0);
+        assert_eq!(tape.missing().count, 0);
         for cdb in [
             vec![0x12, 0, 0, 0, 96, 0],
             vec![0x5a, 0x08, 0x08, 0, 0, 0, 0, 0, 0xfc, 0],

@@ -203,14 +203,28 @@ struct TapeState {
     /// On playback: the exchanges not yet played, by device and command,
     /// in the order they were recorded (each is played once).
     unplayed: HashMap<(String, Command), VecDeque<usize>>,
-    /// Commands asked for on playback that the tape does not hold: how
-    /// many, and the first few.
-    missing_count: usize,
-    missing_first: Vec<String>,
+    /// Commands asked for on playback that the tape does not hold.
+    missing: Missing,
 }
 
-/// How many missing commands are named (the rest are counted).
-const MISSING_KEPT: usize = 20;
+/// Questions a playback could not answer: counted, and the first few
+/// kept (a hostile capture can make a replay ask millions).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Missing {
+    pub count: usize,
+    pub first: Vec<String>,
+}
+
+impl Missing {
+    const KEPT: usize = 20;
+
+    pub fn note(&mut self, what: String) {
+        self.count += 1;
+        if self.first.len() < Self::KEPT {
+            self.first.push(what);
+        }
+    }
+}
 
 impl Tape {
     /// An empty tape that records what live devices answer.
@@ -254,11 +268,9 @@ impl Tape {
         self.state().exchanges.clone()
     }
 
-    /// The commands playback was asked for and did not hold: how many,
-    /// and the first few.
-    pub fn missing(&self) -> (usize, Vec<String>) {
-        let st = self.state();
-        (st.missing_count, st.missing_first.clone())
+    /// The commands playback was asked for and did not hold.
+    pub fn missing(&self) -> Missing {
+        self.state().missing.clone()
     }
 
     /// The device of the first open recorded as `op`.
@@ -286,10 +298,7 @@ impl Tape {
         match next {
             Some(i) => st.exchanges[i].reply.clone(),
             None => {
-                st.missing_count += 1;
-                if st.missing_first.len() < MISSING_KEPT {
-                    st.missing_first.push(format!("{device}: {op}"));
-                }
+                st.missing.note(format!("{device}: {op}"));
                 Reply::Failed(Failure {
                     errno: Some(libc::ENODATA),
                     message: "the capture holds no reply to this command".into(),
@@ -313,7 +322,7 @@ impl Device {
     /// Opens a node for probing: read-only, and non-blocking so that an
     /// empty removable drive does not hang the scan.
     pub fn open_for_probe(path: &str, tape: Option<&Arc<Tape>>) -> io::Result<Device> {
-        Self::open_with(path, tape, || {
+        Self::open_with(path, "open", tape, || {
             OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -321,17 +330,9 @@ impl Device {
         })
     }
 
-    /// Opens a node with `open` (live) or from the tape.
+    /// Opens a node with `open` (live) or from the tape, which calls the
+    /// open `op`.
     pub fn open_with(
-        path: &str,
-        tape: Option<&Arc<Tape>>,
-        open: impl FnOnce() -> io::Result<File>,
-    ) -> io::Result<Device> {
-        Self::open_with_op(path, "open", tape, open)
-    }
-
-    /// `open_with`, the tape calling the open `op`.
-    pub fn open_with_op(
         path: &str,
         op: &str,
         tape: Option<&Arc<Tape>>,
@@ -476,10 +477,10 @@ mod tests {
         assert_eq!(errno_of(&err), Some(libc::ENODATA));
         assert_eq!(
             tape.missing(),
-            (
-                2,
-                vec!["/dev/sda: INQUIRY".to_string(), "/dev/sdb: open".into()]
-            )
+            Missing {
+                count: 2,
+                first: vec!["/dev/sda: INQUIRY".to_string(), "/dev/sdb: open".into()]
+            }
         );
     }
 

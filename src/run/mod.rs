@@ -1117,18 +1117,11 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     // The scan is captured: a bundle whose hardware misread can be
     // replayed (`storcert inventory --replay`) where nobody has that
     // hardware.
-    let capture = inventory::capture::Capture::recording();
-    let roots = Roots {
-        source: inventory::capture::Source::Capturing(capture.clone()),
-        ..Roots::default()
-    };
-    let scan_opts = ScanOptions {
+    let (inv, archive) = inventory::capture::scan_captured(&ScanOptions {
         all: !p.devices.paths.is_empty(),
         ..ScanOptions::default()
-    };
-    let inv = inventory::scan(&roots, &scan_opts);
+    })?;
     ctx.write("inventory.json", inv.clone())?;
-    let archive = capture.to_archive(&roots, &(&scan_opts).into())?;
     let path = ctx.path(inventory::capture::RUN_CAPTURE);
     write_durably(&path, archive).with_context(|| format!("{}", path.display()))?;
     // What this system cannot drive, from the inventory and the kernel's

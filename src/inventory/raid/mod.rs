@@ -11,7 +11,7 @@
 pub mod megaraid;
 pub mod mpt3sas;
 
-use super::model::{Controller, Disk, VirtualDrive, WriteCache, WriteCacheReading};
+use super::model::{Controller, Disk, VirtualDrive, WriteCacheReading};
 use super::Roots;
 use crate::passthrough::PassthroughError;
 
@@ -112,35 +112,15 @@ pub fn read_all(
 /// it beside what the logical drive itself answers to MODE SENSE, so that a
 /// controller whose sources disagree is seen.
 fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
-    let readings: Vec<WriteCacheReading> = vd
-        .cache_policy
-        .iter()
-        .map(|r| WriteCacheReading {
-            source: format!("{} write policy {} (controller cache)", r.source, r.write),
-            supported: Some(true),
-            enabled: Some(r.write != "WT"),
-        })
-        .collect();
-    let wc = disk.write_cache.get_or_insert_with(|| WriteCache {
-        supported: Some(true),
-        enabled: readings.first().and_then(|r| r.enabled),
-        source: readings
-            .first()
-            .map(|r| r.source.clone())
-            .unwrap_or_default(),
-        from_sysfs: false,
-        readings: Vec::new(),
-        disagreement: false,
-    });
-    for r in readings {
-        if wc
-            .readings
-            .iter()
-            .any(|x| x.enabled.is_some() && x.enabled != r.enabled)
-        {
-            wc.disagreement = true;
-        }
-        wc.readings.push(r);
+    for r in &vd.cache_policy {
+        crate::inventory::probe::push_reading(
+            disk,
+            WriteCacheReading {
+                source: format!("{} write policy {} (controller cache)", r.source, r.write),
+                supported: Some(true),
+                enabled: Some(r.write != "WT"),
+            },
+        );
     }
 }
 
