@@ -12,6 +12,21 @@ use crate::results::policy::{Finding, Severity};
 
 /// The rule these findings name.
 pub const RULE: &str = "hardware reach (built in)";
+/// The check of a storage controller without a driver.
+const STORAGE_DRIVER: &str = "storage controller driver";
+/// How an undriven controller's finding begins (what was found: none).
+const NONE: &str = "none: ";
+
+/// Why drives cannot be seen, one line per storage controller without a
+/// driver among `findings` ("the drives behind 1000:00a5 … cannot be
+/// seen; …").
+pub fn hidden_drives(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|f| f.rule == RULE && f.check == STORAGE_DRIVER)
+        .map(|f| f.actual.trim_start_matches(NONE).to_string())
+        .collect()
+}
 
 /// The most of the kernel log read: its ring buffer is far smaller.
 const MAX_LOG: usize = 8 << 20;
@@ -74,9 +89,9 @@ pub fn findings(inv: &Inventory, log: Option<&str>, storage: Severity) -> Vec<Fi
         out.push(finding(
             storage,
             id.clone(),
-            "storage controller driver",
+            STORAGE_DRIVER,
             format!(
-                "none: the drives behind {id} cannot be seen; {}",
+                "{NONE}the drives behind {id} cannot be seen; {}",
                 module_words(c)
             ),
             fix(c),
@@ -178,6 +193,28 @@ pub fn kernel_log() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hidden_drives_are_the_undriven_storage_controllers_in_their_words() {
+        let mut inv: Inventory =
+            serde_json::from_str(include_str!("../../tests/fixtures/qemu-lab/inventory.json"))
+                .unwrap();
+        assert!(hidden_drives(&findings(&inv, Some(""), Severity::Fail)).is_empty());
+        for c in &mut inv.controllers {
+            if c.pci_address == "0000:00:03.0" {
+                c.driver = None;
+            }
+        }
+        let all = findings(&inv, Some(""), Severity::Warn);
+        assert_eq!(
+            hidden_drives(&all),
+            ["the drives behind 1000:0079 (MegaRAID SAS 2108 [Liberator]) at 0000:00:03.0 cannot be seen; no module of this kernel drives it"]
+        );
+        // A policy's finding with the same words is not the built-in one.
+        let mut other = all[0].clone();
+        other.rule = "controller[0]".into();
+        assert!(hidden_drives(&[other]).is_empty());
+    }
 
     #[test]
     fn firmware_failures_are_read_from_the_kernel_log() {

@@ -142,10 +142,8 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
 }
 
 /// The drives of the profile, after the data-safety gate for a profile
-/// that writes. Refused drives are named with the gate's reason.
-/// The drives the profile selects that the safety gate clears; each one
-/// left out is said on the console and added to `skipped` ("/dev/sdb:
-/// why").
+/// that writes; each one left out is said on the console and added to
+/// `skipped` ("/dev/sdb: why", a refused drive with the gate's reason).
 pub(super) fn select_targets(
     p: &Profile,
     inv: &Inventory,
@@ -242,17 +240,6 @@ pub(super) fn select_targets(
         }
     }
     Ok(out)
-}
-
-/// Why drives cannot be seen: each storage controller without a driver,
-/// as its finding words it ("the drives behind 1000:00a5 … cannot be
-/// seen; …").
-pub(super) fn hidden_drives(reach: &[crate::results::policy::Finding]) -> Vec<String> {
-    reach
-        .iter()
-        .filter(|f| f.check == "storage controller driver")
-        .map(|f| f.actual.trim_start_matches("none: ").to_string())
-        .collect()
 }
 
 /// The state every stage shares.
@@ -1141,7 +1128,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     }
     let mut skipped = Vec::new();
     let mut targets = select_targets(p, &inv, &ctx.console, &mut skipped)?;
-    let hidden = hidden_drives(&reach);
+    let hidden = inventory::reach::hidden_drives(&reach);
     if targets.is_empty() && hidden.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
     }

@@ -125,7 +125,7 @@ pub fn dry_run(opts: &Options) -> Result<String> {
             None,
             p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
         );
-        let hidden = super::hidden_drives(&reach);
+        let hidden = crate::inventory::reach::hidden_drives(&reach);
         if hidden.is_empty() {
             out.push_str(
                 "no drive to test: the profile's devices matched none the safety gate clears\n",
