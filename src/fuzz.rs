@@ -284,6 +284,7 @@ pub fn mfi(data: &[u8]) {
     let _ = mfi::decode_config(data);
     let _ = mfi::decode_pd_list(data);
     let _ = mfi::decode_pd_info(data);
+    let _ = mfi::decode_bbu_status(data);
 }
 
 /// An inventory capture replayed: the input is capture.json, then a NUL,

@@ -312,6 +312,7 @@ fn a_virtual_drive_that_fell_back_to_write_through_is_a_finding() {
     raid.battery = Some(storcert::inventory::Battery {
         present: true,
         state: None,
+        healthy: None,
     });
     let vd = &mut raid.virtual_drives[0];
     vd.cache_policy[0].default = "WB RA Direct".into();
@@ -333,4 +334,184 @@ fn a_virtual_drive_that_fell_back_to_write_through_is_a_finding() {
     );
     assert_eq!(f[0].rule, "raid cache (built in)");
     assert_eq!(f[0].disk.as_deref(), Some("/dev/sdb"));
+}
+
+fn check_inv(policy: &str, inv: &Inventory) -> Vec<Finding> {
+    check(&Policy::parse(policy, "test.toml").unwrap(), inv).findings
+}
+
+#[test]
+fn battery_rules_by_family() {
+    let mut inv = inventory();
+    let battery = |inv: &mut Inventory, b: Option<storcert::inventory::Battery>| {
+        inv.controllers
+            .iter_mut()
+            .find_map(|c| c.raid.as_mut())
+            .unwrap()
+            .battery = b;
+    };
+    let healthy = "[[controller]]\nmatch = { family = \"megaraid\" }\nbattery = \"healthy\"\n";
+    use storcert::inventory::Battery;
+    // The lab's controller has none fitted.
+    battery(
+        &mut inv,
+        Some(Battery {
+            present: false,
+            state: None,
+            healthy: None,
+        }),
+    );
+    let f = check_inv(healthy, &inv);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].check, "cache battery");
+    assert_eq!(f[0].expected, "fitted and healthy");
+    assert_eq!(f[0].actual, "none fitted");
+    assert_eq!(f[0].rule, "controller[0] (family=megaraid)");
+    // Another family's rule does not reach it.
+    assert!(check_inv(&healthy.replace("megaraid", "cciss"), &inv).is_empty());
+    battery(
+        &mut inv,
+        Some(Battery {
+            present: true,
+            state: Some("BBU: learn cycle active".into()),
+            healthy: Some(false),
+        }),
+    );
+    let f = check_inv(healthy, &inv);
+    assert_eq!(f[0].actual, "not healthy (BBU: learn cycle active)");
+    assert!(check_inv(&healthy.replace("healthy", "present"), &inv).is_empty());
+    battery(
+        &mut inv,
+        Some(Battery {
+            present: true,
+            state: None,
+            healthy: None,
+        }),
+    );
+    assert_eq!(
+        check_inv(healthy, &inv)[0].actual,
+        "fitted, health unknown (no state given)"
+    );
+    battery(&mut inv, None);
+    assert_eq!(
+        check_inv(healthy, &inv)[0].actual,
+        "unknown (the controller's family does not report it)"
+    );
+    battery(
+        &mut inv,
+        Some(Battery {
+            present: true,
+            state: Some("BBU: normal".into()),
+            healthy: Some(true),
+        }),
+    );
+    assert!(check_inv(healthy, &inv).is_empty());
+    assert!(check_inv(&healthy.replace("healthy", "any"), &inv).is_empty());
+}
+
+#[test]
+fn drive_rules_judge_the_physical_drives_behind_a_controller() {
+    let mut inv = inventory();
+    // As the lab reads pd 0 through MFI pass-through today.
+    let pd = &mut inv
+        .controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap()
+        .physical_drives[0];
+    pd.model = Some("SM863".into());
+    pd.serial = Some("S2ZZ0001".into());
+    pd.interface = Some("SATA".into());
+    pd.firmware = Some("GXM1003Q".into());
+    pd.write_cache = Some(storcert::inventory::WriteCache {
+        supported: Some(true),
+        enabled: Some(true),
+        source: "ATA IDENTIFY (words 82/85)".into(),
+        from_sysfs: false,
+        readings: Vec::new(),
+        disagreement: false,
+    });
+    let f = check_inv(
+        "[[drive]]\nmatch = { model = \"SM863\" }\nwrite_cache = \"off\"\nfirmware = { min = \"GXM1103Q\" }\nlogical_sector_size = 4096\n",
+        &inv,
+    );
+    let checks: Vec<&str> = f.iter().map(|f| f.check.as_str()).collect();
+    // Geometry is the virtual drive's: not judged on a drive behind.
+    assert_eq!(checks, ["write cache", "firmware"], "{f:#?}");
+    assert!(f[0].device.starts_with("0000:00:03.0 pd 0 (enclosure 65535 slot 0, SM863 S2ZZ0001)"), "{}", f[0].device);
+    assert_eq!(f[0].actual, "on (ATA IDENTIFY (words 82/85))");
+    assert_eq!(f[0].fix.as_deref(), Some("storcli /cX/vN set pdcache=off"));
+    assert_eq!(f[0].action, None, "nothing to do to a drive behind a controller directly");
+    assert_eq!(f[0].disk, None);
+    assert_eq!(f[1].actual, "GXM1003Q (megaraid pass-through)");
+    // Matched by transport and family too; a drive of no identity is not judged.
+    assert_eq!(
+        check_inv("[[drive]]\nmatch = { transport = \"sata\", family = \"megaraid\" }\nwrite_cache = \"off\"\n", &inv).len(),
+        1
+    );
+}
+
+#[test]
+fn md_arrays_checked_by_rule_and_built_in() {
+    use storcert::inventory::{MdArray, MdMember};
+    let mut inv = inventory();
+    let member = |d: &str, state: &str| MdMember {
+        device: d.into(),
+        slot: Some(0),
+        state: vec![state.into()],
+        errors: Some(0),
+    };
+    inv.md_arrays = vec![MdArray {
+        name: "md126".into(),
+        level: "raid1".into(),
+        metadata: "external:/md127/0".into(),
+        vroc: true,
+        container: Some("md127".into()),
+        state: "active".into(),
+        raid_disks: Some(2),
+        degraded: Some(0),
+        sync_action: Some("idle".into()),
+        bitmap: Some("none".into()),
+        consistency_policy: Some("resync".into()),
+        size_bytes: 1 << 30,
+        chunk_bytes: None,
+        members: vec![member("nvme0n1", "in_sync"), member("nvme1n1", "in_sync")],
+        errors: Vec::new(),
+    }];
+    assert!(check_inv("", &inv).is_empty());
+    let rules = "[[md_array]]\nmatch = { raid_level = \"raid1\" }\nbitmap = true\nconsistency_policy = \"ppl\"\nstate = [\"clean\", \"active\"]\nmax_degraded = 0\n";
+    let f = check_inv(rules, &inv);
+    let got: Vec<(&str, &str, &str)> = f
+        .iter()
+        .map(|f| (f.check.as_str(), f.expected.as_str(), f.actual.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("write-intent bitmap", "present", "none"),
+            ("consistency policy", "ppl", "resync")
+        ]
+    );
+    assert_eq!(f[0].device, "md126 (raid1, VROC/IMSM)");
+    assert_eq!(f[0].disk.as_deref(), Some("/dev/md126"));
+    assert_eq!(f[0].rule, "md_array[0] (raid_level=raid1)");
+    // A failed member: the built-in warning, and the rule's count.
+    let a = &mut inv.md_arrays[0];
+    a.degraded = Some(1);
+    a.members[1].state = vec!["faulty".into()];
+    let f = check_inv(rules, &inv);
+    let health = f.iter().find(|f| f.check == "array health").unwrap();
+    assert_eq!(health.severity, Severity::Warn);
+    assert_eq!(health.rule, "md array (built in)");
+    assert_eq!(health.actual, "1 member(s) missing; faulty: nvme1n1");
+    let missing = f.iter().find(|f| f.check == "missing members").unwrap();
+    assert_eq!((missing.expected.as_str(), missing.actual.as_str()), ("at most 0", "1"));
+    assert_eq!(missing.severity, Severity::Fail);
+    // A name match of another array, and a bad word, are no findings and an error.
+    assert!(check_inv("[[md_array]]\nmatch = { name = \"md0\" }\nbitmap = true\n", &inv).len() == 1);
+    let e = Policy::parse("[[md_array]]\nconsistency_policy = \"raid\"\n", "p").unwrap_err();
+    assert_eq!(
+        e.message,
+        "md_array[0].consistency_policy: \"raid\" is not one of none, resync, bitmap, journal, ppl"
+    );
 }

@@ -141,6 +141,7 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
         controllers: found.into_iter().map(|f| f.controller).collect(),
         network_controllers: controllers::find_network(roots),
         disks,
+        md_arrays: raid::md::read_arrays(roots),
         errors,
     }
 }

@@ -140,6 +140,18 @@ pub fn render(inv: &Inventory) -> String {
     for c in &inv.controllers {
         t.line(controller_line(c));
         if let Some(mr) = &c.raid {
+            if let Some(b) = &mr.battery {
+                t.line(format!(
+                    "  battery: {}{}",
+                    match (b.present, b.healthy) {
+                        (false, _) => "none fitted",
+                        (true, Some(true)) => "healthy",
+                        (true, Some(false)) => "NOT HEALTHY",
+                        (true, None) => "fitted",
+                    },
+                    b.state.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+                ));
+            }
             for vd in &mr.virtual_drives {
                 let policies: Vec<String> = vd
                     .cache_policy
@@ -159,13 +171,18 @@ pub fn render(inv: &Inventory) -> String {
             }
             for pd in &mr.physical_drives {
                 t.line(format!(
-                    "  pd {:#06x} slot {} {} {} {} {}",
+                    "  pd {:#06x} slot {} {} {} {} {} {}{}",
                     pd.id,
                     pd.slot,
                     pd.state.as_deref().unwrap_or("-"),
                     pd.interface.as_deref().unwrap_or("-"),
                     pd.model.as_deref().unwrap_or("-"),
+                    pd.serial.as_deref().unwrap_or("-"),
                     pd.firmware.as_deref().unwrap_or("-"),
+                    pd.health
+                        .as_ref()
+                        .map(|h| format!(" health {}", h.overall))
+                        .unwrap_or_default(),
                 ));
             }
         }
@@ -182,6 +199,28 @@ pub fn render(inv: &Inventory) -> String {
             if !shown[i] {
                 t.row(disk_row(d));
             }
+        }
+    }
+    if !inv.md_arrays.is_empty() {
+        t.line("md arrays:".into());
+        for a in &inv.md_arrays {
+            let members: Vec<String> = a
+                .members
+                .iter()
+                .map(|m| format!("{}[{}]", m.device, m.state.join(",")))
+                .collect();
+            t.line(format!(
+                "  {} {}{} {} {} bitmap {} consistency {} degraded {} members {}",
+                a.name,
+                a.level,
+                if a.vroc { " (VROC/IMSM)" } else { "" },
+                a.state,
+                decimal_bytes(a.size_bytes),
+                a.bitmap.as_deref().unwrap_or("-"),
+                a.consistency_policy.as_deref().unwrap_or("-"),
+                a.degraded.map_or("-".into(), |d| d.to_string()),
+                members.join(" "),
+            ));
         }
     }
     if !inv.network_controllers.is_empty() {
@@ -210,6 +249,9 @@ pub fn render(inv: &Inventory) -> String {
                 );
             }
         }
+    }
+    for a in &inv.md_arrays {
+        problems.extend(a.errors.iter().map(|e| format!("{}: {e}", a.name)));
     }
     for d in &inv.disks {
         problems.extend(d.errors.iter().map(|e| format!("{}: {e}", d.name)));

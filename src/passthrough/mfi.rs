@@ -22,6 +22,7 @@ pub const DCMD_LD_GET_LIST: u32 = 0x0301_0000;
 pub const DCMD_LD_GET_INFO: u32 = 0x0302_0000;
 pub const DCMD_LD_SET_PROP: u32 = 0x0304_0000;
 pub const DCMD_CFG_READ: u32 = 0x0401_0000;
+pub const DCMD_BBU_GET_STATUS: u32 = 0x0501_0000;
 
 pub const CTRL_INFO_LEN: usize = 0x800;
 pub const LD_LIST_LEN: usize = 8 + 64 * 16;
@@ -29,6 +30,7 @@ pub const LD_INFO_LEN: usize = 384;
 pub const PD_LIST_LEN: usize = 8 + 256 * 24;
 pub const PD_INFO_LEN: usize = 512;
 pub const CFG_READ_LEN: usize = 4096;
+pub const BBU_STATUS_LEN: usize = 64;
 
 const LD_CONFIG_LEN: usize = 256;
 const ARRAY_LEN: usize = 288;
@@ -129,6 +131,91 @@ pub fn decode_ctrl_info(buf: &[u8]) -> Result<CtrlInfo, PassthroughError> {
         pds_present: le16(buf, 1478),
         pds_pred_failure: le16(buf, 1482),
         pds_failed: le16(buf, 1484),
+    })
+}
+
+/// BBU_GET_STATUS (struct mfi_bbu_status of the public MFI definitions):
+/// the battery or CacheVault and the firmware's state flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BbuStatus {
+    /// 0 none, 1 iBBU, 2 BBU; later firmware uses higher numbers for
+    /// CacheVault modules.
+    pub battery_type: u8,
+    pub voltage_mv: u16,
+    pub temperature_c: u16,
+    pub fw_status: u32,
+    /// A BBU's own state-of-health bit (type 2 only).
+    pub state_of_health_good: Option<bool>,
+}
+
+impl BbuStatus {
+    const FLAGS: [&'static str; 13] = [
+        "pack missing",
+        "voltage low",
+        "temperature high",
+        "charging",
+        "discharging",
+        "learn cycle requested",
+        "learn cycle active",
+        "learn cycle failed",
+        "learn cycle timed out",
+        "I2C errors",
+        "replace pack",
+        "capacity low",
+        "learn required",
+    ];
+    /// The flags that leave a cache unprotected (MFI_BBU_STATE_BAD_IBBU
+    /// and _BAD_BBU): an iBBU is also unprotected while it discharges or
+    /// learns.
+    const BAD_IBBU: u32 = 1 | 1 << 1 | 1 << 4 | 1 << 5 | 1 << 6 | 1 << 10 | 1 << 11;
+    const BAD_BBU: u32 = 1 | 1 << 10 | 1 << 11;
+
+    pub fn present(&self) -> bool {
+        self.battery_type != 0 && self.fw_status & 1 == 0
+    }
+
+    pub fn healthy(&self) -> bool {
+        let bad = if self.battery_type == 1 {
+            Self::BAD_IBBU
+        } else {
+            Self::BAD_BBU
+        };
+        self.present() && self.fw_status & bad == 0 && self.state_of_health_good != Some(false)
+    }
+
+    /// The state flags in words, "normal" when none is set.
+    pub fn state(&self) -> String {
+        let mut words: Vec<String> = Self::FLAGS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.fw_status & (1 << i) != 0)
+            .map(|(_, w)| w.to_string())
+            .collect();
+        let unknown = self.fw_status & !((1 << Self::FLAGS.len()) - 1);
+        if unknown != 0 {
+            words.push(format!("flags {unknown:#x}"));
+        }
+        if self.state_of_health_good == Some(false) {
+            words.push("state of health bad".into());
+        }
+        if words.is_empty() {
+            "normal".into()
+        } else {
+            words.join(", ")
+        }
+    }
+}
+
+pub fn decode_bbu_status(buf: &[u8]) -> Result<BbuStatus, PassthroughError> {
+    need_len("MFI BBU_GET_STATUS", buf, BBU_STATUS_LEN)?;
+    let battery_type = buf[0];
+    Ok(BbuStatus {
+        battery_type,
+        voltage_mv: le16(buf, 2),
+        temperature_c: le16(buf, 6),
+        fw_status: le32(buf, 8),
+        // detail.bbu.is_SOH_good, after five 16-bit words.
+        state_of_health_good: (battery_type == 2).then(|| buf[32 + 10] != 0),
     })
 }
 
@@ -962,6 +1049,40 @@ fn mknod_char(path: &Path, major: u32, minor: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bbu_status_in_words_and_health() {
+        let mut raw = vec![0u8; BBU_STATUS_LEN];
+        raw[0] = 2; // BBU
+        raw[2..4].copy_from_slice(&4012u16.to_le_bytes());
+        raw[6..8].copy_from_slice(&31u16.to_le_bytes());
+        raw[32 + 10] = 1; // state of health good
+        let s = decode_bbu_status(&raw).unwrap();
+        assert!(s.present() && s.healthy());
+        assert_eq!(s.state(), "normal");
+        // Charging is no fault of a BBU; a learn cycle is one of an iBBU's.
+        raw[8] = 1 << 3 | 1 << 6;
+        let s = decode_bbu_status(&raw).unwrap();
+        assert!(s.healthy(), "{}", s.state());
+        assert_eq!(s.state(), "charging, learn cycle active");
+        raw[0] = 1;
+        assert!(!decode_bbu_status(&raw).unwrap().healthy());
+        // Replace pack, and a flag nobody has named.
+        raw[0] = 2;
+        raw[8..12].copy_from_slice(&(1u32 << 10 | 1 << 20).to_le_bytes());
+        let s = decode_bbu_status(&raw).unwrap();
+        assert!(s.present() && !s.healthy());
+        assert_eq!(s.state(), "replace pack, flags 0x100000");
+        // Pack missing: not present at all; a bad state of health.
+        raw[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(!decode_bbu_status(&raw).unwrap().present());
+        raw[8..12].copy_from_slice(&0u32.to_le_bytes());
+        raw[42] = 0;
+        let s = decode_bbu_status(&raw).unwrap();
+        assert!(!s.healthy());
+        assert_eq!(s.state(), "state of health bad");
+        assert!(decode_bbu_status(&raw[..63]).is_err());
+    }
 
     #[test]
     fn a_drive_behind_the_controller_is_sent_only_what_reads() {

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 
 use super::glob;
 use super::*;
-use crate::inventory::{Controller, Disk, Inventory, VirtualDrive};
+use crate::inventory::{Controller, Disk, Inventory, MdArray, VirtualDrive};
 pub use crate::results::policy::{Action, Finding, Report};
 use crate::util::size::parse_size;
 
@@ -89,6 +89,7 @@ fn describe(m: &Match) -> String {
     add("raid_level", &m.raid_level);
     add("driver", &m.driver);
     add("product", &m.product);
+    add("family", &m.family);
     if parts.is_empty() {
         "all".into()
     } else {
@@ -130,6 +131,11 @@ pub fn drive_matches(m: &Match, d: &Disk, inv: &Inventory) -> bool {
                 ctrl.and_then(|c| c.driver.as_deref()),
             ],
         )
+        && field(&m.family, &[ctrl.and_then(family_of)])
+}
+
+fn family_of(c: &Controller) -> Option<&str> {
+    c.raid.as_ref().map(|r| r.family.as_str())
 }
 
 /// The built-in check of a RAID controller's cache, in every policy.
@@ -153,6 +159,7 @@ fn vd_matches(m: &Match, c: &Controller, vd: &VirtualDrive) -> bool {
         )
         && field(&m.raid_level, &[Some(vd.raid_level.as_str())])
         && field(&m.product, &[product])
+        && field(&m.family, &[family_of(c)])
 }
 
 fn controller_matches(m: &Match, c: &Controller) -> bool {
@@ -167,6 +174,21 @@ fn controller_matches(m: &Match, c: &Controller) -> bool {
         && field(&m.driver, &[c.driver.as_deref()])
         && field(&m.vendor, &[c.vendor_name.as_deref()])
         && field(&m.product, &[c.device_name.as_deref(), product])
+        && field(&m.family, &[family_of(c)])
+}
+
+fn md_matches(m: &Match, a: &MdArray) -> bool {
+    m.model.is_none()
+        && m.vendor.is_none()
+        && m.serial.is_none()
+        && m.wwn.is_none()
+        && m.transport.is_none()
+        && m.controller.is_none()
+        && m.driver.is_none()
+        && m.product.is_none()
+        && m.family.is_none()
+        && field(&m.name, &[Some(a.name.as_str())])
+        && field(&m.raid_level, &[Some(a.level.as_str())])
 }
 
 /// One virtual drive check: name, the winning rule's value, what the
@@ -199,6 +221,7 @@ macro_rules! rule {
 rule!(DriveRule);
 rule!(VirtualDriveRule);
 rule!(ControllerRule);
+rule!(MdArrayRule);
 
 /// The last matching rule that sets a setting wins.
 fn effective<'r, R: Rule, T: 'r>(
@@ -230,6 +253,54 @@ fn disk_label(d: &Disk) -> String {
         d.model.as_deref().unwrap_or("?"),
         d.serial.as_deref().unwrap_or("?")
     )
+}
+
+/// Each physical drive behind a RAID controller that was read through
+/// it, as a disk the drive rules can judge: its label, and the start of
+/// the controller's command that sets its cache (to which "on"/"off" is
+/// added).
+fn drives_behind_controllers(inv: &Inventory) -> Vec<(Disk, String, String)> {
+    use crate::inventory::Transport;
+    let mut out = Vec::new();
+    for c in &inv.controllers {
+        let Some(r) = &c.raid else { continue };
+        for pd in &r.physical_drives {
+            if pd.serial.is_none() && pd.model.is_none() {
+                continue;
+            }
+            let transport = match pd.interface.as_deref().map(str::to_ascii_uppercase) {
+                Some(i) if i.contains("NVME") => Transport::Nvme,
+                Some(i) if i.contains("SATA") => Transport::Sata,
+                Some(i) if i.contains("SAS") => Transport::Sas,
+                _ => Transport::Unknown,
+            };
+            let mut d = Disk::unprobed("", "", transport);
+            d.vendor = pd.vendor.clone();
+            d.model = pd.model.clone();
+            d.serial = pd.serial.clone();
+            d.wwn = pd.wwn.clone();
+            d.firmware = pd.firmware.clone();
+            d.firmware_source = Some(format!("{} pass-through", r.family));
+            d.controller = Some(c.pci_address.clone());
+            d.write_cache = pd.write_cache.clone();
+            d.health = pd.health.clone();
+            let label = format!(
+                "{} pd {} (enclosure {} slot {}, {} {})",
+                c.pci_address,
+                pd.id,
+                pd.enclosure,
+                pd.slot,
+                pd.model.as_deref().unwrap_or("?"),
+                pd.serial.as_deref().unwrap_or("?")
+            );
+            let fix = match r.family.as_str() {
+                "megaraid" => "storcli /cX/vN set pdcache=".to_string(),
+                f => format!("set the drive cache with the {f} vendor's tool: "),
+            };
+            out.push((d, label, fix));
+        }
+    }
+    out
 }
 
 fn write_cache_action(inv: &Inventory, d: &Disk, on: bool) -> Option<Action> {
@@ -286,15 +357,136 @@ fn write_cache_fix(d: &Disk, on: bool) -> Option<String> {
     }
 }
 
+/// The built-in check of md arrays, in every policy.
+pub const MD_ARRAY_RULE: &str = "md array (built in)";
+
+/// One md array against the `[[md_array]]` rules, and against the
+/// built-in rule that a degraded or broken array is worth a warning.
+fn check_md_array(
+    policy: &Policy,
+    a: &MdArray,
+    checks: &mut usize,
+    finding: &mut impl FnMut(Finding),
+) {
+    let label = format!(
+        "{} ({}{})",
+        a.name,
+        a.level,
+        if a.vroc { ", VROC/IMSM" } else { "" }
+    );
+    let disk = Some(format!("/dev/{}", a.name));
+    let rules = &policy.md_arrays;
+    let m = |r: &MdArrayRule| md_matches(&r.matches, a);
+    let mut add = |rule: String, severity: Severity, check: &str, expected: String, actual: String, fix: &str| {
+        finding(Finding {
+            machine: false,
+            disk: disk.clone(),
+            severity,
+            rule,
+            device: label.clone(),
+            check: check.into(),
+            expected,
+            actual,
+            fix: Some(fix.into()),
+            action: None,
+        })
+    };
+    if a.level != "container" {
+        *checks += 1;
+        if let Some(why) = crate::inventory::raid::md::trouble(a) {
+            add(
+                MD_ARRAY_RULE.into(),
+                Severity::Warn,
+                "array health",
+                "every member in sync".into(),
+                why,
+                "replace or re-add the member (mdadm --manage), then let it resync",
+            );
+        }
+    }
+    if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.raid_level.as_ref()) {
+        *checks += 1;
+        if !a.level.eq_ignore_ascii_case(want) {
+            add(rule, severity, "RAID level", want.clone(), a.level.clone(), "rebuild the array at the wanted level (destroys data)");
+        }
+    }
+    if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.state.as_ref()) {
+        *checks += 1;
+        if !want.iter().any(|w| w.eq_ignore_ascii_case(&a.state)) {
+            add(rule, severity, "array state", format!("one of {}", want.join(", ")), a.state.clone(), "assemble or start the array (mdadm --assemble / --run)");
+        }
+    }
+    if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.bitmap.as_ref()) {
+        *checks += 1;
+        let has = a.bitmap.as_deref().map(|b| b != "none");
+        if has != Some(*want) {
+            add(
+                rule,
+                severity,
+                "write-intent bitmap",
+                if *want { "present" } else { "none" }.into(),
+                match a.bitmap.as_deref() {
+                    None => "unknown (md did not say)".into(),
+                    Some("none") => "none".into(),
+                    Some(b) => format!("present ({b})"),
+                },
+                if *want { "mdadm --grow --bitmap=internal" } else { "mdadm --grow --bitmap=none" },
+            );
+        }
+    }
+    if let Some((want, rule, severity)) =
+        effective(rules, "md_array", m, |r| r.consistency_policy.as_ref())
+    {
+        *checks += 1;
+        if a.consistency_policy.as_deref() != Some(want.as_str()) {
+            add(
+                rule,
+                severity,
+                "consistency policy",
+                want.clone(),
+                a.consistency_policy.clone().unwrap_or_else(|| "unknown".into()),
+                "mdadm --grow --consistency-policy=<policy> (journal needs a journal device)",
+            );
+        }
+    }
+    if let Some((max, rule, severity)) = effective(rules, "md_array", m, |r| r.max_degraded.as_ref()) {
+        *checks += 1;
+        if a.degraded.is_none_or(|d| d > *max) {
+            add(
+                rule,
+                severity,
+                "missing members",
+                format!("at most {max}"),
+                a.degraded.map_or("unknown".into(), |d| d.to_string()),
+                "replace the missing members (mdadm --manage --add)",
+            );
+        }
+    }
+}
+
 pub fn check(policy: &Policy, inv: &Inventory) -> Report {
     let mut findings = Vec::new();
     let mut checks = 0usize;
     let mut finding = |f: Finding| findings.push(f);
 
-    for d in &inv.disks {
+    // The kernel's disks, then the physical drives behind RAID
+    // controllers, which the same drive rules judge where they can be
+    // read: write cache, firmware and health (not geometry, which is the
+    // virtual drive's).
+    let behind = drives_behind_controllers(inv);
+    let drives = inv
+        .disks
+        .iter()
+        .map(|d| (d, disk_label(d), Some(d.dev_path.clone()), None))
+        .chain(
+            behind
+                .iter()
+                .map(|(d, label, fix)| (d, label.clone(), None, Some(fix.clone()))),
+        );
+    for (d, label, disk_ref, pd_fix) in drives {
+        let is_pd = pd_fix.is_some();
         let rules = &policy.drives;
         let m = |r: &DriveRule| drive_matches(&r.matches, d, inv);
-        let label = disk_label(d);
         if let Some((want, rule, severity)) =
             effective(rules, "drive", m, |r| r.write_cache.as_ref())
         {
@@ -306,7 +498,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 if actual != Some(want_on) {
                     finding(Finding {
                         machine: false,
-                        disk: Some(d.dev_path.clone()),
+                        disk: disk_ref.clone(),
                         severity,
                         rule,
                         device: label.clone(),
@@ -318,8 +510,15 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                             }
                             _ => "unknown (no source answered)".into(),
                         },
-                        fix: write_cache_fix(d, want_on),
-                        action: write_cache_action(inv, d, want_on),
+                        fix: match &pd_fix {
+                            Some(f) => Some(format!("{f}{}", if want_on { "on" } else { "off" })),
+                            None => write_cache_fix(d, want_on),
+                        },
+                        action: if is_pd {
+                            None
+                        } else {
+                            write_cache_action(inv, d, want_on)
+                        },
                     });
                 }
             }
@@ -330,7 +529,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
             if let Err(expected) = version_ok(v, fw) {
                 finding(Finding {
                     machine: false,
-                    disk: Some(d.dev_path.clone()),
+                    disk: disk_ref.clone(),
                     severity,
                     rule,
                     device: label.clone(),
@@ -345,7 +544,10 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 });
             }
         }
-        if let Some((r, rule, severity)) = effective(rules, "drive", m, |r| r.capacity.as_ref()) {
+        let geometry = |r: &DriveRule| !is_pd && m(r);
+        if let Some((r, rule, severity)) =
+            effective(rules, "drive", geometry, |r| r.capacity.as_ref())
+        {
             checks += 1;
             let min = r.min.as_deref().and_then(|v| parse_size(v).ok());
             let max = r.max.as_deref().and_then(|v| parse_size(v).ok());
@@ -354,7 +556,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
             {
                 finding(Finding {
                     machine: false,
-                    disk: Some(d.dev_path.clone()),
+                    disk: disk_ref.clone(),
                     severity,
                     rule,
                     device: label.clone(),
@@ -380,28 +582,28 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
         for (key, want, actual, fix) in [
             (
                 "logical sector size",
-                effective(rules, "drive", m, |r| r.logical_sector_size.as_ref())
+                effective(rules, "drive", geometry, |r| r.logical_sector_size.as_ref())
                     .map(|(v, r, s)| (*v, r, s)),
                 d.logical_sector_size,
                 &sector_fix,
             ),
             (
                 "physical sector size",
-                effective(rules, "drive", m, |r| r.physical_sector_size.as_ref())
+                effective(rules, "drive", geometry, |r| r.physical_sector_size.as_ref())
                     .map(|(v, r, s)| (*v, r, s)),
                 d.physical_sector_size,
                 &sector_fix,
             ),
             (
                 "NVMe LBA format",
-                effective(rules, "drive", m, |r| r.lba_format.as_ref())
+                effective(rules, "drive", geometry, |r| r.lba_format.as_ref())
                     .map(|(v, r, s)| (*v as u32, r, s)),
                 d.lba_format.map(u32::from),
                 &lbaf_fix,
             ),
             (
                 "metadata bytes per block",
-                effective(rules, "drive", m, |r| r.metadata_bytes.as_ref())
+                effective(rules, "drive", geometry, |r| r.metadata_bytes.as_ref())
                     .map(|(v, r, s)| (*v as u32, r, s)),
                 d.metadata_bytes.map(u32::from),
                 &lbaf_fix,
@@ -412,7 +614,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 if actual != Some(want) {
                     finding(Finding {
                         machine: false,
-                        disk: Some(d.dev_path.clone()),
+                        disk: disk_ref.clone(),
                         severity,
                         rule,
                         device: label.clone(),
@@ -436,7 +638,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 if bad != Some(false) {
                     finding(Finding {
                         machine: false,
-                        disk: Some(d.dev_path.clone()),
+                        disk: disk_ref.clone(),
                         severity,
                         rule: rule.clone(),
                         device: label.clone(),
@@ -558,6 +760,53 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         } else {
                             "update the controller firmware with the vendor's tool".into()
                         }),
+                        action: None,
+                    });
+                }
+            }
+        }
+        if let Some((want, rule, severity)) =
+            effective(rules, "controller", m, |r| r.battery.as_ref())
+        {
+            if *want != BatteryWant::Any {
+                checks += 1;
+                let battery = c.raid.as_ref().and_then(|r| r.battery.as_ref());
+                let ok = match battery {
+                    None => None,
+                    Some(b) if *want == BatteryWant::Present => Some(b.present),
+                    Some(b) => b.healthy.map(|h| b.present && h).or(Some(false).filter(|_| !b.present)),
+                };
+                if ok != Some(true) {
+                    let actual = match battery {
+                        None => "unknown (the controller's family does not report it)".to_string(),
+                        Some(b) if !b.present => "none fitted".to_string(),
+                        Some(b) => format!(
+                            "{} ({})",
+                            match b.healthy {
+                                Some(true) => "healthy",
+                                Some(false) => "not healthy",
+                                None => "fitted, health unknown",
+                            },
+                            b.state.as_deref().unwrap_or("no state given")
+                        ),
+                    };
+                    finding(Finding {
+                        machine: false,
+                        disk: None,
+                        severity,
+                        rule,
+                        device: label.clone(),
+                        check: "cache battery".into(),
+                        expected: match want {
+                            BatteryWant::Healthy => "fitted and healthy",
+                            _ => "fitted",
+                        }
+                        .into(),
+                        actual,
+                        fix: Some(
+                            "fit or replace the battery / CacheVault module, or let its learn cycle finish"
+                                .into(),
+                        ),
                         action: None,
                     });
                 }
@@ -695,6 +944,10 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 }
             }
         }
+    }
+
+    for a in &inv.md_arrays {
+        check_md_array(policy, a, &mut checks, &mut finding);
     }
 
     for (i, e) in policy.expects.iter().enumerate() {

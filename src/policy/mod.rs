@@ -33,6 +33,8 @@ pub struct Policy {
     pub virtual_drives: Vec<VirtualDriveRule>,
     #[serde(default, rename = "controller")]
     pub controllers: Vec<ControllerRule>,
+    #[serde(default, rename = "md_array")]
+    pub md_arrays: Vec<MdArrayRule>,
     #[serde(default, rename = "expect")]
     pub expects: Vec<Expect>,
 }
@@ -53,6 +55,9 @@ pub struct Match {
     pub raid_level: Option<String>,
     pub driver: Option<String>,
     pub product: Option<String>,
+    /// The RAID/HBA family that read the controller ("megaraid", "cciss",
+    /// "mpi3mr", "mpt3sas").
+    pub family: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -147,6 +152,36 @@ pub struct ControllerRule {
     pub severity: Option<Severity>,
     pub firmware: Option<Version>,
     pub driver_version: Option<Version>,
+    /// The cache's battery or flash module: "healthy" (fitted, and the
+    /// controller calls it good), "present" (fitted), or "any".
+    pub battery: Option<BatteryWant>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BatteryWant {
+    Healthy,
+    Present,
+    Any,
+}
+
+/// A Linux md (or Intel VROC) array: matched by `name` and `raid_level`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MdArrayRule {
+    #[serde(rename = "match", default)]
+    pub matches: Match,
+    pub severity: Option<Severity>,
+    pub raid_level: Option<String>,
+    /// md's array_state must be one of these (clean, active, ...).
+    pub state: Option<Vec<String>>,
+    /// A write-intent bitmap (internal or file) is required (true) or
+    /// must be absent (false).
+    pub bitmap: Option<bool>,
+    /// The write-hole protection: none, resync, bitmap, journal or ppl.
+    pub consistency_policy: Option<String>,
+    /// At most this many members missing.
+    pub max_degraded: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -288,6 +323,18 @@ impl Policy {
                 if !(by_identity && only_identity && exact) {
                     return Err(bad(format!(
                         "drive[{i}]: destroy = true needs a match by exact serial or wwn alone"
+                    )));
+                }
+            }
+        }
+        for (i, r) in self.md_arrays.iter().enumerate() {
+            let cp = &r.consistency_policy;
+            if let Some(x) = cp {
+                let allowed = ["none", "resync", "bitmap", "journal", "ppl"];
+                if !allowed.contains(&x.as_str()) {
+                    return Err(bad(format!(
+                        "md_array[{i}].consistency_policy: {x:?} is not one of {}",
+                        allowed.join(", ")
                     )));
                 }
             }

@@ -19,6 +19,9 @@ pub struct Inventory {
     #[serde(default)]
     pub network_controllers: Vec<Controller>,
     pub disks: Vec<Disk>,
+    /// Linux software RAID arrays (md), Intel VROC/IMSM ones among them.
+    #[serde(default)]
+    pub md_arrays: Vec<MdArray>,
     /// Problems of the scan as a whole (not of one device).
     pub errors: Vec<String>,
 }
@@ -118,6 +121,11 @@ pub struct Battery {
     /// The state as the controller words it, where it says.
     #[serde(default)]
     pub state: Option<String>,
+    /// Whether the controller calls it good (charged, not failed, not in
+    /// a learn cycle that leaves the cache unprotected); None where it
+    /// does not say.
+    #[serde(default)]
+    pub healthy: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -201,6 +209,54 @@ pub struct PhysicalDrive {
     #[serde(default)]
     pub probes: Vec<Probe>,
     pub errors: Vec<String>,
+}
+
+/// A Linux md array as its driver describes it in sysfs
+/// (`/sys/block/mdN/md`): what policy checks of software RAID and of
+/// Intel VROC (IMSM metadata, run by md) read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MdArray {
+    /// Kernel name, "md127".
+    pub name: String,
+    /// "raid1", "raid5", ...; "container" for an IMSM/DDF container.
+    pub level: String,
+    /// "1.2", "0.90", "external:imsm" (a VROC container),
+    /// "external:/md127/0" (a volume inside one), "none".
+    pub metadata: String,
+    /// Intel VROC / RST: IMSM metadata, itself or through its container.
+    pub vroc: bool,
+    /// The container a volume lives in, for external metadata.
+    pub container: Option<String>,
+    /// clean, active, active-idle, readonly, read-auto, inactive, broken...
+    pub state: String,
+    pub raid_disks: Option<u32>,
+    /// Members missing from the array (md's `degraded`).
+    pub degraded: Option<u32>,
+    /// idle, resync, recover, check, repair, reshape, frozen.
+    pub sync_action: Option<String>,
+    /// The write-intent bitmap: "none", "+8" (internal, at this sector
+    /// offset) or "file".
+    pub bitmap: Option<String>,
+    /// How the array closes the RAID write hole: none, resync, bitmap,
+    /// journal, ppl.
+    pub consistency_policy: Option<String>,
+    pub size_bytes: u64,
+    pub chunk_bytes: Option<u64>,
+    pub members: Vec<MdMember>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MdMember {
+    /// Kernel name of the member device, "sdb" or "nvme0n1p2".
+    pub device: String,
+    /// Its role number in the array; None for a spare.
+    pub slot: Option<u32>,
+    /// md's flags: in_sync, faulty, spare, write_mostly, journal,
+    /// replacement, blocked, ...
+    pub state: Vec<String>,
+    /// Read errors corrected on it.
+    pub errors: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]

@@ -113,6 +113,25 @@ fn link_block_devices(mr: &mut RaidController, host: u32, disks: &[Disk]) {
     }
 }
 
+fn battery(s: &mfi::BbuStatus) -> Battery {
+    let kind = match s.battery_type {
+        0 => "none".to_string(),
+        1 => "iBBU".into(),
+        2 => "BBU".into(),
+        t => format!("type {t}"),
+    };
+    Battery {
+        present: s.present(),
+        state: Some(format!(
+            "{kind}: {}; {} mV, {} C",
+            s.state(),
+            s.voltage_mv,
+            s.temperature_c
+        )),
+        healthy: Some(s.healthy()),
+    }
+}
+
 fn reading(source: &str, cfg: &LdConfig) -> CachePolicyReading {
     CachePolicyReading {
         source: source.into(),
@@ -155,16 +174,27 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
             .collect(),
         cache_mb: info.memory_size_mb as u32,
         // CTRL_GET_INFO says whether a BBU is fitted; its state is
-        // BBU_GET_STATUS's (not read yet).
+        // BBU_GET_STATUS's, read below where one is.
         battery: Some(Battery {
             present: info.bbu_present,
             state: None,
+            healthy: None,
         }),
         virtual_drives: Vec::new(),
         physical_drives: Vec::new(),
         notes: Vec::new(),
         errors: Vec::new(),
     };
+
+    if info.bbu_present {
+        let status = node
+            .dcmd_read(host as u16, mfi::DCMD_BBU_GET_STATUS, &[], mfi::BBU_STATUS_LEN)
+            .and_then(|raw| mfi::decode_bbu_status(&raw));
+        match status {
+            Ok(s) => out.battery = Some(battery(&s)),
+            Err(e) => out.errors.push(format!("battery status: {e}")),
+        }
+    }
 
     // Virtual drives: the list, then each one's details, then the
     // configuration as a second source for the cache policy.

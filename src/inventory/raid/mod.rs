@@ -8,6 +8,7 @@
 //! Adding a family is a file here implementing `Family`, its line in
 //! `FAMILIES`, and its fixtures.
 
+pub mod md;
 pub mod megaraid;
 pub mod mpt3sas;
 
