@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::act::analyze::{analyze, Options};
 use crate::act::config::{IndexConfig, StorageConfig};
 use crate::bundle::{self, minisign::PublicKey, minisign::SecretKey};
-use crate::passthrough::{ata, mfi, nvme, scsi};
+use crate::passthrough::{ata, cciss, mfi, mpi3, nvme, scsi};
 
 pub fn act_config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -287,6 +287,35 @@ pub fn mfi(data: &[u8]) {
     let _ = mfi::decode_bbu_status(data);
 }
 
+/// Smart Array / SmartRAID replies: BMIC identify controller, cache
+/// configuration (and its words), identify physical device, and the
+/// REPORT LUNS lists.
+pub fn cciss(data: &[u8]) {
+    let _ = cciss::decode_identify_controller(data);
+    let _ = cciss::decode_subsystem_serial(data);
+    if let Ok(c) = cciss::decode_cache_config(data) {
+        let _ = c.state();
+        let _ = c.backup_healthy();
+    }
+    let _ = cciss::decode_identify_physical(data);
+    if let Ok(luns) = cciss::decode_physical_luns(data) {
+        for l in luns {
+            let _ = (l.bmic_index(), l.passthrough_lun(), l.is_drive());
+        }
+    }
+    let _ = cciss::decode_logical_luns(data);
+}
+
+/// MPI3 (mpi3mr) bsg replies: ADPINFO, ALLTGTDEVINFO, and a SCSI IO
+/// pass-through's data-in buffer (the first byte picks the data length).
+pub fn mpi3(data: &[u8]) {
+    let _ = mpi3::decode_adpinfo(data);
+    let _ = mpi3::decode_all_targets(data);
+    if let Some((&n, rest)) = data.split_first() {
+        let _ = mpi3::decode_scsi_io(rest, usize::from(n));
+    }
+}
+
 /// An inventory capture replayed: the input is capture.json, then a NUL,
 /// then the bytes every file it names holds (the archive around them is
 /// made here: a fuzzer gets nowhere through zstd and a manifest's
@@ -325,7 +354,7 @@ pub fn capture(data: &[u8]) {
 pub type Target = fn(&[u8]);
 
 /// Every target by name, for the replay test and scripts.
-pub const TARGETS: [(&str, Target); 12] = [
+pub const TARGETS: [(&str, Target); 14] = [
     ("capture", capture),
     ("act_config", act_config),
     ("act_log", act_log),
@@ -338,4 +367,6 @@ pub const TARGETS: [(&str, Target); 12] = [
     ("ata", ata),
     ("nvme", nvme),
     ("mfi", mfi),
+    ("cciss", cciss),
+    ("mpi3", mpi3),
 ];

@@ -111,6 +111,16 @@ fn capturing_sent_only_commands_that_read() {
                     // Get Log Page, Identify, Get Features.
                     [0x02, 0x06, 0x0a].contains(opcode)
                 }
+                Command::Cciss { cdb, direction, .. } => {
+                    kinds.insert(format!("cciss {:02x}", cdb[0]));
+                    storcert::passthrough::cciss::only_reads(cdb, *direction)
+                }
+                Command::Bsg {
+                    request, data_out, ..
+                } => {
+                    kinds.insert(format!("bsg {:02x}", request[0]));
+                    storcert::passthrough::mpi3::only_reads(request, data_out)
+                }
                 Command::MfiDcmd {
                     opcode, data_out, ..
                 } => {

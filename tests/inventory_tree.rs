@@ -3,7 +3,11 @@
 //! a broken tree is reported (a device that vanishes, a truncated
 //! attribute, a device that cannot be opened, an unknown --device).
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::copy_tree;
 
 use storcert::inventory::{scan, Disk, Inventory, Roots, ScanOptions, Transport};
 
@@ -28,23 +32,6 @@ fn disk<'a>(inv: &'a Inventory, name: &str) -> &'a Disk {
         .iter()
         .find(|d| d.name == name)
         .unwrap_or_else(|| panic!("{name} missing"))
-}
-
-/// Copies a tree, keeping symlinks as symlinks.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let ft = e.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if ft.is_dir() {
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -438,10 +438,18 @@ fn drive_rules_judge_the_physical_drives_behind_a_controller() {
     let checks: Vec<&str> = f.iter().map(|f| f.check.as_str()).collect();
     // Geometry is the virtual drive's: not judged on a drive behind.
     assert_eq!(checks, ["write cache", "firmware"], "{f:#?}");
-    assert!(f[0].device.starts_with("0000:00:03.0 pd 0 (enclosure 65535 slot 0, SM863 S2ZZ0001)"), "{}", f[0].device);
+    assert!(
+        f[0].device
+            .starts_with("0000:00:03.0 pd 0 (enclosure 65535 slot 0, SM863 S2ZZ0001)"),
+        "{}",
+        f[0].device
+    );
     assert_eq!(f[0].actual, "on (ATA IDENTIFY (words 82/85))");
     assert_eq!(f[0].fix.as_deref(), Some("storcli /cX/vN set pdcache=off"));
-    assert_eq!(f[0].action, None, "nothing to do to a drive behind a controller directly");
+    assert_eq!(
+        f[0].action, None,
+        "nothing to do to a drive behind a controller directly"
+    );
     assert_eq!(f[0].disk, None);
     assert_eq!(f[1].actual, "GXM1003Q (megaraid pass-through)");
     // Matched by transport and family too; a drive of no identity is not judged.
@@ -505,10 +513,20 @@ fn md_arrays_checked_by_rule_and_built_in() {
     assert_eq!(health.rule, "md array (built in)");
     assert_eq!(health.actual, "1 member(s) missing; faulty: nvme1n1");
     let missing = f.iter().find(|f| f.check == "missing members").unwrap();
-    assert_eq!((missing.expected.as_str(), missing.actual.as_str()), ("at most 0", "1"));
+    assert_eq!(
+        (missing.expected.as_str(), missing.actual.as_str()),
+        ("at most 0", "1")
+    );
     assert_eq!(missing.severity, Severity::Fail);
     // A name match of another array, and a bad word, are no findings and an error.
-    assert!(check_inv("[[md_array]]\nmatch = { name = \"md0\" }\nbitmap = true\n", &inv).len() == 1);
+    assert!(
+        check_inv(
+            "[[md_array]]\nmatch = { name = \"md0\" }\nbitmap = true\n",
+            &inv
+        )
+        .len()
+            == 1
+    );
     let e = Policy::parse("[[md_array]]\nconsistency_policy = \"raid\"\n", "p").unwrap_err();
     assert_eq!(
         e.message,

@@ -168,6 +168,19 @@ impl Capture {
         })
     }
 
+    /// A capture that keeps what the host's files answer and plays
+    /// `exchanges` for every pass-through command: a machine made of a
+    /// directory tree and of replies built from the public definitions,
+    /// for the fixture tests of controllers nobody here has. Its archive
+    /// replays like any capture.
+    pub fn answering(exchanges: Vec<Exchange>) -> Arc<Capture> {
+        Arc::new(Capture {
+            files: Mutex::default(),
+            tape: Tape::playing(exchanges),
+            generated_at: Mutex::new(None),
+        })
+    }
+
     /// The pass-through exchanges kept or being played.
     pub fn exchanges(&self) -> Vec<Exchange> {
         self.tape.exchanges()

@@ -149,7 +149,10 @@ pub fn render(inv: &Inventory) -> String {
                         (true, Some(false)) => "NOT HEALTHY",
                         (true, None) => "fitted",
                     },
-                    b.state.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
+                    b.state
+                        .as_deref()
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default()
                 ));
             }
             for vd in &mr.virtual_drives {

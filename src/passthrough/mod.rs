@@ -10,7 +10,9 @@
 //! storcert.
 
 pub mod ata;
+pub mod cciss;
 pub mod mfi;
+pub mod mpi3;
 pub mod nvme;
 pub mod scsi;
 pub mod sg;

@@ -63,6 +63,25 @@ pub enum Command {
         cdb: Vec<u8>,
         data_in_len: usize,
     },
+    /// SG_IO on a bsg node (struct sg_io_v4): the request (the driver's
+    /// packet), the bytes sent, the length asked for.
+    Bsg {
+        #[serde(with = "hex_bytes")]
+        request: Vec<u8>,
+        #[serde(with = "hex_bytes", default, skip_serializing_if = "Vec::is_empty")]
+        data_out: Vec<u8>,
+        data_in_len: usize,
+    },
+    /// CCISS_PASSTHRU: the 8-byte LUN address, the CDB, the transfer's
+    /// direction (the XFER_* value) and the length asked for.
+    Cciss {
+        #[serde(with = "hex_bytes")]
+        lun: Vec<u8>,
+        #[serde(with = "hex_bytes")]
+        cdb: Vec<u8>,
+        direction: u8,
+        data_in_len: usize,
+    },
     /// MEGASAS_IOC_FIRMWARE carrying one DCMD frame.
     MfiDcmd {
         host: u16,
@@ -105,6 +124,21 @@ pub enum Reply {
     },
     Mfi {
         status: u8,
+        #[serde(with = "hex_bytes")]
+        data_in: Vec<u8>,
+    },
+    /// A bsg SG_IO's answer: what the driver wrote to the data-in buffer.
+    Bsg {
+        #[serde(with = "hex_bytes")]
+        data_in: Vec<u8>,
+    },
+    /// CCISS_PASSTHRU's error information and data.
+    Cciss {
+        command_status: u16,
+        scsi_status: u8,
+        #[serde(with = "hex_bytes")]
+        sense: Vec<u8>,
+        residual: u32,
         #[serde(with = "hex_bytes")]
         data_in: Vec<u8>,
     },
@@ -425,6 +459,8 @@ impl Reply {
             Reply::NamespaceId { .. } => "namespace_id",
             Reply::Mfi { .. } => "mfi",
             Reply::MfiScsi { .. } => "mfi_scsi",
+            Reply::Bsg { .. } => "bsg",
+            Reply::Cciss { .. } => "cciss",
         }
     }
 }

@@ -377,7 +377,12 @@ fn check_md_array(
     let disk = Some(format!("/dev/{}", a.name));
     let rules = &policy.md_arrays;
     let m = |r: &MdArrayRule| md_matches(&r.matches, a);
-    let mut add = |rule: String, severity: Severity, check: &str, expected: String, actual: String, fix: &str| {
+    let mut add = |rule: String,
+                   severity: Severity,
+                   check: &str,
+                   expected: String,
+                   actual: String,
+                   fix: &str| {
         finding(Finding {
             machine: false,
             disk: disk.clone(),
@@ -404,16 +409,31 @@ fn check_md_array(
             );
         }
     }
-    if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.raid_level.as_ref()) {
+    if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.raid_level.as_ref())
+    {
         *checks += 1;
         if !a.level.eq_ignore_ascii_case(want) {
-            add(rule, severity, "RAID level", want.clone(), a.level.clone(), "rebuild the array at the wanted level (destroys data)");
+            add(
+                rule,
+                severity,
+                "RAID level",
+                want.clone(),
+                a.level.clone(),
+                "rebuild the array at the wanted level (destroys data)",
+            );
         }
     }
     if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.state.as_ref()) {
         *checks += 1;
         if !want.iter().any(|w| w.eq_ignore_ascii_case(&a.state)) {
-            add(rule, severity, "array state", format!("one of {}", want.join(", ")), a.state.clone(), "assemble or start the array (mdadm --assemble / --run)");
+            add(
+                rule,
+                severity,
+                "array state",
+                format!("one of {}", want.join(", ")),
+                a.state.clone(),
+                "assemble or start the array (mdadm --assemble / --run)",
+            );
         }
     }
     if let Some((want, rule, severity)) = effective(rules, "md_array", m, |r| r.bitmap.as_ref()) {
@@ -430,7 +450,11 @@ fn check_md_array(
                     Some("none") => "none".into(),
                     Some(b) => format!("present ({b})"),
                 },
-                if *want { "mdadm --grow --bitmap=internal" } else { "mdadm --grow --bitmap=none" },
+                if *want {
+                    "mdadm --grow --bitmap=internal"
+                } else {
+                    "mdadm --grow --bitmap=none"
+                },
             );
         }
     }
@@ -444,12 +468,16 @@ fn check_md_array(
                 severity,
                 "consistency policy",
                 want.clone(),
-                a.consistency_policy.clone().unwrap_or_else(|| "unknown".into()),
+                a.consistency_policy
+                    .clone()
+                    .unwrap_or_else(|| "unknown".into()),
                 "mdadm --grow --consistency-policy=<policy> (journal needs a journal device)",
             );
         }
     }
-    if let Some((max, rule, severity)) = effective(rules, "md_array", m, |r| r.max_degraded.as_ref()) {
+    if let Some((max, rule, severity)) =
+        effective(rules, "md_array", m, |r| r.max_degraded.as_ref())
+    {
         *checks += 1;
         if a.degraded.is_none_or(|d| d > *max) {
             add(
@@ -589,8 +617,10 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
             ),
             (
                 "physical sector size",
-                effective(rules, "drive", geometry, |r| r.physical_sector_size.as_ref())
-                    .map(|(v, r, s)| (*v, r, s)),
+                effective(rules, "drive", geometry, |r| {
+                    r.physical_sector_size.as_ref()
+                })
+                .map(|(v, r, s)| (*v, r, s)),
                 d.physical_sector_size,
                 &sector_fix,
             ),
@@ -774,7 +804,10 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 let ok = match battery {
                     None => None,
                     Some(b) if *want == BatteryWant::Present => Some(b.present),
-                    Some(b) => b.healthy.map(|h| b.present && h).or(Some(false).filter(|_| !b.present)),
+                    Some(b) => b
+                        .healthy
+                        .map(|h| b.present && h)
+                        .or(Some(false).filter(|_| !b.present)),
                 };
                 if ok != Some(true) {
                     let actual = match battery {

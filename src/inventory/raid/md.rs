@@ -29,8 +29,9 @@ pub fn read_arrays(roots: &Roots) -> Vec<MdArray> {
 /// "md0", "md127", "md_d0": md's own names (a named array, /dev/md/foo,
 /// is still mdN in the kernel).
 fn is_md_name(n: &str) -> bool {
-    n.strip_prefix("md")
-        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    n.strip_prefix("md").is_some_and(|rest| {
+        !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    })
 }
 
 fn read_array(roots: &Roots, dir: &Path, name: &str) -> MdArray {
@@ -47,7 +48,11 @@ fn read_array(roots: &Roots, dir: &Path, name: &str) -> MdArray {
         .filter(|c| is_md_name(c))
         .map(str::to_string);
     let container_imsm = container.as_ref().is_some_and(|c| {
-        opt_attr(roots, &roots.sys.join("block").join(c).join("md/metadata_version")).as_deref()
+        opt_attr(
+            roots,
+            &roots.sys.join("block").join(c).join("md/metadata_version"),
+        )
+        .as_deref()
             == Some("external:imsm")
     });
     let vroc = metadata == "external:imsm" || container_imsm;
@@ -213,7 +218,10 @@ mod tests {
         assert_eq!(md0.raid_disks, Some(4));
         assert_eq!(md0.bitmap.as_deref(), Some("none"));
         assert_eq!(md0.consistency_policy.as_deref(), Some("journal"));
-        assert_eq!((md0.size_bytes, md0.chunk_bytes), (2048 * 512, Some(524288)));
+        assert_eq!(
+            (md0.size_bytes, md0.chunk_bytes),
+            (2048 * 512, Some(524288))
+        );
         assert_eq!(md0.members.len(), 3);
         assert_eq!(md0.members[0].state, ["in_sync", "write_mostly"]);
         assert_eq!(md0.members[1].slot, None);

@@ -188,7 +188,12 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
 
     if info.bbu_present {
         let status = node
-            .dcmd_read(host as u16, mfi::DCMD_BBU_GET_STATUS, &[], mfi::BBU_STATUS_LEN)
+            .dcmd_read(
+                host as u16,
+                mfi::DCMD_BBU_GET_STATUS,
+                &[],
+                mfi::BBU_STATUS_LEN,
+            )
             .and_then(|raw| mfi::decode_bbu_status(&raw));
         match status {
             Ok(s) => out.battery = Some(battery(&s)),
@@ -291,28 +296,12 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
 }
 
 fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive {
-    let mut pd = PhysicalDrive {
-        id: entry.device_id.into(),
-        enclosure: entry.enclosure_device_id.into(),
-        slot: entry.slot.into(),
-        state: None,
-        interface: None,
-        vendor: None,
-        model: None,
-        firmware: None,
-        wwn: None,
-        sas_address: (entry.sas_address != 0).then(|| format!("0x{:016x}", entry.sas_address)),
-        raw_size_bytes: None,
-        coerced_size_bytes: None,
-        media_errors: None,
-        other_errors: None,
-        predictive_failures: None,
-        serial: None,
-        write_cache: None,
-        health: None,
-        probes: Vec::new(),
-        errors: Vec::new(),
-    };
+    let mut pd = super::physical_drive(
+        entry.device_id.into(),
+        entry.enclosure_device_id.into(),
+        entry.slot.into(),
+    );
+    pd.sas_address = (entry.sas_address != 0).then(|| format!("0x{:016x}", entry.sas_address));
     let info = node
         .dcmd_read(
             host as u16,
@@ -391,21 +380,5 @@ fn read_through(node: &MfiNode, host: u32, pd: &mut PhysicalDrive) {
         return;
     };
     let path = mfi::PdPath { node, host, target };
-    let transport = match pd.interface.as_deref() {
-        Some("SATA") => Transport::Sata,
-        _ => Transport::Sas,
-    };
-    let label = format!("megaraid host {host} pd {}", pd.id);
-    let mut drive = Disk::unprobed(&label, &label, transport);
-    crate::inventory::probe::probe_scsi(&mut drive, &path);
-    // What the drive says of itself is preferred over the controller's
-    // copy of its INQUIRY.
-    pd.vendor = drive.vendor.or(pd.vendor.take());
-    pd.model = drive.model.or(pd.model.take());
-    pd.firmware = drive.firmware.or(pd.firmware.take());
-    pd.wwn = drive.wwn.or(pd.wwn.take());
-    pd.serial = drive.serial;
-    pd.write_cache = drive.write_cache;
-    pd.health = drive.health;
-    pd.probes = drive.probes;
+    super::ask_the_drive(pd, &path, &format!("megaraid host {host} pd {}", pd.id));
 }

@@ -8,13 +8,17 @@
 //! Adding a family is a file here implementing `Family`, its line in
 //! `FAMILIES`, and its fixtures.
 
+pub mod cciss;
 pub mod md;
 pub mod megaraid;
 pub mod mpt3sas;
 
-use super::model::{Controller, Disk, VirtualDrive, WriteCacheReading};
+use std::path::PathBuf;
+
+use super::model::{Controller, Disk, PhysicalDrive, Transport, VirtualDrive, WriteCacheReading};
+use super::sysfs::{list_dir, opt_attr};
 use super::Roots;
-use crate::passthrough::PassthroughError;
+use crate::passthrough::{PassthroughError, ScsiPath};
 
 /// A change of a virtual drive's cache policy; None leaves that part as
 /// it is. The words are storcli's (WT/WB/AWB, RA/NORA, Direct/Cached).
@@ -70,7 +74,7 @@ pub trait Family: Sync {
 }
 
 /// Every family storcert reads.
-pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid, &mpt3sas::Mpt3sas];
+pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid, &mpt3sas::Mpt3sas, &cciss::Cciss];
 
 /// The family of this name.
 pub fn family(name: &str) -> Option<&'static dyn Family> {
@@ -109,6 +113,110 @@ pub fn read_all(
     }
 }
 
+/// The drive asked itself through its controller (`path`): the same
+/// INQUIRY, VPD, ATA IDENTIFY and SMART, or LOG SENSE, a disk the kernel
+/// sees is asked, decoded by the same code. What the drive says of itself
+/// is preferred over the controller's copy of its identity.
+pub fn ask_the_drive(pd: &mut PhysicalDrive, path: &dyn ScsiPath, label: &str) {
+    let transport = match pd.interface.as_deref() {
+        Some("SATA") => Transport::Sata,
+        _ => Transport::Sas,
+    };
+    let mut drive = Disk::unprobed(label, label, transport);
+    crate::inventory::probe::probe_scsi(&mut drive, path);
+    pd.vendor = drive.vendor.or(pd.vendor.take());
+    pd.model = drive.model.or(pd.model.take());
+    pd.firmware = drive.firmware.or(pd.firmware.take());
+    pd.wwn = drive.wwn.or(pd.wwn.take());
+    pd.serial = drive.serial.or(pd.serial.take());
+    pd.write_cache = drive.write_cache;
+    pd.health = drive.health.or(pd.health.take());
+    pd.probes.extend(drive.probes);
+}
+
+/// A physical drive of which only the controller's numbers are known yet.
+pub fn physical_drive(id: u32, enclosure: u32, slot: u32) -> PhysicalDrive {
+    PhysicalDrive {
+        id,
+        enclosure,
+        slot,
+        state: None,
+        interface: None,
+        vendor: None,
+        model: None,
+        firmware: None,
+        wwn: None,
+        sas_address: None,
+        raw_size_bytes: None,
+        coerced_size_bytes: None,
+        media_errors: None,
+        other_errors: None,
+        predictive_failures: None,
+        serial: None,
+        write_cache: None,
+        health: None,
+        probes: Vec::new(),
+        errors: Vec::new(),
+    }
+}
+
+/// One SCSI device of a host, as sysfs lists it.
+#[derive(Debug, Clone)]
+pub struct HostDevice {
+    /// "6:1:0:0".
+    pub address: String,
+    pub dir: PathBuf,
+    /// The SCSI peripheral device type (0 disk, 0x0c RAID controller).
+    pub device_type: Option<u8>,
+    /// Its SCSI generic node's name, "sg3".
+    pub sg: Option<String>,
+    /// Its block device's name, "sdb".
+    pub block: Option<String>,
+}
+
+impl HostDevice {
+    pub fn attr(&self, roots: &Roots, name: &str) -> Option<String> {
+        opt_attr(roots, &self.dir.join(name))
+    }
+}
+
+/// Every SCSI device of host `host` (bounded), in address order.
+pub fn host_devices(roots: &Roots, host: u32) -> Vec<HostDevice> {
+    let Ok(class) = roots.canonicalize(&roots.sys.join(format!("class/scsi_host/host{host}")))
+    else {
+        return Vec::new();
+    };
+    // .../hostN/scsi_host/hostN: the host's own directory is two up.
+    let Some(host_dir) = class.parent().and_then(|p| p.parent()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{host}:");
+    let mut out = Vec::new();
+    for target in list_dir(roots, host_dir)
+        .into_iter()
+        .filter(|t| t.starts_with("target"))
+        .take(4096)
+    {
+        let tdir = host_dir.join(&target);
+        for address in list_dir(roots, &tdir)
+            .into_iter()
+            .filter(|a| a.starts_with(&prefix))
+            .take(256)
+        {
+            let dir = tdir.join(&address);
+            let first = |sub: &str| list_dir(roots, &dir.join(sub)).into_iter().next();
+            out.push(HostDevice {
+                device_type: opt_attr(roots, &dir.join("type")).and_then(|t| t.parse().ok()),
+                sg: first("scsi_generic"),
+                block: first("block"),
+                address,
+                dir,
+            });
+        }
+    }
+    out
+}
+
 /// A virtual drive's write cache is the controller's write policy: record
 /// it beside what the logical drive itself answers to MODE SENSE, so that a
 /// controller whose sources disagree is seen.
@@ -136,7 +244,8 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), FAMILIES.len());
         assert!(family("megaraid").is_some() && family("mpt3sas").is_some());
-        assert!(family("cciss").is_none());
+        assert!(family("cciss").is_some());
+        assert!(family("3ware").is_none());
     }
 
     #[test]
