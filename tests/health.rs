@@ -323,3 +323,31 @@ fn a_drive_behind_that_leaves_its_array_or_goes_unread_is_degradation() {
         .iter()
         .all(|d| d.behind.is_none()));
 }
+
+#[test]
+fn a_family_without_virtual_drives_has_its_members_snapshotted_by_its_disks() {
+    // MPI3 and an HBA's integrated RAID list no virtual drives: the
+    // controller's own disks in the inventory are what puts its members
+    // in the snapshot.
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab/inventory.json");
+    let mut inv: Inventory = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let behind = |inv: &Inventory| {
+        health::snapshot(inv)
+            .drives
+            .iter()
+            .filter_map(|d| d.behind.clone())
+            .collect::<Vec<_>>()
+    };
+    let raid = inv
+        .controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap();
+    raid.virtual_drives.clear();
+    assert_eq!(behind(&inv), ["0000:00:03.0 pd 0"]);
+    // Neither a virtual drive nor a disk of the controller: none.
+    inv.disks
+        .retain(|d| d.controller.as_deref() != Some("0000:00:03.0"));
+    assert!(behind(&inv).is_empty());
+}

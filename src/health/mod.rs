@@ -80,11 +80,17 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
         .collect();
     for c in &inv.controllers {
         let Some(raid) = &c.raid else { continue };
+        // A family that cannot list virtual drives (MPI3, an HBA's
+        // integrated RAID) has its volumes among the controller's disks.
         let in_use = raid.virtual_drives.iter().any(|vd| {
             vd.block_device
                 .as_ref()
                 .is_some_and(|b| inv.disks.iter().any(|d| &d.name == b))
-        });
+        }) || (raid.virtual_drives.is_empty()
+            && inv
+                .disks
+                .iter()
+                .any(|d| d.controller.as_deref() == Some(c.pci_address.as_str())));
         if !in_use {
             continue;
         }

@@ -352,22 +352,55 @@ impl Mpi3Node {
         cdb: &[u8],
         len: usize,
     ) -> Result<ScsiIoResult, PassthroughError> {
-        let mut entries = vec![
-            (BUFTYPE_MPI_REQUEST, SCSI_IO_REQUEST_LEN),
-            (BUFTYPE_MPI_REPLY, REPLY_BUF_LEN),
-            (BUFTYPE_ERR_RESPONSE, SENSE_BUF_LEN),
-        ];
-        if len > 0 {
-            entries.push((BUFTYPE_DATA_IN, len));
-        }
-        let din = self.send(
-            op,
-            mpt_packet(self.ioc, &entries),
-            scsi_io_request(handle, cdb, len),
-            REPLY_BUF_LEN + SENSE_BUF_LEN + len,
-        )?;
+        let (request, data_out, data_in_len) = scsi_io_command(self.ioc, handle, cdb, len);
+        let din = self.send(op, request, data_out, data_in_len)?;
         decode_scsi_io(&din, len)
     }
+}
+
+/// The bsg request, data-out and data-in length of one SCSI IO
+/// pass-through: data-out is the request frame; data-in is laid out as
+/// the reply buffer, the sense buffer, then the data.
+pub fn scsi_io_command(ioc: u8, handle: u16, cdb: &[u8], len: usize) -> (Vec<u8>, Vec<u8>, usize) {
+    let mut entries = vec![
+        (BUFTYPE_MPI_REQUEST, SCSI_IO_REQUEST_LEN),
+        (BUFTYPE_MPI_REPLY, REPLY_BUF_LEN),
+        (BUFTYPE_ERR_RESPONSE, SENSE_BUF_LEN),
+    ];
+    if len > 0 {
+        entries.push((BUFTYPE_DATA_IN, len));
+    }
+    (
+        mpt_packet(ioc, &entries),
+        scsi_io_request(handle, cdb, len),
+        REPLY_BUF_LEN + SENSE_BUF_LEN + len,
+    )
+}
+
+/// The data-in buffer of a SCSI IO that completed without a reply frame
+/// (the firmware's usual answer to success), for fixtures.
+pub fn status_reply(data: &[u8], len: usize) -> Vec<u8> {
+    let mut din = vec![0u8; REPLY_BUF_LEN + SENSE_BUF_LEN];
+    din[0] = REPLY_TYPE_STATUS;
+    din.extend_from_slice(data);
+    din.resize(REPLY_BUF_LEN + SENSE_BUF_LEN + len, 0);
+    din
+}
+
+/// The data-in buffer of a SCSI IO answered with a reply frame: IOC
+/// status, SCSI status and sense, for fixtures.
+pub fn frame_reply(ioc_status: u16, scsi_status: u8, sense: &[u8], len: usize) -> Vec<u8> {
+    let mut din = vec![0u8; REPLY_BUF_LEN + SENSE_BUF_LEN + len];
+    din[0] = REPLY_TYPE_ADDRESS;
+    let f = 4;
+    din[f + 0x0a..f + 0x0c].copy_from_slice(&ioc_status.to_le_bytes());
+    din[f + 0x10] = scsi_status;
+    if !sense.is_empty() {
+        din[f + 0x11] = 0x01;
+        din[f + 0x18..f + 0x1c].copy_from_slice(&(sense.len() as u32).to_le_bytes());
+        din[REPLY_BUF_LEN..REPLY_BUF_LEN + sense.len()].copy_from_slice(sense);
+    }
+    din
 }
 
 /// A drive behind an MPI3 controller, by its device handle: the SCSI

@@ -29,7 +29,11 @@ impl Family for Cciss {
         matches!(c.driver.as_deref(), Some("hpsa") | Some("smartpqi"))
     }
 
-    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk]) {
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
+        // Everything this family reads is a command to the controller.
+        if !probe {
+            return;
+        }
         for c in claimed {
             let Some(&host) = c.scsi_hosts.first() else {
                 c.errors

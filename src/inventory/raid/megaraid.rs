@@ -21,7 +21,11 @@ impl Family for MegaRaid {
         c.driver.as_deref() == Some("megaraid_sas")
     }
 
-    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk]) {
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
+        // Everything this family reads is a command to the controller.
+        if !probe {
+            return;
+        }
         // One management node serves every controller of the driver.
         let node = match MfiNode::open(roots.source.tape()) {
             Ok(n) => n,

@@ -11,6 +11,7 @@
 pub mod cciss;
 pub mod md;
 pub mod megaraid;
+pub mod mpi3mr;
 pub mod mpt3sas;
 
 use std::path::PathBuf;
@@ -46,15 +47,11 @@ pub trait Family: Sync {
     fn name(&self) -> &'static str;
     /// Whether it reads this controller (by its driver).
     fn claims(&self, c: &Controller) -> bool;
-    /// Whether reading sends the controller commands (then `inventory
-    /// --no-probe` leaves it out); a family that reads sysfs only does not.
-    fn sends_commands(&self) -> bool {
-        true
-    }
     /// Reads every controller it claims into `c.raid` (or `c.errors`),
     /// opening what they share once, and names each virtual drive's block
-    /// device among `disks`.
-    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk]);
+    /// device among `disks`. Without `probe` (`inventory --no-probe`) it
+    /// sends nothing: what sysfs says, or nothing at all.
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool);
     /// How it sets a cache policy, for the plan a fix prints.
     fn cache_policy_method(&self) -> &'static str {
         "none"
@@ -74,7 +71,12 @@ pub trait Family: Sync {
 }
 
 /// Every family storcert reads.
-pub static FAMILIES: &[&dyn Family] = &[&megaraid::MegaRaid, &mpt3sas::Mpt3sas, &cciss::Cciss];
+pub static FAMILIES: &[&dyn Family] = &[
+    &megaraid::MegaRaid,
+    &mpt3sas::Mpt3sas,
+    &cciss::Cciss,
+    &mpi3mr::Mpi3mr,
+];
 
 /// The family of this name.
 pub fn family(name: &str) -> Option<&'static dyn Family> {
@@ -90,14 +92,14 @@ pub fn read_all(
     disks: &mut [Disk],
     no_probe: bool,
 ) {
-    for family in FAMILIES.iter().filter(|f| !no_probe || !f.sends_commands()) {
+    for family in FAMILIES {
         let mut claimed: Vec<&mut Controller> = controllers
             .iter_mut()
             .filter(|c| family.claims(c))
             .map(|c| &mut **c)
             .collect();
         if !claimed.is_empty() {
-            family.read(roots, &mut claimed, disks);
+            family.read(roots, &mut claimed, disks, !no_probe);
         }
     }
     for c in controllers.iter() {

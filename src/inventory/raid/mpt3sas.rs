@@ -5,13 +5,16 @@
 //! battery, and its drives are disks the kernel sees (read as any disk).
 //! Nothing is sent to the controller.
 //!
-//! Not read yet: the members of its integrated RAID volumes, which the
-//! driver hides from the block layer (they are reachable as sg devices).
+//! The members of its integrated RAID (IR) volumes, which the driver
+//! hides from the block layer (no sd attaches), are still SCSI devices
+//! with an sg node: each is asked itself through SG_IO like any disk and
+//! listed among the controller's physical drives (not with --no-probe).
 
-use super::Family;
+use super::{ask_the_drive, host_devices, physical_drive, Family};
 use crate::inventory::model::*;
 use crate::inventory::sysfs::opt_attr;
 use crate::inventory::Roots;
+use crate::passthrough::tape::Device;
 
 pub struct Mpt3sas;
 
@@ -24,11 +27,7 @@ impl Family for Mpt3sas {
         c.driver.as_deref() == Some("mpt3sas")
     }
 
-    fn sends_commands(&self) -> bool {
-        false
-    }
-
-    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk]) {
+    fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
         for c in claimed {
             // One SCSI host per HBA.
             let Some(&host) = c.scsi_hosts.first() else {
@@ -69,6 +68,11 @@ impl Family for Mpt3sas {
                     "the controller was reset {n} times since the driver loaded"
                 ));
             }
+            let physical_drives = if probe {
+                hidden_members(roots, host)
+            } else {
+                Vec::new()
+            };
             c.raid = Some(RaidController {
                 family: self.name().into(),
                 node: dir.display().to_string(),
@@ -80,10 +84,136 @@ impl Family for Mpt3sas {
                 cache_mb: 0,
                 battery: None,
                 virtual_drives: Vec::new(),
-                physical_drives: Vec::new(),
+                physical_drives,
                 notes,
                 errors: Vec::new(),
             });
         }
+    }
+}
+
+/// The disks of the host that have an sg node and no block device: the
+/// members the firmware put in a volume, read through their sg node.
+fn hidden_members(roots: &Roots, host: u32) -> Vec<PhysicalDrive> {
+    host_devices(roots, host)
+        .into_iter()
+        .filter(|d| d.device_type == Some(0) && d.block.is_none())
+        .filter_map(|d| {
+            let sg = d.sg.clone()?;
+            let target: u32 = d.address.split(':').nth(2)?.parse().ok()?;
+            let mut pd = physical_drive(target, 0, 0);
+            pd.state = Some(format!(
+                "a member of an integrated RAID volume, hidden from the block layer; {sg} at {}",
+                d.address
+            ));
+            pd.interface = d.attr(roots, "sas_address").map(|_| "SAS".to_string());
+            pd.sas_address = d.attr(roots, "sas_address");
+            let node = roots.dev.join(&sg).display().to_string();
+            match Device::open_for_probe(&node, roots.source.tape()) {
+                Ok(dev) => ask_the_drive(&mut pd, &dev, &format!("mpt3sas {sg}")),
+                Err(e) => pd.errors.push(format!("open {node}: {e}")),
+            }
+            Some(pd)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::capture::{Capture, Source};
+    use crate::inventory::{scan, ScanOptions};
+    use crate::passthrough::tape::{Command, Exchange, Reply};
+    use std::path::Path;
+
+    #[test]
+    fn integrated_raid_members_are_read_through_their_sg_nodes() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("lab");
+        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
+        assert!(std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&lab)
+            .arg(&base)
+            .status()
+            .unwrap()
+            .success());
+        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
+        std::fs::remove_file(pci.join("driver")).unwrap();
+        std::os::unix::fs::symlink("../../../bus/pci/drivers/mpt3sas", pci.join("driver")).unwrap();
+        std::fs::write(
+            pci.join("host6/scsi_host/host6/version_fw"),
+            "16.00.12.00\n",
+        )
+        .unwrap();
+        // A member: a disk with an sg node and no block device.
+        let member = pci.join("host6/target6:0:3/6:0:3:0");
+        std::fs::create_dir_all(member.join("scsi_generic/sg7")).unwrap();
+        std::fs::write(member.join("type"), "0\n").unwrap();
+        std::fs::write(member.join("sas_address"), "0x5000c500a1b2c3d5\n").unwrap();
+        let node = base.join("dev/sg7").display().to_string();
+        let mut inquiry = vec![0u8; 96];
+        inquiry[4] = 91;
+        inquiry[8..16].copy_from_slice(b"SEAGATE ");
+        inquiry[16..32].copy_from_slice(b"ST1200MM0129    ");
+        inquiry[32..36].copy_from_slice(b"C003");
+        let exchanges = vec![
+            Exchange {
+                device: node.clone(),
+                op: "open".into(),
+                command: Command::Open,
+                reply: Reply::Opened,
+            },
+            Exchange {
+                device: node.clone(),
+                op: "INQUIRY".into(),
+                command: Command::Scsi {
+                    cdb: vec![0x12, 0, 0, 0, 96, 0],
+                    data_out: Vec::new(),
+                    data_in_len: 96,
+                },
+                reply: Reply::Scsi {
+                    status: 0,
+                    host_status: 0,
+                    driver_status: 0,
+                    sense: Vec::new(),
+                    resid: 0,
+                    data_in: inquiry,
+                },
+            },
+        ];
+        let roots = Roots {
+            source: Source::Capturing(Capture::answering(exchanges)),
+            ..Roots::under(&base)
+        };
+        let inv = scan(&roots, &ScanOptions::default());
+        let c = inv
+            .controllers
+            .iter()
+            .find(|c| c.pci_address == "0000:00:03.0")
+            .unwrap();
+        let r = c.raid.as_ref().unwrap();
+        assert_eq!(r.physical_drives.len(), 1, "{:?}", r.physical_drives);
+        let pd = &r.physical_drives[0];
+        assert_eq!(pd.id, 3);
+        assert_eq!(pd.model.as_deref(), Some("ST1200MM0129"));
+        assert_eq!(pd.sas_address.as_deref(), Some("0x5000c500a1b2c3d5"));
+        assert!(pd.state.as_deref().unwrap().contains("sg7 at 6:0:3:0"));
+        // The kernel's own disks of the host (sdb, sdc) are not members.
+        assert!(inv.disks.iter().any(|d| d.name == "sdb"));
+        // Without probing, nothing is sent.
+        let inv = scan(
+            &Roots::under(&base),
+            &ScanOptions {
+                no_probe: true,
+                ..Default::default()
+            },
+        );
+        let c = inv
+            .controllers
+            .iter()
+            .find(|c| c.pci_address == "0000:00:03.0")
+            .unwrap();
+        assert!(c.raid.as_ref().unwrap().physical_drives.is_empty());
     }
 }
