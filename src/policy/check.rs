@@ -138,6 +138,13 @@ fn family_of(c: &Controller) -> Option<&str> {
     c.raid.as_ref().map(|r| r.family.as_str())
 }
 
+/// Whether storcert can set a cache policy through this family's
+/// interface (else a finding carries no action, and `check --fix`
+/// leaves it to the vendor's tool).
+fn can_set(family: &str) -> bool {
+    crate::inventory::raid::family(family).is_some_and(|f| f.cache_policy_method() != "none")
+}
+
 /// The built-in check of a RAID controller's cache, in every policy.
 pub const RAID_CACHE_RULE: &str = "raid cache (built in)";
 
@@ -314,7 +321,7 @@ fn write_cache_action(inv: &Inventory, d: &Disk, on: bool) -> Option<Action> {
         }),
         // A logical drive's cache is its controller's write policy.
         Raid => inv.controllers.iter().find_map(|c| {
-            let mr = c.raid.as_ref()?;
+            let mr = c.raid.as_ref().filter(|r| can_set(&r.family))?;
             let vd = mr
                 .virtual_drives
                 .iter()
@@ -927,19 +934,27 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                             Some(a) => format!("{a} ({source}{note})"),
                             None => "unknown".into(),
                         },
-                        fix: (!storcli.is_empty() && mr.family == "megaraid")
-                            .then(|| format!("storcli /cX/v{} set {storcli}={value}", vd.id)),
-                        action: (!storcli.is_empty() && storcli != "pdcache").then(|| {
-                            Action::VirtualDrive {
-                                family: mr.family.clone(),
-                                pci: c.pci_address.clone(),
-                                host: mr.scsi_host,
-                                target: vd.id,
-                                dev_path: vd.block_device.as_ref().map(|b| format!("/dev/{b}")),
-                                write: (storcli == "wrcache").then(|| want.clone()),
-                                read: (storcli == "rdcache").then(|| want.clone()),
-                                io: (storcli == "iopolicy").then(|| want.clone()),
-                            }
+                        fix: if mr.family == "megaraid" {
+                            (!storcli.is_empty())
+                                .then(|| format!("storcli /cX/v{} set {storcli}={value}", vd.id))
+                        } else {
+                            Some(format!(
+                                "set it with the controller's own tool: the {} interface storcert reads has no public way to change it",
+                                mr.family
+                            ))
+                        },
+                        action: (!storcli.is_empty()
+                            && storcli != "pdcache"
+                            && can_set(&mr.family))
+                        .then(|| Action::VirtualDrive {
+                            family: mr.family.clone(),
+                            pci: c.pci_address.clone(),
+                            host: mr.scsi_host,
+                            target: vd.id,
+                            dev_path: vd.block_device.as_ref().map(|b| format!("/dev/{b}")),
+                            write: (storcli == "wrcache").then(|| want.clone()),
+                            read: (storcli == "rdcache").then(|| want.clone()),
+                            io: (storcli == "iopolicy").then(|| want.clone()),
                         }),
                     });
                 }

@@ -287,13 +287,6 @@ fn read_physical(node: &CcissNode, lun: &PhysicalLun) -> PhysicalDrive {
             hex(&lun.lun)
         )),
     }
-    if lun.device_type == 9 {
-        pd.probes.push(Probe {
-            probe: "NVMe admin through CCISS_PASSTHRU".into(),
-            outcome: "unsupported".into(),
-            detail: Some("the pass-through carries SCSI CDBs only; the NVMe drive answers through the controller's translation".into()),
-        });
-    }
     let path = CcissPath {
         node,
         lun: lun.passthrough_lun(),
@@ -644,6 +637,27 @@ mod tests {
             2,
             "{f:#?}"
         );
+        // A rule the interface cannot carry out: a finding, no action.
+        let policy = crate::policy::Policy::parse(
+            "[[virtual_drive]]\nwrite = \"WB\"\n[[drive]]\nmatch = { name = \"sdb\" }\nwrite_cache = \"off\"\n",
+            "p",
+        )
+        .unwrap();
+        let f = crate::policy::check::check(&policy, &inv).findings;
+        let vd = f.iter().find(|f| f.check == "write policy").unwrap();
+        assert_eq!(vd.action, None);
+        assert!(
+            vd.fix
+                .as_deref()
+                .unwrap()
+                .contains("no public way to change it"),
+            "{vd:?}"
+        );
+        let wc = f
+            .iter()
+            .find(|f| f.check == "write cache")
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert_eq!(wc.action, None, "{wc:?}");
         // The capture of this bench replays to the same inventory.
         let archive = capture.to_archive(&roots, &opts).unwrap();
         let replay = capture::read_archive(&archive).unwrap();

@@ -126,6 +126,20 @@ pub fn ask_the_drive(pd: &mut PhysicalDrive, path: &dyn ScsiPath, label: &str) {
     };
     let mut drive = Disk::unprobed(label, label, transport);
     crate::inventory::probe::probe_scsi(&mut drive, path);
+    // An NVMe drive behind a tri-mode controller answers SCSI through
+    // the controller's translation (SNTL: vendor "NVMe"); its own admin
+    // commands (SMART / Health log) do not pass a SCSI pass-through.
+    if drive.vendor.as_deref() == Some("NVMe") || pd.interface.as_deref() == Some("NVMe") {
+        pd.interface = Some("NVMe".into());
+        drive.probes.push(crate::inventory::model::Probe {
+            probe: "NVMe admin (SMART / Health log) through the controller".into(),
+            outcome: "unsupported".into(),
+            detail: Some(
+                "the pass-through carries SCSI commands; the drive answers through the controller's SCSI-to-NVMe translation"
+                    .into(),
+            ),
+        });
+    }
     pd.vendor = drive.vendor.or(pd.vendor.take());
     pd.model = drive.model.or(pd.model.take());
     pd.firmware = drive.firmware.or(pd.firmware.take());
@@ -238,6 +252,75 @@ fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A drive that answers INQUIRY only, as an NVMe drive behind a
+    /// tri-mode controller's SCSI translation does ("NVMe" vendor).
+    struct Translated;
+
+    impl ScsiPath for Translated {
+        fn scsi(
+            &self,
+            op: &'static str,
+            cdb: &[u8],
+            data: crate::passthrough::sg::Data<'_>,
+            _timeout_ms: u32,
+        ) -> Result<crate::passthrough::sg::ScsiReply, PassthroughError> {
+            let crate::passthrough::sg::Data::FromDevice(buf) = data else {
+                unreachable!()
+            };
+            if cdb[..2] != [0x12, 0] {
+                return Err(PassthroughError::Rejected {
+                    op,
+                    detail: "sense key ILLEGAL REQUEST".into(),
+                });
+            }
+            buf[4] = 91;
+            buf[8..16].copy_from_slice(b"NVMe    ");
+            buf[16..32].copy_from_slice(b"Dell Ent NVMe   ");
+            buf[32..36].copy_from_slice(b"1.0 ");
+            Ok(crate::passthrough::sg::ScsiReply {
+                status: 0,
+                host_status: 0,
+                driver_status: 0,
+                sense: Vec::new(),
+                resid: 0,
+            })
+        }
+    }
+
+    #[test]
+    fn an_nvme_drive_behind_a_tri_mode_controller_is_named_and_its_limits_said() {
+        let mut pd = physical_drive(7, 0, 3);
+        ask_the_drive(&mut pd, &Translated, "tri-mode pd 7");
+        assert_eq!(pd.interface.as_deref(), Some("NVMe"));
+        assert_eq!(pd.model.as_deref(), Some("Dell Ent NVMe"));
+        let p = pd
+            .probes
+            .iter()
+            .find(|p| p.probe.starts_with("NVMe admin"))
+            .expect("said");
+        assert_eq!(p.outcome, "unsupported");
+        // A SAS drive gets no such line.
+        let mut sas = physical_drive(8, 0, 4);
+        sas.interface = Some("SAS".into());
+        struct Sas;
+        impl ScsiPath for Sas {
+            fn scsi(
+                &self,
+                op: &'static str,
+                _cdb: &[u8],
+                _data: crate::passthrough::sg::Data<'_>,
+                _timeout_ms: u32,
+            ) -> Result<crate::passthrough::sg::ScsiReply, PassthroughError> {
+                Err(PassthroughError::Rejected {
+                    op,
+                    detail: "sense key ILLEGAL REQUEST".into(),
+                })
+            }
+        }
+        ask_the_drive(&mut sas, &Sas, "sas pd 8");
+        assert!(!sas.probes.iter().any(|p| p.probe.starts_with("NVMe admin")));
+    }
 
     #[test]
     fn each_family_once_by_name() {
