@@ -119,6 +119,25 @@ fn a_destructive_run_leaves_every_decoy_disk_byte_identical() {
             .unwrap_or_else(|| panic!("/dev/{dev} not refused:\n{err}\n{setup}"));
         assert!(line.contains(why), "{line}");
     }
+    // While it ran, the degraded RAID 1 the guest made was in the
+    // inventory as md describes it, and the built-in check warned of it.
+    let inv: serde_json::Value =
+        serde_json::from_str(&read(&r.join("md-inventory.json"))).unwrap_or_default();
+    let md = inv["md_arrays"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["name"] == "md0"))
+        .unwrap_or_else(|| panic!("md0 not in the inventory: {inv}\n{setup}"));
+    assert_eq!(md["level"], "raid1", "{md}");
+    assert_eq!(md["metadata"], "1.2", "{md}");
+    assert_eq!(md["raid_disks"], 2, "{md}");
+    assert_eq!(md["degraded"], 1, "{md}");
+    assert_eq!(md["members"][0]["device"], "vdf", "{md}");
+    assert_eq!(md["members"][0]["state"][0], "in_sync", "{md}");
+    let check = read(&r.join("md-check.json"));
+    assert!(
+        check.contains("md array (built in)") && check.contains("1 member(s) missing"),
+        "{check}"
+    );
     // Byte-identical, seen from inside the guest and on the host.
     let (b, a) = (
         sums(&read(&r.join("before.txt"))),

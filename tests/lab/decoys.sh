@@ -4,6 +4,10 @@
 set -u
 insmod_all() { :; }
 mdadm --create /dev/md0 --level=1 --raid-devices=2 /dev/vdf missing --run --force --metadata=1.2 >> /results/setup.log 2>&1
+# The degraded array as the inventory and the built-in check see it.
+storcert inventory --json --no-probe > /results/md-inventory.json 2>> /results/setup.log
+: > /tmp/empty.toml
+storcert check --policy /tmp/empty.toml --json > /results/md-check.json 2>> /results/setup.log
 mdadm --stop /dev/md0 >> /results/setup.log 2>&1
 mkdir -p /mnt/ro
 mount -o ro -t ext4 /dev/vdh /mnt/ro >> /results/setup.log 2>&1 || echo "mount failed" >> /results/setup.log
