@@ -407,6 +407,11 @@ fn battery_rules_by_family() {
     );
     assert!(check_inv(healthy, &inv).is_empty());
     assert!(check_inv(&healthy.replace("healthy", "any"), &inv).is_empty());
+    // Unscoped, it judges only controllers with a RAID family: not the
+    // lab's AHCI, NVMe or virtio controllers.
+    let unscoped = "[[controller]]\nbattery = \"healthy\"\n";
+    let checks = |p: &str| check(&Policy::parse(p, "p").unwrap(), &inv).checks;
+    assert_eq!(checks(unscoped), checks("") + 1);
 }
 
 #[test]
@@ -452,6 +457,35 @@ fn drive_rules_judge_the_physical_drives_behind_a_controller() {
     );
     assert_eq!(f[0].disk, None);
     assert_eq!(f[1].actual, "GXM1003Q (megaraid pass-through)");
+    // What the pass-through could not carry is said, not failed: the
+    // drive behind gave no health, so the gate is Info, not Fail.
+    let f = check_inv(
+        "[[drive]]\nmatch = { model = \"SM863\" }\nhealth = { passed = true }\n",
+        &inv,
+    );
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].actual, "unknown (not reported)");
+    assert_eq!(f[0].severity, Severity::Info);
+    // A drive the kernel sees itself too (JBOD) is judged once, as the disk.
+    let mut jbod = inv.clone();
+    let sata_serial = jbod
+        .disks
+        .iter()
+        .find(|d| d.name == "sda")
+        .unwrap()
+        .serial
+        .clone();
+    jbod.controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap()
+        .physical_drives[0]
+        .serial = sata_serial;
+    assert!(check_inv(
+        "[[drive]]\nmatch = { model = \"SM863\" }\nwrite_cache = \"off\"\n",
+        &jbod
+    )
+    .is_empty());
     // Matched by transport and family too; a drive of no identity is not judged.
     assert_eq!(
         check_inv("[[drive]]\nmatch = { transport = \"sata\", family = \"megaraid\" }\nwrite_cache = \"off\"\n", &inv).len(),
@@ -518,6 +552,26 @@ fn md_arrays_checked_by_rule_and_built_in() {
         ("at most 0", "1")
     );
     assert_eq!(missing.severity, Severity::Fail);
+    // A VROC container is no array to judge; raid0 has nothing to miss.
+    let mut container = inv.md_arrays[0].clone();
+    container.name = "md127".into();
+    container.level = "container".into();
+    container.state = "inactive".into();
+    container.degraded = None;
+    let mut stripe = inv.md_arrays[0].clone();
+    stripe.name = "md0".into();
+    stripe.level = "raid0".into();
+    stripe.degraded = None;
+    stripe
+        .members
+        .iter_mut()
+        .for_each(|m| m.state = vec!["in_sync".into()]);
+    inv.md_arrays = vec![container, stripe];
+    let f = check_inv(
+        "[[md_array]]\nstate = [\"clean\", \"active\"]\nmax_degraded = 0\n",
+        &inv,
+    );
+    assert!(f.is_empty(), "{f:#?}");
     // A name match of another array, and a bad word, are no findings and an error.
     assert!(
         check_inv(

@@ -99,10 +99,12 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
         // (which has no size). Which array each belongs to is not read
         // yet: a drive of another array of the controller is included.
         let in_an_array = |pd: &&crate::inventory::PhysicalDrive| {
-            !matches!(
-                pd.state.as_deref(),
-                Some("Unconfigured Good" | "Unconfigured Bad" | "Hot Spare" | "JBOD")
-            ) && pd.raw_size_bytes.unwrap_or(0) > 0
+            !inv.kernel_sees(pd)
+                && !matches!(
+                    pd.state.as_deref(),
+                    Some("Unconfigured Good" | "Unconfigured Bad" | "Hot Spare" | "JBOD")
+                )
+                && pd.raw_size_bytes.unwrap_or(0) > 0
         };
         for pd in raid.physical_drives.iter().filter(in_an_array) {
             let at = format!("{} pd {}", c.pci_address, pd.id);

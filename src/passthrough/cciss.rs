@@ -55,9 +55,16 @@ pub const MAX_LUNS: usize = 1024;
 /// Whether a CCISS_PASSTHRU command only reads: no data to the device,
 /// and a BMIC read, a REPORT LUNS, or a CDB `reads_only` allows.
 pub fn only_reads(cdb: &[u8], direction: u8) -> bool {
-    direction != 1
+    matches!(direction, XFER_NONE | XFER_READ)
         && match cdb.first() {
-            Some(&BMIC_READ) | Some(&CISS_REPORT_LOG) | Some(&CISS_REPORT_PHYS) => true,
+            Some(&BMIC_READ) => matches!(
+                cdb.get(6),
+                Some(&BMIC_IDENTIFY_CONTROLLER)
+                    | Some(&BMIC_IDENTIFY_PHYSICAL_DEVICE)
+                    | Some(&BMIC_SENSE_SUBSYSTEM_INFORMATION)
+                    | Some(&BMIC_SENSE_CACHE_CONFIGURATION)
+            ),
+            Some(&CISS_REPORT_LOG) | Some(&CISS_REPORT_PHYS) => true,
             _ => super::reads_only(cdb),
         }
 }
@@ -367,6 +374,9 @@ pub fn decode_logical_luns(b: &[u8]) -> Result<Vec<([u8; 8], u32)>, PassthroughE
 pub struct PhysicalIdentity {
     pub block_size: u16,
     pub blocks: u64,
+    /// The model field's first 8 bytes (smartpqi copies them as the
+    /// vendor, the rest as the model).
+    pub vendor: String,
     pub model: String,
     pub serial: String,
     pub firmware: String,
@@ -390,7 +400,8 @@ pub fn decode_identify_physical(b: &[u8]) -> Result<PhysicalIdentity, Passthroug
     Ok(PhysicalIdentity {
         block_size: le16(b, 2),
         blocks: if big != 0 { big } else { u64::from(le32(b, 4)) },
-        model: ascii_field(&b[12..52]),
+        vendor: ascii_field(&b[12..20]),
+        model: ascii_field(&b[20..52]),
         serial: ascii_field(&b[52..92]),
         firmware: ascii_field(&b[92..100]),
         connector: ascii_field(&b[112..114]),
@@ -442,9 +453,11 @@ pub struct CcissNode {
 impl CcissNode {
     pub fn open(path: &str, tape: Option<&Arc<Tape>>) -> io::Result<CcissNode> {
         let device = Device::open_with(path, "open", tape, || {
+            // Read-only: the drivers take the ioctl whatever the mode, and a
+            // block device closed after a write open is probed again by
+            // udev.
             OpenOptions::new()
                 .read(true)
-                .write(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(path)
         })?;
@@ -471,6 +484,12 @@ impl CcissNode {
             });
         }
         let direction = if len > 0 { XFER_READ } else { XFER_NONE };
+        if !only_reads(cdb, direction) {
+            return Err(PassthroughError::Rejected {
+                op,
+                detail: "storcert sends a Smart Array only commands that read".into(),
+            });
+        }
         let command = Command::Cciss {
             lun: lun.to_vec(),
             cdb: cdb.to_vec(),
@@ -709,6 +728,12 @@ mod tests {
         assert!(!only_reads(&write, XFER_NONE));
         assert!(!only_reads(&[0x2a, 0, 0, 0, 0, 0, 0, 0, 1, 0], XFER_READ));
         assert!(!only_reads(&[0x12, 0, 0, 0, 96, 0], 1));
+        assert!(
+            !only_reads(&[0x12, 0, 0, 0, 96, 0], 3),
+            "a reserved direction"
+        );
+        // A BMIC read of anything but the four storcert asks.
+        assert!(!only_reads(&bmic_cdb(0xc2, 0, 0), XFER_READ));
     }
 
     #[test]
@@ -826,8 +851,8 @@ mod tests {
         let p = decode_identify_physical(&b).unwrap();
         assert_eq!(p.blocks, 937_703_088);
         assert_eq!(
-            (p.model.as_str(), p.serial.as_str()),
-            ("ATA     MZ7LM48", "S2TSNX0H")
+            (p.vendor.as_str(), p.model.as_str(), p.serial.as_str()),
+            ("ATA", "MZ7LM48", "S2TSNX0H")
         );
         assert_eq!((p.connector.as_str(), p.box_on_bus, p.bay), ("1I", 1, 3));
         assert_eq!((p.temperature_c, p.max_temperature_c), (Some(31), Some(45)));

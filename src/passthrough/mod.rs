@@ -42,18 +42,48 @@ pub trait ScsiPath {
     }
 }
 
-/// Whether a CDB only reads: INQUIRY, MODE SENSE(10), LOG SENSE without
+/// Whether a CDB only reads: INQUIRY, MODE SENSE(10), READ CAPACITY(16),
+/// LOG SENSE without
 /// saving parameters, and ATA PASS-THROUGH(16) carrying IDENTIFY DEVICE,
 /// SMART READ DATA or SMART RETURN STATUS. What storcert sends a drive
 /// behind a controller must be one of these.
 pub fn reads_only(cdb: &[u8]) -> bool {
     match cdb.first() {
         Some(0x12) | Some(0x5a) => true,
+        // READ CAPACITY(16): SERVICE ACTION IN(16), service action 0x10.
+        Some(0x9e) => cdb.get(1).is_some_and(|b| b & 0x1f == 0x10),
         Some(0x4d) => cdb.get(1).is_some_and(|b| b & 0x01 == 0),
         Some(0x85) if cdb.len() == 16 => {
             cdb[14] == 0xec || (cdb[14] == 0xb0 && [0xd0, 0xda].contains(&cdb[4]))
         }
         _ => false,
+    }
+}
+
+/// A SCSI path that refuses anything but `reads_only` commands with no
+/// data to the device: how a drive that is not the run's (a member of a
+/// controller's volume, reached through its sg node) is probed.
+pub struct ReadsOnly<'a>(pub &'a dyn ScsiPath);
+
+impl ScsiPath for ReadsOnly<'_> {
+    fn scsi(
+        &self,
+        op: &'static str,
+        cdb: &[u8],
+        data: sg::Data<'_>,
+        timeout_ms: u32,
+    ) -> Result<sg::ScsiReply, PassthroughError> {
+        if !reads_only(cdb) || matches!(data, sg::Data::ToDevice(_)) {
+            return Err(PassthroughError::Rejected {
+                op,
+                detail: "storcert sends a drive behind a controller only commands that read".into(),
+            });
+        }
+        self.0.scsi(op, cdb, data, timeout_ms)
+    }
+
+    fn returns_ata_registers(&self) -> bool {
+        self.0.returns_ata_registers()
     }
 }
 

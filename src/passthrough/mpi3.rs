@@ -183,7 +183,7 @@ pub fn decode_all_targets(buf: &[u8]) -> Result<(usize, Vec<TargetDevice>), Pass
         .get(8..)
         .unwrap_or(&[])
         .chunks_exact(12)
-        .take(count)
+        .take(count.min(MAX_DEVICES))
         .map(|e| {
             let target = le32(e, 4);
             TargetDevice {
@@ -252,7 +252,9 @@ pub fn decode_scsi_io(din: &[u8], data_len: usize) -> Result<ScsiIoResult, Passt
         REPLY_TYPE_ADDRESS => {
             let f = &reply[4..];
             let sense_count = (le32(f, 0x18) as usize).min(SENSE_BUF_LEN);
-            let sense_valid = f[0x11] & 0x03 != 0;
+            // MPI3_SCSI_STATE_SENSE_VALID is 0 in the state's low two
+            // bits (1 failed, 2 buffer empty, 3 not available).
+            let sense_valid = f[0x11] & 0x03 == 0 && sense_count > 0;
             Ok(ScsiIoResult {
                 ioc_status: le16(f, 0x0a) & 0x7fff,
                 scsi_status: f[0x10],
@@ -302,6 +304,12 @@ impl Mpi3Node {
         data_out: Vec<u8>,
         data_in_len: usize,
     ) -> Result<Vec<u8>, PassthroughError> {
+        if !only_reads(&request, &data_out) {
+            return Err(PassthroughError::Rejected {
+                op,
+                detail: "storcert sends an MPI3 controller only commands that read".into(),
+            });
+        }
         let command = Command::Bsg {
             request: request.clone(),
             data_out: data_out.clone(),
@@ -395,8 +403,9 @@ pub fn frame_reply(ioc_status: u16, scsi_status: u8, sense: &[u8], len: usize) -
     let f = 4;
     din[f + 0x0a..f + 0x0c].copy_from_slice(&ioc_status.to_le_bytes());
     din[f + 0x10] = scsi_status;
-    if !sense.is_empty() {
-        din[f + 0x11] = 0x01;
+    if sense.is_empty() {
+        din[f + 0x11] = 0x03; // sense not available
+    } else {
         din[f + 0x18..f + 0x1c].copy_from_slice(&(sense.len() as u32).to_le_bytes());
         din[REPLY_BUF_LEN..REPLY_BUF_LEN + sense.len()].copy_from_slice(sense);
     }
@@ -623,7 +632,7 @@ mod tests {
         let f = 4;
         din[f + 0x0a..f + 0x0c].copy_from_slice(&0x8045u16.to_le_bytes());
         din[f + 0x10] = 2;
-        din[f + 0x11] = 0x01;
+        din[f + 0x11] = 0x00; // sense valid
         din[f + 0x14..f + 0x18].copy_from_slice(&4u32.to_le_bytes());
         din[f + 0x18..f + 0x1c].copy_from_slice(&999u32.to_le_bytes());
         din[REPLY_BUF_LEN] = 0x70;

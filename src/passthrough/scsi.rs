@@ -302,6 +302,29 @@ pub fn mode_select(dev: &dyn ScsiPath, params: &[u8]) -> Result<(), PassthroughE
     reply.check(OP)
 }
 
+/// READ CAPACITY(16): the last LBA and the logical block length.
+pub fn read_capacity16(dev: &dyn ScsiPath) -> Result<Vec<u8>, PassthroughError> {
+    let mut cdb = [0u8; 16];
+    cdb[0] = 0x9e;
+    cdb[1] = 0x10;
+    cdb[13] = 32;
+    data_in(dev, "READ CAPACITY(16)", &cdb, 32)
+}
+
+/// The capacity in bytes READ CAPACITY(16) gives.
+pub fn decode_capacity16(buf: &[u8]) -> Result<u64, PassthroughError> {
+    need_len("READ CAPACITY(16)", buf, 12)?;
+    let last = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+    let block = u32::from_be_bytes(buf[8..12].try_into().expect("4 bytes"));
+    if block == 0 {
+        return Err(PassthroughError::malformed(
+            "READ CAPACITY(16)",
+            "a logical block length of 0",
+        ));
+    }
+    Ok(last.saturating_add(1).saturating_mul(u64::from(block)))
+}
+
 pub fn log_sense(dev: &dyn ScsiPath, page: u8) -> Result<Vec<u8>, PassthroughError> {
     let op = match page {
         0x0d => "LOG SENSE 0x0d",

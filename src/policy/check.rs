@@ -194,6 +194,7 @@ fn md_matches(m: &Match, a: &MdArray) -> bool {
         && m.driver.is_none()
         && m.product.is_none()
         && m.family.is_none()
+        && a.level != "container"
         && field(&m.name, &[Some(a.name.as_str())])
         && field(&m.raid_level, &[Some(a.level.as_str())])
 }
@@ -272,7 +273,7 @@ fn drives_behind_controllers(inv: &Inventory) -> Vec<(Disk, String, String)> {
     for c in &inv.controllers {
         let Some(r) = &c.raid else { continue };
         for pd in &r.physical_drives {
-            if pd.serial.is_none() && pd.model.is_none() {
+            if (pd.serial.is_none() && pd.model.is_none()) || inv.kernel_sees(pd) {
                 continue;
             }
             let transport = match pd.interface.as_deref().map(str::to_ascii_uppercase) {
@@ -486,13 +487,17 @@ fn check_md_array(
         effective(rules, "md_array", m, |r| r.max_degraded.as_ref())
     {
         *checks += 1;
-        if a.degraded.is_none_or(|d| d > *max) {
+        // raid0 and linear have no redundancy, and md no `degraded` file.
+        let degraded = a
+            .degraded
+            .or(matches!(a.level.as_str(), "raid0" | "linear").then_some(0));
+        if degraded.is_none_or(|d| d > *max) {
             add(
                 rule,
                 severity,
                 "missing members",
                 format!("at most {max}"),
-                a.degraded.map_or("unknown".into(), |d| d.to_string()),
+                degraded.map_or("unknown".into(), |d| d.to_string()),
                 "replace the missing members (mdadm --manage --add)",
             );
         }
@@ -520,6 +525,15 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
         );
     for (d, label, disk_ref, pd_fix) in drives {
         let is_pd = pd_fix.is_some();
+        // Behind a controller, "unknown" is often all the pass-through
+        // can carry (an NVMe drive's admin log, a refused MODE SENSE):
+        // said, but not a failure of the machine.
+        let mut finding = |mut f: Finding| {
+            if is_pd && f.actual.starts_with("unknown") {
+                f.severity = f.severity.min(Severity::Info);
+            }
+            finding(f)
+        };
         let rules = &policy.drives;
         let m = |r: &DriveRule| drive_matches(&r.matches, d, inv);
         if let Some((want, rule, severity)) =
@@ -802,10 +816,13 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 }
             }
         }
+        // A controller with no RAID family, or an HBA (no cache), has no
+        // battery to judge.
+        let has_cache = c.raid.as_ref().is_some_and(|r| r.family != "mpt3sas");
         if let Some((want, rule, severity)) =
             effective(rules, "controller", m, |r| r.battery.as_ref())
         {
-            if *want != BatteryWant::Any {
+            if *want != BatteryWant::Any && has_cache {
                 checks += 1;
                 let battery = c.raid.as_ref().and_then(|r| r.battery.as_ref());
                 let ok = match battery {
@@ -911,6 +928,12 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 let Some((want, rule, severity)) = want else {
                     continue;
                 };
+                // A family whose interface has no such setting (Smart
+                // Array's volumes: no read-ahead or I/O policy of their
+                // own) is not judged on it.
+                if matches!(actual.as_deref(), Some("n/a" | "not reported")) {
+                    continue;
+                }
                 checks += 1;
                 if !actual
                     .as_deref()

@@ -26,6 +26,23 @@ pub struct Inventory {
     pub errors: Vec<String>,
 }
 
+impl Inventory {
+    /// Whether a physical drive read through its controller is also a
+    /// disk the kernel sees itself (a JBOD or HBA-mode drive): same serial
+    /// or WWN as a disk that is not a RAID logical drive (qemu's logical
+    /// drives carry their member's serial). Such a drive is judged and
+    /// snapshotted once, as the disk.
+    pub fn kernel_sees(&self, pd: &PhysicalDrive) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| {
+            a.as_deref()
+                .is_some_and(|a| !a.is_empty() && b.as_deref() == Some(a))
+        };
+        self.disks.iter().any(|d| {
+            d.transport != Transport::Raid && (same(&pd.serial, &d.serial) || same(&pd.wwn, &d.wwn))
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostInfo {
     pub hostname: Option<String>,

@@ -213,6 +213,7 @@ fn virtual_drive(
         name: String::new(),
         raid_level: dev
             .and_then(|d| d.attr(roots, "raid_level"))
+            .map(|l| raid_level_words(&l))
             .unwrap_or_else(|| "unknown".into()),
         state: "not reported".into(),
         size_bytes: disk.map_or(0, |d| d.capacity_bytes),
@@ -242,6 +243,17 @@ fn virtual_drive(
     }
 }
 
+/// hpsa and smartpqi print "RAID 1(+0)", "RAID 5", "RAID 6(ADG)"; the
+/// model (and policy) writes levels as MegaRAID does, "RAID10", "RAID5".
+fn raid_level_words(sysfs: &str) -> String {
+    let compact: String = sysfs.split_whitespace().collect();
+    match compact.as_str() {
+        "RAID1(+0)" => "RAID10".into(),
+        "RAID6(ADG)" => "RAID6".into(),
+        _ => compact,
+    }
+}
+
 fn read_physical(node: &CcissNode, lun: &PhysicalLun) -> PhysicalDrive {
     let index = lun.bmic_index();
     let mut pd = physical_drive(u32::from(index.unwrap_or(0xffff)), 0, 0);
@@ -260,6 +272,7 @@ fn read_physical(node: &CcissNode, lun: &PhysicalLun) -> PhysicalDrive {
             Ok(p) => {
                 pd.enclosure = u32::from(p.box_on_bus);
                 pd.slot = u32::from(p.bay);
+                pd.vendor = Some(p.vendor).filter(|v| !v.is_empty());
                 pd.model = Some(p.model).filter(|m| !m.is_empty());
                 pd.serial = Some(p.serial).filter(|s| !s.is_empty());
                 pd.firmware = Some(p.firmware).filter(|f| !f.is_empty());
@@ -585,10 +598,7 @@ mod tests {
             .iter()
             .map(|v| (v.id, v.raid_level.as_str(), v.block_device.as_deref()))
             .collect();
-        assert_eq!(
-            vds,
-            [(0, "RAID 1(+0)", Some("sdb")), (1, "RAID 5", Some("sdc"))]
-        );
+        assert_eq!(vds, [(0, "RAID10", Some("sdb")), (1, "RAID5", Some("sdc"))]);
         let p = &r.virtual_drives[0].cache_policy[0];
         assert_eq!((p.write.as_str(), p.default.as_str()), ("WT", "WB"));
         // The drives: identity from BMIC, then from the drive itself.

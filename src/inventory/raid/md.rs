@@ -39,11 +39,12 @@ fn read_array(roots: &Roots, dir: &Path, name: &str) -> MdArray {
     let attr = |f: &str| opt_attr(roots, &md.join(f));
     let mut errors = Vec::new();
     let metadata = attr("metadata_version").unwrap_or_else(|| "none".into());
-    // "external:/md127/0": a volume of the container md127; "external:-"
-    // marks one whose metadata is being changed.
+    // "external:/md127/0": a volume of the container md127; mdadm writes
+    // "external:-md127/0" while it blocks the volume (a reshape, a
+    // metadata update).
     let container = metadata
         .strip_prefix("external:")
-        .and_then(|r| r.strip_prefix('/').or_else(|| r.strip_prefix("-/")))
+        .and_then(|r| r.strip_prefix('/').or_else(|| r.strip_prefix('-')))
         .and_then(|r| r.split('/').next())
         .filter(|c| is_md_name(c))
         .map(str::to_string);
@@ -236,6 +237,19 @@ mod tests {
         assert_eq!(cont.container, None);
         assert_eq!(trouble(cont), None, "a container is not an array to judge");
         assert!(a.iter().all(|a| a.errors.is_empty()), "{a:#?}");
+    }
+
+    #[test]
+    fn a_volume_mdadm_has_blocked_keeps_its_container() {
+        let t = tree();
+        write(
+            t.path(),
+            "sys/block/md126/md/metadata_version",
+            "external:-md127/0",
+        );
+        let a = read_arrays(&Roots::under(t.path()));
+        assert_eq!(a[1].container.as_deref(), Some("md127"));
+        assert!(a[1].vroc);
     }
 
     #[test]

@@ -290,8 +290,16 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
     {
         Ok(mut list) => {
             list.sort_by_key(|e| e.device_id);
-            for entry in list {
-                out.physical_drives.push(read_pd(node, host, &entry));
+            // Enclosures and backplanes are in the list too (SCSI type
+            // 0x0d): not drives, so not read or judged as drives.
+            let others = list.iter().filter(|e| e.scsi_dev_type != 0).count();
+            if others > 0 {
+                out.notes.push(format!(
+                    "{others} device(s) of the list are not disks (enclosures, backplanes) and are not read as drives"
+                ));
+            }
+            for entry in list.iter().filter(|e| e.scsi_dev_type == 0) {
+                out.physical_drives.push(read_pd(node, host, entry));
             }
         }
         Err(e) => out.errors.push(e.to_string()),

@@ -140,6 +140,29 @@ pub fn ask_the_drive(pd: &mut PhysicalDrive, path: &dyn ScsiPath, label: &str) {
             ),
         });
     }
+    // A size where the controller gave none (MPI3 and integrated-RAID
+    // members): what the health snapshot's arithmetic needs.
+    if pd.raw_size_bytes.is_none() && drive.model.is_some() {
+        let size = crate::passthrough::scsi::read_capacity16(path)
+            .and_then(|b| crate::passthrough::scsi::decode_capacity16(&b));
+        let (outcome, detail) = match size {
+            Ok(n) => {
+                pd.raw_size_bytes = Some(n);
+                ("ok", None)
+            }
+            Err(e) if e.is_unsupported() => ("unsupported", Some(e.to_string())),
+            Err(e) => ("failed", Some(e.to_string())),
+        };
+        drive.probes.push(crate::inventory::model::Probe {
+            probe: "SCSI READ CAPACITY(16)".into(),
+            outcome: outcome.into(),
+            detail,
+        });
+    }
+    // A SATA drive answers INQUIRY as "ATA" through a SAT layer.
+    if drive.vendor.as_deref() == Some("ATA") && pd.interface.is_none() {
+        pd.interface = Some("SATA".into());
+    }
     pd.vendor = drive.vendor.or(pd.vendor.take());
     pd.model = drive.model.or(pd.model.take());
     pd.firmware = drive.firmware.or(pd.firmware.take());

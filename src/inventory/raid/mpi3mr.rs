@@ -283,6 +283,14 @@ mod tests {
             0xfc,
             frame_reply(0, 2, &sense, 0xfc),
         ));
+        let mut cap = vec![0u8; 32];
+        cap[..8].copy_from_slice(&(2_344_225_967u64).to_be_bytes());
+        cap[8..12].copy_from_slice(&512u32.to_be_bytes());
+        let mut rc16 = [0u8; 16];
+        rc16[0] = 0x9e;
+        rc16[1] = 0x10;
+        rc16[13] = 32;
+        x.push(scsi(&rc16, 32, status_reply(&cap, 32)));
         // A device that went away between the list and the question.
         x.push(scsi(
             &[0x4d, 0, 0x6f, 0, 0, 0, 0, 0x01, 0x00, 0],
@@ -334,6 +342,11 @@ mod tests {
         assert_eq!(pd.id, 5, "the firmware's persistent id");
         assert_eq!(pd.model.as_deref(), Some("ST1200MM0129"));
         assert_eq!(pd.serial.as_deref(), Some("WFK0MPI3"));
+        assert_eq!(
+            pd.raw_size_bytes,
+            Some(2_344_225_968 * 512),
+            "READ CAPACITY(16)"
+        );
         let outcome = |name: &str| {
             pd.probes
                 .iter()

@@ -106,11 +106,14 @@ fn hidden_members(roots: &Roots, host: u32) -> Vec<PhysicalDrive> {
                 "a member of an integrated RAID volume, hidden from the block layer; {sg} at {}",
                 d.address
             ));
-            pd.interface = d.attr(roots, "sas_address").map(|_| "SAS".to_string());
             pd.sas_address = d.attr(roots, "sas_address");
             let node = roots.dev.join(&sg).display().to_string();
             match Device::open_for_probe(&node, roots.source.tape()) {
-                Ok(dev) => ask_the_drive(&mut pd, &dev, &format!("mpt3sas {sg}")),
+                Ok(dev) => ask_the_drive(
+                    &mut pd,
+                    &crate::passthrough::ReadsOnly(&dev),
+                    &format!("mpt3sas {sg}"),
+                ),
                 Err(e) => pd.errors.push(format!("open {node}: {e}")),
             }
             Some(pd)
