@@ -601,22 +601,7 @@ impl super::ScsiPath for CcissPath<'_> {
         data: Data<'_>,
         _timeout_ms: u32,
     ) -> Result<ScsiReply, PassthroughError> {
-        if !super::reads_only(cdb) {
-            return Err(PassthroughError::Rejected {
-                op,
-                detail: "storcert sends a drive behind a controller only commands that read".into(),
-            });
-        }
-        let buf = match data {
-            Data::FromDevice(b) => Some(b),
-            Data::None => None,
-            Data::ToDevice(_) => {
-                return Err(PassthroughError::Rejected {
-                    op,
-                    detail: "storcert sends nothing to a drive behind a controller".into(),
-                })
-            }
-        };
+        let buf = super::read_only_buffer(op, cdb, data)?;
         let len = buf.as_ref().map_or(0, |b| b.len());
         let r = self.node.send(op, self.lun, cdb, len)?;
         // smartpqi reports CHECK CONDITION with command status 0 or 1;

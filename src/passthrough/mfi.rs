@@ -822,25 +822,9 @@ impl super::ScsiPath for PdPath<'_> {
         data: super::sg::Data<'_>,
         timeout_ms: u32,
     ) -> Result<super::sg::ScsiReply, PassthroughError> {
-        use super::sg::Data;
         // Only what reads, by construction: a drive behind a controller is
         // probed, never changed.
-        if cdb.len() > 16 || !super::reads_only(cdb) {
-            return Err(PassthroughError::Rejected {
-                op,
-                detail: "storcert sends a drive behind a controller only commands that read".into(),
-            });
-        }
-        let buf = match data {
-            Data::FromDevice(buf) => Some(buf),
-            Data::None => None,
-            Data::ToDevice(_) => {
-                return Err(PassthroughError::Rejected {
-                    op,
-                    detail: "storcert sends nothing to a drive behind a controller".into(),
-                })
-            }
-        };
+        let buf = super::read_only_buffer(op, cdb, data)?;
         let len = buf.as_ref().map_or(0, |b| b.len());
         let command = Command::MfiPdScsi {
             host: self.host,

@@ -60,6 +60,32 @@ pub fn reads_only(cdb: &[u8]) -> bool {
     }
 }
 
+/// The data-in buffer of a command to a drive behind a controller, after
+/// the rule every such path keeps: a CDB of at most 16 bytes that only
+/// reads (`reads_only`), and nothing sent to the drive.
+pub(crate) fn read_only_buffer<'a>(
+    op: &'static str,
+    cdb: &[u8],
+    data: sg::Data<'a>,
+) -> Result<Option<&'a mut [u8]>, PassthroughError> {
+    let refuse = |detail: &str| PassthroughError::Rejected {
+        op,
+        detail: detail.into(),
+    };
+    if cdb.len() > 16 || !reads_only(cdb) {
+        return Err(refuse(
+            "storcert sends a drive behind a controller only commands that read",
+        ));
+    }
+    match data {
+        sg::Data::FromDevice(b) => Ok(Some(b)),
+        sg::Data::None => Ok(None),
+        sg::Data::ToDevice(_) => Err(refuse(
+            "storcert sends nothing to a drive behind a controller",
+        )),
+    }
+}
+
 /// A SCSI path that refuses anything but `reads_only` commands with no
 /// data to the device: how a drive that is not the run's (a member of a
 /// controller's volume, reached through its sg node) is probed.
@@ -73,12 +99,10 @@ impl ScsiPath for ReadsOnly<'_> {
         data: sg::Data<'_>,
         timeout_ms: u32,
     ) -> Result<sg::ScsiReply, PassthroughError> {
-        if !reads_only(cdb) || matches!(data, sg::Data::ToDevice(_)) {
-            return Err(PassthroughError::Rejected {
-                op,
-                detail: "storcert sends a drive behind a controller only commands that read".into(),
-            });
-        }
+        let data = match read_only_buffer(op, cdb, data)? {
+            Some(b) => sg::Data::FromDevice(b),
+            None => sg::Data::None,
+        };
         self.0.scsi(op, cdb, data, timeout_ms)
     }
 

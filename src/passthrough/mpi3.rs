@@ -427,22 +427,7 @@ impl super::ScsiPath for Mpi3Path<'_> {
         data: Data<'_>,
         _timeout_ms: u32,
     ) -> Result<ScsiReply, PassthroughError> {
-        if cdb.len() > 16 || !super::reads_only(cdb) {
-            return Err(PassthroughError::Rejected {
-                op,
-                detail: "storcert sends a drive behind a controller only commands that read".into(),
-            });
-        }
-        let buf = match data {
-            Data::FromDevice(b) => Some(b),
-            Data::None => None,
-            Data::ToDevice(_) => {
-                return Err(PassthroughError::Rejected {
-                    op,
-                    detail: "storcert sends nothing to a drive behind a controller".into(),
-                })
-            }
-        };
+        let buf = super::read_only_buffer(op, cdb, data)?;
         let len = buf.as_ref().map_or(0, |b| b.len());
         let r = self.node.scsi_io(op, self.handle, cdb, len)?;
         // Data underrun is a short answer, not a failure.

@@ -314,8 +314,8 @@ mod tests {
     //! bound to hpsa instead) and replies built byte by byte from the
     //! public definitions, played through the capture's tape: the same
     //! path a machine's ioctls take.
-    use super::*;
-    use crate::inventory::capture::{self, Capture, Source};
+    use crate::inventory::capture;
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering, write};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::ata::tests::identify_page;
     use crate::passthrough::cciss::*;
@@ -364,26 +364,11 @@ mod tests {
         }
     }
 
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, format!("{text}\n")).unwrap();
-    }
-
     /// The lab's tree with its controller bound to hpsa: the logical
     /// volumes sdb and sdc carry hpsa's lunid and raid_level, and the
     /// controller itself is a RAID-type SCSI device with an sg node.
     fn smart_array_tree(base: &Path) {
-        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
-        let status = std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&lab)
-            .arg(base)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
-        std::fs::remove_file(pci.join("driver")).unwrap();
-        std::os::unix::fs::symlink("../../../bus/pci/drivers/hpsa", pci.join("driver")).unwrap();
+        let pci = lab_bound_to(base, "hpsa");
         let host = pci.join("host6");
         write(
             &host.join("target6:2:0/6:2:0:0/lunid"),
@@ -397,15 +382,6 @@ mod tests {
         write(&host.join("target6:2:1/6:2:1:0/raid_level"), "RAID 5");
         write(&host.join("target6:3:0/6:3:0:0/type"), "12");
         std::fs::create_dir_all(host.join("target6:3:0/6:3:0:0/scsi_generic/sg5")).unwrap();
-    }
-
-    fn inquiry(vendor: &str, product: &str, rev: &str) -> Vec<u8> {
-        let mut b = vec![0u8; 96];
-        b[4] = 91;
-        b[8..16].copy_from_slice(format!("{vendor:<8}").as_bytes());
-        b[16..32].copy_from_slice(format!("{product:<16}").as_bytes());
-        b[32..36].copy_from_slice(format!("{rev:<4}").as_bytes());
-        b
     }
 
     fn smart_array(base: &Path) -> Bench {
@@ -549,22 +525,13 @@ mod tests {
         b
     }
 
-    fn bench_roots(base: &Path, exchanges: Vec<Exchange>) -> (Roots, std::sync::Arc<Capture>) {
-        let c = Capture::answering(exchanges);
-        let roots = Roots {
-            source: Source::Capturing(c.clone()),
-            ..Roots::under(base)
-        };
-        (roots, c)
-    }
-
     #[test]
     fn a_smart_array_through_cciss_passthru() {
         let t = tempfile::tempdir().unwrap();
         let base = t.path().join("lab");
         smart_array_tree(&base);
         let bench = smart_array(&base);
-        let (roots, capture) = bench_roots(&base, bench.exchanges);
+        let (roots, capture) = roots_answering(&base, bench.exchanges);
         let opts = ScanOptions::default();
         let inv = scan(&roots, &opts);
         let c = inv
@@ -706,7 +673,7 @@ mod tests {
                 }),
             },
         ];
-        let (roots, _) = bench_roots(&base, exchanges);
+        let (roots, _) = roots_answering(&base, exchanges);
         let inv = scan(&roots, &ScanOptions::default());
         let c = inv
             .controllers

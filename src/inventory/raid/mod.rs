@@ -199,6 +199,30 @@ pub fn physical_drive(id: u32, enclosure: u32, slot: u32) -> PhysicalDrive {
     }
 }
 
+/// A controller's SCSI host and the folder of its attributes, where the
+/// driver publishes its firmware (`version_fw`): the start of the
+/// families that read their driver's host attributes. None, with the
+/// reason on the controller, where it has no host or no such attribute.
+pub fn host_with_firmware(
+    roots: &Roots,
+    c: &mut Controller,
+    family: &str,
+) -> Option<(u32, PathBuf, String)> {
+    let Some(&host) = c.scsi_hosts.first() else {
+        c.errors
+            .push(format!("{family}: the controller has no SCSI host to read"));
+        return None;
+    };
+    let dir = roots.sys.join(format!("class/scsi_host/host{host}"));
+    let Some(firmware) = opt_attr(roots, &dir.join("version_fw")) else {
+        c.errors.push(format!(
+            "{family}: SCSI host {host} has no version_fw (not this driver's host?)"
+        ));
+        return None;
+    };
+    Some((host, dir, firmware))
+}
+
 /// One SCSI device of a host, as sysfs lists it.
 #[derive(Debug, Clone)]
 pub struct HostDevice {
@@ -269,6 +293,64 @@ fn add_controller_cache_readings(disk: &mut Disk, vd: &VirtualDrive) {
                 enabled: Some(r.write != "WT"),
             },
         );
+    }
+}
+
+/// What the families' fixture tests share: the qemu lab's sysfs tree
+/// with its controller bound to another driver, replies played through
+/// a capture's tape, and the bytes drives answer.
+#[cfg(test)]
+pub(crate) mod bench {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use crate::inventory::capture::{Capture, Source};
+    use crate::inventory::Roots;
+    use crate::passthrough::tape::Exchange;
+
+    /// Writes an attribute (and its folders), as sysfs ends it: a newline.
+    pub fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{text}\n")).unwrap();
+    }
+
+    /// The lab's tree at `base`, its controller (0000:00:03.0, SCSI host
+    /// 6) bound to `driver`; the controller's PCI folder.
+    pub fn lab_bound_to(base: &Path, driver: &str) -> PathBuf {
+        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&lab)
+            .arg(base)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
+        std::fs::remove_file(pci.join("driver")).unwrap();
+        let link = format!("../../../bus/pci/drivers/{driver}");
+        std::os::unix::fs::symlink(link, pci.join("driver")).unwrap();
+        pci
+    }
+
+    /// Roots over `base` whose files are the tree's and whose commands
+    /// are answered from `exchanges`.
+    pub fn roots_answering(base: &Path, exchanges: Vec<Exchange>) -> (Roots, Arc<Capture>) {
+        let c = Capture::answering(exchanges);
+        let roots = Roots {
+            source: Source::Capturing(c.clone()),
+            ..Roots::under(base)
+        };
+        (roots, c)
+    }
+
+    /// Standard INQUIRY data of a disk.
+    pub fn inquiry(vendor: &str, product: &str, rev: &str) -> Vec<u8> {
+        let mut b = vec![0u8; 96];
+        b[4] = 91;
+        b[8..16].copy_from_slice(format!("{vendor:<8}").as_bytes());
+        b[16..32].copy_from_slice(format!("{product:<16}").as_bytes());
+        b[32..36].copy_from_slice(format!("{rev:<4}").as_bytes());
+        b
     }
 }
 

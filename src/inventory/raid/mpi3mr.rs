@@ -30,19 +30,11 @@ impl Family for Mpi3mr {
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
         for c in claimed {
-            let Some(&host) = c.scsi_hosts.first() else {
-                c.errors
-                    .push("mpi3mr: the controller has no SCSI host to read".into());
+            let Some((host, dir, firmware)) = super::host_with_firmware(roots, c, self.name())
+            else {
                 continue;
             };
-            let dir = roots.sys.join(format!("class/scsi_host/host{host}"));
             let attr = |name: &str| opt_attr(roots, &dir.join(name));
-            let Some(firmware) = attr("version_fw") else {
-                c.errors.push(format!(
-                    "mpi3mr: SCSI host {host} has no version_fw (not this driver's host?)"
-                ));
-                continue;
-            };
             let mut r = RaidController {
                 family: self.name().into(),
                 node: String::new(),
@@ -170,29 +162,14 @@ mod tests {
     //! bound to mpi3mr) and bsg replies built from scsi_bsg_mpi3mr.h and
     //! mpi30_init.h, played through the capture's tape.
     use super::*;
-    use crate::inventory::capture::{Capture, Source};
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering, write};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::mpi3::*;
     use crate::passthrough::tape::{Command, Exchange, Reply};
     use std::path::Path;
 
-    fn write(path: &Path, text: &str) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, format!("{text}\n")).unwrap();
-    }
-
     fn tree(base: &Path) {
-        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
-        assert!(std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&lab)
-            .arg(base)
-            .status()
-            .unwrap()
-            .success());
-        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
-        std::fs::remove_file(pci.join("driver")).unwrap();
-        std::os::unix::fs::symlink("../../../bus/pci/drivers/mpi3mr", pci.join("driver")).unwrap();
+        let pci = lab_bound_to(base, "mpi3mr");
         let host = pci.join("host6/scsi_host/host6");
         write(&host.join("version_fw"), "8.8.1.0.00000-00003");
         write(&host.join("adp_state"), "1");
@@ -217,15 +194,6 @@ mod tests {
             },
             reply: Reply::Bsg { data_in: din },
         }
-    }
-
-    fn inquiry(vendor: &str, product: &str, rev: &str) -> Vec<u8> {
-        let mut b = vec![0u8; 96];
-        b[4] = 91;
-        b[8..16].copy_from_slice(format!("{vendor:<8}").as_bytes());
-        b[16..32].copy_from_slice(format!("{product:<16}").as_bytes());
-        b[32..36].copy_from_slice(format!("{rev:<4}").as_bytes());
-        b
     }
 
     fn exchanges(node: &str) -> Vec<Exchange> {
@@ -306,11 +274,7 @@ mod tests {
         let base = t.path().join("lab");
         tree(&base);
         let node = base.join("dev/bsg/mpi3mrctl0").display().to_string();
-        let capture = Capture::answering(exchanges(&node));
-        let roots = Roots {
-            source: Source::Capturing(capture.clone()),
-            ..Roots::under(&base)
-        };
+        let (roots, capture) = roots_answering(&base, exchanges(&node));
         let inv = scan(&roots, &ScanOptions::default());
         let c = inv
             .controllers

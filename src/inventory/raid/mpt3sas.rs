@@ -29,20 +29,11 @@ impl Family for Mpt3sas {
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
         for c in claimed {
-            // One SCSI host per HBA.
-            let Some(&host) = c.scsi_hosts.first() else {
-                c.errors
-                    .push("mpt3sas: the controller has no SCSI host to read".into());
+            let Some((host, dir, firmware)) = super::host_with_firmware(roots, c, self.name())
+            else {
                 continue;
             };
-            let dir = roots.sys.join(format!("class/scsi_host/host{host}"));
             let attr = |name: &str| opt_attr(roots, &dir.join(name));
-            let Some(firmware) = attr("version_fw") else {
-                c.errors.push(format!(
-                    "mpt3sas: SCSI host {host} has no version_fw (not this driver's host?)"
-                ));
-                continue;
-            };
             let components = [
                 ("BIOS", "version_bios"),
                 ("NVDATA", "version_nvdata_persistent"),
@@ -124,26 +115,15 @@ fn hidden_members(roots: &Roots, host: u32) -> Vec<PhysicalDrive> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::capture::{Capture, Source};
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::tape::{Command, Exchange, Reply};
-    use std::path::Path;
 
     #[test]
     fn integrated_raid_members_are_read_through_their_sg_nodes() {
         let t = tempfile::tempdir().unwrap();
         let base = t.path().join("lab");
-        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
-        assert!(std::process::Command::new("cp")
-            .arg("-a")
-            .arg(&lab)
-            .arg(&base)
-            .status()
-            .unwrap()
-            .success());
-        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
-        std::fs::remove_file(pci.join("driver")).unwrap();
-        std::os::unix::fs::symlink("../../../bus/pci/drivers/mpt3sas", pci.join("driver")).unwrap();
+        let pci = lab_bound_to(&base, "mpt3sas");
         std::fs::write(
             pci.join("host6/scsi_host/host6/version_fw"),
             "16.00.12.00\n",
@@ -155,11 +135,6 @@ mod tests {
         std::fs::write(member.join("type"), "0\n").unwrap();
         std::fs::write(member.join("sas_address"), "0x5000c500a1b2c3d5\n").unwrap();
         let node = base.join("dev/sg7").display().to_string();
-        let mut inquiry = vec![0u8; 96];
-        inquiry[4] = 91;
-        inquiry[8..16].copy_from_slice(b"SEAGATE ");
-        inquiry[16..32].copy_from_slice(b"ST1200MM0129    ");
-        inquiry[32..36].copy_from_slice(b"C003");
         let exchanges = vec![
             Exchange {
                 device: node.clone(),
@@ -181,14 +156,11 @@ mod tests {
                     driver_status: 0,
                     sense: Vec::new(),
                     resid: 0,
-                    data_in: inquiry,
+                    data_in: inquiry("SEAGATE", "ST1200MM0129", "C003"),
                 },
             },
         ];
-        let roots = Roots {
-            source: Source::Capturing(Capture::answering(exchanges)),
-            ..Roots::under(&base)
-        };
+        let (roots, _) = roots_answering(&base, exchanges);
         let inv = scan(&roots, &ScanOptions::default());
         let c = inv
             .controllers
