@@ -260,6 +260,7 @@ pub fn scsi(data: &[u8]) {
     let _ = scsi::caching_select_params(data, true);
     let _ = scsi::decode_temperature_log(data);
     let _ = scsi::decode_ie_log(data);
+    let _ = scsi::decode_capacity16(data);
 }
 
 pub fn ata(data: &[u8]) {
