@@ -393,10 +393,12 @@ fn battery_rules_by_family() {
         "fitted, health unknown (no state given)"
     );
     battery(&mut inv, None);
+    let f = check_inv(healthy, &inv);
     assert_eq!(
-        check_inv(healthy, &inv)[0].actual,
+        f[0].actual,
         "unknown (the controller's family does not report it)"
     );
+    assert_eq!(f[0].severity, Severity::Info, "said, not failed");
     battery(
         &mut inv,
         Some(Battery {
@@ -410,8 +412,39 @@ fn battery_rules_by_family() {
     // Unscoped, it judges only controllers with a RAID family: not the
     // lab's AHCI, NVMe or virtio controllers.
     let unscoped = "[[controller]]\nbattery = \"healthy\"\n";
-    let checks = |p: &str| check(&Policy::parse(p, "p").unwrap(), &inv).checks;
-    assert_eq!(checks(unscoped), checks("") + 1);
+    let checks = |p: &str, inv: &Inventory| check(&Policy::parse(p, "p").unwrap(), inv).checks;
+    assert_eq!(checks(unscoped, &inv), checks("", &inv) + 1);
+    // No cache and no battery (a MegaRAID iMR): nothing to protect.
+    let mut imr = inv.clone();
+    let r = imr
+        .controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap();
+    r.cache_mb = 0;
+    r.battery = Some(Battery {
+        present: false,
+        state: None,
+        healthy: None,
+    });
+    assert_eq!(checks(unscoped, &imr), checks("", &imr));
+    // A RAID controller its family could not read: unknown, and the
+    // rule's severity, not silence.
+    let mut unread = inv.clone();
+    let c = unread
+        .controllers
+        .iter_mut()
+        .find(|c| c.raid.is_some())
+        .unwrap();
+    c.raid = None;
+    c.errors = vec!["megaraid: open /dev/megaraid_sas_ioctl_node: Permission denied".into()];
+    let f = check_inv(unscoped, &unread);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Fail);
+    assert_eq!(
+        f[0].actual,
+        "unknown (the controller could not be read: megaraid: open /dev/megaraid_sas_ioctl_node: Permission denied)"
+    );
 }
 
 #[test]

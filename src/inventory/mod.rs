@@ -232,8 +232,11 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
                 _ => Transport::Sas,
             };
         }
+        // hpsa and smartpqi give physical drives (HBA or mixed mode) a
+        // raid_level too: "N/A".
         if ["hpsa", "smartpqi", "aacraid", "megaraid", "mpi3mr"].contains(&proc_name.as_str())
-            && opt_attr(roots, &entry.sys_path.join("device/raid_level")).is_some()
+            && opt_attr(roots, &entry.sys_path.join("device/raid_level"))
+                .is_some_and(|l| l != "N/A")
         {
             return Transport::Raid;
         }

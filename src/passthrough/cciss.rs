@@ -451,13 +451,20 @@ pub struct CcissNode {
 }
 
 impl CcissNode {
+    /// Opens a node of the controller's host. An sg node must be opened
+    /// read-write: sg refuses an ioctl it does not know on a read-only
+    /// file (EPERM). A block node is opened read-only: sd passes the
+    /// ioctl on whatever the mode, and a block device closed after a write
+    /// open is probed again by udev.
     pub fn open(path: &str, tape: Option<&Arc<Tape>>) -> io::Result<CcissNode> {
+        let sg = std::path::Path::new(path)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("sg"));
         let device = Device::open_with(path, "open", tape, || {
-            // Read-only: the drivers take the ioctl whatever the mode, and a
-            // block device closed after a write open is probed again by
-            // udev.
             OpenOptions::new()
                 .read(true)
+                .write(sg)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(path)
         })?;

@@ -288,7 +288,10 @@ fn drives_behind_controllers(inv: &Inventory) -> Vec<(Disk, String, String)> {
             d.serial = pd.serial.clone();
             d.wwn = pd.wwn.clone();
             d.firmware = pd.firmware.clone();
-            d.firmware_source = Some(format!("{} pass-through", r.family));
+            d.firmware_source = pd
+                .firmware
+                .as_ref()
+                .map(|_| format!("{} pass-through", r.family));
             d.controller = Some(c.pci_address.clone());
             d.write_cache = pd.write_cache.clone();
             d.health = pd.health.clone();
@@ -816,15 +819,33 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                 }
             }
         }
-        // A controller with no RAID family, or an HBA (no cache), has no
-        // battery to judge.
-        let has_cache = c.raid.as_ref().is_some_and(|r| r.family != "mpt3sas");
-        if let Some((want, rule, severity)) =
-            effective(rules, "controller", m, |r| r.battery.as_ref())
+        // What a battery rule can say of this controller: nothing where it
+        // has no cache to protect (no RAID family, an HBA, a controller
+        // with neither cache nor battery); "unknown" where its family
+        // could not read it, or cannot read batteries (MPI3).
+        let claimed = crate::inventory::raid::FAMILIES.iter().any(|f| f.claims(c));
+        let battery_says: Option<Result<Option<&crate::inventory::Battery>, String>> = match &c.raid
         {
-            if *want != BatteryWant::Any && has_cache {
+            None if claimed => Some(Err(format!(
+                "unknown (the controller could not be read{})",
+                c.errors
+                    .first()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            ))),
+            None => None,
+            Some(r) if r.family == "mpt3sas" => None,
+            Some(r) if r.family == "mpi3mr" => Some(Ok(None)),
+            Some(r) if r.cache_mb == 0 && r.battery.as_ref().is_none_or(|b| !b.present) => None,
+            Some(r) => Some(Ok(r.battery.as_ref())),
+        };
+        if let (Some((want, rule, severity)), Some(says)) = (
+            effective(rules, "controller", m, |r| r.battery.as_ref()),
+            battery_says,
+        ) {
+            if *want != BatteryWant::Any {
                 checks += 1;
-                let battery = c.raid.as_ref().and_then(|r| r.battery.as_ref());
+                let battery = says.as_ref().ok().copied().flatten();
                 let ok = match battery {
                     None => None,
                     Some(b) if *want == BatteryWant::Present => Some(b.present),
@@ -834,10 +855,20 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
                         .or(Some(false).filter(|_| !b.present)),
                 };
                 if ok != Some(true) {
-                    let actual = match battery {
-                        None => "unknown (the controller's family does not report it)".to_string(),
-                        Some(b) if !b.present => "none fitted".to_string(),
-                        Some(b) => format!(
+                    // A family that cannot read batteries says so, and
+                    // does not fail the machine for it.
+                    let severity = if matches!(says, Ok(None)) {
+                        severity.min(Severity::Info)
+                    } else {
+                        severity
+                    };
+                    let actual = match (&says, battery) {
+                        (Err(why), _) => why.clone(),
+                        (Ok(_), None) => {
+                            "unknown (the controller's family does not report it)".to_string()
+                        }
+                        (Ok(_), Some(b)) if !b.present => "none fitted".to_string(),
+                        (Ok(_), Some(b)) => format!(
                             "{} ({})",
                             match b.healthy {
                                 Some(true) => "healthy",

@@ -243,15 +243,24 @@ fn virtual_drive(
     }
 }
 
-/// hpsa and smartpqi print "RAID 1(+0)", "RAID 5", "RAID 6(ADG)"; the
-/// model (and policy) writes levels as MegaRAID does, "RAID10", "RAID5".
+/// hpsa prints "RAID 1(+0)", "RAID 5", "RAID 6"; smartpqi "RAID-1(1+0)",
+/// "RAID-5", "RAID-ADG"; the model (and policy) writes levels as MegaRAID
+/// does, "RAID10", "RAID5". A level with no such word (5+1, a triple
+/// mirror) keeps the driver's, compacted.
 fn raid_level_words(sysfs: &str) -> String {
-    let compact: String = sysfs.split_whitespace().collect();
-    match compact.as_str() {
-        "RAID1(+0)" => "RAID10".into(),
-        "RAID6(ADG)" => "RAID6".into(),
-        _ => compact,
-    }
+    let compact: String = sysfs
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect();
+    let Some(level) = compact.strip_prefix("RAID") else {
+        return compact;
+    };
+    let level = match level {
+        "1(+0)" | "1(1+0)" => "10",
+        "ADG" => "6",
+        other => other,
+    };
+    format!("RAID{level}")
 }
 
 fn read_physical(node: &CcissNode, lun: &PhysicalLun) -> PhysicalDrive {
@@ -643,6 +652,45 @@ mod tests {
             serde_json::to_value(&again.controllers).unwrap(),
             serde_json::to_value(&inv.controllers).unwrap()
         );
+    }
+
+    #[test]
+    fn a_drive_in_hba_mode_is_a_disk_not_a_logical_drive() {
+        // hpsa and smartpqi give physical drives a raid_level of "N/A".
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("lab");
+        smart_array_tree(&base);
+        let pci = base.join("sys/devices/pci0000:00/0000:00:03.0");
+        write(&pci.join("host6/target6:2:1/6:2:1:0/raid_level"), "N/A");
+        write(&pci.join("host6/scsi_host/host6/proc_name"), "hpsa");
+        let inv = scan(
+            &crate::inventory::Roots::under(&base),
+            &ScanOptions {
+                no_probe: true,
+                ..Default::default()
+            },
+        );
+        let transport = |n: &str| inv.disks.iter().find(|d| d.name == n).unwrap().transport;
+        assert_eq!(transport("sdb"), crate::inventory::Transport::Raid);
+        assert_ne!(transport("sdc"), crate::inventory::Transport::Raid);
+    }
+
+    #[test]
+    fn level_names_of_both_drivers_read_as_megaraid_writes_them() {
+        for (driver, ours) in [
+            ("RAID 0", "RAID0"),
+            ("RAID 1(+0)", "RAID10"),
+            ("RAID-1(1+0)", "RAID10"),
+            ("RAID 5", "RAID5"),
+            ("RAID-5", "RAID5"),
+            ("RAID 6", "RAID6"),
+            ("RAID-ADG", "RAID6"),
+            ("RAID 5+1", "RAID5+1"),
+            ("RAID-1(Triple)", "RAID1(Triple)"),
+            ("RAID 1(+0)ADM", "RAID1(+0)ADM"),
+        ] {
+            assert_eq!(super::raid_level_words(driver), ours, "{driver}");
+        }
     }
 
     #[test]

@@ -291,14 +291,16 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
         Ok(mut list) => {
             list.sort_by_key(|e| e.device_id);
             // Enclosures and backplanes are in the list too (SCSI type
-            // 0x0d): not drives, so not read or judged as drives.
-            let others = list.iter().filter(|e| e.scsi_dev_type != 0).count();
+            // 0x0d): not drives, so not read or judged as drives. Disks are
+            // type 0, host-managed SMR disks 0x14.
+            let is_disk = |e: &&mfi::PdListEntry| matches!(e.scsi_dev_type, 0x00 | 0x14);
+            let others = list.iter().filter(|e| !is_disk(e)).count();
             if others > 0 {
                 out.notes.push(format!(
                     "{others} device(s) of the list are not disks (enclosures, backplanes) and are not read as drives"
                 ));
             }
-            for entry in list.iter().filter(|e| e.scsi_dev_type == 0) {
+            for entry in list.iter().filter(is_disk) {
                 out.physical_drives.push(read_pd(node, host, entry));
             }
         }

@@ -159,9 +159,14 @@ pub fn ask_the_drive(pd: &mut PhysicalDrive, path: &dyn ScsiPath, label: &str) {
             detail,
         });
     }
-    // A SATA drive answers INQUIRY as "ATA" through a SAT layer.
-    if drive.vendor.as_deref() == Some("ATA") && pd.interface.is_none() {
-        pd.interface = Some("SATA".into());
+    // A SATA drive answers INQUIRY as "ATA" through a SAT layer; a drive
+    // with a SAS address that does not is a SAS drive.
+    if pd.interface.is_none() {
+        if drive.vendor.as_deref() == Some("ATA") {
+            pd.interface = Some("SATA".into());
+        } else if pd.sas_address.is_some() && drive.vendor.is_some() {
+            pd.interface = Some("SAS".into());
+        }
     }
     pd.vendor = drive.vendor.or(pd.vendor.take());
     pd.model = drive.model.or(pd.model.take());

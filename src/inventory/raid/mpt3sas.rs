@@ -173,6 +173,11 @@ mod tests {
         assert_eq!(pd.id, 3);
         assert_eq!(pd.model.as_deref(), Some("ST1200MM0129"));
         assert_eq!(pd.sas_address.as_deref(), Some("0x5000c500a1b2c3d5"));
+        assert_eq!(
+            pd.interface.as_deref(),
+            Some("SAS"),
+            "a SAS address, not ATA"
+        );
         assert!(pd.state.as_deref().unwrap().contains("sg7 at 6:0:3:0"));
         // The kernel's own disks of the host (sdb, sdc) are not members.
         assert!(inv.disks.iter().any(|d| d.name == "sdb"));
