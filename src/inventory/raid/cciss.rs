@@ -324,7 +324,7 @@ mod tests {
     //! public definitions, played through the capture's tape: the same
     //! path a machine's ioctls take.
     use crate::inventory::capture;
-    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering, write};
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, opened, roots_answering, write};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::ata::tests::identify_page;
     use crate::passthrough::cciss::*;
@@ -398,12 +398,7 @@ mod tests {
             node: base.join("dev/sg5").display().to_string(),
             exchanges: Vec::new(),
         };
-        b.exchanges.push(Exchange {
-            device: b.node.clone(),
-            op: "open".into(),
-            command: Command::Open,
-            reply: Reply::Opened,
-        });
+        b.exchanges.push(opened(&b.node));
         // Identify controller: two volumes, the long firmware version.
         let mut id = vec![0u8; IDENTIFY_CONTROLLER_LEN];
         id[0] = 2;
@@ -700,12 +695,7 @@ mod tests {
         smart_array_tree(&base);
         let node = base.join("dev/sg5").display().to_string();
         let exchanges = vec![
-            Exchange {
-                device: node.clone(),
-                op: "open".into(),
-                command: Command::Open,
-                reply: Reply::Opened,
-            },
+            opened(&node),
             Exchange {
                 device: node.clone(),
                 op: "BMIC IDENTIFY CONTROLLER".into(),

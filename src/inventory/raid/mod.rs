@@ -348,6 +348,16 @@ pub(crate) mod bench {
         (roots, c)
     }
 
+    /// The open of `node`, answered.
+    pub fn opened(node: &str) -> Exchange {
+        Exchange {
+            device: node.into(),
+            op: "open".into(),
+            command: crate::passthrough::tape::Command::Open,
+            reply: crate::passthrough::tape::Reply::Opened,
+        }
+    }
+
     /// Standard INQUIRY data of a disk.
     pub fn inquiry(vendor: &str, product: &str, rev: &str) -> Vec<u8> {
         let mut b = vec![0u8; 96];

@@ -162,7 +162,7 @@ mod tests {
     //! bound to mpi3mr) and bsg replies built from scsi_bsg_mpi3mr.h and
     //! mpi30_init.h, played through the capture's tape.
     use super::*;
-    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering, write};
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, opened, roots_answering, write};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::mpi3::*;
     use crate::passthrough::tape::{Command, Exchange, Reply};
@@ -197,12 +197,7 @@ mod tests {
     }
 
     fn exchanges(node: &str) -> Vec<Exchange> {
-        let mut x = vec![Exchange {
-            device: node.into(),
-            op: "open".into(),
-            command: Command::Open,
-            reply: Reply::Opened,
-        }];
+        let mut x = vec![opened(&node)];
         let mut adp = vec![0u8; ADPINFO_LEN];
         adp[36] = 1;
         adp[92..98].copy_from_slice(b"mpi3mr");

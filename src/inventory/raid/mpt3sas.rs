@@ -115,7 +115,7 @@ fn hidden_members(roots: &Roots, host: u32) -> Vec<PhysicalDrive> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::raid::bench::{inquiry, lab_bound_to, roots_answering};
+    use crate::inventory::raid::bench::{inquiry, lab_bound_to, opened, roots_answering};
     use crate::inventory::{scan, ScanOptions};
     use crate::passthrough::tape::{Command, Exchange, Reply};
 
@@ -136,12 +136,7 @@ mod tests {
         std::fs::write(member.join("sas_address"), "0x5000c500a1b2c3d5\n").unwrap();
         let node = base.join("dev/sg7").display().to_string();
         let exchanges = vec![
-            Exchange {
-                device: node.clone(),
-                op: "open".into(),
-                command: Command::Open,
-                reply: Reply::Opened,
-            },
+            opened(&node),
             Exchange {
                 device: node.clone(),
                 op: "INQUIRY".into(),
