@@ -197,7 +197,7 @@ mod tests {
     }
 
     fn exchanges(node: &str) -> Vec<Exchange> {
-        let mut x = vec![opened(&node)];
+        let mut x = vec![opened(node)];
         let mut adp = vec![0u8; ADPINFO_LEN];
         adp[36] = 1;
         adp[92..98].copy_from_slice(b"mpi3mr");
