@@ -554,26 +554,24 @@ impl CcissNode {
         self.read(op, CONTROLLER, &bmic_cdb(command, index, len as u16), len)
     }
 
+    /// REPORT PHYSICAL (extended, 24-byte entries) or LOGICAL LUNS, with
+    /// room for `MAX_LUNS` entries.
+    fn report(&self, physical: bool) -> Result<Vec<u8>, PassthroughError> {
+        let (op, entry) = if physical {
+            ("CISS REPORT PHYSICAL LUNS", 24)
+        } else {
+            ("CISS REPORT LOGICAL LUNS", 8)
+        };
+        let len = 8 + entry * MAX_LUNS;
+        self.read(op, CONTROLLER, &report_cdb(physical, len as u32), len)
+    }
+
     pub fn physical_luns(&self) -> Result<Vec<PhysicalLun>, PassthroughError> {
-        let len = 8 + 24 * MAX_LUNS;
-        let raw = self.read(
-            "CISS REPORT PHYSICAL LUNS",
-            CONTROLLER,
-            &report_cdb(true, len as u32),
-            len,
-        )?;
-        decode_physical_luns(&raw)
+        decode_physical_luns(&self.report(true)?)
     }
 
     pub fn logical_luns(&self) -> Result<Vec<([u8; 8], u32)>, PassthroughError> {
-        let len = 8 + 8 * MAX_LUNS;
-        let raw = self.read(
-            "CISS REPORT LOGICAL LUNS",
-            CONTROLLER,
-            &report_cdb(false, len as u32),
-            len,
-        )?;
-        decode_logical_luns(&raw)
+        decode_logical_luns(&self.report(false)?)
     }
 }
 
@@ -685,6 +683,7 @@ pub fn wwid_hex(w: u64) -> Option<String> {
 }
 
 /// The big-endian list length a report's header gives (for a fixture).
+#[cfg(test)]
 pub fn report_header(list_bytes: u32, format: u8) -> [u8; 8] {
     let mut h = [0u8; 8];
     h[..4].copy_from_slice(&list_bytes.to_be_bytes());

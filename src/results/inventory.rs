@@ -128,6 +128,34 @@ pub struct RaidController {
     pub errors: Vec<String>,
 }
 
+impl RaidController {
+    /// A controller as its family first knows it: no cache, battery,
+    /// drives, notes or errors yet.
+    pub fn new(
+        family: &str,
+        node: String,
+        scsi_host: u32,
+        product: String,
+        firmware: String,
+    ) -> Self {
+        RaidController {
+            family: family.into(),
+            node,
+            scsi_host,
+            product,
+            serial_number: String::new(),
+            firmware,
+            firmware_components: Vec::new(),
+            cache_mb: 0,
+            battery: None,
+            virtual_drives: Vec::new(),
+            physical_drives: Vec::new(),
+            notes: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+}
+
 fn megaraid_family() -> String {
     "megaraid".into()
 }

@@ -25,8 +25,8 @@ impl Family for Cciss {
         "cciss"
     }
 
-    fn claims(&self, c: &Controller) -> bool {
-        matches!(c.driver.as_deref(), Some("hpsa") | Some("smartpqi"))
+    fn drivers(&self) -> &'static [&'static str] {
+        &["hpsa", "smartpqi"]
     }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
@@ -94,34 +94,27 @@ fn read_controller(
         0,
         cciss::IDENTIFY_CONTROLLER_LEN,
     )?)?;
-    let mut out = RaidController {
-        family: Cciss.name().into(),
-        node: node.path().to_string(),
-        scsi_host: host,
-        product: [id.vendor.as_str(), id.product.as_str()]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" "),
-        serial_number: String::new(),
-        firmware: id.firmware.clone(),
-        firmware_components: vec![FirmwareComponent {
+    let product = [id.vendor.as_str(), id.product.as_str()]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut out = RaidController::new(
+        Cciss.name(),
+        node.path().to_string(),
+        host,
+        product,
+        id.firmware.clone(),
+    );
+    if !id.rom_firmware.is_empty() {
+        out.firmware_components.push(FirmwareComponent {
             name: "ROM".into(),
             version: id.rom_firmware.clone(),
             build_date: String::new(),
             build_time: String::new(),
-        }]
-        .into_iter()
-        .filter(|c| !c.version.is_empty())
-        .collect(),
-        cache_mb: 0,
-        battery: None,
-        virtual_drives: Vec::new(),
-        physical_drives: Vec::new(),
-        notes: Vec::new(),
-        errors: Vec::new(),
-    };
+        });
+    }
     match node
         .bmic(
             "BMIC SENSE SUBSYSTEM INFORMATION",

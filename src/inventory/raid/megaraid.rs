@@ -17,8 +17,8 @@ impl Family for MegaRaid {
         "megaraid"
     }
 
-    fn claims(&self, c: &Controller) -> bool {
-        c.driver.as_deref() == Some("megaraid_sas")
+    fn drivers(&self) -> &'static [&'static str] {
+        &["megaraid_sas"]
     }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
@@ -160,12 +160,7 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
     )?;
     let info = mfi::decode_ctrl_info(&raw)?;
     let mut out = RaidController {
-        family: MegaRaid.name().into(),
-        node: node.path().to_string(),
-        scsi_host: host,
-        product: info.product_name,
         serial_number: info.serial_number,
-        firmware: info.package_version,
         firmware_components: info
             .components
             .into_iter()
@@ -184,10 +179,13 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
             state: None,
             healthy: None,
         }),
-        virtual_drives: Vec::new(),
-        physical_drives: Vec::new(),
-        notes: Vec::new(),
-        errors: Vec::new(),
+        ..RaidController::new(
+            MegaRaid.name(),
+            node.path().to_string(),
+            host,
+            info.product_name,
+            info.package_version,
+        )
     };
 
     if info.bbu_present {

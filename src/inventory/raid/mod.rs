@@ -45,8 +45,14 @@ pub enum SetError {
 pub trait Family: Sync {
     /// Its name in the model and in policy actions ("megaraid").
     fn name(&self) -> &'static str;
+    /// The kernel drivers whose controllers it reads.
+    fn drivers(&self) -> &'static [&'static str];
     /// Whether it reads this controller (by its driver).
-    fn claims(&self, c: &Controller) -> bool;
+    fn claims(&self, c: &Controller) -> bool {
+        c.driver
+            .as_deref()
+            .is_some_and(|d| self.drivers().contains(&d))
+    }
     /// Reads every controller it claims into `c.raid` (or `c.errors`),
     /// opening what they share once, and names each virtual drive's block
     /// device among `disks`. Without `probe` (`inventory --no-probe`) it

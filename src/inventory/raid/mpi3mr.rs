@@ -24,8 +24,8 @@ impl Family for Mpi3mr {
         "mpi3mr"
     }
 
-    fn claims(&self, c: &Controller) -> bool {
-        c.driver.as_deref() == Some("mpi3mr")
+    fn drivers(&self) -> &'static [&'static str] {
+        &["mpi3mr"]
     }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
@@ -35,21 +35,8 @@ impl Family for Mpi3mr {
                 continue;
             };
             let attr = |name: &str| opt_attr(roots, &dir.join(name));
-            let mut r = RaidController {
-                family: self.name().into(),
-                node: String::new(),
-                scsi_host: host,
-                product: c.device_name.clone().unwrap_or_default(),
-                serial_number: String::new(),
-                firmware,
-                firmware_components: Vec::new(),
-                cache_mb: 0,
-                battery: None,
-                virtual_drives: Vec::new(),
-                physical_drives: Vec::new(),
-                notes: Vec::new(),
-                errors: Vec::new(),
-            };
+            let product = c.device_name.clone().unwrap_or_default();
+            let mut r = RaidController::new(self.name(), String::new(), host, product, firmware);
             if let Some(state) = attr("adp_state") {
                 let name = state.parse().map_or("unknown", mpi3::adapter_state_name);
                 r.notes.push(format!("adapter state {state} ({name})"));

@@ -23,8 +23,8 @@ impl Family for Mpt3sas {
         "mpt3sas"
     }
 
-    fn claims(&self, c: &Controller) -> bool {
-        c.driver.as_deref() == Some("mpt3sas")
+    fn drivers(&self) -> &'static [&'static str] {
+        &["mpt3sas"]
     }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
@@ -64,20 +64,18 @@ impl Family for Mpt3sas {
             } else {
                 Vec::new()
             };
+            let product = attr("board_name").unwrap_or_default();
             c.raid = Some(RaidController {
-                family: self.name().into(),
-                node: dir.display().to_string(),
-                scsi_host: host,
-                product: attr("board_name").unwrap_or_default(),
-                serial_number: String::new(),
-                firmware,
                 firmware_components: components,
-                cache_mb: 0,
-                battery: None,
-                virtual_drives: Vec::new(),
                 physical_drives,
                 notes,
-                errors: Vec::new(),
+                ..RaidController::new(
+                    self.name(),
+                    dir.display().to_string(),
+                    host,
+                    product,
+                    firmware,
+                )
             });
         }
     }
