@@ -74,6 +74,9 @@ pub struct RunNotes {
     pub schema_version: u32,
     pub profile: String,
     pub source: String,
+    /// The delivery/lot tag (profile `tag`, `storcert.tag=`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
     pub starts: u32,
     pub notes: Vec<String>,
     pub stages: Vec<StageRecord>,

@@ -1248,6 +1248,7 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
             schema_version: NOTES_SCHEMA,
             profile: p.name.clone(),
             source: opts.source.clone(),
+            tag: p.tag.clone(),
             starts: journal_copy.starts,
             notes,
             stages: journal_copy.stages,

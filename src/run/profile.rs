@@ -39,6 +39,10 @@ pub struct Profile {
     pub results: Option<PathBuf>,
     /// Seconds between plain progress lines (serial console, pipe).
     pub progress_interval: Option<String>,
+    /// The delivery or lot this machine's drives belong to ("PO-4471",
+    /// "lot:2026-11"): the collector groups results by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
     /// What a storage or network controller no driver binds, or firmware
     /// that did not load, does to the verdict: "warn" (the default) or
     /// "fail" (qualify, burn-in: drives nobody can see were not tested).
@@ -61,6 +65,28 @@ pub struct Profile {
     /// The parsed plan (not part of the file: made by `parse`).
     #[serde(skip)]
     pub plan: Plan,
+}
+
+/// The longest delivery/lot tag.
+pub const MAX_TAG: usize = 64;
+
+/// A tag is a short name from a purchase order or a lot label: letters,
+/// digits and `.` `_` `-` `:` `/`, so it is the same in a file name, a
+/// URL, a CSV cell and a page.
+pub fn check_tag(t: &str) -> Result<(), String> {
+    if t.is_empty() || t.len() > MAX_TAG {
+        return Err(format!("must be 1 to {MAX_TAG} characters"));
+    }
+    match t
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._-:/".contains(*c)))
+    {
+        Some(c) => Err(format!(
+            "{:?}: only letters, digits and . _ - : / (found {c:?})",
+            crate::util::text::printable(t, 80)
+        )),
+        None => Ok(()),
+    }
 }
 
 fn default_done() -> String {
@@ -547,6 +573,9 @@ impl Profile {
                     self.done
                 ),
             );
+        }
+        if let Some(t) = &self.tag {
+            check_tag(t).map_err(|e| ("tag".to_string(), e))?;
         }
         if let Some(i) = &self.progress_interval {
             plan.progress_interval =
@@ -1164,5 +1193,30 @@ mod tests {
             "name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n{one}"
         ));
         assert!(e.contains("contradicts read_only"), "{e}");
+    }
+
+    #[test]
+    fn a_tag_is_a_short_plain_name() {
+        let with = |t: &str| {
+            Profile::parse(
+                &format!("name = \"x\"\ntag = {t:?}\n[devices]\nscratch = \"1G\"\n"),
+                "t",
+            )
+        };
+        assert_eq!(
+            with("PO-4471/lot:2").unwrap().tag.as_deref(),
+            Some("PO-4471/lot:2")
+        );
+        for bad in [
+            "",
+            "a b",
+            "x<script>",
+            "=cmd|' /C calc'!A0",
+            &"x".repeat(65),
+            "caf\u{e9}",
+        ] {
+            let e = with(bad).unwrap_err().0;
+            assert!(e.contains("tag"), "{bad}: {e}");
+        }
     }
 }

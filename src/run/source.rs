@@ -23,10 +23,11 @@ pub struct Cmdline {
     pub pin: Vec<String>,
     pub interval: Option<String>,
     pub debug: bool,
+    pub tag: Option<String>,
 }
 
 const KEYS: &str =
-    "profile, upload, done, devices, load, duration, allow_http, pin, interval, debug";
+    "profile, upload, done, devices, load, duration, allow_http, pin, interval, debug, tag";
 
 impl Cmdline {
     /// Parses `/proc/cmdline` text; words that are not `storcert.*` are
@@ -59,6 +60,7 @@ impl Cmdline {
                 "pin" => c.pin.push(need(v)?),
                 "interval" => c.interval = Some(need(v)?),
                 "debug" => c.debug = flag(v),
+                "tag" => c.tag = Some(need(v)?),
                 _ => {
                     return Err(ProfileError(format!(
                         "kernel command line: unknown key storcert.{k} (known: {KEYS})"
@@ -77,6 +79,9 @@ impl Cmdline {
         }
         if let Some(i) = &self.interval {
             p.progress_interval = Some(i.clone());
+        }
+        if let Some(t) = &self.tag {
+            p.tag = Some(t.clone());
         }
         if let Some(d) = &self.devices {
             p.devices.scratch = None;
@@ -265,6 +270,13 @@ mod tests {
         let e = Cmdline::parse("storcert.profle=x").unwrap_err().0;
         assert!(e.contains("unknown key storcert.profle"), "{e}");
         let e = Cmdline::parse("storcert.upload=").unwrap_err().0;
+        assert!(e.contains("needs a value"), "{e}");
+        // The delivery tag lands in the profile, and is checked with it.
+        let c = Cmdline::parse("storcert.tag=PO-4471").unwrap();
+        let mut p = Profile::parse("name = \"x\"\n[devices]\nscratch = \"1G\"\n", "t").unwrap();
+        c.apply(&mut p);
+        assert_eq!(p.tag.as_deref(), Some("PO-4471"));
+        let e = Cmdline::parse("storcert.tag=").unwrap_err().0;
         assert!(e.contains("needs a value"), "{e}");
     }
 
