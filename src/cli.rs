@@ -607,43 +607,33 @@ pub struct UploadArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub struct CollectArgs {
+    #[command(flatten)]
+    pub store: CollectStoreArgs,
     /// Address to listen on
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8420")]
     pub listen: String,
-    /// Where bundles are stored: a folder, or s3://BUCKET[/PREFIX] (endpoint and
-    /// credentials from AWS_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)
-    #[arg(long, value_name = "URL", default_value = "collector-store")]
-    pub store: String,
-    /// The SQLite index (default: index.sqlite in the store folder, or in the
-    /// current folder for an object store)
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
-    /// Public keys whose bundles are accepted (minisign .pub files concatenated)
-    #[arg(long, value_name = "FILE")]
-    pub trusted_keys: PathBuf,
     /// Serve HTTPS with this certificate chain (PEM)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The certificate's private key (PEM)
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Largest bundle accepted, bytes (K/M/G suffixes)
-    #[arg(long, value_name = "SIZE", default_value = "256M")]
-    pub max_body: String,
     /// Uploads per minute accepted from one client address
     #[arg(long, value_name = "N", default_value_t = 120)]
     pub rate: u32,
     /// A bearer token (a file holding it; also STORCERT_COLLECT_TOKEN) that
-    /// every request must carry: uploads, and pages, API and downloads too
-    /// unless --public-read. Browsers are asked for it (any user name, the
-    /// token as password). Without a token every endpoint is open to anyone
-    /// who can reach the collector
+    /// every request must carry: uploads and heartbeats, and pages, API and
+    /// downloads too unless --public-read. Browsers are asked for it (any user
+    /// name, the token as password). Without a token every endpoint is open to
+    /// anyone who can reach the collector (heartbeats still need a trusted
+    /// key's signature)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Serve the pages (/, /bundles/SHA), the API (/api/bundles) and the
-    /// downloads (/download/...) without the token: they show serials,
-    /// host names and whole bundles
+    /// Serve the pages (/, /bundles/SHA, /board, histories, cohorts), the API
+    /// (/api/...) and the downloads (/download/...) without the token: they
+    /// show serials, host names and whole bundles
     #[arg(long)]
     pub public_read: bool,
     /// Uploads received at once (more are answered 503 and retried)
@@ -661,14 +651,91 @@ pub struct CollectArgs {
     /// The longest an upload's body may pause
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub body_idle_timeout: String,
+    /// How often to pick up bundles and heartbeats other collectors stored in a
+    /// shared store
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub sync_interval: String,
+    /// A running machine whose heartbeats stop for this long shows as stalled
+    /// (rebooted, hung, or off the network)
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub stall_after: String,
+    #[command(subcommand)]
+    pub action: Option<CollectAction>,
+}
+
+/// Where the collector's bundles are and whose it trusts: the same for
+/// serving and for exporting.
+#[derive(Debug, Args)]
+pub struct CollectStoreArgs {
+    /// Where bundles are stored: a folder, or s3://BUCKET[/PREFIX] (endpoint and
+    /// credentials from AWS_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)
+    #[arg(long, value_name = "URL", default_value = "collector-store")]
+    pub store: String,
+    /// The SQLite index (default: index.sqlite in the store folder, or in the
+    /// current folder for an object store)
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Public keys whose bundles (and heartbeats) are accepted (minisign .pub
+    /// files concatenated)
+    // An Option that is required: `collect export` takes its own, and the
+    // server's is then absent (a plain PathBuf could not be left empty).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub trusted_keys: Option<PathBuf>,
+    /// Largest bundle accepted, bytes (K/M/G suffixes)
+    #[arg(long, value_name = "SIZE", default_value = "256M")]
+    pub max_body: String,
     /// The CPU time one verification may use
     #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub verify_cpu: String,
     #[command(flatten)]
     pub limits: UnpackLimitArgs,
-    /// How often to pick up bundles other collectors stored in a shared store
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub sync_interval: String,
+    /// Known failures shown as waived, never hidden: a TOML file of [[waiver]]
+    /// tables (rule, model, serial, reason, expires; docs/export-schema.md)
+    #[arg(long, value_name = "FILE")]
+    pub waivers: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CollectAction {
+    /// Write the fleet's drive table (one row per drive per run, the schema of
+    /// docs/export-schema.md) from the store, without serving: what
+    /// /api/export.csv and /api/export.jsonl give
+    Export(CollectExportArgs),
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct CollectExportArgs {
+    #[command(flatten)]
+    pub store: CollectStoreArgs,
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: ExportFormatArg,
+    /// Write here (durably, replacing it whole) instead of to standard output
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Only this drive (serial or WWN)
+    #[arg(long, value_name = "ID")]
+    pub drive: Option<String>,
+    /// Only this machine (DMI serial)
+    #[arg(long, value_name = "SERIAL")]
+    pub machine: Option<String>,
+    /// Only one cohort: model, firmware, controller or tag (with --group)
+    #[arg(long, value_name = "KEY", requires = "group")]
+    pub by: Option<String>,
+    /// The cohort's group, as the cohort page names it
+    #[arg(long, value_name = "GROUP", requires = "by")]
+    pub group: Option<String>,
+    /// Only runs received on or after this date or time (RFC 3339, e.g. 2026-11-01)
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// At most this many rows
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Args)]

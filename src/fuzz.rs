@@ -186,6 +186,8 @@ fn world() -> &'static World {
             request_timeout: std::time::Duration::from_secs(10),
             body_idle_timeout: std::time::Duration::from_secs(10),
             limits: Default::default(),
+            waivers: Default::default(),
+            stall_after: std::time::Duration::from_secs(180),
             incoming: {
                 let d = dir.join("incoming");
                 std::fs::create_dir_all(&d).expect("incoming dir");

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod collect;
 pub mod commands;
 pub mod engine;
+pub mod export;
 pub mod fuzz;
 pub mod health;
 pub mod input;

@@ -1985,3 +1985,323 @@ fn a_presigned_target_gets_signatures_first_no_token_and_no_credential_shown() {
     assert!(!text(&o).contains("SECRET"), "{}", text(&o));
     assert!(text(&o).contains("not delivered"), "{}", text(&o));
 }
+
+/// An HTTP body, de-chunked where the answer was streamed.
+fn body_of(raw: &str) -> String {
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    out
+}
+
+/// GET, the whole answer (streamed ones de-chunked).
+fn get_all(base: &str, path: &str) -> (u16, String) {
+    let host = base.trim_start_matches("http://");
+    let mut c = TcpStream::connect(host).unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    c.read_to_end(&mut resp).unwrap();
+    let raw = String::from_utf8(resp).unwrap();
+    let code = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body_of(&raw))
+}
+
+/// The made-up fleet of scripts/bench/fleet-results, bundled and signed:
+/// `machines` machines of two drives; DRV-00004-1 slow (but passing),
+/// DRV-00005-0 failing, DRV-00000-0 moved into the last machine.
+fn fleet_bundles(lab: &Lab, machines: usize) -> Vec<PathBuf> {
+    let out = lab.path("fleet");
+    let gen = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/bench/fleet-results"
+    ))
+    .args([s(&out), "--machines", &machines.to_string()])
+    .args(["--slow", "DRV-00004-1", "--failing", "DRV-00005-0"])
+    .args(["--moved", &format!("DRV-00000-0:{}", machines - 1)])
+    .output()
+    .expect("python3 scripts/bench/fleet-results");
+    assert!(gen.status.success(), "{}", text(&gen));
+    String::from_utf8(gen.stdout)
+        .unwrap()
+        .lines()
+        .map(|dir| {
+            let b = lab.path(&format!(
+                "{}.tar.zst",
+                Path::new(dir).file_name().unwrap().to_str().unwrap()
+            ));
+            let r = storcert(&["bundle", "create", dir, "-o", s(&b), "-k", s(&lab.key)]);
+            assert!(r.status.success(), "{}", text(&r));
+            b
+        })
+        .collect()
+}
+
+#[test]
+fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
+    let lab = Lab::new();
+    let bundles = fleet_bundles(&lab, 12);
+    let waivers = lab.path("waivers.toml");
+    std::fs::write(
+        &waivers,
+        "[[waiver]]\nrule = \"act-storage *\"\nmodel = \"Micron*\"\nserial = \"DRV-00005-0\"\n\
+         reason = \"vendor RMA open\"\nexpires = \"2999-12-31\"\n\
+         [[waiver]]\nrule = \"*\"\nserial = \"DRV-00005-0\"\nreason = \"expired\"\n\
+         expires = \"2000-01-01\"\n",
+    )
+    .unwrap();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &["--waivers", s(&waivers), "--public-read"],
+        &[],
+    );
+    let mut args: Vec<&str> = bundles.iter().map(|b| s(b)).collect();
+    let to = c.upload_url();
+    args.extend(["--to", &to]);
+    let o = upload(&args);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // The CSV: a header, a row per drive per run, the documented columns.
+    let (code, csv_text) = get_all(&c.addr, "/api/export.csv");
+    assert_eq!(code, 200, "{csv_text}");
+    let mut r = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    for col in [
+        "schema_version",
+        "machine_serial",
+        "serial",
+        "firmware",
+        "controller",
+        "tag",
+        "verdict",
+        "waived",
+        "act_3x_over_1ms_pct",
+        "act_6x_over_64ms_pct",
+        "stream_write_bytes_per_s",
+        "smart_before_media_errors",
+        "smart_after_media_errors",
+    ] {
+        assert!(header.iter().any(|h| h == col), "{col} not in {header:?}");
+    }
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 24, "{csv_text}");
+    assert!(rows.iter().all(|r| &r[col("schema_version")] == "1"));
+    let failing = rows
+        .iter()
+        .find(|r| &r[col("serial")] == "DRV-00005-0")
+        .unwrap();
+    assert_eq!(&failing[col("verdict")], "fail");
+    // The unexpired waiver, not the expired one.
+    assert_eq!(
+        &failing[col("waived")],
+        "vendor RMA open (waived until 2999-12-31)"
+    );
+    assert_eq!(&failing[col("tag")], "lot:2026-11");
+    assert_eq!(&failing[col("smart_after_media_errors")], "2");
+    assert!(failing[col("act_6x_over_1ms_pct")].parse::<f64>().unwrap() > 5.0);
+    assert_eq!(&failing[col("act_6x_pass")], "fail");
+    let slow = rows
+        .iter()
+        .find(|r| &r[col("serial")] == "DRV-00004-1")
+        .unwrap();
+    assert_eq!(&slow[col("verdict")], "pass");
+    assert_eq!(&slow[col("waived")], "");
+
+    // JSON lines: the same rows, each a whole object.
+    let (code, jsonl) = get_all(&c.addr, "/api/export.jsonl");
+    assert_eq!(code, 200);
+    let objects: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects.len(), 24);
+    assert!(objects.iter().all(|o| o["schema_version"] == 1));
+    let w: Vec<&serde_json::Value> = objects
+        .iter()
+        .filter(|o| o.get("waived").is_some())
+        .collect();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0]["serial"], "DRV-00005-0");
+    // Filters: one drive, one cohort; a bad filter is refused.
+    let (_, one) = get_all(&c.addr, "/api/export.jsonl?drive=DRV-00000-0");
+    assert_eq!(one.lines().count(), 2, "{one}");
+    let (_, tag) = get_all(&c.addr, "/api/export.jsonl?by=tag&group=PO-4471");
+    assert_eq!(tag.lines().count(), 8, "{tag}");
+    assert!(tag.lines().all(|l| l.contains("\"tag\":\"PO-4471\"")));
+    assert_eq!(get_all(&c.addr, "/api/export.csv?by=tag").0, 400);
+    assert_eq!(get_all(&c.addr, "/api/export.csv?by=colour&group=x").0, 400);
+
+    // A drive's history follows it into the machine it moved to.
+    let (_, hist) = get_all(&c.addr, "/api/drives/DRV-00000-0");
+    let hist: serde_json::Value = serde_json::from_str(&hist).unwrap();
+    let machines: Vec<&str> = hist
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["machine_serial"].as_str().unwrap())
+        .collect();
+    let mut sorted = machines.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["SRV-00000", "SRV-00011"], "{hist}");
+    let (code, page) = get_all(&c.addr, "/drives/DRV-00000-0");
+    assert_eq!(code, 200);
+    assert!(page.contains("moved here from"), "{page}");
+    assert_eq!(get_all(&c.addr, "/drives/NO-SUCH").0, 404);
+    // A machine's history: its run, its drives where they sat.
+    let (code, page) = get_all(&c.addr, "/machines/SRV-00004");
+    assert_eq!(code, 200);
+    for want in ["DRV-00004-0", "DRV-00004-1", "Dell HBA355i", "PO-4490"] {
+        assert!(page.contains(want), "{want} not in {page}");
+    }
+
+    // Cohorts: by model, the slow drive is an outlier though it passed;
+    // the waived failure counts as failed, and says it is waived.
+    let (_, cohorts) = get_all(&c.addr, "/api/cohorts?by=model");
+    let cohorts: serde_json::Value = serde_json::from_str(&cohorts).unwrap();
+    let of = |g: &str| {
+        cohorts
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["group"] == g)
+            .unwrap_or_else(|| panic!("{g} not in {cohorts}"))
+            .clone()
+    };
+    let kioxia = of("KIOXIA KCD6XLUL1T92");
+    assert_eq!(kioxia["drives"], 8);
+    assert!(kioxia["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["serial"] == "DRV-00004-1"
+            && o["figure"] == "act_6x %>1ms"
+            && o["verdict"] == "pass"));
+    let micron = of("Micron_7450_MTFDKCC1T9TFR");
+    assert_eq!(
+        (micron["failed"].clone(), micron["waived"].clone()),
+        (1.into(), 1.into())
+    );
+    assert!(
+        micron["figures"]["stream write MB/s"]["p50"]
+            .as_f64()
+            .unwrap()
+            > 1000.0
+    );
+    let (_, tags) = get_all(&c.addr, "/api/cohorts?by=tag");
+    let tags: serde_json::Value = serde_json::from_str(&tags).unwrap();
+    let mut groups: Vec<&str> = tags
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["group"].as_str().unwrap())
+        .collect();
+    groups.sort();
+    assert_eq!(groups, ["PO-4471", "PO-4490", "lot:2026-11"]);
+    let (_, fw) = get_all(&c.addr, "/api/cohorts?by=firmware");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&fw)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    let (code, page) = get_all(&c.addr, "/cohorts?by=model&group=KIOXIA%20KCD6XLUL1T92");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("id=\"outliers\"") && page.contains("DRV-00004-1"),
+        "{page}"
+    );
+    let (code, page) = get_all(&c.addr, "/cohorts?by=model&group=Micron_7450_MTFDKCC1T9TFR");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("WAIVED") && page.contains("vendor RMA open"),
+        "{page}"
+    );
+    assert_eq!(get_all(&c.addr, "/cohorts?by=colour").0, 400);
+    // The pages, as a browser builds them.
+    let dom = chromium(&["--dump-dom", &format!("{}/cohorts?by=tag", c.addr)]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom.matches("/cohorts?by=tag&amp;group=").count(),
+        3,
+        "{dom}"
+    );
+
+    // `collect export` writes the same rows from the store, no server,
+    // into an index of its own (each record verified again).
+    drop(c);
+    let csv_file = lab.path("fleet.csv");
+    let o = storcert(&[
+        "collect",
+        "export",
+        "--store",
+        s(&lab.path("store")),
+        "--db",
+        s(&lab.path("fresh.sqlite")),
+        "--trusted-keys",
+        s(&lab.pubkey),
+        "--waivers",
+        s(&waivers),
+        "-o",
+        s(&csv_file),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("indexed 12 bundle(s)"), "{}", text(&o));
+    let again = std::fs::read_to_string(&csv_file).unwrap();
+    let mut r2 = csv::Reader::from_reader(again.as_bytes());
+    assert_eq!(r2.headers().unwrap().len(), header.len());
+    let mut a: Vec<String> = r2
+        .records()
+        .map(Result::unwrap)
+        .map(|r| r[col("serial")].to_string() + &r[col("waived")])
+        .collect();
+    let mut b: Vec<String> = rows
+        .iter()
+        .map(|r| r[col("serial")].to_string() + &r[col("waived")])
+        .collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    // A bad waivers file is one line naming the waiver and the key.
+    std::fs::write(
+        &waivers,
+        "[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = \"soon\"\n",
+    )
+    .unwrap();
+    let o = storcert(&[
+        "collect",
+        "export",
+        "--store",
+        s(&lab.path("store")),
+        "--trusted-keys",
+        s(&lab.pubkey),
+        "--waivers",
+        s(&waivers),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("waiver[0].expires"), "{}", text(&o));
+}

@@ -318,6 +318,18 @@ fn plain_name(n: &str) -> bool {
 }
 
 impl Contents {
+    /// The typed contents of a bundle: its results as they were read in
+    /// passing (`results`), and its system identity (kept whole).
+    pub fn of_bundle(unpacked: &crate::bundle::Unpacked, mut results: ResultsReader) -> Contents {
+        if let Some(d) = unpacked.files.get(crate::bundle::SYSTEM) {
+            let read = FileReader::read(crate::bundle::SYSTEM, d, &mut results.left);
+            results
+                .reads
+                .insert(crate::bundle::SYSTEM.to_string(), read);
+        }
+        Contents::from_reads(results.reads, "")
+    }
+
     /// Reads `files`, by path relative to the results folder.
     pub fn read(files: &BTreeMap<String, Vec<u8>>) -> Contents {
         Self::read_in(files, "")

@@ -11,6 +11,11 @@ use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use crate::bundle::summary::Summary;
+use crate::export::DriveRow;
+
+/// The index's own layout. An index of another version is rebuilt from
+/// the store (it is a cache: every record verifies again).
+const INDEX_VERSION: i64 = 2;
 
 /// What the store keeps beside each bundle (`summaries/SHA.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -23,15 +28,110 @@ pub struct Record {
     pub key_id: String,
     pub size: u64,
     pub summary: Summary,
+    /// A row per drive (the export's), made from the verified contents.
+    #[serde(default)]
+    pub rows: Vec<DriveRow>,
+}
+
+impl Record {
+    pub fn new(
+        v: crate::bundle::Verified,
+        received_at: String,
+        size: u64,
+        mut rows: Vec<DriveRow>,
+    ) -> Record {
+        for r in &mut rows {
+            r.received_at = received_at.clone();
+        }
+        Record {
+            sha256: v.sha256,
+            name: v.signed_name,
+            received_at,
+            signed_at: v.signed_at,
+            key_id: v.key_id,
+            size,
+            summary: v.summary,
+            rows,
+        }
+    }
+}
+
+/// What a cohort groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CohortKey {
+    Model,
+    Firmware,
+    Controller,
+    Tag,
+}
+
+impl CohortKey {
+    pub const ALL: [CohortKey; 4] = [
+        CohortKey::Model,
+        CohortKey::Firmware,
+        CohortKey::Controller,
+        CohortKey::Tag,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CohortKey::Model => "model",
+            CohortKey::Firmware => "firmware",
+            CohortKey::Controller => "controller",
+            CohortKey::Tag => "tag",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CohortKey> {
+        CohortKey::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The SQL expression of a row's group: a firmware is a model's
+    /// firmware, a controller's with its firmware.
+    fn column(self) -> &'static str {
+        match self {
+            CohortKey::Model => "COALESCE(model, '')",
+            CohortKey::Firmware => "COALESCE(model, '') || ' / ' || COALESCE(firmware, '')",
+            CohortKey::Controller => {
+                "COALESCE(controller, '') || ' / ' || COALESCE(controller_firmware, '')"
+            }
+            CohortKey::Tag => "COALESCE(tag, '')",
+        }
+    }
+}
+
+/// Which rows an export or a page takes.
+#[derive(Debug, Clone, Default)]
+pub struct RowFilter {
+    /// Drive serial or WWN.
+    pub drive: Option<String>,
+    pub machine: Option<String>,
+    /// (key, its group's value) of a cohort.
+    pub cohort: Option<(CohortKey, String)>,
+    /// Received on or after this date/time (RFC 3339 prefix compare).
+    pub since: Option<String>,
 }
 
 pub struct Index {
     db: Mutex<Connection>,
+    path: std::path::PathBuf,
 }
 
 impl Index {
     pub fn open(path: &Path) -> Result<Index> {
         let db = Connection::open(path).with_context(|| format!("index {}", path.display()))?;
+        let version: i64 = db
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .with_context(|| format!("index {}", path.display()))?;
+        if version != INDEX_VERSION {
+            // Another layout: dropped, and filled again from the store.
+            db.execute_batch(
+                "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS act_keys;
+                 DROP TABLE IF EXISTS drives;
+                 DROP TABLE IF EXISTS bundles;",
+            )
+            .with_context(|| format!("index {}", path.display()))?;
+        }
         db.execute_batch(
             "PRAGMA journal_mode=WAL;
              PRAGMA synchronous=FULL;
@@ -54,10 +154,41 @@ impl Index {
                  verdict TEXT NOT NULL
              );
              CREATE INDEX IF NOT EXISTS drives_serial ON drives(serial);
-             CREATE INDEX IF NOT EXISTS drives_sha ON drives(sha256);",
+             CREATE INDEX IF NOT EXISTS drives_sha ON drives(sha256);
+             CREATE TABLE IF NOT EXISTS rows (
+                 sha256 TEXT NOT NULL REFERENCES bundles(sha256),
+                 n INTEGER NOT NULL,
+                 received_at TEXT NOT NULL,
+                 machine_serial TEXT,
+                 serial TEXT,
+                 wwn TEXT,
+                 model TEXT,
+                 firmware TEXT,
+                 controller TEXT,
+                 controller_firmware TEXT,
+                 tag TEXT,
+                 verdict TEXT NOT NULL,
+                 row TEXT NOT NULL,
+                 PRIMARY KEY (sha256, n)
+             );
+             CREATE TABLE IF NOT EXISTS act_keys (
+                 key TEXT PRIMARY KEY,
+                 load REAL NOT NULL,
+                 spare_pct REAL
+             );
+             CREATE INDEX IF NOT EXISTS rows_serial ON rows(serial);
+             CREATE INDEX IF NOT EXISTS rows_wwn ON rows(wwn);
+             CREATE INDEX IF NOT EXISTS rows_machine ON rows(machine_serial);
+             CREATE INDEX IF NOT EXISTS rows_received ON rows(received_at);
+             CREATE INDEX IF NOT EXISTS bundles_received ON bundles(received_at);",
         )
         .with_context(|| format!("index {}", path.display()))?;
-        Ok(Index { db: Mutex::new(db) })
+        db.pragma_update(None, "user_version", INDEX_VERSION)
+            .with_context(|| format!("index {}", path.display()))?;
+        Ok(Index {
+            db: Mutex::new(db),
+            path: path.to_path_buf(),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -117,6 +248,34 @@ impl Index {
                     ],
                 )?;
             }
+            for (n, row) in r.rows.iter().enumerate() {
+                tx.execute(
+                    "INSERT INTO rows (sha256, n, received_at, machine_serial, serial, wwn,
+                        model, firmware, controller, controller_firmware, tag, verdict, row)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    params![
+                        r.sha256,
+                        n as i64,
+                        r.received_at,
+                        row.machine_serial,
+                        row.serial,
+                        row.wwn,
+                        row.model,
+                        row.firmware,
+                        row.controller,
+                        row.controller_firmware,
+                        row.tag,
+                        row.verdict.as_str(),
+                        serde_json::to_string(row)?
+                    ],
+                )?;
+                for a in &row.act {
+                    tx.execute(
+                        "INSERT OR IGNORE INTO act_keys (key, load, spare_pct) VALUES (?1, ?2, ?3)",
+                        params![a.key(), a.load, a.spare_pct],
+                    )?;
+                }
+            }
         }
         tx.commit()?;
         Ok(added)
@@ -172,5 +331,85 @@ impl Index {
             .lock()
             .query_row("SELECT COUNT(*) FROM bundles", [], |r| r.get(0))?;
         Ok(n as u64)
+    }
+
+    /// Rows that `f` takes, newest first, handed to `each` one at a time
+    /// (an export of the whole fleet is never held in memory); at most
+    /// `limit`. `each` returning false stops.
+    pub fn rows(
+        &self,
+        f: &RowFilter,
+        limit: u64,
+        mut each: impl FnMut(DriveRow) -> bool,
+    ) -> Result<()> {
+        // A connection of its own (WAL lets it read beside the writer): a
+        // long export holds up no upload or page.
+        let db = Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("index {}", self.path.display()))?;
+        let (mut sql, mut args) = (
+            String::from("SELECT row FROM rows WHERE 1"),
+            Vec::<String>::new(),
+        );
+        if let Some(d) = &f.drive {
+            args.push(d.clone());
+            sql += &format!(" AND (serial = ?{0} OR wwn = ?{0})", args.len());
+        }
+        if let Some(m) = &f.machine {
+            args.push(m.clone());
+            sql += &format!(" AND machine_serial = ?{}", args.len());
+        }
+        if let Some((key, value)) = &f.cohort {
+            args.push(value.clone());
+            sql += &format!(" AND {} = ?{}", key.column(), args.len());
+        }
+        if let Some(s) = &f.since {
+            args.push(s.clone());
+            sql += &format!(" AND received_at >= ?{}", args.len());
+        }
+        sql += &format!(
+            " ORDER BY received_at DESC, sha256, n LIMIT {}",
+            limit.min(i64::MAX as u64)
+        );
+        let mut st = db.prepare(&sql)?;
+        let mut q = st.query(rusqlite::params_from_iter(args.iter()))?;
+        while let Some(r) = q.next()? {
+            let text: String = r.get(0)?;
+            if !each(serde_json::from_str(&text).context("index row")?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The groups of `key`, largest first, with their row counts.
+    pub fn cohorts(&self, key: CohortKey, limit: u32) -> Result<Vec<(String, u64)>> {
+        let db = self.lock();
+        let sql = format!(
+            "SELECT {0} AS g, COUNT(*) FROM rows GROUP BY g ORDER BY COUNT(*) DESC, g LIMIT ?1",
+            key.column()
+        );
+        let mut st = db.prepare(&sql)?;
+        let rows = st.query_map([limit], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for r in rows {
+            let (g, n) = r?;
+            out.push((g, n as u64));
+        }
+        Ok(out)
+    }
+
+    /// The ACT column keys of every row indexed (an export's header:
+    /// its groups are the same whatever rows it takes).
+    pub fn act_keys(&self) -> Result<Vec<String>> {
+        let db = self.lock();
+        let mut st =
+            db.prepare("SELECT key FROM act_keys ORDER BY COALESCE(spare_pct, -1), load, key")?;
+        let keys = st.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(keys.collect::<Result<_, _>>()?)
     }
 }

@@ -10,6 +10,7 @@
 //! `GET /download/SHA.tar.zst[.minisig|.intoto.json]`. Nothing else of the
 //! store is reachable: no listing, no other paths.
 
+pub mod fleet;
 pub mod index;
 pub mod store;
 mod web;
@@ -33,7 +34,9 @@ use base64::Engine;
 
 use self::index::{Index, Record};
 use self::store::Store;
+use crate::bundle::contents::{Contents, Holding, ResultsReader};
 use crate::bundle::{self, minisign::PublicKey};
+use crate::export::{self, DriveRow};
 use crate::upload::{H_COLLECTOR, H_ENVELOPE, H_MINISIG, H_SHA256};
 
 pub struct Config {
@@ -64,6 +67,10 @@ pub struct Config {
     pub limits: crate::bundle::Limits,
     /// Where bodies are written while they arrive and are verified.
     pub incoming: PathBuf,
+    /// Known failures accepted for a while: shown as waived.
+    pub waivers: fleet::Waivers,
+    /// A running machine silent this long shows as stalled.
+    pub stall_after: Duration,
 }
 
 pub struct Collector {
@@ -245,6 +252,14 @@ impl Drop for Incoming {
 }
 
 impl Collector {
+    pub fn index(&self) -> &Index {
+        &self.cfg.index
+    }
+
+    pub fn waivers(&self) -> &fleet::Waivers {
+        &self.cfg.waivers
+    }
+
     pub fn new(cfg: Config) -> Shared {
         Arc::new(Collector {
             uploads: Arc::new(tokio::sync::Semaphore::new(cfg.max_uploads.max(1))),
@@ -301,7 +316,9 @@ impl Collector {
     }
 
     /// Verifies a bundle file within the limits and a deadline, on a
-    /// blocking thread, cancelled when the returned future is dropped.
+    /// blocking thread, cancelled when the returned future is dropped;
+    /// reads its results as they pass and makes its export rows (their
+    /// `received_at` is the caller's to fill in).
     async fn verify(
         &self,
         path: PathBuf,
@@ -309,7 +326,7 @@ impl Collector {
         minisig: String,
         envelope: String,
         deadline: Instant,
-    ) -> Result<Result<bundle::Verified, bundle::VerifyError>> {
+    ) -> Result<Result<(bundle::Verified, Vec<DriveRow>), bundle::VerifyError>> {
         let _turn = self.verifying.acquire().await?;
         let cancel = Arc::new(AtomicBool::new(false));
         let _guard = CancelOnDrop(cancel.clone());
@@ -319,7 +336,31 @@ impl Collector {
         let trusted = self.cfg.trusted.clone();
         Ok(tokio::task::spawn_blocking(move || {
             let file = std::fs::File::open(&path).map_err(bundle::VerifyError::Io)?;
-            bundle::verify(file, &name, &minisig, &envelope, &trusted, &limits)
+            // The rows need the JSON results and the logs' verdicts, not
+            // the per-second timelines.
+            let mut results = ResultsReader::new(Holding {
+                seconds: 0,
+                ..Holding::BUNDLE
+            });
+            let (v, unpacked) = bundle::verify_keeping(
+                file,
+                &name,
+                &minisig,
+                &envelope,
+                &trusted,
+                &limits,
+                |p| p == bundle::SYSTEM,
+                &mut results,
+            )?;
+            let contents = Contents::of_bundle(&unpacked, results);
+            let received = export::Received {
+                sha256: v.sha256.clone(),
+                name: v.signed_name.clone(),
+                received_at: String::new(),
+                signed_at: v.signed_at.clone(),
+            };
+            let rows = export::rows(&received, &v.summary, &contents);
+            Ok((v, rows))
         })
         .await?)
     }
@@ -422,7 +463,7 @@ impl Collector {
         if stored_sha != sha {
             return Err(BadRecord(format!("the bundle stored under {sha} is {stored_sha}")).into());
         }
-        let v = self
+        let (v, rows) = self
             .verify(
                 incoming.path.clone(),
                 claim.name.clone(),
@@ -434,15 +475,7 @@ impl Collector {
         if v.sha256 != sha {
             return Err(BadRecord(format!("the bundle stored under {sha} is {}", v.sha256)).into());
         }
-        Ok(Some(Record {
-            sha256: v.sha256,
-            name: v.signed_name,
-            received_at: claim.received_at,
-            signed_at: v.signed_at,
-            key_id: v.key_id,
-            size,
-            summary: v.summary,
-        }))
+        Ok(Some(Record::new(v, claim.received_at, size, rows)))
     }
 
     fn incoming_path(&self) -> PathBuf {
@@ -520,6 +553,14 @@ pub fn router(state: Shared) -> Router {
         .route("/bundles/{sha}/report", get(bundle_report))
         .route("/api/bundles", get(api_list))
         .route("/api/bundles/{sha}", get(api_one))
+        .route("/machines/{serial}", get(web::machine_page))
+        .route("/drives/{id}", get(web::drive_page))
+        .route("/cohorts", get(web::cohorts_page))
+        .route("/api/machines/{serial}", get(api_machine))
+        .route("/api/drives/{id}", get(api_drive))
+        .route("/api/cohorts", get(api_cohorts))
+        .route("/api/export.csv", get(export_csv))
+        .route("/api/export.jsonl", get(export_jsonl))
         .route("/download/{file}", get(download))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -553,6 +594,287 @@ async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
         Ok(None) => Refusal(StatusCode::NOT_FOUND, "no such bundle".into()).into_response(),
         Err(e) => internal(e).into_response(),
     }
+}
+
+/// The most rows an API answer or an export holds.
+const MAX_EXPORT_ROWS: u64 = 1_000_000;
+/// The most rows a JSON history answer holds.
+const MAX_API_ROWS: u64 = 5000;
+
+/// A row with the waiver that covers it, as the API gives it.
+#[derive(serde::Serialize)]
+struct ApiRow {
+    #[serde(flatten)]
+    row: DriveRow,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waived: Option<String>,
+}
+
+async fn api_rows(c: Shared, f: index::RowFilter) -> Response {
+    c.fresh().await;
+    let today = fleet::today();
+    let got = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        c.cfg.index.rows(&f, MAX_API_ROWS, |row| {
+            let waived = c
+                .cfg
+                .waivers
+                .covering(&row, &today)
+                .map(fleet::Waivers::describe);
+            out.push(ApiRow { row, waived });
+            true
+        })?;
+        anyhow::Ok(out)
+    })
+    .await;
+    match got {
+        Ok(Ok(rows)) => Json(rows).into_response(),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e.into()).into_response(),
+    }
+}
+
+async fn api_machine(State(c): State<Shared>, Path(serial): Path<String>) -> Response {
+    api_rows(
+        c,
+        index::RowFilter {
+            machine: Some(serial),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+async fn api_drive(State(c): State<Shared>, Path(id): Path<String>) -> Response {
+    api_rows(
+        c,
+        index::RowFilter {
+            drive: Some(id),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+async fn api_cohorts(State(c): State<Shared>, Query(q): Query<web::CohortQuery>) -> Response {
+    c.fresh().await;
+    let by_name = q.by.clone().unwrap_or_else(|| "model".into());
+    let Some(by) = index::CohortKey::parse(&by_name) else {
+        return Refusal(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "by={}: model, firmware, controller or tag",
+                crate::util::text::printable(&by_name, 60)
+            ),
+        )
+        .into_response();
+    };
+    let got = tokio::task::spawn_blocking(move || {
+        web::cohorts(&c, by, q.group.as_deref())
+            .map(|v| v.into_iter().map(|(co, _)| co).collect::<Vec<_>>())
+    })
+    .await;
+    match got {
+        Ok(Ok(cohorts)) => Json(cohorts).into_response(),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e.into()).into_response(),
+    }
+}
+
+/// Which rows an export takes: `drive=` (serial or WWN), `machine=`,
+/// `by=` with `group=` (a cohort), `since=` (received on or after, an
+/// RFC 3339 date or time), `limit=`.
+#[derive(serde::Deserialize, Default)]
+pub struct ExportQuery {
+    pub drive: Option<String>,
+    pub machine: Option<String>,
+    pub by: Option<String>,
+    pub group: Option<String>,
+    pub since: Option<String>,
+    pub limit: Option<u64>,
+}
+
+impl ExportQuery {
+    pub fn filter(&self) -> Result<(index::RowFilter, u64), String> {
+        let cohort = match (&self.by, &self.group) {
+            (Some(by), Some(g)) => Some((
+                index::CohortKey::parse(by).ok_or_else(|| {
+                    format!(
+                        "by={}: model, firmware, controller or tag",
+                        crate::util::text::printable(by, 60)
+                    )
+                })?,
+                g.clone(),
+            )),
+            (None, None) => None,
+            _ => return Err("by= and group= go together".into()),
+        };
+        Ok((
+            index::RowFilter {
+                drive: self.drive.clone(),
+                machine: self.machine.clone(),
+                cohort,
+                since: self.since.clone(),
+            },
+            self.limit.unwrap_or(MAX_EXPORT_ROWS).min(MAX_EXPORT_ROWS),
+        ))
+    }
+}
+
+/// The two export formats.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ExportFormat {
+    Csv,
+    Jsonl,
+}
+
+/// Writes the rows `f` takes to `out` in `format`, with their waivers;
+/// returns how many.
+pub fn write_export(
+    index: &Index,
+    waivers: &fleet::Waivers,
+    f: &index::RowFilter,
+    limit: u64,
+    format: ExportFormat,
+    out: impl std::io::Write,
+) -> Result<u64> {
+    let today = fleet::today();
+    let mut n = 0u64;
+    let mut failed: Option<std::io::Error> = None;
+    match format {
+        ExportFormat::Csv => {
+            let mut w = export::csv::Writer::new(out, index.act_keys()?)?;
+            index.rows(f, limit, |r| {
+                let waived = waivers.covering(&r, &today).map(fleet::Waivers::describe);
+                match w.row(&r, waived.as_deref()) {
+                    Ok(()) => {
+                        n += 1;
+                        true
+                    }
+                    Err(e) => {
+                        failed = Some(std::io::Error::other(e));
+                        false
+                    }
+                }
+            })?;
+            w.finish()?;
+        }
+        ExportFormat::Jsonl => {
+            let mut out = std::io::BufWriter::new(out);
+            index.rows(f, limit, |r| {
+                let waived = waivers.covering(&r, &today).map(fleet::Waivers::describe);
+                match export::jsonl::write_row(&mut out, &r, waived.as_deref()) {
+                    Ok(()) => {
+                        n += 1;
+                        true
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                }
+            })?;
+            std::io::Write::flush(&mut out)?;
+        }
+    }
+    match failed {
+        Some(e) => Err(e.into()),
+        None => Ok(n),
+    }
+}
+
+/// A writer that hands what it is given to an HTTP body, a chunk at a
+/// time; a reader that went away ends the export.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
+    buf: Vec<u8>,
+}
+
+impl ChannelWriter {
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let chunk = bytes::Bytes::from(std::mem::take(&mut self.buf));
+        self.tx
+            .blocking_send(Ok(chunk))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "reader went away"))
+    }
+}
+
+impl std::io::Write for ChannelWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= 64 << 10 {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
+
+impl Drop for ChannelWriter {
+    fn drop(&mut self) {
+        let _ = self.send();
+    }
+}
+
+/// Streams an export: rows are read and written as the body goes out,
+/// never held whole.
+async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
+    let (f, limit) = match q.filter() {
+        Ok(x) => x,
+        Err(e) => return Refusal(StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    c.fresh().await;
+    let Ok(turn) = c.downloads.clone().try_acquire_owned() else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
+        )
+        .retry_after("2");
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let errors = tx.clone();
+    tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        let out = ChannelWriter {
+            tx,
+            buf: Vec::new(),
+        };
+        if let Err(e) = write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
+            eprintln!("collect: export: {e:#}");
+            // An error, not an end: the body must not look whole.
+            let _ = errors.blocking_send(Err(std::io::Error::other("export failed")));
+        }
+    });
+    let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let (mime, name) = match format {
+        ExportFormat::Csv => ("text/csv; charset=utf-8", "storcert-drives.csv"),
+        ExportFormat::Jsonl => ("application/jsonl; charset=utf-8", "storcert-drives.jsonl"),
+    };
+    (
+        [
+            (header::CONTENT_TYPE, mime.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+        ],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+async fn export_csv(State(c): State<Shared>, Query(q): Query<ExportQuery>) -> Response {
+    export(c, q, ExportFormat::Csv).await
+}
+
+async fn export_jsonl(State(c): State<Shared>, Query(q): Query<ExportQuery>) -> Response {
+    export(c, q, ExportFormat::Jsonl).await
 }
 
 /// Serves a bundle or a signature, only of a bundle in the index (one
@@ -890,7 +1212,7 @@ async fn receive_within(
     }
     // Verify before storing anything, even a bundle already stored: the
     // answer "stored" is only ever given for a verified bundle.
-    let verified = c
+    let (verified, rows) = c
         .verify(
             incoming.path.clone(),
             name.clone(),
@@ -955,16 +1277,12 @@ async fn receive_within(
                 .put(&format!("{key}.intoto.json"), envelope.into())
                 .await?;
             c.cfg.store.put_file(&key, &incoming.path).await?;
-            let record = Record {
-                sha256: sha.clone(),
-                name: verified.signed_name.clone(),
-                received_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                    .to_string(),
-                signed_at: verified.signed_at.clone(),
-                key_id: verified.key_id.clone(),
+            let record = Record::new(
+                verified.clone(),
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
                 size,
-                summary: verified.summary.clone(),
-            };
+                rows,
+            );
             let text = serde_json::to_vec_pretty(&record)?;
             // The record last: its presence means the bundle is whole.
             c.cfg.store.put(&summary_key(&sha), text.into()).await?;

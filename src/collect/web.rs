@@ -7,8 +7,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
-use super::index::Record;
+use super::fleet::{self, Waivers};
+use super::index::{CohortKey, Record, RowFilter};
 use super::{SearchQuery, Shared};
+use crate::export::DriveRow;
 
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -33,7 +35,8 @@ const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#2
 table{border-collapse:collapse;width:100%}th,td{border-bottom:1px solid #ddd;padding:4px 8px;\
 text-align:left;vertical-align:top}th{background:#f4f4f4}.verdict{font-weight:bold;\
 padding:1px 6px;border-radius:3px}.v-pass{background:#d7f5d7;color:#075e07}.v-fail{\
-background:#fbd5d5;color:#8a0b0b}.v-incomplete,.v-untested{background:#eee;color:#555}\
+background:#fbd5d5;color:#8a0b0b}.v-waived{background:#fff0c2;color:#7a5600}\
+.v-running{background:#dbe8fb;color:#0b3d8a}.v-stalled{background:#ffd9a8;color:#7a3a00}.v-incomplete,.v-untested{background:#eee;color:#555}\
 code{font-size:12px}input{padding:4px;width:24em}";
 
 fn page(title: &str, body: &str) -> Html<String> {
@@ -63,7 +66,7 @@ fn machine(r: &Record) -> String {
     format!(
         "{}<br><small>serial {} · host {}</small>",
         esc(if name.is_empty() { "–" } else { &name }),
-        opt(&m.serial),
+        machine_link(&m.serial),
         opt(&m.hostname)
     )
 }
@@ -84,10 +87,10 @@ pub async fn fleet_page(State(c): State<Shared>, Query(q): Query<SearchQuery>) -
             .iter()
             .map(|d| {
                 format!(
-                    "<span class=\"drive\">{} {} <code>{}</code> {}</span>",
+                    "<span class=\"drive\">{} {} {} {}</span>",
                     esc(&d.device),
                     opt(&d.model),
-                    opt(&d.serial),
+                    serial_link(&d.serial, &d.wwn),
                     verdict(d.verdict)
                 )
             })
@@ -105,12 +108,13 @@ pub async fn fleet_page(State(c): State<Shared>, Query(q): Query<SearchQuery>) -
         );
     }
     let body = format!(
-        "<h1>storcert fleet</h1>\
+        "{nav}<h1>storcert fleet</h1>\
          <form method=\"get\" action=\"/\"><input name=\"q\" value=\"{q}\" \
          placeholder=\"serial, model, WWN, host or date (2026-11)\"> <button>Search</button></form>\
          <p id=\"count\">{shown} of {total} bundle(s){filter}</p>\
          <table id=\"fleet\"><thead><tr><th>Received</th><th>Machine</th><th>Drives</th>\
          <th>Verdict</th><th>Bundle</th></tr></thead><tbody>\n{rows}</tbody></table>",
+        nav = nav(),
         q = esc(&q),
         shown = list.len(),
         filter = if q.is_empty() {
@@ -183,4 +187,492 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
         size = r.size,
     );
     page(&r.name, &body).into_response()
+}
+
+/// A path segment or query value, percent-encoded: a serial or a model
+/// is anyone's text.
+pub fn url_part(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The most rows a history or cohort page reads.
+const PAGE_ROWS: u64 = 5000;
+
+fn nav() -> &'static str {
+    "<p class=\"nav\"><a href=\"/\">fleet</a> · <a href=\"/board\">live board</a> · cohorts by \
+     <a href=\"/cohorts?by=model\">model</a>, <a href=\"/cohorts?by=firmware\">firmware</a>, \
+     <a href=\"/cohorts?by=controller\">controller</a>, <a href=\"/cohorts?by=tag\">tag</a> · \
+     export <a href=\"/api/export.csv\">CSV</a>, <a href=\"/api/export.jsonl\">JSON lines</a></p>"
+}
+
+/// A number with at most `digits` decimals, "–" for none.
+fn fig(x: Option<f64>, digits: usize) -> String {
+    match x {
+        Some(x) if x.is_finite() => format!("{x:.digits$}"),
+        _ => "–".into(),
+    }
+}
+
+/// The verdict of a row, and the waiver that covers it.
+fn row_verdict(c: &super::Collector, r: &DriveRow, today: &str) -> String {
+    match c.cfg.waivers.covering(r, today) {
+        Some(w) => format!(
+            "{} <span class=\"verdict v-waived\">WAIVED</span><br><small>{}</small>",
+            verdict(r.verdict),
+            esc(&Waivers::describe(w))
+        ),
+        None => verdict(r.verdict),
+    }
+}
+
+/// The ACT cell of a row: the worst hour's % > 1 ms per load.
+fn act_cell(r: &DriveRow) -> String {
+    if r.act.is_empty() {
+        return "–".into();
+    }
+    r.act
+        .iter()
+        .map(|a| {
+            format!(
+                "{}: {}%{}",
+                esc(&a.key()[4..]),
+                fig(a.pct_over_1ms, 2),
+                if a.pass { "" } else { " ✗" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("<br>")
+}
+
+fn stream_cell(r: &DriveRow) -> String {
+    format!(
+        "{} / {}",
+        fig(r.stream_write_bytes_per_s.map(|b| b / 1e6), 0),
+        fig(r.stream_read_bytes_per_s.map(|b| b / 1e6), 0)
+    )
+}
+
+fn smart_cell(r: &DriveRow) -> String {
+    let pair = |f: fn(&crate::export::Smart) -> Option<u64>| {
+        let b = r.smart_before.as_ref().and_then(f);
+        let a = r.smart_after.as_ref().and_then(f);
+        match (b, a) {
+            (None, None) => None,
+            (b, a) => Some(format!(
+                "{}→{}",
+                b.map_or("–".into(), |x| x.to_string()),
+                a.map_or("–".into(), |x| x.to_string())
+            )),
+        }
+    };
+    let parts: Vec<String> = [
+        ("media errors", pair(|s| s.media_errors)),
+        ("reallocated", pair(|s| s.reallocated_sectors)),
+        ("pending", pair(|s| s.pending_sectors)),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| v.map(|v| format!("{n} {v}")))
+    .collect();
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        parts.join("<br>")
+    }
+}
+
+fn place_cell(r: &DriveRow) -> String {
+    format!(
+        "{}<br><small>{}{}</small>",
+        opt(&r.slot),
+        opt(&r.controller),
+        r.controller_firmware
+            .as_ref()
+            .map(|f| format!(" fw {}", esc(f)))
+            .unwrap_or_default()
+    )
+}
+
+fn drive_link(r: &DriveRow) -> String {
+    serial_link(&r.serial, &r.wwn)
+}
+
+/// A drive's serial (else WWN), linked to its history.
+fn serial_link(serial: &Option<String>, wwn: &Option<String>) -> String {
+    match serial
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .or(wwn.as_deref())
+    {
+        Some(id) if !id.trim().is_empty() => format!(
+            "<a href=\"/drives/{}\"><code>{}</code></a>",
+            url_part(id),
+            esc(id)
+        ),
+        _ => "–".into(),
+    }
+}
+
+fn machine_link(serial: &Option<String>) -> String {
+    match serial.as_deref() {
+        Some(s) if !s.trim().is_empty() => format!(
+            "<a href=\"/machines/{}\"><code>{}</code></a>",
+            url_part(s),
+            esc(s)
+        ),
+        _ => "–".into(),
+    }
+}
+
+fn rows_of(c: &super::Collector, f: &RowFilter) -> anyhow::Result<Vec<DriveRow>> {
+    let mut rows = Vec::new();
+    c.cfg.index.rows(f, PAGE_ROWS, |r| {
+        rows.push(r);
+        true
+    })?;
+    Ok(rows)
+}
+
+fn not_found(what: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        page("not found", &format!("{}<h1>{}</h1>", nav(), esc(what))),
+    )
+        .into_response()
+}
+
+/// `/machines/SERIAL`: every run of the machine, newest first, each with
+/// its drives where they sat.
+pub async fn machine_page(State(c): State<Shared>, Path(serial): Path<String>) -> Response {
+    c.fresh().await;
+    let f = RowFilter {
+        machine: Some(serial.clone()),
+        ..RowFilter::default()
+    };
+    let rows = match rows_of(&c, &f) {
+        Ok(r) => r,
+        Err(e) => return super::internal(e).into_response(),
+    };
+    if rows.is_empty() {
+        return not_found(&format!("No run of machine {serial}"));
+    }
+    let today = fleet::today();
+    let mut body = format!(
+        "{}<h1>Machine <code>{}</code></h1><p>{} {} · host {}</p>",
+        nav(),
+        esc(&serial),
+        opt(&rows[0].machine_vendor),
+        opt(&rows[0].machine_product),
+        opt(&rows[0].hostname),
+    );
+    let mut i = 0;
+    while i < rows.len() {
+        let run = &rows[i];
+        let n = rows[i..]
+            .iter()
+            .take_while(|r| r.bundle_sha256 == run.bundle_sha256)
+            .count();
+        body += &format!(
+            "<h2 class=\"run\">{received} {verdict}</h2><p><a href=\"/bundles/{sha}\">{name}</a> · \
+             tag {tag} · profile {profile}</p><table class=\"drives\"><thead><tr><th>Slot / \
+             controller</th><th>Device</th><th>Model</th><th>Serial</th><th>Firmware</th>\
+             <th>Verdict</th><th>ACT %&gt;1ms</th><th>Stream W/R MB/s</th><th>Health</th>\
+             </tr></thead><tbody>",
+            received = esc(&run.received_at),
+            verdict = verdict(run.run_verdict),
+            sha = esc(&run.bundle_sha256),
+            name = esc(&run.bundle),
+            tag = opt(&run.tag),
+            profile = opt(&run.profile),
+        );
+        for r in &rows[i..i + n] {
+            body += &format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td><td>{}</td></tr>",
+                place_cell(r),
+                esc(&r.device),
+                opt(&r.model),
+                drive_link(r),
+                opt(&r.firmware),
+                row_verdict(&c, r, &today),
+                act_cell(r),
+                stream_cell(r),
+                smart_cell(r),
+            );
+        }
+        body += "</tbody></table>";
+        i += n;
+    }
+    page(&format!("machine {serial}"), &body).into_response()
+}
+
+/// `/drives/SERIAL-OR-WWN`: every run the drive was in, newest first,
+/// with the machine and slot it was in (a drive moved between machines is
+/// followed, and the move is marked).
+pub async fn drive_page(State(c): State<Shared>, Path(id): Path<String>) -> Response {
+    c.fresh().await;
+    let f = RowFilter {
+        drive: Some(id.clone()),
+        ..RowFilter::default()
+    };
+    let rows = match rows_of(&c, &f) {
+        Ok(r) => r,
+        Err(e) => return super::internal(e).into_response(),
+    };
+    if rows.is_empty() {
+        return not_found(&format!("No run of drive {id}"));
+    }
+    let today = fleet::today();
+    let mut table = String::new();
+    for (k, r) in rows.iter().enumerate() {
+        // Newest first: the older row below says where it came from.
+        let moved = rows
+            .get(k + 1)
+            .filter(|older| older.machine_serial != r.machine_serial)
+            .map(|older| {
+                format!(
+                    "<br><small class=\"moved\">moved here from {}</small>",
+                    machine_link(&older.machine_serial)
+                )
+            })
+            .unwrap_or_default();
+        table += &format!(
+            "<tr><td>{received}</td><td>{machine}<br><small>host {host}</small>{moved}</td>\
+             <td>{place}</td><td>{device}</td><td>{firmware}</td><td>{verdict}</td><td>{act}</td>\
+             <td>{stream}</td><td>{smart}</td><td><a href=\"/bundles/{sha}\">bundle</a></td></tr>",
+            received = esc(&r.received_at),
+            machine = machine_link(&r.machine_serial),
+            host = opt(&r.hostname),
+            place = place_cell(r),
+            device = esc(&r.device),
+            firmware = opt(&r.firmware),
+            verdict = row_verdict(&c, r, &today),
+            act = act_cell(r),
+            stream = stream_cell(r),
+            smart = smart_cell(r),
+            sha = esc(&r.bundle_sha256),
+        );
+    }
+    let body = format!(
+        "{nav}<h1>Drive <code>{id}</code></h1><p>{model} · serial {serial} · WWN {wwn} · \
+         {runs} run(s)</p><table id=\"history\"><thead><tr><th>Received</th><th>Machine</th>\
+         <th>Slot / controller</th><th>Device</th><th>Firmware</th><th>Verdict</th>\
+         <th>ACT %&gt;1ms</th><th>Stream W/R MB/s</th><th>Health</th><th></th></tr></thead>\
+         <tbody>{table}</tbody></table>",
+        nav = nav(),
+        id = esc(&id),
+        model = opt(&rows[0].model),
+        serial = opt(&rows[0].serial),
+        wwn = opt(&rows[0].wwn),
+        runs = rows.len(),
+    );
+    page(&format!("drive {id}"), &body).into_response()
+}
+
+#[derive(serde::Deserialize)]
+pub struct CohortQuery {
+    #[serde(default)]
+    pub by: Option<String>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+/// The most groups a cohort overview shows.
+const MAX_GROUPS: u32 = 200;
+
+/// The cohorts of `by` (all of them, or the one `group`), each from its
+/// rows.
+pub fn cohorts(
+    c: &super::Collector,
+    by: CohortKey,
+    group: Option<&str>,
+) -> anyhow::Result<Vec<(fleet::Cohort, Vec<DriveRow>)>> {
+    let groups: Vec<String> = match group {
+        Some(g) => vec![g.to_string()],
+        None => c
+            .cfg
+            .index
+            .cohorts(by, MAX_GROUPS)?
+            .into_iter()
+            .map(|g| g.0)
+            .collect(),
+    };
+    let today = fleet::today();
+    let mut out = Vec::new();
+    for g in groups {
+        let rows = rows_of(
+            c,
+            &RowFilter {
+                cohort: Some((by, g.clone())),
+                ..RowFilter::default()
+            },
+        )?;
+        let cohort = fleet::cohort(g, &rows, |r| c.cfg.waivers.covering(r, &today).is_some());
+        out.push((cohort, rows));
+    }
+    Ok(out)
+}
+
+/// "p50 0.52 · p90 0.80 · max 4.20".
+fn spread(d: &fleet::Distribution) -> String {
+    let digits = if d.max.abs() >= 100.0 { 0 } else { 2 };
+    format!(
+        "p50 {} · p90 {} · max {}",
+        fig(Some(d.p50), digits),
+        fig(Some(d.p90), digits),
+        fig(Some(d.max), digits)
+    )
+}
+
+/// `/cohorts?by=model|firmware|controller|tag[&group=G]`.
+pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>) -> Response {
+    c.fresh().await;
+    let by_name = q.by.as_deref().unwrap_or("model");
+    let Some(by) = CohortKey::parse(by_name) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            page(
+                "bad request",
+                &format!(
+                    "{}<h1>No cohort key {}</h1><p>by= model, firmware, controller or tag</p>",
+                    nav(),
+                    esc(by_name)
+                ),
+            ),
+        )
+            .into_response();
+    };
+    let found = match cohorts(&c, by, q.group.as_deref()) {
+        Ok(f) => f,
+        Err(e) => return super::internal(e).into_response(),
+    };
+    let shown = |g: &str| {
+        if g.is_empty() {
+            "(none)".to_string()
+        } else {
+            g.to_string()
+        }
+    };
+    let body = match q.group.as_deref() {
+        None => {
+            let mut rows = String::new();
+            for (co, _) in &found {
+                let figures: Vec<String> = co
+                    .figures
+                    .iter()
+                    .map(|(name, d)| format!("{}: {}", esc(name), spread(d)))
+                    .collect();
+                rows += &format!(
+                    "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}</td>\
+                     <td>{runs}</td><td>{rate}</td><td>{failed}{waived}</td><td><small>{figures}</small></td>\
+                     <td class=\"outliers\">{outliers}</td></tr>",
+                    by = by.name(),
+                    gq = url_part(&co.group),
+                    g = esc(&shown(&co.group)),
+                    drives = co.drives,
+                    runs = co.runs,
+                    rate = co
+                        .pass_rate()
+                        .map_or("–".into(), |r| format!("{r:.1}%")),
+                    failed = co.failed,
+                    waived = if co.waived > 0 {
+                        format!(" ({} waived)", co.waived)
+                    } else {
+                        String::new()
+                    },
+                    figures = figures.join("<br>"),
+                    outliers = co.outliers.len(),
+                );
+            }
+            format!(
+                "{}<h1>Cohorts by {}</h1><table id=\"cohorts\"><thead><tr><th>{}</th><th>Drives</th>\
+                 <th>Runs</th><th>Pass rate</th><th>Failed</th><th>Key figures</th><th>Outliers</th>\
+                 </tr></thead><tbody>{rows}</tbody></table>",
+                nav(),
+                by.name(),
+                by.name()
+            )
+        }
+        Some(group) => {
+            let Some((co, rows)) = found.first().filter(|(co, _)| co.drives > 0) else {
+                return not_found(&format!("No drives in {} {group}", by.name()));
+            };
+            let today = fleet::today();
+            let mut figures = String::new();
+            for (name, d) in &co.figures {
+                figures += &format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(name),
+                    d.n,
+                    fig(Some(d.min), 2),
+                    fig(Some(d.p50), 2),
+                    fig(Some(d.p90), 2),
+                    fig(Some(d.max), 2)
+                );
+            }
+            let mut outliers = String::new();
+            for o in &co.outliers {
+                outliers += &format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
+                     <td>{}</td></tr>",
+                    match &o.serial {
+                        Some(s) => format!(
+                            "<a href=\"/drives/{}\"><code>{}</code></a>",
+                            url_part(s),
+                            esc(s)
+                        ),
+                        None => esc(&o.device),
+                    },
+                    machine_link(&o.machine_serial),
+                    esc(&o.figure),
+                    fig(Some(o.value), 2),
+                    fig(Some(o.cohort_median), 2),
+                    o.score,
+                    verdict(o.verdict),
+                );
+            }
+            let mut drives = String::new();
+            for r in rows {
+                drives += &format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                     <td>{}</td><td>{}</td></tr>",
+                    esc(&r.received_at),
+                    drive_link(r),
+                    machine_link(&r.machine_serial),
+                    opt(&r.firmware),
+                    row_verdict(&c, r, &today),
+                    act_cell(r),
+                    stream_cell(r),
+                    smart_cell(r),
+                );
+            }
+            format!(
+                "{nav}<h1>{by} {g}</h1><p>{drives_n} drive(s) in {runs} run(s) · pass rate {rate} · \
+                 {failed} failed{waived}</p><h2>Key figures</h2><table id=\"figures\"><thead><tr>\
+                 <th>Figure</th><th>n</th><th>min</th><th>p50</th><th>p90</th><th>max</th></tr>\
+                 </thead><tbody>{figures}</tbody></table><h2>Outliers</h2><p><small>A drive more \
+                 than {score} robust deviations worse than the cohort's median (at least \
+                 {min} drives), whatever its verdict.</small></p><table id=\"outliers\"><thead><tr>\
+                 <th>Drive</th><th>Machine</th><th>Figure</th><th>Value</th><th>Cohort median</th>\
+                 <th>Score</th><th>Verdict</th></tr></thead><tbody>{outliers}</tbody></table>\
+                 <h2>Drives</h2><table id=\"drives\"><thead><tr><th>Received</th><th>Drive</th>\
+                 <th>Machine</th><th>Firmware</th><th>Verdict</th><th>ACT %&gt;1ms</th>\
+                 <th>Stream W/R MB/s</th><th>Health</th></tr></thead><tbody>{drives}</tbody></table>",
+                nav = nav(),
+                by = by.name(),
+                g = esc(&shown(group)),
+                drives_n = co.drives,
+                runs = co.runs,
+                rate = co.pass_rate().map_or("–".into(), |r| format!("{r:.1}%")),
+                failed = co.failed,
+                waived = if co.waived > 0 {
+                    format!(" ({} waived)", co.waived)
+                } else {
+                    String::new()
+                },
+                score = fleet::OUTLIER_SCORE,
+                min = fleet::MIN_COHORT,
+            )
+        }
+    };
+    page("storcert cohorts", &body).into_response()
 }

@@ -1,66 +1,57 @@
-//! `storcert collect`: the collector server.
+//! `storcert collect`: the collector server, and `collect export`.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use super::exit;
-use crate::cli::CollectArgs;
-use crate::collect::{self, index::Index, store::Store};
+use crate::cli::{
+    CollectAction, CollectArgs, CollectExportArgs, CollectStoreArgs, ExportFormatArg,
+};
+use crate::collect::{self, fleet::Waivers, index::Index, store::Store};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert collect: {msg}");
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-pub fn run(a: CollectArgs) -> ExitCode {
-    // One TLS provider for the process (ring), before the S3 client or the
-    // TLS listener is built: both take the process default.
-    crate::upload::tls::use_ring();
-    let trusted = match crate::bundle::keys::read_public_keys(&a.trusted_keys) {
-        Ok(k) => k,
-        Err(e) => return fail(format!("--trusted-keys {e:#}")),
-    };
-    let max_body = match crate::util::size::parse_size(&a.max_body) {
-        Ok(n) => n,
-        Err(e) => return fail(format!("--max-body {:?}: {e}", a.max_body)),
-    };
-    let sync_interval = match humantime::parse_duration(&a.sync_interval) {
-        Ok(d) => d,
-        Err(e) => return fail(format!("--sync-interval {:?}: {e}", a.sync_interval)),
-    };
-    let token = match &a.token_file {
-        Some(p) => match crate::input::read_text(p) {
-            Ok(t) => Some(t.trim().to_string()),
-            Err(e) => return fail(format!("--token-file {}: {e}", p.display())),
-        },
-        None => std::env::var("STORCERT_COLLECT_TOKEN").ok(),
-    };
-    if token.as_deref().is_some_and(str::is_empty) {
-        return fail("--token-file: the token is empty (every endpoint would be open)");
-    }
-    let request_timeout = match humantime::parse_duration(&a.request_timeout) {
-        Ok(d) => d,
-        Err(e) => return fail(format!("--request-timeout {:?}: {e}", a.request_timeout)),
-    };
-    let duration = |flag: &str, text: &str| {
-        humantime::parse_duration(text).map_err(|e| format!("{flag} {text:?}: {e}"))
-    };
-    let (body_idle_timeout, verify_cpu) = match (
-        duration("--body-idle-timeout", &a.body_idle_timeout),
-        duration("--verify-cpu", &a.verify_cpu),
-    ) {
-        (Ok(b), Ok(v)) => (b, v),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
-    };
-    let mut limits = match a.limits.limits() {
-        Ok(l) => l,
-        Err(e) => return fail(e),
-    };
+fn duration(flag: &str, text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{flag} {text:?}: {e}"))
+}
+
+/// What serving and exporting share: the store, its index, the keys
+/// trusted, the limits of a verification and the waivers.
+struct Opened {
+    store: Store,
+    index: Index,
+    trusted: Vec<crate::bundle::minisign::PublicKey>,
+    max_body: u64,
+    limits: crate::bundle::Limits,
+    incoming: std::path::PathBuf,
+    waivers: Waivers,
+}
+
+fn open(a: &CollectStoreArgs) -> Result<Opened, String> {
+    let keys = a
+        .trusted_keys
+        .as_ref()
+        .ok_or("--trusted-keys is required")?;
+    let trusted =
+        crate::bundle::keys::read_public_keys(keys).map_err(|e| format!("--trusted-keys {e:#}"))?;
+    let max_body = crate::util::size::parse_size(&a.max_body)
+        .map_err(|e| format!("--max-body {:?}: {e}", a.max_body))?;
+    let verify_cpu = duration("--verify-cpu", &a.verify_cpu)?;
+    let mut limits = a.limits.limits()?;
     limits.budget.cpu = Some(verify_cpu);
-    let store = match Store::open(&a.store) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("{e:#}")),
+    let waivers = match &a.waivers {
+        Some(p) => {
+            let text = crate::input::read_text(p)
+                .map_err(|e| format!("--waivers {}: {e}", p.display()))?;
+            Waivers::parse(&text, &format!("--waivers {}", p.display()))?
+        }
+        None => Waivers::default(),
     };
+    let store = Store::open(&a.store).map_err(|e| format!("{e:#}"))?;
     let db = a.db.clone().unwrap_or_else(|| match &store {
         Store::Local(dir) => dir.join("index.sqlite"),
         Store::Object { .. } => "collector-index.sqlite".into(),
@@ -71,13 +62,11 @@ pub fn run(a: CollectArgs) -> ExitCode {
     incoming.push(".incoming");
     let incoming = std::path::PathBuf::from(incoming);
     let _ = std::fs::remove_dir_all(&incoming);
-    if let Err(e) = std::fs::DirBuilder::new()
+    std::fs::DirBuilder::new()
         .mode(0o700)
         .recursive(true)
         .create(&incoming)
-    {
-        return fail(format!("{}: {e}", incoming.display()));
-    }
+        .map_err(|e| format!("{}: {e}", incoming.display()))?;
     // Ours alone: a folder someone else made (a shared /tmp) could have a
     // body swapped between its verification and its storing.
     // SAFETY: geteuid has no preconditions.
@@ -88,28 +77,77 @@ pub fn run(a: CollectArgs) -> ExitCode {
                 && std::os::unix::fs::MetadataExt::uid(&m) == me
                 && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o077 == 0 => {}
         _ => {
-            return fail(format!(
+            return Err(format!(
                 "{}: not a private folder of this user (remove it, or choose --db elsewhere)",
                 incoming.display()
             ))
         }
     }
-    let index = match Index::open(&db) {
-        Ok(i) => i,
-        Err(e) => return fail(format!("--db: {e:#}")),
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return fail(format!("runtime: {e}")),
-    };
-    let state = collect::Collector::new(collect::Config {
+    let index = Index::open(&db).map_err(|e| format!("--db: {e:#}"))?;
+    Ok(Opened {
         store,
         index,
         trusted,
         max_body,
+        limits,
+        incoming,
+        waivers,
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))
+}
+
+pub fn run(a: CollectArgs) -> ExitCode {
+    // One TLS provider for the process (ring), before the S3 client or the
+    // TLS listener is built: both take the process default.
+    crate::upload::tls::use_ring();
+    match a.action {
+        Some(CollectAction::Export(e)) => export(e),
+        None => serve(a),
+    }
+}
+
+fn serve(a: CollectArgs) -> ExitCode {
+    let token = match &a.token_file {
+        Some(p) => match crate::input::read_text(p) {
+            Ok(t) => Some(t.trim().to_string()),
+            Err(e) => return fail(format!("--token-file {}: {e}", p.display())),
+        },
+        None => std::env::var("STORCERT_COLLECT_TOKEN").ok(),
+    };
+    if token.as_deref().is_some_and(str::is_empty) {
+        return fail("--token-file: the token is empty (every endpoint would be open)");
+    }
+    let times = (|| {
+        Ok::<_, String>((
+            duration("--sync-interval", &a.sync_interval)?,
+            duration("--request-timeout", &a.request_timeout)?,
+            duration("--body-idle-timeout", &a.body_idle_timeout)?,
+            duration("--stall-after", &a.stall_after)?,
+        ))
+    })();
+    let (sync_interval, request_timeout, body_idle_timeout, stall_after) = match times {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let o = match open(&a.store) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let state = collect::Collector::new(collect::Config {
+        store: o.store,
+        index: o.index,
+        trusted: o.trusted,
+        max_body: o.max_body,
         rate_per_minute: a.rate,
         token,
         public_read: a.public_read,
@@ -120,13 +158,104 @@ pub fn run(a: CollectArgs) -> ExitCode {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         request_timeout,
         body_idle_timeout,
-        limits,
-        incoming,
+        limits: o.limits,
+        incoming: o.incoming,
         sync_interval,
+        waivers: o.waivers,
+        stall_after,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     match rt.block_on(collect::serve(state, &a.listen, tls)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(format!("{e:#}")),
+    }
+}
+
+/// `collect export`: the index brought up to date with the store (every
+/// record it lacks verified from its bundle, as a server does), then the
+/// rows written.
+fn export(a: CollectExportArgs) -> ExitCode {
+    let q = collect::ExportQuery {
+        drive: a.drive.clone(),
+        machine: a.machine.clone(),
+        by: a.by.clone(),
+        group: a.group.clone(),
+        since: a.since.clone(),
+        limit: a.limit,
+    };
+    let (filter, limit) = match q.filter() {
+        Ok(f) => f,
+        Err(e) => return fail(e),
+    };
+    let o = match open(&a.store) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let state = collect::Collector::new(collect::Config {
+        store: o.store,
+        index: o.index,
+        trusted: o.trusted,
+        max_body: o.max_body,
+        rate_per_minute: 1,
+        token: None,
+        public_read: false,
+        max_uploads: 1,
+        max_uploads_per_client: 1,
+        max_verifying: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        request_timeout: Duration::from_secs(600),
+        body_idle_timeout: Duration::from_secs(30),
+        limits: o.limits,
+        incoming: o.incoming,
+        sync_interval: Duration::from_secs(3600),
+        waivers: o.waivers,
+        stall_after: Duration::from_secs(180),
+    });
+    match rt.block_on(state.sync()) {
+        Ok(n) if n > 0 => {
+            eprintln!("storcert collect export: indexed {n} bundle(s) from the store")
+        }
+        Ok(_) => {}
+        Err(e) => return fail(format!("reading the store: {e:#}")),
+    }
+    let format = match a.format {
+        ExportFormatArg::Csv => collect::ExportFormat::Csv,
+        ExportFormatArg::Jsonl => collect::ExportFormat::Jsonl,
+    };
+    let written = match &a.output {
+        Some(path) => {
+            let mut buf = Vec::new();
+            collect::write_export(
+                state.index(),
+                state.waivers(),
+                &filter,
+                limit,
+                format,
+                &mut buf,
+            )
+            .and_then(|n| {
+                crate::util::fs::write_durably(path, &buf)
+                    .map(|_| n)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+            })
+        }
+        None => collect::write_export(
+            state.index(),
+            state.waivers(),
+            &filter,
+            limit,
+            format,
+            std::io::stdout().lock(),
+        ),
+    };
+    match written {
+        Ok(n) => {
+            eprintln!("storcert collect export: {n} row(s)");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("export: {e:#}")),
     }
 }

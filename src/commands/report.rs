@@ -126,7 +126,9 @@ pub fn open(
                 .map(Box::new)
                 .map_err(|e| could_not(format!("{}: summary.json: {e}", input.display())))
         })?;
-    let contents = Box::new(crate::report::contents_of_bundle(&unpacked, results));
+    let contents = Box::new(crate::bundle::contents::Contents::of_bundle(
+        &unpacked, results,
+    ));
     Ok(Opened::Bundle {
         name,
         summary,

@@ -36,16 +36,16 @@ pub fn spare_text(s: Option<&SpareArea>) -> String {
         None => "no spare partition".into(),
         Some(s) => format!(
             "{}% spare{}",
-            trim(s.spare_pct),
+            trim_number(s.spare_pct),
             s.total_spare_pct
-                .map(|t| format!(" (total {}%)", trim(t)))
+                .map(|t| format!(" (total {}%)", trim_number(t)))
                 .unwrap_or_default()
         ),
     }
 }
 
 /// A number without trailing zeros: 12, 12.5, 1.25.
-fn trim(x: f64) -> String {
+pub fn trim_number(x: f64) -> String {
     format!("{x:.2}")
         .trim_end_matches('0')
         .trim_end_matches('.')
@@ -54,7 +54,7 @@ fn trim(x: f64) -> String {
 
 /// "1.5x".
 pub fn load_text(load: f64) -> String {
-    format!("{}x", trim(load))
+    format!("{}x", trim_number(load))
 }
 
 /// One judged ACT log.

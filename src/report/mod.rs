@@ -294,22 +294,6 @@ pub fn contents_of_results(dir: &Path) -> Result<Contents> {
     Ok(Contents::read_in(&files, crate::bundle::RESULTS_PREFIX))
 }
 
-/// The typed contents of a bundle: its results as they were read in
-/// passing (`results`), and its system identity.
-pub fn contents_of_bundle(
-    unpacked: &crate::bundle::Unpacked,
-    mut results: crate::bundle::contents::ResultsReader,
-) -> Contents {
-    if let Some(d) = unpacked.files.get(crate::bundle::SYSTEM) {
-        let read =
-            crate::bundle::contents::FileReader::read(crate::bundle::SYSTEM, d, &mut results.left);
-        results
-            .reads
-            .insert(crate::bundle::SYSTEM.to_string(), read);
-    }
-    Contents::from_reads(results.reads, "")
-}
-
 /// The report of a results folder (as the bundle will judge it).
 pub fn for_results(dir: &Path) -> Result<Report> {
     let files = read_dir_files(dir)?;

@@ -1,0 +1,484 @@
+//! The fleet's answers from its rows (one per drive per run): a cohort's
+//! pass rate and the distribution of its key figures, the drives far
+//! worse than their cohort (even when they passed), and waivers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::export::DriveRow;
+use crate::results::Verdict;
+
+/// One key figure of a row: its name, value, and whether more is worse.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub higher_is_worse: bool,
+}
+
+/// A change of a health counter over the run (after − before).
+fn delta(r: &DriveRow, f: impl Fn(&crate::export::Smart) -> Option<u64>) -> Option<f64> {
+    let (b, a) = (f(r.smart_before.as_ref()?)?, f(r.smart_after.as_ref()?)?);
+    Some(a as f64 - b as f64)
+}
+
+/// The figures a cohort compares: the worst hour's % > 1 ms at each ACT
+/// load, the stream bandwidths (MB/s), and the health counters' changes.
+pub fn figures(r: &DriveRow) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for a in &r.act {
+        if let Some(v) = a.pct_over_1ms {
+            out.push(Figure {
+                name: format!("{} %>1ms", a.key()),
+                value: v,
+                higher_is_worse: true,
+            });
+        }
+    }
+    for (name, bw) in [
+        ("stream write MB/s", r.stream_write_bytes_per_s),
+        ("stream read MB/s", r.stream_read_bytes_per_s),
+    ] {
+        if let Some(bw) = bw.filter(|b| b.is_finite()) {
+            out.push(Figure {
+                name: name.into(),
+                value: bw / 1e6,
+                higher_is_worse: false,
+            });
+        }
+    }
+    for (name, d) in [
+        ("media errors Δ", delta(r, |s| s.media_errors)),
+        ("reallocated Δ", delta(r, |s| s.reallocated_sectors)),
+        ("pending Δ", delta(r, |s| s.pending_sectors)),
+    ] {
+        if let Some(d) = d {
+            out.push(Figure {
+                name: name.into(),
+                value: d,
+                higher_is_worse: true,
+            });
+        }
+    }
+    out
+}
+
+/// A figure's spread over a cohort.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Distribution {
+    pub n: usize,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+/// The value at quantile `q` of sorted values (nearest rank).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+impl Distribution {
+    fn of(mut v: Vec<f64>) -> Option<Distribution> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(Distribution {
+            n: v.len(),
+            min: v[0],
+            p50: quantile(&v, 0.5),
+            p90: quantile(&v, 0.9),
+            max: v[v.len() - 1],
+        })
+    }
+}
+
+/// A drive far worse than its cohort in one figure.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Outlier {
+    pub bundle_sha256: String,
+    pub device: String,
+    pub serial: Option<String>,
+    pub machine_serial: Option<String>,
+    pub verdict: Verdict,
+    pub figure: String,
+    pub value: f64,
+    pub cohort_median: f64,
+    /// How many robust deviations worse than the median.
+    pub score: f64,
+}
+
+/// The fewest values a figure needs before anything is called an outlier.
+pub const MIN_COHORT: usize = 5;
+/// Robust deviations from the median beyond which a value is an outlier.
+pub const OUTLIER_SCORE: f64 = 3.5;
+
+/// The least spread assumed for a figure, so a cohort of nearly equal
+/// values does not call a tiny difference an outlier: a quarter of a
+/// percentage point for latency, 5% of the median for bandwidth, one
+/// event for a counter.
+fn least_spread(name: &str, median: f64) -> f64 {
+    if name.ends_with("%>1ms") {
+        0.25
+    } else if name.ends_with("MB/s") {
+        0.05 * median.abs()
+    } else {
+        1.0
+    }
+    .max(f64::MIN_POSITIVE)
+}
+
+/// A cohort: its rows' verdicts, figures and outliers.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Cohort {
+    pub group: String,
+    pub drives: usize,
+    pub runs: usize,
+    pub passed: usize,
+    pub failed: usize,
+    /// Failures a waiver covers (counted in `failed` too).
+    pub waived: usize,
+    pub figures: BTreeMap<String, Distribution>,
+    pub outliers: Vec<Outlier>,
+}
+
+impl Cohort {
+    /// Passed over judged (passed + failed), %; none with nothing judged.
+    pub fn pass_rate(&self) -> Option<f64> {
+        let judged = self.passed + self.failed;
+        (judged > 0).then(|| 100.0 * self.passed as f64 / judged as f64)
+    }
+}
+
+/// The cohort `group` of `rows` (waived: whether a row's failure is
+/// waived).
+pub fn cohort(group: String, rows: &[DriveRow], waived: impl Fn(&DriveRow) -> bool) -> Cohort {
+    let mut by_figure: BTreeMap<String, (bool, Vec<(usize, f64)>)> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        for f in figures(r) {
+            by_figure
+                .entry(f.name)
+                .or_insert_with(|| (f.higher_is_worse, Vec::new()))
+                .1
+                .push((i, f.value));
+        }
+    }
+    let mut figures = BTreeMap::new();
+    let mut outliers = Vec::new();
+    for (name, (higher_is_worse, values)) in by_figure {
+        let Some(d) = Distribution::of(values.iter().map(|v| v.1).collect()) else {
+            continue;
+        };
+        if values.len() >= MIN_COHORT {
+            let mut dev: Vec<f64> = values.iter().map(|v| (v.1 - d.p50).abs()).collect();
+            dev.sort_by(f64::total_cmp);
+            // 1.4826 × MAD estimates the standard deviation of normal data.
+            let spread = (1.4826 * quantile(&dev, 0.5)).max(least_spread(&name, d.p50));
+            for &(i, v) in &values {
+                let worse = if higher_is_worse {
+                    v - d.p50
+                } else {
+                    d.p50 - v
+                };
+                let score = worse / spread;
+                if score > OUTLIER_SCORE {
+                    let r = &rows[i];
+                    outliers.push(Outlier {
+                        bundle_sha256: r.bundle_sha256.clone(),
+                        device: r.device.clone(),
+                        serial: r.serial.clone(),
+                        machine_serial: r.machine_serial.clone(),
+                        verdict: r.verdict,
+                        figure: name.clone(),
+                        value: v,
+                        cohort_median: d.p50,
+                        score,
+                    });
+                }
+            }
+        }
+        figures.insert(name, d);
+    }
+    outliers.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let runs: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.bundle_sha256.as_str()).collect();
+    Cohort {
+        group,
+        drives: rows.len(),
+        runs: runs.len(),
+        passed: rows.iter().filter(|r| r.verdict == Verdict::Pass).count(),
+        failed: rows.iter().filter(|r| r.verdict == Verdict::Fail).count(),
+        waived: rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail && waived(r))
+            .count(),
+        figures,
+        outliers,
+    }
+}
+
+/// A known failure accepted for a while: findings it covers show as
+/// waived (with its reason and expiry), never hidden.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Waiver {
+    /// A glob over a failure's reason ("act-storage 6x*", "policy*"):
+    /// every reason of the drive's failure must match one waiver.
+    pub rule: String,
+    /// Globs over the drive's model and serial/WWN ("*" by default).
+    #[serde(default = "any")]
+    pub model: String,
+    #[serde(default = "any")]
+    pub serial: String,
+    pub reason: String,
+    /// The last day it applies, YYYY-MM-DD (UTC).
+    pub expires: String,
+}
+
+fn any() -> String {
+    "*".into()
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Waivers {
+    #[serde(default, rename = "waiver")]
+    pub waivers: Vec<Waiver>,
+}
+
+/// The longest glob a waiver may hold (globs are matched in linear time
+/// up to this length).
+const MAX_GLOB: usize = 127;
+
+impl Waivers {
+    /// Reads a waivers file (`[[waiver]]` tables); an error names the
+    /// file, the waiver and what is wrong with it.
+    pub fn parse(text: &str, origin: &str) -> Result<Waivers, String> {
+        let w: Waivers = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        for (i, x) in w.waivers.iter().enumerate() {
+            let at = format!("{origin}: waiver[{i}]");
+            for (key, glob) in [
+                ("rule", &x.rule),
+                ("model", &x.model),
+                ("serial", &x.serial),
+            ] {
+                if glob.is_empty() || glob.len() > MAX_GLOB {
+                    return Err(format!("{at}.{key}: 1 to {MAX_GLOB} characters"));
+                }
+            }
+            if x.reason.trim().is_empty() {
+                return Err(format!("{at}.reason: say why the failure is accepted"));
+            }
+            if !valid_date(&x.expires) {
+                return Err(format!(
+                    "{at}.expires: {:?} is not a date YYYY-MM-DD",
+                    crate::util::text::printable(&x.expires, 40)
+                ));
+            }
+        }
+        Ok(w)
+    }
+
+    /// The waiver that covers `r`'s failure on `today` (YYYY-MM-DD): one
+    /// whose model and serial globs match the drive and whose rule matches
+    /// a reason, with every reason so matched by some waiver. None for a
+    /// drive that did not fail.
+    pub fn covering<'a>(&'a self, r: &DriveRow, today: &str) -> Option<&'a Waiver> {
+        if r.verdict != Verdict::Fail || r.reasons.is_empty() {
+            return None;
+        }
+        let glob = |p: &str, t: &str| crate::policy::glob::matches_short(p, t).unwrap_or(false);
+        let applies: Vec<&Waiver> = self
+            .waivers
+            .iter()
+            .filter(|w| w.expires.as_str() >= today)
+            .filter(|w| glob(&w.model, r.model.as_deref().unwrap_or("")))
+            .filter(|w| {
+                w.serial == "*"
+                    || [r.serial.as_deref(), r.wwn.as_deref()]
+                        .into_iter()
+                        .flatten()
+                        .any(|s| glob(&w.serial, s))
+            })
+            .collect();
+        let mut first = None;
+        for reason in &r.reasons {
+            let w = applies.iter().find(|w| glob(&w.rule, reason))?;
+            first.get_or_insert(*w);
+        }
+        first
+    }
+
+    /// "reason (waived until YYYY-MM-DD)".
+    pub fn describe(w: &Waiver) -> String {
+        format!("{} (waived until {})", w.reason, w.expires)
+    }
+}
+
+fn valid_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && (1..=12).contains(&s[5..7].parse::<u32>().unwrap_or(0))
+        && (1..=31).contains(&s[8..10].parse::<u32>().unwrap_or(0))
+}
+
+/// Today's date, UTC, YYYY-MM-DD.
+pub fn today() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()[..10].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::{ActLoad, Smart};
+
+    fn row(serial: &str, pct: f64, write_bw: f64, verdict: Verdict) -> DriveRow {
+        DriveRow {
+            bundle_sha256: format!("sha-{serial}"),
+            device: "/dev/nvme0n1".into(),
+            serial: Some(serial.into()),
+            model: Some("M".into()),
+            verdict,
+            reasons: if verdict == Verdict::Fail {
+                vec!["act-storage 6x (results/act/x.log): reads slice 1: 9% > 1 ms".into()]
+            } else {
+                vec![]
+            },
+            act: vec![ActLoad {
+                load: 6.0,
+                pct_over_1ms: Some(pct),
+                pass: pct < 5.0,
+                ..ActLoad::default()
+            }],
+            stream_write_bytes_per_s: Some(write_bw),
+            smart_before: Some(Smart {
+                media_errors: Some(0),
+                ..Smart::default()
+            }),
+            smart_after: Some(Smart {
+                media_errors: Some(0),
+                ..Smart::default()
+            }),
+            ..DriveRow::default()
+        }
+    }
+
+    #[test]
+    fn a_passing_drive_far_worse_than_its_cohort_is_an_outlier() {
+        let mut rows: Vec<DriveRow> = (0..8)
+            .map(|i| {
+                row(
+                    &format!("S{i}"),
+                    0.5 + 0.05 * i as f64,
+                    2.0e9,
+                    Verdict::Pass,
+                )
+            })
+            .collect();
+        // Passes (4.2% < 5%), but eight times its cohort's latency.
+        rows.push(row("SLOW", 4.2, 2.0e9, Verdict::Pass));
+        // Half the cohort's bandwidth.
+        rows.push(row("HALF", 0.6, 1.0e9, Verdict::Pass));
+        let c = cohort("M".into(), &rows, |_| false);
+        assert_eq!((c.drives, c.passed, c.failed), (10, 10, 0));
+        assert_eq!(c.pass_rate(), Some(100.0));
+        let named: Vec<(&str, &str)> = c
+            .outliers
+            .iter()
+            .map(|o| (o.serial.as_deref().unwrap(), o.figure.as_str()))
+            .collect();
+        assert!(named.contains(&("SLOW", "act_6x %>1ms")), "{named:?}");
+        assert!(named.contains(&("HALF", "stream write MB/s")), "{named:?}");
+        assert_eq!(named.len(), 2, "{named:?}");
+        let d = &c.figures["act_6x %>1ms"];
+        assert_eq!(d.n, 10);
+        assert_eq!(d.max, 4.2);
+    }
+
+    #[test]
+    fn near_equal_values_and_small_cohorts_have_no_outliers() {
+        // All within a quarter point: the spread floor keeps them in.
+        let rows: Vec<DriveRow> = (0..10)
+            .map(|i| {
+                row(
+                    &format!("S{i}"),
+                    0.5 + 0.02 * i as f64,
+                    2.0e9,
+                    Verdict::Pass,
+                )
+            })
+            .collect();
+        assert!(cohort("M".into(), &rows, |_| false).outliers.is_empty());
+        // Four drives are too few to call one far worse.
+        let mut few: Vec<DriveRow> = (0..3)
+            .map(|i| row(&format!("S{i}"), 0.5, 2.0e9, Verdict::Pass))
+            .collect();
+        few.push(row("X", 4.9, 2.0e9, Verdict::Pass));
+        assert!(cohort("M".into(), &few, |_| false).outliers.is_empty());
+    }
+
+    #[test]
+    fn a_waiver_covers_only_matching_unexpired_failures() {
+        let w = Waivers::parse(
+            "[[waiver]]\nrule = \"act-storage 6x*\"\nmodel = \"M\"\nserial = \"S*\"\n\
+             reason = \"vendor fix in FW 2\"\nexpires = \"2026-12-31\"\n",
+            "w.toml",
+        )
+        .unwrap();
+        let failed = row("S1", 9.0, 2.0e9, Verdict::Fail);
+        let got = w.covering(&failed, "2026-12-01").unwrap();
+        assert_eq!(
+            Waivers::describe(got),
+            "vendor fix in FW 2 (waived until 2026-12-31)"
+        );
+        // Expired, another serial, a passing drive, another reason: no.
+        assert!(w.covering(&failed, "2027-01-01").is_none());
+        assert!(w
+            .covering(&row("X1", 9.0, 2.0e9, Verdict::Fail), "2026-12-01")
+            .is_none());
+        assert!(w
+            .covering(&row("S1", 0.5, 2.0e9, Verdict::Pass), "2026-12-01")
+            .is_none());
+        let mut two = failed.clone();
+        two.reasons
+            .push("policy (results/policy.json): firmware".into());
+        assert!(w.covering(&two, "2026-12-01").is_none());
+    }
+
+    #[test]
+    fn bad_waivers_are_refused_naming_the_waiver_and_key() {
+        for (text, want) in [
+            (
+                "[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = \"soon\"\n",
+                "waiver[0].expires",
+            ),
+            (
+                "[[waiver]]\nrule = \"x\"\nreason = \" \"\nexpires = \"2026-12-31\"\n",
+                "waiver[0].reason",
+            ),
+            (
+                "[[waiver]]\nrule = \"\"\nreason = \"r\"\nexpires = \"2026-12-31\"\n",
+                "waiver[0].rule",
+            ),
+            (
+                "[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = \"2026-13-01\"\n",
+                "waiver[0].expires",
+            ),
+            (
+                "[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = \"2026-12-31\"\nwho = 1\n",
+                "who",
+            ),
+        ] {
+            let e = Waivers::parse(text, "w.toml").unwrap_err();
+            assert!(e.contains(want) && e.starts_with("w.toml"), "{text}: {e}");
+        }
+    }
+}

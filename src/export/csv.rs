@@ -1,0 +1,240 @@
+//! The rows as CSV: a header line, then a row per drive per run, in the
+//! columns docs/export-schema.md lists. The ACT columns are one group per
+//! load (and spare area) present in the export, named by `ActLoad::key`.
+//!
+//! A cell holds what a machine reported (a model, a serial), which a
+//! spreadsheet would run as a formula if it began with `=`, `+`, `-`, `@`
+//! or a control character: such text cells get a leading `'` (numbers are
+//! written by us and left as they are).
+
+use std::io::Write;
+
+use super::{ActLoad, DriveRow, Smart};
+
+/// The fixed columns before the ACT groups.
+const RUN: &[&str] = &[
+    "schema_version",
+    "bundle_sha256",
+    "bundle",
+    "received_at",
+    "signed_at",
+    "run_verdict",
+    "tag",
+    "profile",
+    "machine_vendor",
+    "machine_product",
+    "machine_serial",
+    "hostname",
+    "device",
+    "model",
+    "serial",
+    "wwn",
+    "firmware",
+    "capacity_bytes",
+    "transport",
+    "controller",
+    "controller_firmware",
+    "slot",
+    "verdict",
+    "waived",
+    "reasons",
+    "act_load_passed",
+    "stream_write_bytes_per_s",
+    "stream_read_bytes_per_s",
+];
+
+/// Each ACT group's columns, after its key.
+const ACT: &[&str] = &["over_1ms_pct", "over_8ms_pct", "over_64ms_pct", "pass"];
+
+/// The health columns, once with `before_` and once with `after_`.
+const SMART: &[&str] = &[
+    "overall",
+    "temperature_c",
+    "power_on_hours",
+    "media_errors",
+    "reallocated_sectors",
+    "pending_sectors",
+    "percentage_used",
+    "available_spare_pct",
+    "host_bytes_written",
+];
+
+/// A text cell, made safe for a spreadsheet.
+fn text(s: &str) -> String {
+    match s.chars().next() {
+        Some(c) if "=+-@".contains(c) || c.is_control() => format!("'{s}"),
+        _ => s.to_string(),
+    }
+}
+
+fn opt_text(s: &Option<String>) -> String {
+    s.as_deref().map(text).unwrap_or_default()
+}
+
+fn num<T: ToString>(x: Option<T>) -> String {
+    x.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// A float without needless digits; none for NaN or infinite.
+fn float(x: Option<f64>) -> String {
+    match x {
+        // + 0.0 turns a -0.0 into 0.0.
+        Some(x) if x.is_finite() => format!("{}", (x * 1e4).round() / 1e4 + 0.0),
+        _ => String::new(),
+    }
+}
+
+fn smart_cells(s: &Option<Smart>) -> Vec<String> {
+    let Some(s) = s else {
+        return vec![String::new(); SMART.len()];
+    };
+    vec![
+        opt_text(&s.overall),
+        num(s.temperature_c),
+        num(s.power_on_hours),
+        num(s.media_errors),
+        num(s.reallocated_sectors),
+        num(s.pending_sectors),
+        num(s.percentage_used),
+        num(s.available_spare_pct),
+        num(s.host_bytes_written),
+    ]
+}
+
+/// Writes rows as CSV, the ACT groups given up front (a streamed export
+/// cannot add columns once its header is out).
+pub struct Writer<W: Write> {
+    out: csv::Writer<W>,
+    act_keys: Vec<String>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the header: the fixed columns, a group per ACT key, the
+    /// health before and after.
+    pub fn new(out: W, act_keys: Vec<String>) -> csv::Result<Writer<W>> {
+        let mut out = csv::Writer::from_writer(out);
+        let mut header: Vec<String> = RUN.iter().map(|s| s.to_string()).collect();
+        for k in &act_keys {
+            header.extend(ACT.iter().map(|c| format!("{k}_{c}")));
+        }
+        for when in ["before", "after"] {
+            header.extend(SMART.iter().map(|c| format!("smart_{when}_{c}")));
+        }
+        out.write_record(&header)?;
+        Ok(Writer { out, act_keys })
+    }
+
+    /// One row; `waived` is the waiver that covers its failure, if any.
+    pub fn row(&mut self, r: &DriveRow, waived: Option<&str>) -> csv::Result<()> {
+        let mut cells = vec![
+            r.schema_version.to_string(),
+            r.bundle_sha256.clone(),
+            text(&r.bundle),
+            r.received_at.clone(),
+            r.signed_at.clone(),
+            r.run_verdict.as_str().to_string(),
+            opt_text(&r.tag),
+            opt_text(&r.profile),
+            opt_text(&r.machine_vendor),
+            opt_text(&r.machine_product),
+            opt_text(&r.machine_serial),
+            opt_text(&r.hostname),
+            text(&r.device),
+            opt_text(&r.model),
+            opt_text(&r.serial),
+            opt_text(&r.wwn),
+            opt_text(&r.firmware),
+            num(r.capacity_bytes),
+            opt_text(&r.transport),
+            opt_text(&r.controller),
+            opt_text(&r.controller_firmware),
+            opt_text(&r.slot),
+            r.verdict.as_str().to_string(),
+            waived.map(text).unwrap_or_default(),
+            text(&r.reasons.join("; ")),
+            float(r.act_load_passed),
+            float(r.stream_write_bytes_per_s),
+            float(r.stream_read_bytes_per_s),
+        ];
+        for k in &self.act_keys {
+            match r.act.iter().find(|a| &a.key() == k) {
+                Some(a) => cells.extend([
+                    float(a.pct_over_1ms),
+                    float(a.pct_over_8ms),
+                    float(a.pct_over_64ms),
+                    crate::report::compare::verdict_word(a.pass).to_lowercase(),
+                ]),
+                None => cells.extend(std::iter::repeat_n(String::new(), ACT.len())),
+            }
+        }
+        cells.extend(smart_cells(&r.smart_before));
+        cells.extend(smart_cells(&r.smart_after));
+        self.out.write_record(&cells)
+    }
+
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.flush()?;
+        self.out
+            .into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+/// The ACT keys of `rows`, sorted as `ActLoad`s are: spare area, then load.
+pub fn act_keys<'a>(loads: impl Iterator<Item = &'a ActLoad>) -> Vec<String> {
+    let mut seen: Vec<(f64, f64, String)> = Vec::new();
+    for a in loads {
+        let k = a.key();
+        if !seen.iter().any(|s| s.2 == k) {
+            seen.push((a.spare_pct.unwrap_or(-1.0), a.load, k));
+        }
+    }
+    seen.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    seen.into_iter().map(|s| s.2).collect()
+}
+
+/// The number of columns a writer with `act_keys` writes.
+pub fn width(act_keys: usize) -> usize {
+    RUN.len() + act_keys * ACT.len() + 2 * SMART.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_text_cannot_become_a_formula_or_break_a_row() {
+        let row = DriveRow {
+            schema_version: 1,
+            device: "/dev/sdb".into(),
+            model: Some("=HYPERLINK(\"http://x\",\"y\")".into()),
+            serial: Some("+1\n-2".into()),
+            firmware: Some("@SUM(A1)".into()),
+            hostname: Some("a,\"b\"".into()),
+            act: vec![ActLoad {
+                load: 3.0,
+                pct_over_1ms: Some(-0.0),
+                ..ActLoad::default()
+            }],
+            ..DriveRow::default()
+        };
+        let keys = act_keys(row.act.iter());
+        assert_eq!(keys, ["act_3x"]);
+        let mut w = Writer::new(Vec::new(), keys).unwrap();
+        w.row(&row, Some("-waived")).unwrap();
+        let out = String::from_utf8(w.finish().unwrap()).unwrap();
+        let mut r = ::csv::Reader::from_reader(out.as_bytes());
+        let h = r.headers().unwrap().clone();
+        assert_eq!(h.len(), width(1));
+        let rec = r.records().next().unwrap().unwrap();
+        let cell = |name: &str| rec[h.iter().position(|c| c == name).unwrap()].to_string();
+        assert_eq!(cell("model"), "'=HYPERLINK(\"http://x\",\"y\")");
+        assert_eq!(cell("serial"), "'+1\n-2");
+        assert_eq!(cell("firmware"), "'@SUM(A1)");
+        assert_eq!(cell("hostname"), "a,\"b\"");
+        assert_eq!(cell("waived"), "'-waived");
+        // A number of ours keeps its sign and stays a number.
+        assert_eq!(cell("act_3x_over_1ms_pct"), "0");
+        assert_eq!(r.records().count(), 0);
+    }
+}

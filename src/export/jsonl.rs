@@ -1,0 +1,15 @@
+//! The rows as JSON Lines: each row the `DriveRow` object on one line,
+//! with `waived` added where a waiver covers its failure.
+
+use std::io::Write;
+
+use super::DriveRow;
+
+pub fn write_row(out: &mut impl Write, r: &DriveRow, waived: Option<&str>) -> std::io::Result<()> {
+    let mut v = serde_json::to_value(r).map_err(std::io::Error::other)?;
+    if let (Some(w), Some(o)) = (waived, v.as_object_mut()) {
+        o.insert("waived".into(), serde_json::Value::String(w.to_string()));
+    }
+    serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")
+}

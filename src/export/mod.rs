@@ -1,0 +1,433 @@
+//! The fleet's table: one row per drive per run, made once from a
+//! verified bundle's typed contents, and written out in one file per
+//! format (`csv`, `jsonl`). What drive-stats-style analysis reads, and what
+//! the collector's history and cohort pages are built from: no page or
+//! export opens a bundle again.
+//!
+//! The schema is versioned (`SCHEMA_VERSION`) and documented in
+//! docs/export-schema.md; a field is only ever added (the version says
+//! when), never renamed or given another meaning.
+
+pub mod csv;
+pub mod jsonl;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::contents::Contents;
+use crate::bundle::summary::Summary;
+use crate::results::health::{DriveHealth, Snapshot};
+use crate::results::inventory::{Disk, Health, Inventory};
+use crate::results::stream::{Pass, StreamResult};
+use crate::results::{Artefact, Verdict};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which bundle a row came from, as the collector received it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Received {
+    pub sha256: String,
+    /// The bundle's (signed) name.
+    pub name: String,
+    pub received_at: String,
+    pub signed_at: String,
+}
+
+/// One drive in one run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DriveRow {
+    pub schema_version: u32,
+    pub bundle_sha256: String,
+    pub bundle: String,
+    pub received_at: String,
+    pub signed_at: String,
+    /// The run's verdict (every drive and test of the bundle).
+    pub run_verdict: Verdict,
+    /// The delivery/lot tag the run was given, if any.
+    pub tag: Option<String>,
+    pub profile: Option<String>,
+    pub machine_vendor: Option<String>,
+    pub machine_product: Option<String>,
+    /// The machine's DMI serial.
+    pub machine_serial: Option<String>,
+    pub hostname: Option<String>,
+    /// The path the run tested ("/dev/nvme0n1").
+    pub device: String,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub wwn: Option<String>,
+    pub firmware: Option<String>,
+    pub capacity_bytes: Option<u64>,
+    /// "nvme", "sata", "sas", "raid", "virtio", …
+    pub transport: Option<String>,
+    /// The controller it hangs off: a RAID controller's product name, else
+    /// the PCI device's name, else its address.
+    pub controller: Option<String>,
+    pub controller_firmware: Option<String>,
+    /// Where it sits: a RAID controller's "enclosure:slot", else the SCSI
+    /// address "host:channel:target:lun".
+    pub slot: Option<String>,
+    /// The drive's own verdict in this run.
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+    /// The highest ACT load (Nx) it passed in this run.
+    pub act_load_passed: Option<f64>,
+    /// Per ACT load (and spare-area setting) run: the worst hour's
+    /// figures. Sorted by spare area, then load.
+    pub act: Vec<ActLoad>,
+    /// Streaming bandwidth of the sequential write and read passes,
+    /// bytes/s (the lowest, where several stream runs tested the drive).
+    pub stream_write_bytes_per_s: Option<f64>,
+    pub stream_read_bytes_per_s: Option<f64>,
+    /// Health before and after the run's tests.
+    pub smart_before: Option<Smart>,
+    pub smart_after: Option<Smart>,
+}
+
+/// The worst judged hour of the ACT runs of one drive at one load.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ActLoad {
+    pub load: f64,
+    /// storcert's provisioned spare area, %, where the run was on a spare
+    /// partition; none on the whole drive.
+    pub spare_pct: Option<f64>,
+    /// % of reads over 1, 8 and 64 ms in the worst hour (none where no
+    /// hour was judged: a log with no reads).
+    pub pct_over_1ms: Option<f64>,
+    pub pct_over_8ms: Option<f64>,
+    pub pct_over_64ms: Option<f64>,
+    pub pass: bool,
+    /// How long the longest run at this load ran, s.
+    pub seconds: u64,
+}
+
+impl ActLoad {
+    /// The name this load's columns carry: "act_12x", "act_1.5x_op20".
+    pub fn key(&self) -> String {
+        let load = crate::report::compare::load_text(self.load);
+        match self.spare_pct {
+            None => format!("act_{load}"),
+            Some(s) => format!("act_{load}_op{}", crate::report::compare::trim_number(s)),
+        }
+    }
+}
+
+/// The health figures a fleet compares (SMART / NVMe health log).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Smart {
+    /// "ok", "failing", … as the drive reported it.
+    pub overall: Option<String>,
+    pub temperature_c: Option<i32>,
+    pub power_on_hours: Option<u64>,
+    /// NVMe media and data integrity errors; SAS/RAID media errors.
+    pub media_errors: Option<u64>,
+    /// ATA reallocated sectors (attribute 5).
+    pub reallocated_sectors: Option<u64>,
+    /// ATA current pending sectors (attribute 197).
+    pub pending_sectors: Option<u64>,
+    /// NVMe percentage used.
+    pub percentage_used: Option<u8>,
+    /// NVMe available spare, %.
+    pub available_spare_pct: Option<u8>,
+    pub host_bytes_written: Option<u64>,
+}
+
+fn saturate(x: u128) -> u64 {
+    u64::try_from(x).unwrap_or(u64::MAX)
+}
+
+impl Smart {
+    fn of(d: &DriveHealth) -> Smart {
+        let mut s = Smart {
+            host_bytes_written: d.host_bytes_written.map(saturate),
+            media_errors: d.controller_counters.map(|c| u64::from(c.media_errors)),
+            ..Smart::default()
+        };
+        if let Some(h) = &d.health {
+            s.add_health(h);
+        }
+        s
+    }
+
+    fn add_health(&mut self, h: &Health) {
+        self.overall = Some(h.overall.clone());
+        self.temperature_c = h.temperature_c;
+        self.power_on_hours = h.power_on_hours;
+        if let Some(n) = &h.nvme {
+            self.media_errors = Some(saturate(n.media_errors));
+            self.percentage_used = Some(n.percentage_used);
+            self.available_spare_pct = Some(n.available_spare_pct);
+        }
+        if let Some(a) = &h.ata {
+            self.reallocated_sectors = a.reallocated_sectors;
+            self.pending_sectors = a.pending_sectors;
+        }
+    }
+}
+
+/// "/dev/sdb" → "sdb".
+fn kernel_name(device: &str) -> &str {
+    device.rsplit('/').next().unwrap_or(device)
+}
+
+fn same(a: &Option<String>, b: &Option<String>) -> bool {
+    match (a.as_deref().map(str::trim), b.as_deref().map(str::trim)) {
+        (Some(a), Some(b)) => !a.is_empty() && a == b,
+        _ => false,
+    }
+}
+
+/// What a bundle holds, found once for all its drives.
+struct Parts<'a> {
+    inventory: Option<&'a Inventory>,
+    notes: Option<&'a crate::results::run::RunNotes>,
+    before: Option<&'a Snapshot>,
+    after: Option<&'a Snapshot>,
+    streams: Vec<&'a StreamResult>,
+    act: crate::report::compare::Comparison,
+}
+
+impl<'a> Parts<'a> {
+    fn of(source: &str, c: &'a Contents) -> Parts<'a> {
+        let mut p = Parts {
+            inventory: None,
+            notes: None,
+            before: None,
+            after: None,
+            streams: Vec::new(),
+            act: crate::report::compare::compare(&[(source.to_string(), c)]),
+        };
+        for item in &c.items {
+            match &item.artefact {
+                Artefact::Inventory(i) => p.inventory = Some(i),
+                Artefact::RunNotes(n) => p.notes = Some(n),
+                // A run with phases takes a snapshot per phase: the first
+                // "before" and the last "after" span the whole run.
+                Artefact::HealthSnapshot(s) if item.path.ends_with("health-before.json") => {
+                    p.before = p.before.or(Some(s))
+                }
+                Artefact::HealthSnapshot(s) if item.path.ends_with("health-after.json") => {
+                    p.after = Some(s)
+                }
+                Artefact::Stream(s) => p.streams.push(s),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// The drive's entry in a health snapshot: by serial where both have one,
+/// else by its kernel name.
+fn health_of<'a>(
+    s: Option<&'a Snapshot>,
+    device: &str,
+    serial: &Option<String>,
+) -> Option<&'a DriveHealth> {
+    let s = s?;
+    s.drives
+        .iter()
+        .find(|d| same(&d.serial, serial))
+        .or_else(|| {
+            s.drives
+                .iter()
+                .find(|d| kernel_name(&d.name) == kernel_name(device))
+        })
+}
+
+/// The inventory's disk of `device` (by path, else serial).
+fn disk_of<'a>(inv: &'a Inventory, device: &str, serial: &Option<String>) -> Option<&'a Disk> {
+    inv.disks
+        .iter()
+        .find(|d| d.dev_path == device)
+        .or_else(|| inv.disks.iter().find(|d| same(&d.serial, serial)))
+}
+
+/// The controller, its firmware and the slot of a drive.
+fn place(
+    inv: &Inventory,
+    disk: Option<&Disk>,
+    serial: &Option<String>,
+    wwn: &Option<String>,
+) -> (Option<String>, Option<String>, Option<String>) {
+    // A physical drive behind a RAID controller, by its serial or WWN.
+    for c in &inv.controllers {
+        if let Some(r) = &c.raid {
+            if let Some(pd) = r
+                .physical_drives
+                .iter()
+                .find(|pd| same(&pd.serial, serial) || same(&pd.wwn, wwn))
+            {
+                return (
+                    Some(r.product.clone()),
+                    Some(r.firmware.clone()).filter(|f| !f.is_empty()),
+                    Some(format!("{}:{}", pd.enclosure, pd.slot)),
+                );
+            }
+        }
+    }
+    let Some(disk) = disk else {
+        return (None, None, None);
+    };
+    let slot = disk.scsi_address.clone();
+    let Some(c) = inv.controllers.iter().find(|c| {
+        c.disks.iter().any(|d| d == &disk.name)
+            || disk.controller.as_deref() == Some(c.pci_address.as_str())
+    }) else {
+        return (disk.controller.clone(), None, slot);
+    };
+    let name = c
+        .raid
+        .as_ref()
+        .map(|r| r.product.clone())
+        .or_else(|| c.device_name.clone())
+        .unwrap_or_else(|| c.pci_address.clone());
+    let firmware = c
+        .raid
+        .as_ref()
+        .map(|r| r.firmware.clone())
+        .filter(|f| !f.is_empty())
+        .or_else(|| c.firmware.clone());
+    (Some(name), firmware, slot)
+}
+
+/// The lowest bandwidth of a pass over `device` across the stream runs.
+fn stream_bw(streams: &[&StreamResult], device: &str, pass: Pass) -> Option<f64> {
+    let mut lowest: Option<f64> = None;
+    for s in streams {
+        let Some(target) = s
+            .targets
+            .iter()
+            .position(|t| t.device.as_deref() == Some(device) || t.path == device)
+        else {
+            continue;
+        };
+        for p in s.passes.iter().filter(|p| p.pass == pass && !p.interrupted) {
+            let bw: f64 = p
+                .jobs
+                .iter()
+                .filter(|j| j.target == target)
+                .map(|j| j.bw_bytes)
+                .sum();
+            if bw > 0.0 {
+                lowest = Some(lowest.map_or(bw, |l| l.min(bw)));
+            }
+        }
+    }
+    lowest
+}
+
+/// The ACT figures of a drive: the comparison's tables of it (by serial,
+/// else by device path), the worst point per load and spare area.
+fn act_of(
+    cmp: &crate::report::compare::Comparison,
+    device: &str,
+    serial: &Option<String>,
+) -> Vec<ActLoad> {
+    let by_serial = serial
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("serial {s}"));
+    let mut out: Vec<ActLoad> = Vec::new();
+    for t in &cmp.loads {
+        // A share of several drives ("a + b") is no one drive's figure.
+        let mine = Some(&t.drive) == by_serial.as_ref()
+            || (t.drive == device && t.devices.iter().all(|d| d == device))
+            || (by_serial.is_none() && t.devices.len() == 1 && t.devices[0] == device);
+        if !mine || t.workload != "storage" {
+            continue;
+        }
+        let spare = t.spare.as_ref().map(|s| s.spare_pct);
+        for p in &t.rows {
+            let pct = |k: usize| p.worst_pct.get(k).copied().filter(|x| x.is_finite());
+            let point = ActLoad {
+                load: p.load,
+                spare_pct: spare,
+                pct_over_1ms: pct(0),
+                pct_over_8ms: pct(1),
+                pct_over_64ms: pct(2),
+                pass: p.pass,
+                seconds: p.seconds,
+            };
+            match out
+                .iter_mut()
+                .find(|o| o.load == point.load && o.spare_pct == point.spare_pct)
+            {
+                Some(o) => {
+                    let worse = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                    o.pct_over_1ms = worse(o.pct_over_1ms, point.pct_over_1ms);
+                    o.pct_over_8ms = worse(o.pct_over_8ms, point.pct_over_8ms);
+                    o.pct_over_64ms = worse(o.pct_over_64ms, point.pct_over_64ms);
+                    o.pass &= point.pass;
+                    o.seconds = o.seconds.max(point.seconds);
+                }
+                None => out.push(point),
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        a.spare_pct
+            .unwrap_or(-1.0)
+            .total_cmp(&b.spare_pct.unwrap_or(-1.0))
+            .then(a.load.total_cmp(&b.load))
+    });
+    out
+}
+
+/// The rows of one verified bundle: one per drive its summary judged.
+pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<DriveRow> {
+    let parts = Parts::of(&received.sha256, contents);
+    let m = &summary.machine;
+    summary
+        .drives
+        .iter()
+        .map(|d| {
+            let disk = parts
+                .inventory
+                .and_then(|inv| disk_of(inv, &d.device, &d.serial));
+            let (controller, controller_firmware, slot) = match parts.inventory {
+                Some(inv) => place(inv, disk, &d.serial, &d.wwn),
+                None => (None, None, None),
+            };
+            DriveRow {
+                schema_version: SCHEMA_VERSION,
+                bundle_sha256: received.sha256.clone(),
+                bundle: received.name.clone(),
+                received_at: received.received_at.clone(),
+                signed_at: received.signed_at.clone(),
+                run_verdict: summary.verdict,
+                tag: parts.notes.and_then(|n| n.tag.clone()),
+                profile: parts.notes.map(|n| n.profile.clone()),
+                machine_vendor: m.vendor.clone(),
+                machine_product: m.product.clone(),
+                machine_serial: m.serial.clone(),
+                hostname: m.hostname.clone(),
+                device: d.device.clone(),
+                model: d.model.clone(),
+                serial: d.serial.clone(),
+                wwn: d.wwn.clone(),
+                firmware: d.firmware.clone(),
+                capacity_bytes: disk.map(|k| k.capacity_bytes).filter(|c| *c > 0),
+                transport: disk.and_then(|k| {
+                    serde_json::to_value(k.transport)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                }),
+                controller,
+                controller_firmware,
+                slot,
+                verdict: d.verdict,
+                reasons: d.reasons.clone(),
+                act_load_passed: d.act_load_passed,
+                act: act_of(&parts.act, &d.device, &d.serial),
+                stream_write_bytes_per_s: stream_bw(&parts.streams, &d.device, Pass::Write),
+                stream_read_bytes_per_s: stream_bw(&parts.streams, &d.device, Pass::Read),
+                smart_before: health_of(parts.before, &d.device, &d.serial).map(Smart::of),
+                smart_after: health_of(parts.after, &d.device, &d.serial).map(Smart::of),
+            }
+        })
+        .collect()
+}
