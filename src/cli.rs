@@ -655,6 +655,10 @@ pub struct CollectArgs {
     /// shared store
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub sync_interval: String,
+    /// Heartbeats a minute accepted from one client address (a rack behind one
+    /// NAT address sends one per machine per progress interval)
+    #[arg(long, value_name = "N", default_value_t = 6000)]
+    pub heartbeat_rate: u32,
     /// A running machine whose heartbeats stop for this long shows as stalled
     /// (rebooted, hung, or off the network)
     #[arg(long, value_name = "DURATION", default_value = "3m")]

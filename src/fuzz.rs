@@ -188,6 +188,7 @@ fn world() -> &'static World {
             limits: Default::default(),
             waivers: Default::default(),
             stall_after: std::time::Duration::from_secs(180),
+            heartbeat_rate_per_minute: u32::MAX,
             incoming: {
                 let d = dir.join("incoming");
                 std::fs::create_dir_all(&d).expect("incoming dir");

@@ -2305,3 +2305,226 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("waiver[0].expires"), "{}", text(&o));
 }
+
+/// The board's rows, as the API gives them.
+fn board(c: &Collector) -> Vec<serde_json::Value> {
+    let (code, body) = get_all(&c.addr, "/api/board");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str::<serde_json::Value>(&body)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Polls the board until `want` holds for a row, or panics after `secs`.
+fn wait_board(
+    c: &Collector,
+    secs: u64,
+    what: &str,
+    want: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let until = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let rows = board(c);
+        if let Some(r) = rows.iter().find(|r| want(r)) {
+            return r.clone();
+        }
+        assert!(Instant::now() < until, "no row {what} in {rows:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `storcert run` of a scratch file uploading to `c`, heartbeats every
+/// second, ACT for `act_s` seconds.
+fn run_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Child {
+    let dir = lab.path(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{name}\"\nprogress_interval = \"1s\"\ntag = \"PO-77\"\n[devices]\n\
+             scratch = \"64M\"\n[act]\nstorage = [{{ load = \"1x\", duration = \"{act_s}s\" }}]\n\
+             [upload]\nto = [\"{}\"]\nallow_http = true\n",
+            c.upload_url()
+        ),
+    )
+    .unwrap();
+    Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args([
+            "run",
+            "--plain",
+            "--profile",
+            s(&profile),
+            "--key",
+            s(&lab.key),
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
+    let lab = Lab::new();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &["--stall-after", "3s", "--public-read"],
+        &[],
+    );
+    let mut run = run_against(&lab, &c, "steady", 12);
+    // Running, in its ACT stage, with the drive's progress and live % > 1 ms.
+    let row = wait_board(&c, 60, "running ACT", |r| {
+        r["shown"] == "running"
+            && r["heartbeat"]["stage"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("act"))
+            && r["heartbeat"]["progress"][0]["done"].as_u64().unwrap_or(0) >= 2
+    });
+    let hb = &row["heartbeat"];
+    assert_eq!(hb["tag"], "PO-77");
+    assert_eq!(hb["profile"], "steady");
+    assert!(hb["eta_s"].as_u64().unwrap() <= 12, "{hb}");
+    assert!(hb["progress"][0]["pct_over_1ms"].is_number(), "{hb}");
+    let run_id = hb["run_id"].as_str().unwrap().to_string();
+    // The page as a browser shows it, its script refreshing the table in
+    // place (allowed by the page's policy: its own script, this origin).
+    let dom = chromium(&[
+        "--virtual-time-budget=7000",
+        "--dump-dom",
+        &format!("{}/board", c.addr),
+    ]);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        dom.contains(&format!("data-run=\"{run_id}\" data-state=\"running\"")),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("id=\"updated\">updated "),
+        "the script did not refresh: {dom}"
+    );
+    // Finished: its bundle stored and linked.
+    assert!(run.wait().unwrap().success());
+    let row = wait_board(&c, 60, "finished", |r| {
+        r["heartbeat"]["run_id"] == run_id.as_str() && r["shown"] == "finished"
+    });
+    let sha = row["bundle_sha256"].as_str().unwrap();
+    let (_, page) = get_all(&c.addr, "/board");
+    assert!(page.contains(&format!("/bundles/{sha}")), "{page}");
+
+    // A machine that goes silent mid-run (killed) shows as stalled.
+    let mut lost = run_against(&lab, &c, "lost", 600);
+    let row = wait_board(&c, 60, "the second run running", |r| {
+        r["shown"] == "running" && r["heartbeat"]["profile"] == "lost"
+    });
+    lost.kill().unwrap();
+    lost.wait().unwrap();
+    let lost_id = row["heartbeat"]["run_id"].as_str().unwrap().to_string();
+    let row = wait_board(&c, 30, "stalled", |r| {
+        r["heartbeat"]["run_id"] == lost_id.as_str() && r["shown"] == "stalled"
+    });
+    assert!(row["silent_s"].as_u64().unwrap() >= 3);
+    let (_, page) = get_all(&c.addr, "/board");
+    assert!(page.contains("1 stalled"), "{page}");
+}
+
+/// A heartbeat as a run signs it.
+fn heartbeat_body(run: &str, seq: u64) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "schema_version": 1, "run_id": run, "seq": seq, "sent_at": "2026-12-01T00:00:00Z",
+        "machine": {"vendor": null, "product": null, "serial": "SRV-<b>", "uuid": null,
+                    "hostname": "h"},
+        "profile": "burn-in", "tag": null, "state": "running", "stage": "act <script>",
+        "stages_done": 1, "stages_failed": [], "progress": [], "live_pct_over_1ms": null,
+        "verdict": "pass", "errors": ["<img src=x onerror=alert(1)>"], "eta_s": 10,
+        "interval_s": 30, "bundle": null
+    }))
+    .unwrap()
+}
+
+#[test]
+fn heartbeats_are_admitted_like_uploads_and_cannot_roll_the_board_back() {
+    let lab = Lab::new();
+    let token = lab.path("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &["--token-file", s(&token), "--heartbeat-rate", "20"],
+        &[],
+    );
+    let key = storcert::bundle::keys::read_secret_key(&lab.key).unwrap();
+    let auth = ("Authorization", "Bearer s3cret");
+    let send = |run: &str, body: &[u8], sig: &str, headers: &[(&str, &str)]| {
+        let b64 = base64_of(sig.as_bytes());
+        let mut h: Vec<(&str, &str)> = headers.to_vec();
+        h.push(("x-storcert-minisig", &b64));
+        http(&c.addr, "PUT", &format!("/heartbeat/{run}"), &h, body).0
+    };
+    let body = heartbeat_body("run-1", 10);
+    let sig = key.sign_minisig(&body, "storcert heartbeat run-1 10");
+    // No token; then recorded.
+    assert_eq!(send("run-1", &body, &sig, &[]), 401);
+    assert_eq!(send("run-1", &body, &sig, &[auth]), 200);
+    // The same again, or an older one: refused, the board keeps seq 10.
+    assert_eq!(send("run-1", &body, &sig, &[auth]), 409);
+    let old = heartbeat_body("run-1", 9);
+    let old_sig = key.sign_minisig(&old, "storcert heartbeat run-1 9");
+    assert_eq!(send("run-1", &old, &old_sig, &[auth]), 409);
+    // Another run's path, a stranger's key, no signature, a path name.
+    assert_eq!(send("run-2", &body, &sig, &[auth]), 403);
+    let stranger = storcert::bundle::minisign::SecretKey::generate();
+    let s2 = stranger.sign_minisig(&body, "storcert heartbeat run-1 10");
+    assert_eq!(send("run-1", &body, &s2, &[auth]), 403);
+    assert_eq!(
+        http(&c.addr, "PUT", "/heartbeat/run-1", &[auth], &body).0,
+        400
+    );
+    assert_eq!(send("..", &body, &sig, &[auth]), 400);
+    // Too large, judged from the head.
+    let big = vec![b'x'; 70 << 10];
+    assert_eq!(send("run-1", &big, &sig, &[auth]), 413);
+    // The board escapes what the machine said.
+    let (code, page) = http(&c.addr, "GET", "/board", &[auth], b"");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("SRV-&lt;b&gt;") && page.contains("act &lt;script&gt;"),
+        "{page}"
+    );
+    assert!(!page.contains("<img src=x"), "{page}");
+    let rows: serde_json::Value =
+        serde_json::from_str(&http(&c.addr, "GET", "/api/board", &[auth], b"").1).unwrap();
+    assert_eq!(rows[0]["heartbeat"]["seq"], 10);
+    // A record planted in the store, unsigned, is never shown.
+    let planted = c.store.join("status/planted.json");
+    std::fs::write(
+        &planted,
+        serde_json::to_vec(&serde_json::json!({
+            "run_id": "planted", "received_at": "2026-12-01T00:00:00Z",
+            "received_ms": 4_000_000_000_000u64, "key_id": "x", "minisig": "x",
+            "heartbeat": String::from_utf8(heartbeat_body("planted", 1)).unwrap()
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let (_, page) = http(&c.addr, "GET", "/board", &[auth], b"");
+    assert!(!page.contains("planted"), "{page}");
+    // More than the rate from one address: 429.
+    let mut codes = Vec::new();
+    for seq in 11..40 {
+        let b = heartbeat_body("run-1", seq);
+        let s = key.sign_minisig(&b, &format!("storcert heartbeat run-1 {seq}"));
+        codes.push(send("run-1", &b, &s, &[auth]));
+    }
+    assert!(codes.contains(&429), "{codes:?}");
+}
+
+fn base64_of(data: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(data)
+}

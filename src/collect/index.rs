@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
+use super::board::StatusRecord;
 use crate::bundle::summary::Summary;
 use crate::export::DriveRow;
 
@@ -126,7 +127,7 @@ impl Index {
         if version != INDEX_VERSION {
             // Another layout: dropped, and filled again from the store.
             db.execute_batch(
-                "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS act_keys;
+                "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS act_keys; DROP TABLE IF EXISTS status;
                  DROP TABLE IF EXISTS drives;
                  DROP TABLE IF EXISTS bundles;",
             )
@@ -180,7 +181,16 @@ impl Index {
              CREATE INDEX IF NOT EXISTS rows_wwn ON rows(wwn);
              CREATE INDEX IF NOT EXISTS rows_machine ON rows(machine_serial);
              CREATE INDEX IF NOT EXISTS rows_received ON rows(received_at);
-             CREATE INDEX IF NOT EXISTS bundles_received ON bundles(received_at);",
+             CREATE INDEX IF NOT EXISTS bundles_received ON bundles(received_at);
+             CREATE INDEX IF NOT EXISTS bundles_name ON bundles(name);
+             CREATE TABLE IF NOT EXISTS status (
+                 run_id TEXT PRIMARY KEY,
+                 seq INTEGER NOT NULL,
+                 received_ms INTEGER NOT NULL,
+                 state TEXT NOT NULL,
+                 record TEXT NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS status_received ON status(received_ms);",
         )
         .with_context(|| format!("index {}", path.display()))?;
         db.pragma_update(None, "user_version", INDEX_VERSION)
@@ -411,5 +421,74 @@ impl Index {
             db.prepare("SELECT key FROM act_keys ORDER BY COALESCE(spare_pct, -1), load, key")?;
         let keys = st.query_map([], |r| r.get::<_, String>(0))?;
         Ok(keys.collect::<Result<_, _>>()?)
+    }
+
+    /// The highest seq recorded for a run's heartbeats.
+    pub fn status_seq(&self, run_id: &str) -> Result<Option<u64>> {
+        let db = self.lock();
+        let seq: Option<i64> = db
+            .query_row("SELECT seq FROM status WHERE run_id = ?1", [run_id], |r| {
+                r.get(0)
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        Ok(seq.map(|s| s as u64))
+    }
+
+    /// Records a run's status if its seq is above the one recorded; true
+    /// if it was.
+    pub fn put_status(&self, rec: &StatusRecord, seq: u64, state: &str) -> Result<bool> {
+        let db = self.lock();
+        let n = db.execute(
+            "INSERT INTO status (run_id, seq, received_ms, state, record)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(run_id) DO UPDATE SET seq = excluded.seq,
+                 received_ms = excluded.received_ms, state = excluded.state,
+                 record = excluded.record
+             WHERE excluded.seq > status.seq",
+            params![
+                rec.run_id,
+                seq as i64,
+                rec.received_ms as i64,
+                state,
+                serde_json::to_string(rec)?
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The runs heard from since `since_ms` or still running, newest
+    /// first; at most `limit`.
+    pub fn statuses(&self, since_ms: u64, limit: u32) -> Result<Vec<StatusRecord>> {
+        let db = self.lock();
+        let mut st = db.prepare(
+            "SELECT record FROM status WHERE received_ms >= ?1 OR state = 'running'
+             ORDER BY received_ms DESC, run_id LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![since_ms as i64, limit], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for r in rows {
+            out.push(serde_json::from_str(&r?).context("index status")?);
+        }
+        Ok(out)
+    }
+
+    /// The digest of the stored bundle named `name`, if any.
+    pub fn sha_by_name(&self, name: &str) -> Result<Option<String>> {
+        let db = self.lock();
+        Ok(db
+            .query_row(
+                "SELECT sha256 FROM bundles WHERE name = ?1 ORDER BY received_at LIMIT 1",
+                [name],
+                |r| r.get(0),
+            )
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?)
     }
 }

@@ -10,6 +10,7 @@
 //! `GET /download/SHA.tar.zst[.minisig|.intoto.json]`. Nothing else of the
 //! store is reachable: no listing, no other paths.
 
+pub mod board;
 pub mod fleet;
 pub mod index;
 pub mod store;
@@ -71,6 +72,9 @@ pub struct Config {
     pub waivers: fleet::Waivers,
     /// A running machine silent this long shows as stalled.
     pub stall_after: Duration,
+    /// Heartbeats per minute accepted from one client address (a rack
+    /// behind one NAT address sends many).
+    pub heartbeat_rate_per_minute: u32,
 }
 
 pub struct Collector {
@@ -87,6 +91,10 @@ pub struct Collector {
     refused_records: tokio::sync::Mutex<std::collections::HashSet<String>>,
     /// Downloads being served at once.
     downloads: Arc<tokio::sync::Semaphore>,
+    /// Heartbeats per client address.
+    beats: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    /// The stamp of each status record last read from the store.
+    status_stamps: tokio::sync::Mutex<HashMap<String, String>>,
 }
 
 type Shared = Arc<Collector>;
@@ -271,6 +279,8 @@ impl Collector {
             last_sync: tokio::sync::Mutex::new(None),
             refused_records: tokio::sync::Mutex::new(Default::default()),
             downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
+            beats: Mutex::new(HashMap::new()),
+            status_stamps: tokio::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -411,8 +421,66 @@ impl Collector {
                 }
             }
         }
+        if let Err(e) = self.sync_statuses().await {
+            eprintln!("collect: heartbeats in the store: {e:#}");
+        }
         *last = Some(Instant::now());
         Ok(added)
+    }
+
+    /// Imports the heartbeats other collectors stored: each status record
+    /// that changed since it was last read, its signature checked again.
+    async fn sync_statuses(&self) -> Result<()> {
+        let listed = self.cfg.store.list_stamped("status").await?;
+        let mut stamps = self.status_stamps.lock().await;
+        for (file, stamp) in listed {
+            let Some(run) = file
+                .strip_suffix(".json")
+                .filter(|r| crate::results::heartbeat::valid_run_id(r))
+            else {
+                continue;
+            };
+            if stamps.get(run) == Some(&stamp) {
+                continue;
+            }
+            // Remembered whatever it holds: a bad record costs one check
+            // per change, not one per sync.
+            stamps.insert(run.to_string(), stamp);
+            let Some(data) = self
+                .cfg
+                .store
+                .get_small(&board::status_key(run), board::MAX_RECORD)
+                .await?
+            else {
+                continue;
+            };
+            let checked = serde_json::from_slice::<board::StatusRecord>(&data)
+                .map_err(|e| e.to_string())
+                .and_then(|rec| {
+                    if rec.run_id != run {
+                        return Err("for another run".to_string());
+                    }
+                    board::check(
+                        run,
+                        rec.heartbeat.as_bytes(),
+                        &rec.minisig,
+                        &self.cfg.trusted,
+                    )
+                    .map(|(hb, _)| (rec, hb))
+                    .map_err(|e| e.0)
+                });
+            match checked {
+                Ok((rec, hb)) => {
+                    self.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())?;
+                }
+                Err(e) => eprintln!(
+                    "collect: store record {}: not shown: {}",
+                    board::status_key(run),
+                    crate::util::text::printable(&e, 300)
+                ),
+            }
+        }
+        Ok(())
     }
 
     /// The record of a bundle found in the store, from its verification.
@@ -561,6 +629,9 @@ pub fn router(state: Shared) -> Router {
         .route("/api/cohorts", get(api_cohorts))
         .route("/api/export.csv", get(export_csv))
         .route("/api/export.jsonl", get(export_jsonl))
+        .route("/board", get(web::board_page))
+        .route("/api/board", get(api_board))
+        .route("/static/board.js", get(web::board_script))
         .route("/download/{file}", get(download))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -569,6 +640,7 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .merge(reads)
         .route("/upload/{name}", put(receive))
+        .route("/heartbeat/{run}", put(receive_heartbeat))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
@@ -593,6 +665,184 @@ async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
         Ok(Some(r)) => Json(r).into_response(),
         Ok(None) => Refusal(StatusCode::NOT_FOUND, "no such bundle".into()).into_response(),
         Err(e) => internal(e).into_response(),
+    }
+}
+
+/// How long a heartbeat's body may take to arrive.
+const HEARTBEAT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How far back the board shows finished and stopped runs.
+const BOARD_WINDOW: Duration = Duration::from_secs(24 * 3600);
+/// The most runs the board shows.
+const BOARD_ROWS: u32 = 5000;
+
+/// `PUT /heartbeat/RUN`: admitted from the head (token, rate, run id,
+/// signature present, declared length), then a small body read within a
+/// deadline and checked; recorded in the store (for every collector
+/// sharing it) and the index when newer than the last.
+async fn receive_heartbeat(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(run): Path<String>,
+    req: axum::extract::Request,
+) -> Response {
+    use crate::results::heartbeat;
+    let ip = peer.ip();
+    let headers = req.headers().clone();
+    if let Some(r) = c.unauthorised(ip, &headers, "heartbeats need the upload token") {
+        return r;
+    }
+    if !take(&c.beats, ip, c.cfg.heartbeat_rate_per_minute.max(1) as f64) {
+        return Refusal(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "more than {} heartbeats a minute from {ip}",
+                c.cfg.heartbeat_rate_per_minute
+            ),
+        )
+        .retry_after("5");
+    }
+    if !heartbeat::valid_run_id(&run) {
+        return Refusal(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "bad run id {}",
+                crate::util::text::printable(&format!("{run:?}"), 220)
+            ),
+        )
+        .into_response();
+    }
+    let minisig = match header_text(&headers, H_MINISIG) {
+        Ok(m) => m,
+        Err(r) => return r.into_response(),
+    };
+    match headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        None => {
+            return Refusal(
+                StatusCode::LENGTH_REQUIRED,
+                "a Content-Length is required".into(),
+            )
+            .into_response()
+        }
+        Some(n) if n > heartbeat::MAX_BYTES as u64 => {
+            return Refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("a heartbeat is at most {} bytes", heartbeat::MAX_BYTES),
+            )
+            .into_response()
+        }
+        Some(_) => {}
+    }
+    let body = match tokio::time::timeout(
+        HEARTBEAT_BODY_TIMEOUT,
+        axum::body::to_bytes(req.into_body(), heartbeat::MAX_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            return Refusal(StatusCode::BAD_REQUEST, format!("reading the body: {e}"))
+                .into_response()
+        }
+        Err(_) => {
+            return Refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                "the heartbeat's body took too long".into(),
+            )
+            .into_response()
+        }
+    };
+    let (hb, key_id) = match board::check(&run, &body, &minisig, &c.cfg.trusted) {
+        Ok(x) => x,
+        Err(e) => return Refusal(StatusCode::FORBIDDEN, e.0).into_response(),
+    };
+    match c.cfg.index.status_seq(&run) {
+        Ok(Some(seen)) if seen >= hb.seq => {
+            return Refusal(
+                StatusCode::CONFLICT,
+                format!("stale: seq {} is not above {seen}", hb.seq),
+            )
+            .into_response()
+        }
+        Ok(_) => {}
+        Err(e) => return internal(e).into_response(),
+    }
+    let now = std::time::SystemTime::now();
+    let rec = board::StatusRecord {
+        run_id: run.clone(),
+        received_at: humantime::format_rfc3339_seconds(now).to_string(),
+        received_ms: board::now_ms(),
+        key_id,
+        minisig,
+        heartbeat: String::from_utf8_lossy(&body).into_owned(),
+    };
+    let stored = async {
+        let text = serde_json::to_vec(&rec)?;
+        c.cfg
+            .store
+            .put(&board::status_key(&run), text.into())
+            .await?;
+        c.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())
+    };
+    match stored.await {
+        Ok(_) => {
+            let mut r =
+                Json(serde_json::json!({ "status": "recorded", "seq": hb.seq })).into_response();
+            r.headers_mut().insert(H_COLLECTOR, collector_header());
+            r
+        }
+        Err(e) => internal(e).into_response(),
+    }
+}
+
+/// The board's rows: runs heard from in the last day or still running,
+/// stalled first, then running, stopped and finished, newest first.
+pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
+    let now = board::now_ms();
+    let since = now.saturating_sub(BOARD_WINDOW.as_millis() as u64);
+    let mut rows = Vec::new();
+    for rec in c.cfg.index.statuses(since, BOARD_ROWS)? {
+        let Ok(hb) = serde_json::from_str::<crate::results::heartbeat::Heartbeat>(&rec.heartbeat)
+        else {
+            continue;
+        };
+        let sha = c
+            .cfg
+            .index
+            .sha_by_name(&format!("{}.tar.zst", rec.run_id))?;
+        let silent = Duration::from_millis(now.saturating_sub(rec.received_ms));
+        rows.push(board::BoardRow {
+            shown: board::shown(&hb, silent, c.cfg.stall_after, sha.is_some()),
+            silent_s: silent.as_secs(),
+            received_at: rec.received_at,
+            bundle_sha256: sha,
+            heartbeat: hb,
+        });
+    }
+    let rank = |s: board::Shown| match s {
+        board::Shown::Stalled => 0,
+        board::Shown::Running => 1,
+        board::Shown::Stopped => 2,
+        board::Shown::Finished => 3,
+    };
+    rows.sort_by(|a, b| {
+        rank(a.shown)
+            .cmp(&rank(b.shown))
+            .then(a.silent_s.cmp(&b.silent_s))
+            .then(a.heartbeat.run_id.cmp(&b.heartbeat.run_id))
+    });
+    Ok(rows)
+}
+
+async fn api_board(State(c): State<Shared>) -> Response {
+    c.fresh().await;
+    match tokio::task::spawn_blocking(move || board_rows(&c)).await {
+        Ok(Ok(rows)) => Json(rows).into_response(),
+        Ok(Err(e)) => internal(e).into_response(),
+        Err(e) => internal(e.into()).into_response(),
     }
 }
 

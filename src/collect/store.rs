@@ -312,6 +312,18 @@ impl Store {
 
     /// File names under a folder-like `dir` ("summaries").
     pub async fn list(&self, dir: &str) -> Result<Vec<String>> {
+        Ok(self
+            .list_stamped(dir)
+            .await?
+            .into_iter()
+            .map(|e| e.0)
+            .collect())
+    }
+
+    /// File names under `dir`, each with a stamp that changes when the
+    /// file does (size and modification time; an object's ETag): a sync
+    /// reads again only what changed.
+    pub async fn list_stamped(&self, dir: &str) -> Result<Vec<(String, String)>> {
         match self {
             Store::Local(root) => {
                 let mut out = Vec::new();
@@ -323,7 +335,14 @@ impl Store {
                 while let Some(e) = rd.next_entry().await? {
                     if let Some(n) = e.file_name().to_str() {
                         if !n.ends_with(".tmp") {
-                            out.push(n.to_string());
+                            let stamp = match e.metadata().await {
+                                Ok(m) => {
+                                    use std::os::unix::fs::MetadataExt;
+                                    format!("{}:{}.{}", m.len(), m.mtime(), m.mtime_nsec())
+                                }
+                                Err(_) => String::new(),
+                            };
+                            out.push((n.to_string(), stamp));
                         }
                     }
                 }
@@ -338,7 +357,13 @@ impl Store {
                     .with_context(|| format!("listing {dir}"))?;
                 Ok(metas
                     .into_iter()
-                    .filter_map(|m| m.location.filename().map(String::from))
+                    .filter_map(|m| {
+                        let stamp = match &m.e_tag {
+                            Some(t) => t.clone(),
+                            None => format!("{}:{}", m.size, m.last_modified.timestamp_micros()),
+                        };
+                        Some((m.location.filename()?.to_string(), stamp))
+                    })
                     .collect())
             }
         }

@@ -676,3 +676,154 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
     };
     page("storcert cohorts", &body).into_response()
 }
+
+/// The board's script (static/board.js), served from here: the page's
+/// policy allows scripts from this origin only.
+pub async fn board_script() -> Response {
+    (
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/javascript; charset=utf-8",
+            ),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        include_str!("static/board.js"),
+    )
+        .into_response()
+}
+
+#[derive(serde::Deserialize)]
+pub struct BoardQuery {
+    #[serde(default)]
+    part: Option<String>,
+}
+
+/// "1 h 5 min", "40 s".
+fn span(secs: u64) -> String {
+    match secs {
+        s if s >= 3600 => format!("{} h {} min", s / 3600, s % 3600 / 60),
+        s if s >= 60 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+fn progress_cell(hb: &crate::results::heartbeat::Heartbeat) -> String {
+    let mut lines: Vec<String> = hb
+        .progress
+        .iter()
+        .map(|p| {
+            let pct = if p.total > 0 {
+                format!("{:.0}%", 100.0 * p.done as f64 / p.total as f64)
+            } else {
+                "–".into()
+            };
+            format!(
+                "{} {}{}",
+                esc(&crate::util::text::printable(&p.key, 80)),
+                pct,
+                p.pct_over_1ms
+                    .map(|o| format!(" · {o:.2}% &gt;1ms"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push("–".into());
+    }
+    lines.join("<br>")
+}
+
+/// The board's inner HTML: counts and the table (what the script swaps).
+fn board_inner(rows: &[super::board::BoardRow]) -> String {
+    use super::board::Shown;
+    let count = |s: Shown| rows.iter().filter(|r| r.shown == s).count();
+    let mut table = String::new();
+    for r in rows {
+        let hb = &r.heartbeat;
+        let state = r.shown.as_str();
+        let bundle = match (&r.bundle_sha256, &hb.bundle) {
+            (Some(sha), _) => format!("<a href=\"/bundles/{0}\">bundle</a>", esc(sha)),
+            (None, Some(name)) => format!(
+                "<small>{} (not here yet)</small>",
+                esc(&crate::util::text::printable(name, 200))
+            ),
+            (None, None) => "–".into(),
+        };
+        let errors = hb
+            .errors
+            .iter()
+            .rev()
+            .take(3)
+            .map(|e| esc(&crate::util::text::printable(e, 300)))
+            .collect::<Vec<_>>()
+            .join("<br>");
+        table += &format!(
+            "<tr data-run=\"{run}\" data-state=\"{state}\"><td>{machine}<br><small>host {host} · \
+             {run}</small></td><td>{tag}</td><td><span class=\"verdict v-{state}\">{state_uc}</span>\
+             </td><td>{stage}<br><small>{done} stage(s) done</small></td><td>{progress}</td>\
+             <td>{eta}</td><td>{verdict}{live}</td><td><small>{errors}</small></td>\
+             <td>{silent} ago</td><td>{bundle}</td></tr>\n",
+            run = esc(&hb.run_id),
+            machine = machine_link(&hb.machine.serial),
+            host = opt(&hb.machine.hostname),
+            tag = opt(&hb.tag),
+            state_uc = state.to_uppercase(),
+            stage = opt(&hb.stage.as_ref().map(|s| crate::util::text::printable(s, 120))),
+            done = hb.stages_done,
+            progress = progress_cell(hb),
+            eta = hb.eta_s.map_or("–".into(), span),
+            verdict = verdict(hb.verdict),
+            live = hb
+                .live_pct_over_1ms
+                .map(|o| format!("<br><small>live {o:.2}% &gt;1ms</small>"))
+                .unwrap_or_default(),
+            silent = span(r.silent_s),
+        );
+    }
+    format!(
+        "<p id=\"counts\">{running} running · {stalled} stalled · {finished} finished · \
+         {stopped} stopped</p><table id=\"runs\"><thead><tr><th>Machine</th><th>Tag</th>\
+         <th>State</th><th>Stage</th><th>Progress</th><th>ETA</th><th>Verdict so far</th>\
+         <th>Errors</th><th>Last heard</th><th>Bundle</th></tr></thead><tbody>\n{table}\
+         </tbody></table>",
+        running = count(Shown::Running),
+        stalled = count(Shown::Stalled),
+        finished = count(Shown::Finished),
+        stopped = count(Shown::Stopped),
+    )
+}
+
+/// `/board`: the machines running now, stalled, and finished in the last
+/// day. It refreshes itself (`/board?part=rows`) every 5 s.
+pub async fn board_page(State(c): State<Shared>, Query(q): Query<BoardQuery>) -> Response {
+    c.fresh().await;
+    let c2 = c.clone();
+    let rows = match tokio::task::spawn_blocking(move || super::board_rows(&c2)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return super::internal(e).into_response(),
+        Err(e) => return super::internal(e.into()).into_response(),
+    };
+    let inner = board_inner(&rows);
+    if q.part.as_deref() == Some("rows") {
+        return Html(inner).into_response();
+    }
+    let body = format!(
+        "{nav}<h1>Live board</h1><p><small>Machines that stop sending heartbeats for {stall} \
+         show as stalled. <span id=\"updated\"></span></small></p><div id=\"board\">{inner}</div>\
+         <script src=\"/static/board.js\"></script>",
+        nav = nav(),
+        stall = span(c.cfg.stall_after.as_secs()),
+    );
+    let mut r = page("storcert live board", &body).into_response();
+    // This page alone runs a script: its own, from this origin.
+    r.headers_mut().insert(
+        axum::http::header::CONTENT_SECURITY_POLICY,
+        axum::http::HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; connect-src 'self'; \
+             style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; \
+             base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+    r
+}

@@ -163,6 +163,7 @@ fn serve(a: CollectArgs) -> ExitCode {
         sync_interval,
         waivers: o.waivers,
         stall_after,
+        heartbeat_rate_per_minute: a.heartbeat_rate,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     match rt.block_on(collect::serve(state, &a.listen, tls)) {
@@ -213,6 +214,7 @@ fn export(a: CollectExportArgs) -> ExitCode {
         sync_interval: Duration::from_secs(3600),
         waivers: o.waivers,
         stall_after: Duration::from_secs(180),
+        heartbeat_rate_per_minute: 1,
     });
     match rt.block_on(state.sync()) {
         Ok(n) if n > 0 => {

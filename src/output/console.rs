@@ -24,6 +24,9 @@ pub struct Console {
     multi: Option<MultiProgress>,
     bars: Mutex<BTreeMap<String, ProgressBar>>,
     lines: Mutex<BTreeMap<String, Line>>,
+    /// What is in progress now, whatever shows it (bars or lines), for a
+    /// run's heartbeats.
+    live: Mutex<BTreeMap<String, crate::results::heartbeat::Progress>>,
     interval: Duration,
     stop: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -47,6 +50,7 @@ impl Console {
             multi,
             bars: Mutex::new(BTreeMap::new()),
             lines: Mutex::new(BTreeMap::new()),
+            live: Mutex::new(BTreeMap::new()),
             interval,
             stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         });
@@ -73,8 +77,49 @@ impl Console {
         }
     }
 
+    /// The latest progress of an ACT stage: its read rate and live % > 1 ms.
+    pub fn update_act(&self, key: &str, secs: u64, total: u64, rate: f64, over_1ms: f64) {
+        self.update(
+            key,
+            secs,
+            total,
+            "s",
+            format!("reads {rate:.0}/s, {over_1ms:.2}% > 1 ms"),
+        );
+        if let Some(p) = self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(key)
+        {
+            p.pct_over_1ms = Some(over_1ms).filter(|x| x.is_finite());
+        }
+    }
+
+    /// What is in progress now.
+    pub fn live(&self) -> Vec<crate::results::heartbeat::Progress> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
     /// The latest progress of `key` ("act 10x /dev/sdb").
     pub fn update(&self, key: &str, done: u64, total: u64, unit: &'static str, detail: String) {
+        {
+            let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+            let p = live.entry(key.to_string()).or_insert_with(|| {
+                crate::results::heartbeat::Progress {
+                    key: key.to_string(),
+                    ..Default::default()
+                }
+            });
+            p.done = done;
+            p.total = total;
+            p.unit = unit.to_string();
+        }
         if let Some(m) = &self.multi {
             let mut bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
             let bar = bars.entry(key.to_string()).or_insert_with(|| {
@@ -108,6 +153,10 @@ impl Console {
 
     /// The stage of `key` ended: its bar or line goes.
     pub fn end(&self, key: &str) {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
         if let Some(b) = self
             .bars
             .lock()

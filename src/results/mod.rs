@@ -4,6 +4,7 @@
 
 pub mod act;
 pub mod health;
+pub mod heartbeat;
 pub mod inventory;
 pub mod policy;
 pub mod provision;

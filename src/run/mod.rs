@@ -8,6 +8,7 @@
 //! (one thread per drive for ACT and prep; stream drives all at once).
 
 pub mod boot;
+pub mod heartbeat;
 pub mod journal;
 pub mod plan;
 pub mod profile;
@@ -251,9 +252,29 @@ struct Ctx<'a> {
     stop: Arc<AtomicBool>,
     deadline: Option<Instant>,
     notes: Mutex<Vec<String>>,
+    /// What the heartbeats say, and their thread (none without a
+    /// collector among the upload targets).
+    live: Arc<heartbeat::Live>,
+    beacon: Mutex<Option<heartbeat::Beacon>>,
 }
 
 impl Ctx<'_> {
+    /// A heartbeat now (a stage started or ended).
+    fn kick(&self) {
+        if let Some(b) = &*self.beacon.lock().unwrap_or_else(|e| e.into_inner()) {
+            b.kick();
+        }
+    }
+
+    /// The run is over: the last heartbeat says how (bundle and verdict,
+    /// or stopped before one), and is waited for a few seconds at most.
+    fn last_heartbeat(&self, bundle: Option<(String, Verdict)>) {
+        self.live.ended(bundle);
+        if let Some(b) = self.beacon.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            b.finish();
+        }
+    }
+
     fn note(&self, text: String) {
         self.console.say(&text);
         self.notes
@@ -303,6 +324,8 @@ impl Ctx<'_> {
             ));
         }
         self.console.say(&format!("[{id}] started"));
+        self.live.stage_started(id);
+        self.kick();
         let result = work();
         if self.stopped() {
             self.console.say(&format!("[{id}] interrupted"));
@@ -312,6 +335,8 @@ impl Ctx<'_> {
             Ok(n) => (true, n),
             Err(e) => (false, format!("{e:#}")),
         };
+        self.live.stage_ended(id, (!ok).then_some(note.as_str()));
+        self.kick();
         self.journal()
             .finish(id, ok, &note)
             .map_err(|e| anyhow!(e))?;
@@ -368,13 +393,7 @@ fn act_run(
     }
     let mut last_save = Instant::now();
     let mut progress = |secs: u64, rate: f64, over: f64| {
-        ctx.console.update(
-            key,
-            secs,
-            total_s,
-            "s",
-            format!("reads {rate:.0}/s, {over:.2}% > 1 ms"),
-        );
+        ctx.console.update_act(key, secs, total_s, rate, over);
         if last_save.elapsed() > Duration::from_secs(10) {
             last_save = Instant::now();
             let _ = ctx.journal().progress(key, secs);
@@ -1056,6 +1075,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
             String::new()
         }
     ));
+    let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
     let ctx = Ctx {
         profile: p,
         dir: dir.clone(),
@@ -1064,8 +1084,13 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         stop,
         deadline: p.plan.time_budget.map(|b| Instant::now() + b),
         notes: Mutex::new(Vec::new()),
+        live: Arc::new(heartbeat::Live::default()),
+        beacon: Mutex::new(None),
     };
-    let result = run_stages(&ctx, opts);
+    start_heartbeats(&ctx, opts, &system)?;
+    let result = run_stages(&ctx, opts, system);
+    // Stopped before a bundle (an error, a signal): the board hears so.
+    ctx.last_heartbeat(None);
     console.close();
     let mut ending = result?;
     if ctx.stopped() {
@@ -1082,11 +1107,129 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     Ok(ending)
 }
 
-fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
+/// The run's signing key: `--key`, the profile's, or storcert.key beside
+/// the results (made on first use).
+fn signing_key(ctx: &Ctx, opts: &Options) -> Result<crate::bundle::minisign::SecretKey> {
+    let key_path = opts
+        .key
+        .clone()
+        .or_else(|| ctx.profile.bundle.key.clone())
+        .unwrap_or_else(|| {
+            ctx.dir
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("storcert.key")
+        });
+    if key_path.exists() {
+        return crate::bundle::keys::read_secret_key(&key_path).map_err(|e| anyhow!(e));
+    }
+    let k = crate::bundle::keys::make_key(&key_path, false).map_err(|e| anyhow!(e))?;
+    ctx.console.say(&format!(
+        "made signing key {} ({})",
+        k.public().id_hex(),
+        key_path.display()
+    ));
+    Ok(k)
+}
+
+/// The run's bundle name without ".tar.zst": also its id on the board.
+fn run_id(ctx: &Ctx, system: &crate::bundle::system::SystemIdentity) -> String {
+    let machine = system
+        .dmi
+        .product_serial
+        .clone()
+        .unwrap_or_else(|| "machine".into());
+    let run_name = ctx
+        .dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("run")
+        .to_string();
+    format!(
+        "storcert-{}-{}-{run_name}",
+        label_of(&machine),
+        ctx.profile.name
+    )
+}
+
+/// A client per upload target of the profile, with its URL as given.
+fn upload_clients(p: &Profile) -> Result<Vec<(String, crate::upload::Client)>> {
+    let (Some(u), Some(up)) = (&p.upload, &p.plan.upload) else {
+        return Ok(Vec::new());
+    };
+    let token = u
+        .token_file
+        .as_ref()
+        .map(|f| crate::input::read_text(f).map(|t| t.trim().to_string()))
+        .transpose()?;
+    let mut clients = Vec::new();
+    for to in &u.to {
+        let client = crate::upload::Client::new(crate::upload::Options {
+            to: to.clone(),
+            ca_file: u.ca_file.clone(),
+            pins: up.pins.clone(),
+            token: token.clone(),
+            allow_http: u.allow_http,
+            deadline: up.deadline,
+            max_backoff: Duration::from_secs(60),
+            signature_urls: None,
+        })
+        .map_err(|e| anyhow!(e))?;
+        clients.push((to.clone(), client));
+    }
+    Ok(clients)
+}
+
+/// Heartbeats to every collector among the upload targets, signed with
+/// the run's key.
+fn start_heartbeats(
+    ctx: &Ctx,
+    opts: &Options,
+    system: &crate::bundle::system::SystemIdentity,
+) -> Result<()> {
+    let run_id = run_id(ctx, system);
+    let targets: Vec<_> = upload_clients(ctx.profile)?
+        .into_iter()
+        .filter_map(|(to, c)| {
+            let url = c.heartbeat_url(&run_id)?;
+            Some((crate::upload::shown_url(&to), c, url))
+        })
+        .collect();
+    if targets.is_empty() || !crate::results::heartbeat::valid_run_id(&run_id) {
+        return Ok(());
+    }
+    let key = signing_key(ctx, opts)?;
+    let p = ctx.profile;
+    let info = heartbeat::RunInfo {
+        run_id,
+        machine: system.machine(),
+        profile: p.name.clone(),
+        tag: p.tag.clone(),
+        interval: p.plan.progress_interval,
+        timed_seconds: p.plan.timed_seconds(),
+    };
+    ctx.console.say(&format!(
+        "heartbeats every {} s to {}",
+        p.plan.progress_interval.as_secs().max(1),
+        targets
+            .iter()
+            .map(|t| t.0.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    *ctx.beacon.lock().unwrap_or_else(|e| e.into_inner()) =
+        heartbeat::Beacon::start(targets, key, info, ctx.live.clone(), ctx.console.clone());
+    Ok(())
+}
+
+fn run_stages(
+    ctx: &Ctx,
+    opts: &Options,
+    system: crate::bundle::system::SystemIdentity,
+) -> Result<Ending> {
     let p = ctx.profile;
     // The machine's identity and the inventory come first; they are cheap
     // and read-only, so they are taken again on every start.
-    let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
     ctx.write("system.json", system.clone())?;
     // In the boot image (the unit sets STORCERT_IN_IMAGE), the time from
     // kernel start to the first command sent to a device: the image's boot
@@ -1264,43 +1407,8 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
         .or_else(crate::upload::spool::default_dir)
         .unwrap_or_else(|| ctx.dir.parent().unwrap_or(Path::new(".")).join("spool"));
     let spool = crate::upload::spool::Spool::open(&spool_dir)?;
-    let key_path = opts
-        .key
-        .clone()
-        .or_else(|| p.bundle.key.clone())
-        .unwrap_or_else(|| {
-            ctx.dir
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("storcert.key")
-        });
-    let key = if key_path.exists() {
-        crate::bundle::keys::read_secret_key(&key_path).map_err(|e| anyhow!(e))?
-    } else {
-        let k = crate::bundle::keys::make_key(&key_path, false).map_err(|e| anyhow!(e))?;
-        ctx.console.say(&format!(
-            "made signing key {} ({})",
-            k.public().id_hex(),
-            key_path.display()
-        ));
-        k
-    };
-    let machine = system
-        .dmi
-        .product_serial
-        .clone()
-        .unwrap_or_else(|| "machine".into());
-    let run_name = ctx
-        .dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("run")
-        .to_string();
-    let bundle_name = format!(
-        "storcert-{}-{}-{run_name}.tar.zst",
-        label_of(&machine),
-        p.name
-    );
+    let key = signing_key(ctx, opts)?;
+    let bundle_name = format!("{}.tar.zst", run_id(ctx, &system));
     let out = ctx
         .dir
         .parent()
@@ -1315,30 +1423,12 @@ fn run_stages(ctx: &Ctx, opts: &Options) -> Result<Ending> {
     ending.reasons = created.summary.reasons.clone();
     ending.bundle = Some(spooled.clone());
     ending.bundle_sha256 = Some(created.sha256.clone());
+    // The board moves the run to finished now; its bundle follows.
+    ctx.last_heartbeat(Some((bundle_name.clone(), created.summary.verdict)));
 
-    if let (Some(u), Some(up)) = (&p.upload, &p.plan.upload) {
+    if let Some(up) = &p.plan.upload {
         let deadline = up.deadline;
-        let token = u
-            .token_file
-            .as_ref()
-            .map(|f| crate::input::read_text(f).map(|t| t.trim().to_string()))
-            .transpose()?;
-        let mut clients = Vec::new();
-        for to in &u.to {
-            let pins = up.pins.clone();
-            let client = crate::upload::Client::new(crate::upload::Options {
-                to: to.clone(),
-                ca_file: u.ca_file.clone(),
-                pins,
-                token: token.clone(),
-                allow_http: u.allow_http,
-                deadline,
-                max_backoff: Duration::from_secs(60),
-                signature_urls: None,
-            })
-            .map_err(|e| anyhow!(e))?;
-            clients.push((to.clone(), client));
-        }
+        let clients = upload_clients(p)?;
         let until = Instant::now() + deadline;
         // Pending bundles of earlier runs go first; a bundle leaves the
         // spool once every target confirmed it.

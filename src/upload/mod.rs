@@ -338,6 +338,50 @@ impl Client {
         r
     }
 
+    /// Where this target takes heartbeats: a storcert collector's
+    /// `…/upload/` becomes `…/heartbeat/RUN`. None for any other target (a
+    /// bucket or WebDAV would store them as files).
+    pub fn heartbeat_url(&self, run_id: &str) -> Option<reqwest::Url> {
+        if self.presigned() {
+            return None;
+        }
+        let path = self.base.path().strip_suffix("upload/")?;
+        if !path.ends_with('/') {
+            return None;
+        }
+        let mut u = self.base.clone();
+        u.set_path(&format!("{path}heartbeat/{}", url_escape(run_id)));
+        u.set_query(None);
+        Some(u)
+    }
+
+    /// Sends one heartbeat (its JSON, signed): a single try within
+    /// `timeout`, never retried (the next one follows). Err: why it was
+    /// not taken, printable.
+    pub async fn heartbeat(
+        &self,
+        url: reqwest::Url,
+        body: Vec<u8>,
+        minisig: &str,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let req = self
+            .put(url)
+            .timeout(timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(H_MINISIG, B64.encode(minisig))
+            .body(body);
+        match req.send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) => {
+                let status = r.status();
+                let why = reason_of(&read_capped(r).await);
+                Err(format!("HTTP {}: {why}", status.as_u16()))
+            }
+            Err(e) => Err(error_chain(&e.without_url())),
+        }
+    }
+
     /// PUTs the two signature files; `None` once both are stored.
     async fn put_signatures(&self, name: &str, minisig: &[u8], envelope: &[u8]) -> Option<Attempt> {
         let urls = match &self.signature_urls {
