@@ -11,6 +11,9 @@
 //!   with one (the spooled bundle is delivered and leaves the spool).
 //! - A bad profile on the kernel command line: the error on the console,
 //!   the failure exit, power off, no disk touched.
+//! - The live board: the PXE guest shows on the collector's board while it
+//!   runs (in headless Chromium) and moves to finished with its bundle; a
+//!   guest killed mid-run shows as stalled.
 //!
 //! Ignored for a plain `cargo test`: scripts/test builds the image first.
 
@@ -153,6 +156,10 @@ impl Drop for Collector {
 
 impl Collector {
     fn start(dir: &Path, trusted: &Path) -> Collector {
+        Self::start_with(dir, trusted, &[])
+    }
+
+    fn start_with(dir: &Path, trusted: &Path, extra: &[&str]) -> Collector {
         let store = dir.join("store");
         let (child, addr) = common::start_collector(
             Command::new(env!("CARGO_BIN_EXE_storcert"))
@@ -162,11 +169,52 @@ impl Collector {
                     s(trusted),
                     "--db",
                     s(&dir.join("index.db")),
-                ]),
+                ])
+                .args(extra),
             true,
         );
         let port = addr.rsplit(':').next().unwrap().parse().unwrap();
         Collector { child, port, store }
+    }
+
+    fn addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The board's rows.
+    fn board(&self) -> Vec<serde_json::Value> {
+        let (code, body) = common::http_get(&self.addr(), "/api/board");
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+
+    /// Watches the board while a guest runs: the first row seen running a
+    /// stage, and the board page as headless Chromium built it then.
+    fn watch_board(&self) -> BoardWatch {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, addr) = (stop.clone(), self.addr());
+        let thread = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let (_, body) = common::http_get(&addr, "/api/board");
+                let rows: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                let running = rows.as_array().and_then(|rows| {
+                    rows.iter()
+                        .find(|r| r["shown"] == "running" && r["heartbeat"]["stage"].is_string())
+                        .cloned()
+                });
+                if let Some(row) = running {
+                    let dom = common::chromium(&["--dump-dom", &format!("{addr}/board")]);
+                    return Some((row, String::from_utf8_lossy(&dom.stdout).into_owned()));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            None
+        });
+        BoardWatch { stop, thread }
     }
 
     fn bundles(&self) -> Vec<PathBuf> {
@@ -179,6 +227,19 @@ impl Collector {
             .unwrap_or_default();
         v.sort();
         v
+    }
+}
+
+struct BoardWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Option<(serde_json::Value, String)>>,
+}
+
+impl BoardWatch {
+    /// What it saw: the running row and the page.
+    fn seen(self) -> Option<(serde_json::Value, String)> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap()
     }
 }
 
@@ -326,10 +387,21 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     ));
     // A SCSI controller the image has no module for (sym53c8xx).
     q.extend(["-device".into(), "lsi53c895a,id=undriven".into()]);
+    let watch = collector.watch_board();
     let g = boot("pxe", t.path(), 420, &q);
     report("pxe", &g);
     let c = &g.console;
     assert!(g.powered_off, "the guest did not power off by itself:\n{c}");
+    // While it ran, the board showed it running a stage, in a browser too.
+    let (row, dom) = watch
+        .seen()
+        .unwrap_or_else(|| panic!("the board never showed the guest running:\n{c}"));
+    let run_id = row["heartbeat"]["run_id"].as_str().unwrap().to_string();
+    assert_eq!(row["heartbeat"]["profile"], "pxe-e2e", "{row}");
+    assert!(
+        dom.contains(&format!("data-run=\"{run_id}\" data-state=\"running\"")),
+        "{dom}"
+    );
     assert!(
         c.contains("storcert: loading the image"),
         "iPXE never ran storcert.ipxe:\n{c}"
@@ -343,6 +415,17 @@ fn pxe_boot_qualifies_every_disk_and_delivers_one_verified_bundle() {
     // Exactly one copy arrived, and it verifies with the site's key.
     let stored = collector.bundles();
     assert_eq!(stored.len(), 1, "{stored:?}\n{c}");
+    // And then finished, linked to the bundle that arrived.
+    let finished = collector
+        .board()
+        .into_iter()
+        .find(|r| r["heartbeat"]["run_id"] == run_id.as_str())
+        .unwrap();
+    assert_eq!(finished["shown"], "finished", "{finished}");
+    assert_eq!(
+        format!("{}.tar.zst", finished["bundle_sha256"].as_str().unwrap()),
+        stored[0].file_name().unwrap().to_str().unwrap()
+    );
     let v = verify(&stored[0], &public);
     let drives = v["summary"]["drives"].as_array().unwrap();
     for serial in [
@@ -902,4 +985,72 @@ fn the_image_drives_every_row_of_the_hardware_table() {
     ] {
         assert!(err.contains(want), "{want}\n{err}");
     }
+}
+
+#[test]
+#[ignore = "boots the built image under qemu; run through scripts/test"]
+fn a_guest_killed_mid_run_shows_as_stalled_on_the_board() {
+    let t = tempfile::tempdir().unwrap();
+    let d = |n: &str| t.path().join(n);
+    let (key, public) = keygen(t.path());
+    let collector = Collector::start_with(t.path(), &public, &["--stall-after", "8s"]);
+    sparse(&d("nvme"), 256);
+    // Long enough that only the kill ends it.
+    let profile = "name = \"long\"\nprogress_interval = \"2s\"\n[devices]\nselect = \"all\"\n\
+                   [act]\nstorage = [{ load = \"1x\", duration = \"30m\" }]\n\
+                   [bundle]\nkey = \"/etc/storcert/storcert.key\"\n";
+    let mut q = pxe_network(t.path(), &key, profile, &collector);
+    q.extend(disk(&d("nvme"), "nvme", "nvme,serial=E2ESTALL001"));
+    let console = d("stall.console.log");
+    let mut guest = qemu(600)
+        .stdin(Stdio::null())
+        .args(["-serial", &format!("file:{}", s(&console))])
+        .args(&q)
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + std::time::Duration::from_secs(400);
+    let row = loop {
+        let act = collector.board().into_iter().find(|r| {
+            r["shown"] == "running"
+                && r["heartbeat"]["stage"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("act"))
+        });
+        if let Some(r) = act {
+            break r;
+        }
+        if Instant::now() > until || guest.try_wait().unwrap().is_some() {
+            let _ = guest.kill();
+            panic!(
+                "the guest never showed running ACT:\n{}",
+                String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default())
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    // The guest dies: `timeout` passes the TERM on to qemu.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(guest.id() as i32, libc::SIGTERM) };
+    guest.wait().unwrap();
+    let run_id = row["heartbeat"]["run_id"].as_str().unwrap().to_string();
+    let until = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let now = collector
+            .board()
+            .into_iter()
+            .find(|r| r["heartbeat"]["run_id"] == run_id.as_str())
+            .unwrap();
+        if now["shown"] == "stalled" {
+            assert!(now["silent_s"].as_u64().unwrap() >= 8, "{now}");
+            break;
+        }
+        assert!(Instant::now() < until, "never stalled: {now}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (_, page) = common::http_get(&collector.addr(), "/board");
+    assert!(
+        page.contains(&format!("data-run=\"{run_id}\" data-state=\"stalled\"")),
+        "{page}"
+    );
+    assert!(collector.bundles().is_empty());
 }

@@ -1986,48 +1986,6 @@ fn a_presigned_target_gets_signatures_first_no_token_and_no_credential_shown() {
     assert!(text(&o).contains("not delivered"), "{}", text(&o));
 }
 
-/// An HTTP body, de-chunked where the answer was streamed.
-fn body_of(raw: &str) -> String {
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
-    if !head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return body.to_string();
-    }
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size, after)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap();
-        if n == 0 {
-            break;
-        }
-        out.push_str(&after[..n]);
-        rest = &after[n + 2..];
-    }
-    out
-}
-
-/// GET, the whole answer (streamed ones de-chunked).
-fn get_all(base: &str, path: &str) -> (u16, String) {
-    let host = base.trim_start_matches("http://");
-    let mut c = TcpStream::connect(host).unwrap();
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut resp = Vec::new();
-    c.read_to_end(&mut resp).unwrap();
-    let raw = String::from_utf8(resp).unwrap();
-    let code = raw
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, body_of(&raw))
-}
-
 /// The made-up fleet of scripts/bench/fleet-results, bundled and signed:
 /// `machines` machines of two drives; DRV-00004-1 slow (but passing),
 /// DRV-00005-0 failing, DRV-00000-0 moved into the last machine.
@@ -2084,7 +2042,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     assert!(o.status.success(), "{}", text(&o));
 
     // The CSV: a header, a row per drive per run, the documented columns.
-    let (code, csv_text) = get_all(&c.addr, "/api/export.csv");
+    let (code, csv_text) = common::http_get(&c.addr, "/api/export.csv");
     assert_eq!(code, 200, "{csv_text}");
     let mut r = csv::Reader::from_reader(csv_text.as_bytes());
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
@@ -2131,7 +2089,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     assert_eq!(&slow[col("waived")], "");
 
     // JSON lines: the same rows, each a whole object.
-    let (code, jsonl) = get_all(&c.addr, "/api/export.jsonl");
+    let (code, jsonl) = common::http_get(&c.addr, "/api/export.jsonl");
     assert_eq!(code, 200);
     let objects: Vec<serde_json::Value> = jsonl
         .lines()
@@ -2146,16 +2104,19 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     assert_eq!(w.len(), 1);
     assert_eq!(w[0]["serial"], "DRV-00005-0");
     // Filters: one drive, one cohort; a bad filter is refused.
-    let (_, one) = get_all(&c.addr, "/api/export.jsonl?drive=DRV-00000-0");
+    let (_, one) = common::http_get(&c.addr, "/api/export.jsonl?drive=DRV-00000-0");
     assert_eq!(one.lines().count(), 2, "{one}");
-    let (_, tag) = get_all(&c.addr, "/api/export.jsonl?by=tag&group=PO-4471");
+    let (_, tag) = common::http_get(&c.addr, "/api/export.jsonl?by=tag&group=PO-4471");
     assert_eq!(tag.lines().count(), 8, "{tag}");
     assert!(tag.lines().all(|l| l.contains("\"tag\":\"PO-4471\"")));
-    assert_eq!(get_all(&c.addr, "/api/export.csv?by=tag").0, 400);
-    assert_eq!(get_all(&c.addr, "/api/export.csv?by=colour&group=x").0, 400);
+    assert_eq!(common::http_get(&c.addr, "/api/export.csv?by=tag").0, 400);
+    assert_eq!(
+        common::http_get(&c.addr, "/api/export.csv?by=colour&group=x").0,
+        400
+    );
 
     // A drive's history follows it into the machine it moved to.
-    let (_, hist) = get_all(&c.addr, "/api/drives/DRV-00000-0");
+    let (_, hist) = common::http_get(&c.addr, "/api/drives/DRV-00000-0");
     let hist: serde_json::Value = serde_json::from_str(&hist).unwrap();
     let machines: Vec<&str> = hist
         .as_array()
@@ -2166,12 +2127,12 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     let mut sorted = machines.clone();
     sorted.sort();
     assert_eq!(sorted, ["SRV-00000", "SRV-00011"], "{hist}");
-    let (code, page) = get_all(&c.addr, "/drives/DRV-00000-0");
+    let (code, page) = common::http_get(&c.addr, "/drives/DRV-00000-0");
     assert_eq!(code, 200);
     assert!(page.contains("moved here from"), "{page}");
-    assert_eq!(get_all(&c.addr, "/drives/NO-SUCH").0, 404);
+    assert_eq!(common::http_get(&c.addr, "/drives/NO-SUCH").0, 404);
     // A machine's history: its run, its drives where they sat.
-    let (code, page) = get_all(&c.addr, "/machines/SRV-00004");
+    let (code, page) = common::http_get(&c.addr, "/machines/SRV-00004");
     assert_eq!(code, 200);
     for want in ["DRV-00004-0", "DRV-00004-1", "Dell HBA355i", "PO-4490"] {
         assert!(page.contains(want), "{want} not in {page}");
@@ -2179,7 +2140,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
 
     // Cohorts: by model, the slow drive is an outlier though it passed;
     // the waived failure counts as failed, and says it is waived.
-    let (_, cohorts) = get_all(&c.addr, "/api/cohorts?by=model");
+    let (_, cohorts) = common::http_get(&c.addr, "/api/cohorts?by=model");
     let cohorts: serde_json::Value = serde_json::from_str(&cohorts).unwrap();
     let of = |g: &str| {
         cohorts
@@ -2210,7 +2171,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
             .unwrap()
             > 1000.0
     );
-    let (_, tags) = get_all(&c.addr, "/api/cohorts?by=tag");
+    let (_, tags) = common::http_get(&c.addr, "/api/cohorts?by=tag");
     let tags: serde_json::Value = serde_json::from_str(&tags).unwrap();
     let mut groups: Vec<&str> = tags
         .as_array()
@@ -2220,7 +2181,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
         .collect();
     groups.sort();
     assert_eq!(groups, ["PO-4471", "PO-4490", "lot:2026-11"]);
-    let (_, fw) = get_all(&c.addr, "/api/cohorts?by=firmware");
+    let (_, fw) = common::http_get(&c.addr, "/api/cohorts?by=firmware");
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&fw)
             .unwrap()
@@ -2229,19 +2190,20 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
             .len(),
         5
     );
-    let (code, page) = get_all(&c.addr, "/cohorts?by=model&group=KIOXIA%20KCD6XLUL1T92");
+    let (code, page) = common::http_get(&c.addr, "/cohorts?by=model&group=KIOXIA%20KCD6XLUL1T92");
     assert_eq!(code, 200);
     assert!(
         page.contains("id=\"outliers\"") && page.contains("DRV-00004-1"),
         "{page}"
     );
-    let (code, page) = get_all(&c.addr, "/cohorts?by=model&group=Micron_7450_MTFDKCC1T9TFR");
+    let (code, page) =
+        common::http_get(&c.addr, "/cohorts?by=model&group=Micron_7450_MTFDKCC1T9TFR");
     assert_eq!(code, 200);
     assert!(
         page.contains("WAIVED") && page.contains("vendor RMA open"),
         "{page}"
     );
-    assert_eq!(get_all(&c.addr, "/cohorts?by=colour").0, 400);
+    assert_eq!(common::http_get(&c.addr, "/cohorts?by=colour").0, 400);
     // The pages, as a browser builds them.
     let dom = chromium(&["--dump-dom", &format!("{}/cohorts?by=tag", c.addr)]);
     let dom = String::from_utf8_lossy(&dom.stdout);
@@ -2308,7 +2270,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
 
 /// The board's rows, as the API gives them.
 fn board(c: &Collector) -> Vec<serde_json::Value> {
-    let (code, body) = get_all(&c.addr, "/api/board");
+    let (code, body) = common::http_get(&c.addr, "/api/board");
     assert_eq!(code, 200, "{body}");
     serde_json::from_str::<serde_json::Value>(&body)
         .unwrap()
@@ -2413,7 +2375,7 @@ fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
         r["heartbeat"]["run_id"] == run_id.as_str() && r["shown"] == "finished"
     });
     let sha = row["bundle_sha256"].as_str().unwrap();
-    let (_, page) = get_all(&c.addr, "/board");
+    let (_, page) = common::http_get(&c.addr, "/board");
     assert!(page.contains(&format!("/bundles/{sha}")), "{page}");
 
     // A machine that goes silent mid-run (killed) shows as stalled.
@@ -2428,7 +2390,7 @@ fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
         r["heartbeat"]["run_id"] == lost_id.as_str() && r["shown"] == "stalled"
     });
     assert!(row["silent_s"].as_u64().unwrap() >= 3);
-    let (_, page) = get_all(&c.addr, "/board");
+    let (_, page) = common::http_get(&c.addr, "/board");
     assert!(page.contains("1 stalled"), "{page}");
 }
 

@@ -243,3 +243,46 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// An HTTP body, de-chunked where the answer was streamed.
+pub fn body_of(raw: &str) -> String {
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return body.to_string();
+    }
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap();
+        if n == 0 {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = &after[n + 2..];
+    }
+    out
+}
+
+/// GET, the whole answer (streamed ones de-chunked).
+pub fn http_get(base: &str, path: &str) -> (u16, String) {
+    let host = base.trim_start_matches("http://");
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut resp = Vec::new();
+    c.read_to_end(&mut resp).unwrap();
+    let raw = String::from_utf8(resp).unwrap();
+    let code = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body_of(&raw))
+}
