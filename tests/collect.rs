@@ -2490,3 +2490,169 @@ fn base64_of(data: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(data)
 }
+
+#[test]
+fn hostile_fleet_text_is_escaped_and_forged_store_times_are_not_believed() {
+    let lab = Lab::new();
+    // One machine whose drive reports hostile text.
+    let out = lab.path("fleet");
+    let gen = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/bench/fleet-results"
+    ))
+    .args([s(&out), "--machines", "1"])
+    .output()
+    .unwrap();
+    assert!(gen.status.success(), "{}", text(&gen));
+    let res = out.join("SRV-00000");
+    let inv_path = res.join("inventory.json");
+    let inv = std::fs::read_to_string(&inv_path)
+        .unwrap()
+        .replace("SAMSUNG MZQL21T9HCJR", "<img src=x onerror=alert(1)>")
+        .replace("GDC5302Q", "=HYPERLINK(\\\"http://x\\\")");
+    std::fs::write(&inv_path, inv).unwrap();
+    let b = lab.path("SRV-00000.tar.zst");
+    let r = storcert(&["bundle", "create", s(&res), "-o", s(&b), "-k", s(&lab.key)]);
+    assert!(r.status.success(), "{}", text(&r));
+    let token = lab.path("token");
+    std::fs::write(&token, "t0k\n").unwrap();
+    let c = Collector::start(
+        &lab,
+        "store",
+        &["--token-file", s(&token), "--stall-after", "2s"],
+        &[],
+    );
+    let o = upload(&[s(&b), "--to", &c.upload_url(), "--token-file", s(&token)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let auth = [("Authorization", "Bearer t0k")];
+    // Every new read needs the token (no --public-read).
+    for path in [
+        "/board",
+        "/api/board",
+        "/machines/SRV-00000",
+        "/drives/DRV-00000-0",
+        "/cohorts?by=model",
+        "/api/cohorts?by=model",
+        "/api/drives/DRV-00000-0",
+        "/api/machines/SRV-00000",
+        "/api/export.csv",
+        "/api/export.jsonl",
+        "/static/board.js",
+    ] {
+        assert_eq!(c.get(path).0, 401, "{path}");
+        assert_eq!(http(&c.addr, "GET", path, &auth, b"").0, 200, "{path}");
+    }
+    // Pages escape the drive's words; the CSV defuses the formula.
+    for path in [
+        "/machines/SRV-00000",
+        "/drives/DRV-00000-0",
+        "/cohorts?by=model",
+        "/cohorts?by=firmware",
+    ] {
+        let (_, page) = http(&c.addr, "GET", path, &auth, b"");
+        assert!(!page.contains("<img src=x"), "{path}: {page}");
+    }
+    let (_, page) = http(&c.addr, "GET", "/machines/SRV-00000", &auth, b"");
+    assert!(
+        page.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{page}"
+    );
+    let (_, raw) = http(&c.addr, "GET", "/api/export.csv", &auth, b"");
+    let csv_text = common::body_of(&format!(
+        "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{raw}"
+    ));
+    let mut r = csv::Reader::from_reader(csv_text.as_bytes());
+    let h = r.headers().unwrap().clone();
+    let row = r.records().next().unwrap().unwrap();
+    let fw = &row[h.iter().position(|x| x == "firmware").unwrap()];
+    assert!(fw.starts_with("'="), "{fw}");
+
+    // A heartbeat's head: no length → 411; a body that never comes → 408.
+    let key = storcert::bundle::keys::read_secret_key(&lab.key).unwrap();
+    let body = heartbeat_body("run-9", 5);
+    let sig = base64_of(
+        key.sign_minisig(&body, "storcert heartbeat run-9 5")
+            .as_bytes(),
+    );
+    let mut sock = TcpStream::connect(c.addr.trim_start_matches("http://")).unwrap();
+    write!(
+        sock,
+        "PUT /heartbeat/run-9 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0k\r\n\
+         x-storcert-minisig: {sig}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .unwrap();
+    assert!(answer(&mut sock, Duration::from_secs(5)).contains(" 411 "));
+    let mut sock = TcpStream::connect(c.addr.trim_start_matches("http://")).unwrap();
+    write!(
+        sock,
+        "PUT /heartbeat/run-9 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0k\r\n\
+         x-storcert-minisig: {sig}\r\nContent-Length: 900\r\n\r\n{{"
+    )
+    .unwrap();
+    assert!(answer(&mut sock, Duration::from_secs(15)).contains(" 408 "));
+
+    // A real, signed heartbeat planted in the store with a time of
+    // receipt far ahead: shown as heard from now at the latest, and stalled
+    // once silent, never alive for ever.
+    let planted = serde_json::json!({
+        "run_id": "run-9", "received_at": "2096-01-01T00:00:00Z",
+        "received_ms": 4_000_000_000_000u64, "key_id": "forged",
+        "minisig": key.sign_minisig(&body, "storcert heartbeat run-9 5"),
+        "heartbeat": String::from_utf8(body.clone()).unwrap()
+    });
+    std::fs::create_dir_all(c.store.join("status")).unwrap();
+    std::fs::write(
+        c.store.join("status/run-9.json"),
+        serde_json::to_vec(&planted).unwrap(),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let rows: serde_json::Value =
+        serde_json::from_str(&http(&c.addr, "GET", "/api/board", &auth, b"").1).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["heartbeat"]["run_id"] == "run-9")
+        .unwrap()
+        .clone();
+    assert!(row["received_at"].as_str().unwrap() < "2096", "{row}");
+    std::thread::sleep(Duration::from_millis(2500));
+    let rows: serde_json::Value =
+        serde_json::from_str(&http(&c.addr, "GET", "/api/board", &auth, b"").1).unwrap();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["heartbeat"]["run_id"] == "run-9" && r["shown"] == "stalled"),
+        "{rows}"
+    );
+
+    // A store record whose time of receipt is no time is refused (it
+    // would be sorted, shown and exported): a fresh collector does not
+    // index it.
+    drop(c);
+    let summaries = lab.path("store/summaries");
+    let file = std::fs::read_dir(&summaries)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    rec["received_at"] = "=HYPERLINK(\"http://x\")".into();
+    std::fs::write(&file, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let o = storcert(&[
+        "collect",
+        "export",
+        "--store",
+        s(&lab.path("store")),
+        "--db",
+        s(&lab.path("fresh.sqlite")),
+        "--trusted-keys",
+        s(&lab.pubkey),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("0 row(s)"), "{}", text(&o));
+}

@@ -17,10 +17,12 @@ pub struct Figure {
     pub higher_is_worse: bool,
 }
 
-/// A change of a health counter over the run (after − before).
+/// A change of a health counter over the run (after − before); none for
+/// a counter that went down (reset, or read from another source): no
+/// drive heals, and a negative change would hide the others' spread.
 fn delta(r: &DriveRow, f: impl Fn(&crate::export::Smart) -> Option<u64>) -> Option<f64> {
     let (b, a) = (f(r.smart_before.as_ref()?)?, f(r.smart_after.as_ref()?)?);
-    Some(a as f64 - b as f64)
+    (a >= b).then_some(a as f64 - b as f64)
 }
 
 /// The figures a cohort compares: the worst hour's % > 1 ms at each ACT
@@ -102,10 +104,13 @@ pub struct Outlier {
     pub bundle_sha256: String,
     pub device: String,
     pub serial: Option<String>,
+    pub wwn: Option<String>,
     pub machine_serial: Option<String>,
+    pub model: Option<String>,
     pub verdict: Verdict,
     pub figure: String,
     pub value: f64,
+    /// The median of the drives of its model in the cohort.
     pub cohort_median: f64,
     /// How many robust deviations worse than the median.
     pub score: f64,
@@ -131,12 +136,19 @@ fn least_spread(name: &str, median: f64) -> f64 {
     .max(f64::MIN_POSITIVE)
 }
 
-/// A cohort: its rows' verdicts, figures and outliers.
+/// A cohort: its drives' verdicts, figures and outliers.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Cohort {
     pub group: String,
+    /// Distinct drives (by serial, else WWN, else machine and path): each
+    /// counted once, by its newest run.
     pub drives: usize,
+    /// Distinct runs (bundles) its rows came from.
     pub runs: usize,
+    /// Rows read (a drive per run).
+    pub rows: usize,
+    /// True when the group had more rows than were read (the newest only).
+    pub truncated: bool,
     pub passed: usize,
     pub failed: usize,
     /// Failures a waiver covers (counted in `failed` too).
@@ -153,71 +165,178 @@ impl Cohort {
     }
 }
 
-/// The cohort `group` of `rows` (waived: whether a row's failure is
-/// waived).
-pub fn cohort(group: String, rows: &[DriveRow], waived: impl Fn(&DriveRow) -> bool) -> Cohort {
-    let mut by_figure: BTreeMap<String, (bool, Vec<(usize, f64)>)> = BTreeMap::new();
-    for (i, r) in rows.iter().enumerate() {
-        for f in figures(r) {
-            by_figure
-                .entry(f.name)
-                .or_insert_with(|| (f.higher_is_worse, Vec::new()))
-                .1
-                .push((i, f.value));
+/// What a drive keeps across runs: its serial, else its WWN, else the
+/// machine and the path it was tested at.
+pub fn drive_identity(r: &DriveRow) -> String {
+    fn known(x: &Option<String>) -> Option<&str> {
+        x.as_deref().map(str::trim).filter(|x| !x.is_empty())
+    }
+    match (known(&r.serial), known(&r.wwn)) {
+        (Some(s), _) => format!("serial {s}"),
+        (None, Some(w)) => format!("wwn {w}"),
+        (None, None) => format!("{} {}", r.machine_serial.as_deref().unwrap_or(""), r.device),
+    }
+}
+
+/// One drive of a cohort, by its newest run: only what the statistics
+/// need (a cohort of a hundred thousand rows is not held whole).
+struct Member {
+    bundle_sha256: String,
+    device: String,
+    serial: Option<String>,
+    wwn: Option<String>,
+    machine_serial: Option<String>,
+    model: Option<String>,
+    verdict: Verdict,
+    waived: bool,
+    figures: Vec<Figure>,
+}
+
+/// A cohort made from its rows, newest first.
+pub struct CohortBuilder {
+    group: String,
+    members: Vec<Member>,
+    seen: std::collections::HashSet<String>,
+    runs: std::collections::HashSet<String>,
+    rows: usize,
+    pub truncated: bool,
+}
+
+impl CohortBuilder {
+    pub fn new(group: String) -> CohortBuilder {
+        CohortBuilder {
+            group,
+            members: Vec::new(),
+            seen: Default::default(),
+            runs: Default::default(),
+            rows: 0,
+            truncated: false,
         }
     }
-    let mut figures = BTreeMap::new();
-    let mut outliers = Vec::new();
-    for (name, (higher_is_worse, values)) in by_figure {
-        let Some(d) = Distribution::of(values.iter().map(|v| v.1).collect()) else {
-            continue;
-        };
-        if values.len() >= MIN_COHORT {
-            let mut dev: Vec<f64> = values.iter().map(|v| (v.1 - d.p50).abs()).collect();
+
+    /// Rows added so far.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The next row (older than those before): a drive already seen is
+    /// counted by its newer run.
+    pub fn add(&mut self, r: &DriveRow, waived: bool) {
+        self.rows += 1;
+        if !self.runs.contains(&r.bundle_sha256) {
+            self.runs.insert(r.bundle_sha256.clone());
+        }
+        if !self.seen.insert(drive_identity(r)) {
+            return;
+        }
+        self.members.push(Member {
+            bundle_sha256: r.bundle_sha256.clone(),
+            device: r.device.clone(),
+            serial: r.serial.clone(),
+            wwn: r.wwn.clone(),
+            machine_serial: r.machine_serial.clone(),
+            model: r.model.clone(),
+            verdict: r.verdict,
+            waived,
+            figures: figures(r),
+        });
+    }
+
+    pub fn finish(self) -> Cohort {
+        let members = &self.members;
+        // Figure → its values, and per model (outliers are judged among
+        // drives of the same model: a controller's or a tag's cohort may
+        // mix SATA and NVMe).
+        let mut all: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        // (figure, model) → whether more is worse, (member, value)s.
+        type ByModel<'a> = BTreeMap<(&'a str, &'a str), (bool, Vec<(usize, f64)>)>;
+        let mut by_model: ByModel = BTreeMap::new();
+        for (i, m) in members.iter().enumerate() {
+            for f in &m.figures {
+                if !f.value.is_finite() {
+                    continue;
+                }
+                all.entry(&f.name).or_default().push(f.value);
+                by_model
+                    .entry((&f.name, m.model.as_deref().unwrap_or("")))
+                    .or_insert_with(|| (f.higher_is_worse, Vec::new()))
+                    .1
+                    .push((i, f.value));
+            }
+        }
+        let mut outliers = Vec::new();
+        for ((name, _), (higher_is_worse, values)) in &by_model {
+            if values.len() < MIN_COHORT {
+                continue;
+            }
+            let mut v: Vec<f64> = values.iter().map(|x| x.1).collect();
+            v.sort_by(f64::total_cmp);
+            let median = quantile(&v, 0.5);
+            let mut dev: Vec<f64> = v.iter().map(|x| (x - median).abs()).collect();
             dev.sort_by(f64::total_cmp);
             // 1.4826 × MAD estimates the standard deviation of normal data.
-            let spread = (1.4826 * quantile(&dev, 0.5)).max(least_spread(&name, d.p50));
-            for &(i, v) in &values {
-                let worse = if higher_is_worse {
-                    v - d.p50
+            let spread = (1.4826 * quantile(&dev, 0.5)).max(least_spread(name, median));
+            for &(i, x) in values {
+                let worse = if *higher_is_worse {
+                    x - median
                 } else {
-                    d.p50 - v
+                    median - x
                 };
                 let score = worse / spread;
                 if score > OUTLIER_SCORE {
-                    let r = &rows[i];
+                    let m = &members[i];
                     outliers.push(Outlier {
-                        bundle_sha256: r.bundle_sha256.clone(),
-                        device: r.device.clone(),
-                        serial: r.serial.clone(),
-                        machine_serial: r.machine_serial.clone(),
-                        verdict: r.verdict,
-                        figure: name.clone(),
-                        value: v,
-                        cohort_median: d.p50,
+                        bundle_sha256: m.bundle_sha256.clone(),
+                        device: m.device.clone(),
+                        serial: m.serial.clone(),
+                        wwn: m.wwn.clone(),
+                        machine_serial: m.machine_serial.clone(),
+                        model: m.model.clone(),
+                        verdict: m.verdict,
+                        figure: name.to_string(),
+                        value: x,
+                        cohort_median: median,
                         score,
                     });
                 }
             }
         }
-        figures.insert(name, d);
+        outliers.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Cohort {
+            group: self.group,
+            drives: members.len(),
+            runs: self.runs.len(),
+            rows: self.rows,
+            truncated: self.truncated,
+            passed: members
+                .iter()
+                .filter(|m| m.verdict == Verdict::Pass)
+                .count(),
+            failed: members
+                .iter()
+                .filter(|m| m.verdict == Verdict::Fail)
+                .count(),
+            waived: members
+                .iter()
+                .filter(|m| m.verdict == Verdict::Fail && m.waived)
+                .count(),
+            figures: all
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), Distribution::of(v)?)))
+                .collect(),
+            outliers,
+        }
     }
-    outliers.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let runs: std::collections::BTreeSet<&str> =
-        rows.iter().map(|r| r.bundle_sha256.as_str()).collect();
-    Cohort {
-        group,
-        drives: rows.len(),
-        runs: runs.len(),
-        passed: rows.iter().filter(|r| r.verdict == Verdict::Pass).count(),
-        failed: rows.iter().filter(|r| r.verdict == Verdict::Fail).count(),
-        waived: rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Fail && waived(r))
-            .count(),
-        figures,
-        outliers,
+}
+
+/// The cohort `group` of `rows`, newest first (waived: whether a row's
+/// failure is waived).
+pub fn cohort(group: String, rows: &[DriveRow], waived: impl Fn(&DriveRow) -> bool) -> Cohort {
+    let mut b = CohortBuilder::new(group);
+    for r in rows {
+        b.add(r, waived(r));
     }
+    b.finish()
 }
 
 /// A known failure accepted for a while: findings it covers show as
@@ -401,6 +520,33 @@ mod tests {
         let d = &c.figures["act_6x %>1ms"];
         assert_eq!(d.n, 10);
         assert_eq!(d.max, 4.2);
+    }
+
+    #[test]
+    fn a_drive_counts_once_by_its_newest_run_and_outliers_stay_within_a_model() {
+        // Newest first: S0's newer run is slow, its older one fine.
+        let mut rows: Vec<DriveRow> = vec![row("S0", 4.0, 2.0e9, Verdict::Pass)];
+        rows[0].bundle_sha256 = "newer".into();
+        rows.extend((0..6).map(|i| row(&format!("S{i}"), 0.5, 2.0e9, Verdict::Pass)));
+        // Another model, much slower in bandwidth: not an outlier of M's.
+        for i in 0..5 {
+            let mut r = row(&format!("T{i}"), 0.5, 0.5e9, Verdict::Pass);
+            r.model = Some("SATA".into());
+            rows.push(r);
+        }
+        // A counter that went down (a reset) is no figure.
+        rows[2].smart_after.as_mut().unwrap().media_errors = Some(0);
+        rows[2].smart_before.as_mut().unwrap().media_errors = Some(7);
+        let c = cohort("PO-1".into(), &rows, |_| false);
+        assert_eq!((c.drives, c.rows, c.runs), (11, 12, 12));
+        let named: Vec<(&str, &str)> = c
+            .outliers
+            .iter()
+            .map(|o| (o.serial.as_deref().unwrap(), o.figure.as_str()))
+            .collect();
+        assert_eq!(named, [("S0", "act_6x %>1ms")], "{named:?}");
+        assert_eq!(c.outliers[0].bundle_sha256, "newer");
+        assert_eq!(c.figures["media errors Δ"].n, 10);
     }
 
     #[test]

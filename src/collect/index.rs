@@ -16,7 +16,7 @@ use crate::export::DriveRow;
 
 /// The index's own layout. An index of another version is rebuilt from
 /// the store (it is a cache: every record verifies again).
-const INDEX_VERSION: i64 = 2;
+const INDEX_VERSION: i64 = 3;
 
 /// What the store keeps beside each bundle (`summaries/SHA.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -29,8 +29,10 @@ pub struct Record {
     pub key_id: String,
     pub size: u64,
     pub summary: Summary,
-    /// A row per drive (the export's), made from the verified contents.
-    #[serde(default)]
+    /// A row per drive (the export's), made from the verified contents:
+    /// kept in the index's rows table, never in the record (it is made
+    /// again whenever a bundle is verified, and would swell the record).
+    #[serde(skip)]
     pub rows: Vec<DriveRow>,
 }
 
@@ -87,16 +89,27 @@ impl CohortKey {
         CohortKey::ALL.into_iter().find(|k| k.name() == s)
     }
 
-    /// The SQL expression of a row's group: a firmware is a model's
-    /// firmware, a controller's with its firmware.
+    /// The indexed column holding a row's group.
     fn column(self) -> &'static str {
         match self {
-            CohortKey::Model => "COALESCE(model, '')",
-            CohortKey::Firmware => "COALESCE(model, '') || ' / ' || COALESCE(firmware, '')",
+            CohortKey::Model => "g_model",
+            CohortKey::Firmware => "g_firmware",
+            CohortKey::Controller => "g_controller",
+            CohortKey::Tag => "g_tag",
+        }
+    }
+
+    /// A row's group: a firmware is a model's firmware, a controller's
+    /// name goes with its firmware.
+    pub fn group_of(self, r: &DriveRow) -> String {
+        let o = |x: &Option<String>| x.clone().unwrap_or_default();
+        match self {
+            CohortKey::Model => o(&r.model),
+            CohortKey::Firmware => format!("{} / {}", o(&r.model), o(&r.firmware)),
             CohortKey::Controller => {
-                "COALESCE(controller, '') || ' / ' || COALESCE(controller_firmware, '')"
+                format!("{} / {}", o(&r.controller), o(&r.controller_firmware))
             }
-            CohortKey::Tag => "COALESCE(tag, '')",
+            CohortKey::Tag => o(&r.tag),
         }
     }
 }
@@ -104,8 +117,8 @@ impl CohortKey {
 /// Which rows an export or a page takes.
 #[derive(Debug, Clone, Default)]
 pub struct RowFilter {
-    /// Drive serial or WWN.
-    pub drive: Option<String>,
+    /// Any of these drive serials or WWNs.
+    pub drive: Vec<String>,
     pub machine: Option<String>,
     /// (key, its group's value) of a cohort.
     pub cohort: Option<(CohortKey, String)>,
@@ -169,9 +182,18 @@ impl Index {
                  controller_firmware TEXT,
                  tag TEXT,
                  verdict TEXT NOT NULL,
+                 g_model TEXT NOT NULL,
+                 g_firmware TEXT NOT NULL,
+                 g_controller TEXT NOT NULL,
+                 g_tag TEXT NOT NULL,
                  row TEXT NOT NULL,
                  PRIMARY KEY (sha256, n)
              );
+             CREATE INDEX IF NOT EXISTS rows_g_model ON rows(g_model);
+             CREATE INDEX IF NOT EXISTS rows_g_firmware ON rows(g_firmware);
+             CREATE INDEX IF NOT EXISTS rows_g_controller ON rows(g_controller);
+             CREATE INDEX IF NOT EXISTS rows_g_tag ON rows(g_tag);
+             CREATE INDEX IF NOT EXISTS bundles_machine ON bundles(machine_serial);
              CREATE TABLE IF NOT EXISTS act_keys (
                  key TEXT PRIMARY KEY,
                  load REAL NOT NULL,
@@ -190,7 +212,8 @@ impl Index {
                  state TEXT NOT NULL,
                  record TEXT NOT NULL
              );
-             CREATE INDEX IF NOT EXISTS status_received ON status(received_ms);",
+             CREATE INDEX IF NOT EXISTS status_received ON status(received_ms);
+             CREATE INDEX IF NOT EXISTS status_state ON status(state, received_ms);",
         )
         .with_context(|| format!("index {}", path.display()))?;
         db.pragma_update(None, "user_version", INDEX_VERSION)
@@ -261,8 +284,10 @@ impl Index {
             for (n, row) in r.rows.iter().enumerate() {
                 tx.execute(
                     "INSERT INTO rows (sha256, n, received_at, machine_serial, serial, wwn,
-                        model, firmware, controller, controller_firmware, tag, verdict, row)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                        model, firmware, controller, controller_firmware, tag, verdict,
+                        g_model, g_firmware, g_controller, g_tag, row)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+                        ?15, ?16, ?17)",
                     params![
                         r.sha256,
                         n as i64,
@@ -276,6 +301,10 @@ impl Index {
                         row.controller_firmware,
                         row.tag,
                         row.verdict.as_str(),
+                        CohortKey::Model.group_of(row),
+                        CohortKey::Firmware.group_of(row),
+                        CohortKey::Controller.group_of(row),
+                        CohortKey::Tag.group_of(row),
                         serde_json::to_string(row)?
                     ],
                 )?;
@@ -363,9 +392,13 @@ impl Index {
             String::from("SELECT row FROM rows WHERE 1"),
             Vec::<String>::new(),
         );
-        if let Some(d) = &f.drive {
-            args.push(d.clone());
-            sql += &format!(" AND (serial = ?{0} OR wwn = ?{0})", args.len());
+        if !f.drive.is_empty() {
+            let mut any = Vec::new();
+            for d in f.drive.iter().take(64) {
+                args.push(d.clone());
+                any.push(format!("serial = ?{0} OR wwn = ?{0}", args.len()));
+            }
+            sql += &format!(" AND ({})", any.join(" OR "));
         }
         if let Some(m) = &f.machine {
             args.push(m.clone());
@@ -439,7 +472,7 @@ impl Index {
     }
 
     /// Records a run's status if its seq is above the one recorded; true
-    /// if it was.
+    /// if it was (then, and only then, the caller stores it).
     pub fn put_status(&self, rec: &StatusRecord, seq: u64, state: &str) -> Result<bool> {
         let db = self.lock();
         let n = db.execute(
@@ -460,35 +493,52 @@ impl Index {
         Ok(n == 1)
     }
 
-    /// The runs heard from since `since_ms` or still running, newest
-    /// first; at most `limit`.
-    pub fn statuses(&self, since_ms: u64, limit: u32) -> Result<Vec<StatusRecord>> {
+    /// The runs heard from since `since_ms`, and those still running
+    /// heard from since `running_since_ms` (a stalled machine stays in
+    /// sight longer than a finished one), newest first, at most `limit`;
+    /// each with the digest of its stored bundle, if any.
+    pub fn statuses(
+        &self,
+        since_ms: u64,
+        running_since_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<(StatusRecord, Option<String>)>> {
         let db = self.lock();
         let mut st = db.prepare(
-            "SELECT record FROM status WHERE received_ms >= ?1 OR state = 'running'
-             ORDER BY received_ms DESC, run_id LIMIT ?2",
+            "SELECT s.record, (SELECT b.sha256 FROM bundles b
+                                WHERE b.name = s.run_id || '.tar.zst'
+                                ORDER BY b.received_at LIMIT 1)
+             FROM status s
+             WHERE s.received_ms >= ?1 OR (s.state = 'running' AND s.received_ms >= ?2)
+             ORDER BY s.received_ms DESC, s.run_id LIMIT ?3",
         )?;
-        let rows = st.query_map(params![since_ms as i64, limit], |r| r.get::<_, String>(0))?;
+        let rows = st.query_map(
+            params![since_ms as i64, running_since_ms as i64, limit],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
+        )?;
         let mut out = Vec::new();
         for r in rows {
-            out.push(serde_json::from_str(&r?).context("index status")?);
+            let (rec, sha) = r?;
+            out.push((serde_json::from_str(&rec).context("index status")?, sha));
         }
         Ok(out)
     }
 
-    /// The digest of the stored bundle named `name`, if any.
-    pub fn sha_by_name(&self, name: &str) -> Result<Option<String>> {
+    /// The bundles of a machine (DMI serial), newest first: digest, name,
+    /// received, verdict.
+    pub fn runs_of_machine(
+        &self,
+        serial: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, String, String, String)>> {
         let db = self.lock();
-        Ok(db
-            .query_row(
-                "SELECT sha256 FROM bundles WHERE name = ?1 ORDER BY received_at LIMIT 1",
-                [name],
-                |r| r.get(0),
-            )
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?)
+        let mut st = db.prepare(
+            "SELECT sha256, name, received_at, verdict FROM bundles WHERE machine_serial = ?1
+             ORDER BY received_at DESC, sha256 LIMIT ?2",
+        )?;
+        let rows = st.query_map(params![serial, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 }

@@ -95,6 +95,12 @@ pub struct Collector {
     beats: Mutex<HashMap<IpAddr, (f64, Instant)>>,
     /// The stamp of each status record last read from the store.
     status_stamps: tokio::sync::Mutex<HashMap<String, String>>,
+    /// Heartbeat bodies being read.
+    heartbeats: Arc<tokio::sync::Semaphore>,
+    /// Heavy reads running (each on a blocking thread).
+    heavy: Arc<tokio::sync::Semaphore>,
+    /// Exports being streamed.
+    exports: Arc<tokio::sync::Semaphore>,
 }
 
 type Shared = Arc<Collector>;
@@ -175,13 +181,24 @@ fn client_of(ip: IpAddr) -> IpAddr {
 /// Token bucket per client address: `rate` per minute, bursts of the same
 /// size. True if one was taken.
 fn take(buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>, ip: IpAddr, rate: f64) -> bool {
+    take_burst(buckets, ip, rate, rate)
+}
+
+/// `take` with bursts of at most `burst` (and never more than `rate`).
+fn take_burst(
+    buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    ip: IpAddr,
+    rate: f64,
+    burst: f64,
+) -> bool {
+    let cap = burst.min(rate).max(1.0);
     let mut b = buckets.lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
     if b.len() > 100_000 {
         b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
     }
-    let (tokens, at) = b.entry(client_of(ip)).or_insert((rate, now));
-    *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(rate);
+    let (tokens, at) = b.entry(client_of(ip)).or_insert((cap, now));
+    *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(cap);
     *at = now;
     if *tokens >= 1.0 {
         *tokens -= 1.0;
@@ -260,6 +277,28 @@ impl Drop for Incoming {
 }
 
 impl Collector {
+    /// Runs a heavy read (cohorts, histories, the board) on a blocking
+    /// thread, `MAX_HEAVY_READS` at once: more are answered 503, so a
+    /// reader looping on them cannot take the cores uploads need.
+    pub(crate) async fn heavy<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Collector) -> Result<T> + Send + 'static,
+    ) -> Result<T, Response> {
+        let Ok(_turn) = self.heavy.clone().try_acquire_owned() else {
+            return Err(Refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{MAX_HEAVY_READS} pages being made; try again"),
+            )
+            .retry_after("2"));
+        };
+        let c = self.clone();
+        match tokio::task::spawn_blocking(move || f(&c)).await {
+            Ok(Ok(x)) => Ok(x),
+            Ok(Err(e)) => Err(internal(e).into_response()),
+            Err(e) => Err(internal(e.into()).into_response()),
+        }
+    }
+
     pub fn index(&self) -> &Index {
         &self.cfg.index
     }
@@ -281,6 +320,9 @@ impl Collector {
             downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
             beats: Mutex::new(HashMap::new()),
             status_stamps: tokio::sync::Mutex::new(HashMap::new()),
+            heartbeats: Arc::new(tokio::sync::Semaphore::new(MAX_HEARTBEATS)),
+            heavy: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS)),
+            exports: Arc::new(tokio::sync::Semaphore::new(MAX_EXPORTS)),
         })
     }
 
@@ -443,17 +485,23 @@ impl Collector {
             if stamps.get(run) == Some(&stamp) {
                 continue;
             }
-            // Remembered whatever it holds: a bad record costs one check
-            // per change, not one per sync.
-            stamps.insert(run.to_string(), stamp);
-            let Some(data) = self
+            let data = match self
                 .cfg
                 .store
                 .get_small(&board::status_key(run), board::MAX_RECORD)
-                .await?
-            else {
-                continue;
+                .await
+            {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                Err(e) => {
+                    // Tried again next time: its stamp is not remembered.
+                    eprintln!("collect: reading {}: {e:#}", board::status_key(run));
+                    continue;
+                }
             };
+            // Remembered whatever it holds: a bad record costs one check
+            // per change, not one per sync.
+            stamps.insert(run.to_string(), stamp);
             let checked = serde_json::from_slice::<board::StatusRecord>(&data)
                 .map_err(|e| e.to_string())
                 .and_then(|rec| {
@@ -466,11 +514,21 @@ impl Collector {
                         &rec.minisig,
                         &self.cfg.trusted,
                     )
-                    .map(|(hb, _)| (rec, hb))
+                    .map(|(hb, key_id)| (rec, hb, key_id))
                     .map_err(|e| e.0)
                 });
             match checked {
-                Ok((rec, hb)) => {
+                Ok((mut rec, hb, key_id)) => {
+                    // Only the heartbeat is signed: when it arrived is the
+                    // other collector's word, and never later than now
+                    // (a record dated ahead would keep a dead machine
+                    // looking alive).
+                    rec.received_ms = rec.received_ms.min(board::now_ms());
+                    rec.received_at = humantime::format_rfc3339_seconds(
+                        std::time::UNIX_EPOCH + Duration::from_millis(rec.received_ms),
+                    )
+                    .to_string();
+                    rec.key_id = key_id;
                     self.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())?;
                 }
                 Err(e) => eprintln!(
@@ -500,6 +558,21 @@ impl Collector {
         }
         let claim: Claim = serde_json::from_slice(&data)
             .map_err(|e| BadRecord(format!("not a collector's record: {e}")))?;
+        // When it was received is the storing collector's word: a time, or
+        // the record is refused (it is shown, sorted and exported).
+        let received = humantime::parse_rfc3339(&claim.received_at).map_err(|_| {
+            BadRecord(format!(
+                "received_at {} is not an RFC 3339 time",
+                crate::util::text::printable(&format!("{:?}", claim.received_at), 60)
+            ))
+        })?;
+        let claim = Claim {
+            received_at: humantime::format_rfc3339_seconds(
+                received.min(std::time::SystemTime::now()),
+            )
+            .to_string(),
+            ..claim
+        };
         let key = bundle_key(sha);
         let text = |d: Option<bytes::Bytes>, what: &str| -> Result<String> {
             let d = d.with_context(|| format!("no {what} in the store"))?;
@@ -670,6 +743,14 @@ async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
 
 /// How long a heartbeat's body may take to arrive.
 const HEARTBEAT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Heartbeat bodies being read at once (64 KiB each at most).
+const MAX_HEARTBEATS: usize = 256;
+/// Heartbeats one address may send at once before its rate applies.
+const HEARTBEAT_BURST: f64 = 100.0;
+/// Heavy reads (cohorts, histories, the board) at once.
+const MAX_HEAVY_READS: usize = 4;
+/// Exports streamed at once.
+const MAX_EXPORTS: usize = 4;
 /// How far back the board shows finished and stopped runs.
 const BOARD_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The most runs the board shows.
@@ -691,7 +772,12 @@ async fn receive_heartbeat(
     if let Some(r) = c.unauthorised(ip, &headers, "heartbeats need the upload token") {
         return r;
     }
-    if !take(&c.beats, ip, c.cfg.heartbeat_rate_per_minute.max(1) as f64) {
+    if !take_burst(
+        &c.beats,
+        ip,
+        c.cfg.heartbeat_rate_per_minute.max(1) as f64,
+        HEARTBEAT_BURST,
+    ) {
         return Refusal(
             StatusCode::TOO_MANY_REQUESTS,
             format!(
@@ -736,6 +822,14 @@ async fn receive_heartbeat(
         }
         Some(_) => {}
     }
+    // Bodies held at once, whoever sends them.
+    let Ok(_slot) = c.heartbeats.clone().try_acquire_owned() else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_HEARTBEATS} heartbeats in progress; try again"),
+        )
+        .retry_after("5");
+    };
     let body = match tokio::time::timeout(
         HEARTBEAT_BODY_TIMEOUT,
         axum::body::to_bytes(req.into_body(), heartbeat::MAX_BYTES),
@@ -779,16 +873,26 @@ async fn receive_heartbeat(
         minisig,
         heartbeat: String::from_utf8_lossy(&body).into_owned(),
     };
+    // The index first, conditionally: only a heartbeat above the last one
+    // recorded reaches the store (two at once cannot both win).
     let stored = async {
+        if !c.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())? {
+            return Ok(false);
+        }
         let text = serde_json::to_vec(&rec)?;
         c.cfg
             .store
             .put(&board::status_key(&run), text.into())
             .await?;
-        c.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())
+        anyhow::Ok(true)
     };
     match stored.await {
-        Ok(_) => {
+        Ok(false) => Refusal(
+            StatusCode::CONFLICT,
+            format!("stale: seq {} is not above the last recorded", hb.seq),
+        )
+        .into_response(),
+        Ok(true) => {
             let mut r =
                 Json(serde_json::json!({ "status": "recorded", "seq": hb.seq })).into_response();
             r.headers_mut().insert(H_COLLECTOR, collector_header());
@@ -798,21 +902,19 @@ async fn receive_heartbeat(
     }
 }
 
-/// The board's rows: runs heard from in the last day or still running,
-/// stalled first, then running, stopped and finished, newest first.
+/// The board's rows: runs heard from in the last day, and running ones
+/// (stalled, perhaps) heard from in the last week; stalled first, then
+/// running, stopped and finished, the most recently heard first.
 pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
     let now = board::now_ms();
     let since = now.saturating_sub(BOARD_WINDOW.as_millis() as u64);
+    let running_since = now.saturating_sub(7 * BOARD_WINDOW.as_millis() as u64);
     let mut rows = Vec::new();
-    for rec in c.cfg.index.statuses(since, BOARD_ROWS)? {
+    for (rec, sha) in c.cfg.index.statuses(since, running_since, BOARD_ROWS)? {
         let Ok(hb) = serde_json::from_str::<crate::results::heartbeat::Heartbeat>(&rec.heartbeat)
         else {
             continue;
         };
-        let sha = c
-            .cfg
-            .index
-            .sha_by_name(&format!("{}.tar.zst", rec.run_id))?;
         let silent = Duration::from_millis(now.saturating_sub(rec.received_ms));
         rows.push(board::BoardRow {
             shown: board::shown(&hb, silent, c.cfg.stall_after, sha.is_some()),
@@ -839,10 +941,9 @@ pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
 
 async fn api_board(State(c): State<Shared>) -> Response {
     c.fresh().await;
-    match tokio::task::spawn_blocking(move || board_rows(&c)).await {
-        Ok(Ok(rows)) => Json(rows).into_response(),
-        Ok(Err(e)) => internal(e).into_response(),
-        Err(e) => internal(e.into()).into_response(),
+    match c.heavy(board_rows).await {
+        Ok(rows) => Json(rows).into_response(),
+        Err(r) => r,
     }
 }
 
@@ -863,24 +964,24 @@ struct ApiRow {
 async fn api_rows(c: Shared, f: index::RowFilter) -> Response {
     c.fresh().await;
     let today = fleet::today();
-    let got = tokio::task::spawn_blocking(move || {
-        let mut out = Vec::new();
-        c.cfg.index.rows(&f, MAX_API_ROWS, |row| {
-            let waived = c
-                .cfg
-                .waivers
-                .covering(&row, &today)
-                .map(fleet::Waivers::describe);
-            out.push(ApiRow { row, waived });
-            true
-        })?;
-        anyhow::Ok(out)
-    })
-    .await;
+    let got = c
+        .heavy(move |c| {
+            let mut out = Vec::new();
+            c.cfg.index.rows(&f, MAX_API_ROWS, |row| {
+                let waived = c
+                    .cfg
+                    .waivers
+                    .covering(&row, &today)
+                    .map(fleet::Waivers::describe);
+                out.push(ApiRow { row, waived });
+                true
+            })?;
+            Ok(out)
+        })
+        .await;
     match got {
-        Ok(Ok(rows)) => Json(rows).into_response(),
-        Ok(Err(e)) => internal(e).into_response(),
-        Err(e) => internal(e.into()).into_response(),
+        Ok(rows) => Json(rows).into_response(),
+        Err(r) => r,
     }
 }
 
@@ -899,7 +1000,7 @@ async fn api_drive(State(c): State<Shared>, Path(id): Path<String>) -> Response 
     api_rows(
         c,
         index::RowFilter {
-            drive: Some(id),
+            drive: vec![id],
             ..Default::default()
         },
     )
@@ -919,15 +1020,15 @@ async fn api_cohorts(State(c): State<Shared>, Query(q): Query<web::CohortQuery>)
         )
         .into_response();
     };
-    let got = tokio::task::spawn_blocking(move || {
-        web::cohorts(&c, by, q.group.as_deref())
-            .map(|v| v.into_iter().map(|(co, _)| co).collect::<Vec<_>>())
-    })
-    .await;
-    match got {
-        Ok(Ok(cohorts)) => Json(cohorts).into_response(),
-        Ok(Err(e)) => internal(e).into_response(),
-        Err(e) => internal(e.into()).into_response(),
+    let group = q.group.clone();
+    match c
+        .heavy(move |c| web::cohorts(c, by, group.as_deref(), false))
+        .await
+    {
+        Ok(cohorts) => {
+            Json(cohorts.into_iter().map(|(co, _)| co).collect::<Vec<_>>()).into_response()
+        }
+        Err(r) => r,
     }
 }
 
@@ -961,7 +1062,7 @@ impl ExportQuery {
         };
         Ok((
             index::RowFilter {
-                drive: self.drive.clone(),
+                drive: self.drive.iter().cloned().collect(),
                 machine: self.machine.clone(),
                 cohort,
                 since: self.since.clone(),
@@ -1038,6 +1139,8 @@ pub fn write_export(
 struct ChannelWriter {
     tx: tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
     buf: Vec<u8>,
+    until: tokio::time::Instant,
+    handle: tokio::runtime::Handle,
 }
 
 impl ChannelWriter {
@@ -1046,9 +1149,20 @@ impl ChannelWriter {
             return Ok(());
         }
         let chunk = bytes::Bytes::from(std::mem::take(&mut self.buf));
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "reader went away"))
+        let sent = self
+            .handle
+            .block_on(tokio::time::timeout_at(self.until, self.tx.send(Ok(chunk))));
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "reader went away",
+            )),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the export took longer than the request timeout",
+            )),
+        }
     }
 }
 
@@ -1080,20 +1194,26 @@ async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
         Err(e) => return Refusal(StatusCode::BAD_REQUEST, e).into_response(),
     };
     c.fresh().await;
-    let Ok(turn) = c.downloads.clone().try_acquire_owned() else {
+    let Ok(turn) = c.exports.clone().try_acquire_owned() else {
         return Refusal(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
+            format!("{MAX_EXPORTS} exports in progress; try again"),
         )
         .retry_after("2");
     };
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
     let errors = tx.clone();
+    // A reader too slow to take it within the request timeout ends it (and
+    // gives back its turn and its read of the index).
+    let until = tokio::time::Instant::now() + c.cfg.request_timeout;
+    let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let _turn = turn;
         let out = ChannelWriter {
             tx,
             buf: Vec::new(),
+            until,
+            handle,
         };
         if let Err(e) = write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
             eprintln!("collect: export: {e:#}");

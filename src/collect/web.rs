@@ -12,7 +12,10 @@ use super::index::{CohortKey, Record, RowFilter};
 use super::{SearchQuery, Shared};
 use crate::export::DriveRow;
 
+/// HTML-escaped, with control and bidi characters shown escaped (a
+/// machine's text cannot reorder or hide what a page says).
 fn esc(s: &str) -> String {
+    let s = crate::util::text::printable(s, usize::MAX);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -303,7 +306,7 @@ fn serial_link(serial: &Option<String>, wwn: &Option<String>) -> String {
         .filter(|s| !s.trim().is_empty())
         .or(wwn.as_deref())
     {
-        Some(id) if !id.trim().is_empty() => format!(
+        Some(id) if linkable(id) => format!(
             "<a href=\"/drives/{}\"><code>{}</code></a>",
             url_part(id),
             esc(id)
@@ -312,9 +315,15 @@ fn serial_link(serial: &Option<String>, wwn: &Option<String>) -> String {
     }
 }
 
+/// A path segment a browser would take for a dot segment ("." or "..",
+/// even percent-encoded) cannot be linked.
+fn linkable(s: &str) -> bool {
+    !s.trim().is_empty() && s != "." && s != ".."
+}
+
 fn machine_link(serial: &Option<String>) -> String {
     match serial.as_deref() {
-        Some(s) if !s.trim().is_empty() => format!(
+        Some(s) if linkable(s) => format!(
             "<a href=\"/machines/{}\"><code>{}</code></a>",
             url_part(s),
             esc(s)
@@ -341,50 +350,64 @@ fn not_found(what: &str) -> Response {
 }
 
 /// `/machines/SERIAL`: every run of the machine, newest first, each with
-/// its drives where they sat.
+/// its drives where they sat (a run that tested no drive too).
 pub async fn machine_page(State(c): State<Shared>, Path(serial): Path<String>) -> Response {
     c.fresh().await;
-    let f = RowFilter {
-        machine: Some(serial.clone()),
-        ..RowFilter::default()
+    let s2 = serial.clone();
+    let got = c
+        .heavy(move |c| {
+            let runs = c.cfg.index.runs_of_machine(&s2, PAGE_ROWS as u32)?;
+            let rows = rows_of(
+                c,
+                &RowFilter {
+                    machine: Some(s2),
+                    ..RowFilter::default()
+                },
+            )?;
+            Ok((runs, rows))
+        })
+        .await;
+    let (runs, rows) = match got {
+        Ok(x) => x,
+        Err(r) => return r,
     };
-    let rows = match rows_of(&c, &f) {
-        Ok(r) => r,
-        Err(e) => return super::internal(e).into_response(),
-    };
-    if rows.is_empty() {
+    if runs.is_empty() {
         return not_found(&format!("No run of machine {serial}"));
     }
     let today = fleet::today();
+    let first = rows.first();
     let mut body = format!(
-        "{}<h1>Machine <code>{}</code></h1><p>{} {} · host {}</p>",
+        "{}<h1>Machine <code>{}</code></h1><p>{} {} · host {} · {} run(s)</p>",
         nav(),
         esc(&serial),
-        opt(&rows[0].machine_vendor),
-        opt(&rows[0].machine_product),
-        opt(&rows[0].hostname),
+        opt(&first.and_then(|r| r.machine_vendor.clone())),
+        opt(&first.and_then(|r| r.machine_product.clone())),
+        opt(&first.and_then(|r| r.hostname.clone())),
+        runs.len(),
     );
-    let mut i = 0;
-    while i < rows.len() {
-        let run = &rows[i];
-        let n = rows[i..]
-            .iter()
-            .take_while(|r| r.bundle_sha256 == run.bundle_sha256)
-            .count();
+    for (sha, name, received, run_verdict) in &runs {
+        let mine: Vec<&DriveRow> = rows.iter().filter(|r| &r.bundle_sha256 == sha).collect();
+        let tag = mine.first().and_then(|r| r.tag.clone());
+        let profile = mine.first().and_then(|r| r.profile.clone());
         body += &format!(
-            "<h2 class=\"run\">{received} {verdict}</h2><p><a href=\"/bundles/{sha}\">{name}</a> · \
-             tag {tag} · profile {profile}</p><table class=\"drives\"><thead><tr><th>Slot / \
-             controller</th><th>Device</th><th>Model</th><th>Serial</th><th>Firmware</th>\
-             <th>Verdict</th><th>ACT %&gt;1ms</th><th>Stream W/R MB/s</th><th>Health</th>\
-             </tr></thead><tbody>",
-            received = esc(&run.received_at),
-            verdict = verdict(run.run_verdict),
-            sha = esc(&run.bundle_sha256),
-            name = esc(&run.bundle),
-            tag = opt(&run.tag),
-            profile = opt(&run.profile),
+            "<h2 class=\"run\">{received} <span class=\"verdict v-{v}\">{vu}</span></h2>\
+             <p><a href=\"/bundles/{sha}\">{name}</a> · tag {tag} · profile {profile}</p>",
+            received = esc(received),
+            v = esc(run_verdict),
+            vu = esc(&run_verdict.to_uppercase()),
+            sha = esc(sha),
+            name = esc(name),
+            tag = opt(&tag),
+            profile = opt(&profile),
         );
-        for r in &rows[i..i + n] {
+        if mine.is_empty() {
+            body += "<p>No drive was tested in this run (its bundle says why).</p>";
+            continue;
+        }
+        body += "<table class=\"drives\"><thead><tr><th>Slot / controller</th><th>Device</th>\
+                 <th>Model</th><th>Serial</th><th>Firmware</th><th>Verdict</th>\
+                 <th>ACT %&gt;1ms</th><th>Stream W/R MB/s</th><th>Health</th></tr></thead><tbody>";
+        for r in mine {
             body += &format!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -400,23 +423,49 @@ pub async fn machine_page(State(c): State<Shared>, Path(serial): Path<String>) -
             );
         }
         body += "</tbody></table>";
-        i += n;
     }
     page(&format!("machine {serial}"), &body).into_response()
 }
 
 /// `/drives/SERIAL-OR-WWN`: every run the drive was in, newest first,
 /// with the machine and slot it was in (a drive moved between machines is
-/// followed, and the move is marked).
+/// followed, and the move is marked). Runs where it reported only its
+/// serial or only its WWN are found by the other.
 pub async fn drive_page(State(c): State<Shared>, Path(id): Path<String>) -> Response {
     c.fresh().await;
-    let f = RowFilter {
-        drive: Some(id.clone()),
-        ..RowFilter::default()
-    };
-    let rows = match rows_of(&c, &f) {
+    let id2 = id.clone();
+    let got = c
+        .heavy(move |c| {
+            let mut ids = vec![id2];
+            let mut rows = rows_of(
+                c,
+                &RowFilter {
+                    drive: ids.clone(),
+                    ..RowFilter::default()
+                },
+            )?;
+            for r in &rows {
+                for x in [&r.serial, &r.wwn].into_iter().flatten() {
+                    if !x.trim().is_empty() && !ids.contains(x) && ids.len() < 8 {
+                        ids.push(x.clone());
+                    }
+                }
+            }
+            if ids.len() > 1 {
+                rows = rows_of(
+                    c,
+                    &RowFilter {
+                        drive: ids,
+                        ..RowFilter::default()
+                    },
+                )?;
+            }
+            Ok(rows)
+        })
+        .await;
+    let rows = match got {
         Ok(r) => r,
-        Err(e) => return super::internal(e).into_response(),
+        Err(r) => return r,
     };
     if rows.is_empty() {
         return not_found(&format!("No run of drive {id}"));
@@ -479,12 +528,17 @@ pub struct CohortQuery {
 /// The most groups a cohort overview shows.
 const MAX_GROUPS: u32 = 200;
 
+/// The most rows one cohort's statistics read (the newest).
+const COHORT_ROWS: u64 = 200_000;
+
 /// The cohorts of `by` (all of them, or the one `group`), each from its
-/// rows.
+/// rows, newest first; with `keep_rows`, the newest `PAGE_ROWS` rows of
+/// each too (for a group's page).
 pub fn cohorts(
     c: &super::Collector,
     by: CohortKey,
     group: Option<&str>,
+    keep_rows: bool,
 ) -> anyhow::Result<Vec<(fleet::Cohort, Vec<DriveRow>)>> {
     let groups: Vec<String> = match group {
         Some(g) => vec![g.to_string()],
@@ -499,15 +553,24 @@ pub fn cohorts(
     let today = fleet::today();
     let mut out = Vec::new();
     for g in groups {
-        let rows = rows_of(
-            c,
-            &RowFilter {
-                cohort: Some((by, g.clone())),
-                ..RowFilter::default()
-            },
-        )?;
-        let cohort = fleet::cohort(g, &rows, |r| c.cfg.waivers.covering(r, &today).is_some());
-        out.push((cohort, rows));
+        let mut b = fleet::CohortBuilder::new(g.clone());
+        let mut kept = Vec::new();
+        let f = RowFilter {
+            cohort: Some((by, g)),
+            ..RowFilter::default()
+        };
+        c.cfg.index.rows(&f, COHORT_ROWS + 1, |r| {
+            if b.rows() as u64 == COHORT_ROWS {
+                b.truncated = true;
+                return false;
+            }
+            b.add(&r, c.cfg.waivers.covering(&r, &today).is_some());
+            if keep_rows && (kept.len() as u64) < PAGE_ROWS {
+                kept.push(r);
+            }
+            true
+        })?;
+        out.push((b.finish(), kept));
     }
     Ok(out)
 }
@@ -541,9 +604,14 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
         )
             .into_response();
     };
-    let found = match cohorts(&c, by, q.group.as_deref()) {
+    let group = q.group.clone();
+    let keep = group.is_some();
+    let found = match c
+        .heavy(move |c| cohorts(c, by, group.as_deref(), keep))
+        .await
+    {
         Ok(f) => f,
-        Err(e) => return super::internal(e).into_response(),
+        Err(r) => return r,
     };
     let shown = |g: &str| {
         if g.is_empty() {
@@ -562,9 +630,14 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
                     .map(|(name, d)| format!("{}: {}", esc(name), spread(d)))
                     .collect();
                 rows += &format!(
-                    "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}</td>\
+                    "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}{cut}</td>\
                      <td>{runs}</td><td>{rate}</td><td>{failed}{waived}</td><td><small>{figures}</small></td>\
                      <td class=\"outliers\">{outliers}</td></tr>",
+                    cut = if co.truncated {
+                        format!(" <small>(newest {COHORT_ROWS} rows)</small>")
+                    } else {
+                        String::new()
+                    },
                     by = by.name(),
                     gq = url_part(&co.group),
                     g = esc(&shown(&co.group)),
@@ -614,13 +687,9 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
                 outliers += &format!(
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
                      <td>{}</td></tr>",
-                    match &o.serial {
-                        Some(s) => format!(
-                            "<a href=\"/drives/{}\"><code>{}</code></a>",
-                            url_part(s),
-                            esc(s)
-                        ),
-                        None => esc(&o.device),
+                    match serial_link(&o.serial, &o.wwn).as_str() {
+                        "–" => esc(&o.device),
+                        link => link.to_string(),
                     },
                     machine_link(&o.machine_serial),
                     esc(&o.figure),
@@ -647,7 +716,8 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
             }
             format!(
                 "{nav}<h1>{by} {g}</h1><p>{drives_n} drive(s) in {runs} run(s) · pass rate {rate} · \
-                 {failed} failed{waived}</p><h2>Key figures</h2><table id=\"figures\"><thead><tr>\
+                 {failed} failed{waived}</p><p><small>Each drive counts once, by its newest run; \
+                 outliers are judged among drives of the same model.</small></p><h2>Key figures</h2><table id=\"figures\"><thead><tr>\
                  <th>Figure</th><th>n</th><th>min</th><th>p50</th><th>p90</th><th>max</th></tr>\
                  </thead><tbody>{figures}</tbody></table><h2>Outliers</h2><p><small>A drive more \
                  than {score} robust deviations worse than the cohort's median (at least \
@@ -798,11 +868,9 @@ fn board_inner(rows: &[super::board::BoardRow]) -> String {
 /// day. It refreshes itself (`/board?part=rows`) every 5 s.
 pub async fn board_page(State(c): State<Shared>, Query(q): Query<BoardQuery>) -> Response {
     c.fresh().await;
-    let c2 = c.clone();
-    let rows = match tokio::task::spawn_blocking(move || super::board_rows(&c2)).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return super::internal(e).into_response(),
-        Err(e) => return super::internal(e.into()).into_response(),
+    let rows = match c.heavy(super::board_rows).await {
+        Ok(r) => r,
+        Err(r) => return r,
     };
     let inner = board_inner(&rows);
     if q.part.as_deref() == Some("rows") {

@@ -31,7 +31,11 @@ struct Opened {
     waivers: Waivers,
 }
 
-fn open(a: &CollectStoreArgs) -> Result<Opened, String> {
+/// Opens the store and its index. `incoming` names the private folder
+/// (beside the index) bodies are copied into while they are verified: the
+/// server's is cleared of what a killed run left; an export takes one of
+/// its own, so a running server's uploads are never touched.
+fn open(a: &CollectStoreArgs, incoming: &str) -> Result<Opened, String> {
     let keys = a
         .trusted_keys
         .as_ref()
@@ -58,9 +62,9 @@ fn open(a: &CollectStoreArgs) -> Result<Opened, String> {
     });
     // Bodies arrive in a private folder beside the index; what an earlier
     // run left there (killed mid-upload) is removed.
-    let mut incoming = db.clone().into_os_string();
-    incoming.push(".incoming");
-    let incoming = std::path::PathBuf::from(incoming);
+    let mut folder = db.clone().into_os_string();
+    folder.push(incoming);
+    let incoming = std::path::PathBuf::from(folder);
     let _ = std::fs::remove_dir_all(&incoming);
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -135,7 +139,7 @@ fn serve(a: CollectArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
-    let o = match open(&a.store) {
+    let o = match open(&a.store, ".incoming") {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
@@ -188,7 +192,8 @@ fn export(a: CollectExportArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(e),
     };
-    let o = match open(&a.store) {
+    let own = format!(".export-{}.incoming", std::process::id());
+    let o = match open(&a.store, &own) {
         Ok(o) => o,
         Err(e) => return fail(e),
     };
@@ -196,6 +201,7 @@ fn export(a: CollectExportArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(e),
     };
+    let incoming = o.incoming.clone();
     let state = collect::Collector::new(collect::Config {
         store: o.store,
         index: o.index,
@@ -216,7 +222,9 @@ fn export(a: CollectExportArgs) -> ExitCode {
         stall_after: Duration::from_secs(180),
         heartbeat_rate_per_minute: 1,
     });
-    match rt.block_on(state.sync()) {
+    let synced = rt.block_on(state.sync());
+    let _ = std::fs::remove_dir_all(&incoming);
+    match synced {
         Ok(n) if n > 0 => {
             eprintln!("storcert collect export: indexed {n} bundle(s) from the store")
         }
@@ -228,22 +236,13 @@ fn export(a: CollectExportArgs) -> ExitCode {
         ExportFormatArg::Jsonl => collect::ExportFormat::Jsonl,
     };
     let written = match &a.output {
-        Some(path) => {
-            let mut buf = Vec::new();
-            collect::write_export(
-                state.index(),
-                state.waivers(),
-                &filter,
-                limit,
-                format,
-                &mut buf,
-            )
-            .and_then(|n| {
-                crate::util::fs::write_durably(path, &buf)
-                    .map(|_| n)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-            })
-        }
+        // Streamed into a temporary file beside it, made durable, then
+        // renamed over it: never a half-written export, never held whole.
+        Some(path) => crate::util::fs::write_durably_with(path, |f| {
+            collect::write_export(state.index(), state.waivers(), &filter, limit, format, f)
+                .map_err(std::io::Error::other)
+        })
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
         None => collect::write_export(
             state.index(),
             state.waivers(),

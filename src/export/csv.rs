@@ -1,6 +1,8 @@
 //! The rows as CSV: a header line, then a row per drive per run, in the
-//! columns docs/export-schema.md lists. The ACT columns are one group per
-//! load (and spare area) present in the export, named by `ActLoad::key`.
+//! columns docs/export-schema.md lists: the fixed ones, the health before
+//! and after, then one group per ACT load (and spare area) present in the
+//! index, named by `ActLoad::key`. The ACT groups come last: a load run for
+//! the first time adds columns at the end and moves none.
 //!
 //! A cell holds what a machine reported (a model, a serial), which a
 //! spreadsheet would run as a formula if it began with `=`, `+`, `-`, `@`
@@ -59,11 +61,14 @@ const SMART: &[&str] = &[
     "host_bytes_written",
 ];
 
-/// A text cell, made safe for a spreadsheet.
+/// A text cell, made safe for a spreadsheet and a terminal: control and
+/// bidi characters escaped (`\u{1b}`), and a leading `'` where a spreadsheet
+/// would take it for a formula.
 fn text(s: &str) -> String {
+    let s = crate::util::text::printable(s, usize::MAX);
     match s.chars().next() {
-        Some(c) if "=+-@".contains(c) || c.is_control() => format!("'{s}"),
-        _ => s.to_string(),
+        Some(c) if "=+-@".contains(c) => format!("'{s}"),
+        _ => s,
     }
 }
 
@@ -109,16 +114,16 @@ pub struct Writer<W: Write> {
 }
 
 impl<W: Write> Writer<W> {
-    /// Writes the header: the fixed columns, a group per ACT key, the
-    /// health before and after.
+    /// Writes the header: the fixed columns, the health before and after,
+    /// a group per ACT key.
     pub fn new(out: W, act_keys: Vec<String>) -> csv::Result<Writer<W>> {
         let mut out = csv::Writer::from_writer(out);
         let mut header: Vec<String> = RUN.iter().map(|s| s.to_string()).collect();
-        for k in &act_keys {
-            header.extend(ACT.iter().map(|c| format!("{k}_{c}")));
-        }
         for when in ["before", "after"] {
             header.extend(SMART.iter().map(|c| format!("smart_{when}_{c}")));
+        }
+        for k in &act_keys {
+            header.extend(ACT.iter().map(|c| format!("{k}_{c}")));
         }
         out.write_record(&header)?;
         Ok(Writer { out, act_keys })
@@ -130,8 +135,8 @@ impl<W: Write> Writer<W> {
             r.schema_version.to_string(),
             r.bundle_sha256.clone(),
             text(&r.bundle),
-            r.received_at.clone(),
-            r.signed_at.clone(),
+            text(&r.received_at),
+            text(&r.signed_at),
             r.run_verdict.as_str().to_string(),
             opt_text(&r.tag),
             opt_text(&r.profile),
@@ -156,6 +161,8 @@ impl<W: Write> Writer<W> {
             float(r.stream_write_bytes_per_s),
             float(r.stream_read_bytes_per_s),
         ];
+        cells.extend(smart_cells(&r.smart_before));
+        cells.extend(smart_cells(&r.smart_after));
         for k in &self.act_keys {
             match r.act.iter().find(|a| &a.key() == k) {
                 Some(a) => cells.extend([
@@ -167,8 +174,6 @@ impl<W: Write> Writer<W> {
                 None => cells.extend(std::iter::repeat_n(String::new(), ACT.len())),
             }
         }
-        cells.extend(smart_cells(&r.smart_before));
-        cells.extend(smart_cells(&r.smart_after));
         self.out.write_record(&cells)
     }
 
@@ -229,7 +234,7 @@ mod tests {
         let rec = r.records().next().unwrap().unwrap();
         let cell = |name: &str| rec[h.iter().position(|c| c == name).unwrap()].to_string();
         assert_eq!(cell("model"), "'=HYPERLINK(\"http://x\",\"y\")");
-        assert_eq!(cell("serial"), "'+1\n-2");
+        assert_eq!(cell("serial"), "'+1\\u{a}-2");
         assert_eq!(cell("firmware"), "'@SUM(A1)");
         assert_eq!(cell("hostname"), "a,\"b\"");
         assert_eq!(cell("waived"), "'-waived");

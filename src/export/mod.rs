@@ -69,7 +69,9 @@ pub struct DriveRow {
     /// The drive's own verdict in this run.
     pub verdict: Verdict,
     pub reasons: Vec<String>,
-    /// The highest ACT load (Nx) it passed in this run.
+    /// The highest ACT load (Nx) it passed in this run, as the bundle's
+    /// summary says it (any passing storage run or search confirmation;
+    /// the `act` entries say load by load).
     pub act_load_passed: Option<f64>,
     /// Per ACT load (and spare-area setting) run: the worst hour's
     /// figures. Sorted by spare area, then load.
@@ -102,11 +104,13 @@ pub struct ActLoad {
 
 impl ActLoad {
     /// The name this load's columns carry: "act_12x", "act_1.5x_op20".
+    /// The spare area is named to the whole percent: the share a profile
+    /// asked for, whatever rounding to the drive's sectors made of it.
     pub fn key(&self) -> String {
         let load = crate::report::compare::load_text(self.load);
         match self.spare_pct {
             None => format!("act_{load}"),
-            Some(s) => format!("act_{load}_op{}", crate::report::compare::trim_number(s)),
+            Some(s) => format!("act_{load}_op{}", s.round() as i64),
         }
     }
 }
@@ -114,7 +118,7 @@ impl ActLoad {
 /// The health figures a fleet compares (SMART / NVMe health log).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Smart {
-    /// "ok", "failing", … as the drive reported it.
+    /// "passed", "failed" or "unknown", as the drive's health log says.
     pub overall: Option<String>,
     pub temperature_c: Option<i32>,
     pub power_on_hours: Option<u64>,
@@ -183,6 +187,9 @@ struct Parts<'a> {
     before: Option<&'a Snapshot>,
     after: Option<&'a Snapshot>,
     streams: Vec<&'a StreamResult>,
+    /// The drive each tested path is on (a partition storcert made is on
+    /// its disk), from the run's targets.
+    disks: std::collections::BTreeMap<String, String>,
     act: crate::report::compare::Comparison,
 }
 
@@ -194,6 +201,7 @@ impl<'a> Parts<'a> {
             before: None,
             after: None,
             streams: Vec::new(),
+            disks: std::collections::BTreeMap::new(),
             act: crate::report::compare::compare(&[(source.to_string(), c)]),
         };
         for item in &c.items {
@@ -209,6 +217,11 @@ impl<'a> Parts<'a> {
                     p.after = Some(s)
                 }
                 Artefact::Stream(s) => p.streams.push(s),
+                Artefact::Targets(t) => {
+                    for t in &t.targets {
+                        p.disks.insert(t.path.clone(), t.disk.clone());
+                    }
+                }
                 _ => {}
             }
         }
@@ -216,21 +229,23 @@ impl<'a> Parts<'a> {
     }
 }
 
-/// The drive's entry in a health snapshot: by serial where both have one,
-/// else by its kernel name.
+/// The drive's entry in a health snapshot: by serial where both have one;
+/// by its kernel name only where that entry or the drive has no serial (a
+/// name the kernel gave another drive since is not this drive's).
 fn health_of<'a>(
     s: Option<&'a Snapshot>,
     device: &str,
     serial: &Option<String>,
 ) -> Option<&'a DriveHealth> {
     let s = s?;
+    let known = |x: &Option<String>| x.as_deref().is_some_and(|x| !x.trim().is_empty());
     s.drives
         .iter()
         .find(|d| same(&d.serial, serial))
         .or_else(|| {
-            s.drives
-                .iter()
-                .find(|d| kernel_name(&d.name) == kernel_name(device))
+            s.drives.iter().find(|d| {
+                kernel_name(&d.name) == kernel_name(device) && !(known(&d.serial) && known(serial))
+            })
         })
 }
 
@@ -290,25 +305,31 @@ fn place(
     (Some(name), firmware, slot)
 }
 
-/// The lowest bandwidth of a pass over `device` across the stream runs.
-fn stream_bw(streams: &[&StreamResult], device: &str, pass: Pass) -> Option<f64> {
+/// The lowest bandwidth of a pass over `device` across the stream runs:
+/// a target is the drive, or a partition of it the run made (as the
+/// run's targets say). A pass that moved nothing counts, as 0.
+fn stream_bw(
+    streams: &[&StreamResult],
+    disks: &std::collections::BTreeMap<String, String>,
+    device: &str,
+    pass: Pass,
+) -> Option<f64> {
     let mut lowest: Option<f64> = None;
     for s in streams {
-        let Some(target) = s
-            .targets
-            .iter()
-            .position(|t| t.device.as_deref() == Some(device) || t.path == device)
-        else {
+        let Some(target) = s.targets.iter().position(|t| {
+            t.path == device || disks.get(&t.path).map(String::as_str) == Some(device)
+        }) else {
             continue;
         };
         for p in s.passes.iter().filter(|p| p.pass == pass && !p.interrupted) {
-            let bw: f64 = p
+            let jobs: Vec<f64> = p
                 .jobs
                 .iter()
                 .filter(|j| j.target == target)
                 .map(|j| j.bw_bytes)
-                .sum();
-            if bw > 0.0 {
+                .collect();
+            if !jobs.is_empty() {
+                let bw: f64 = jobs.iter().sum();
                 lowest = Some(lowest.map_or(bw, |l| l.min(bw)));
             }
         }
@@ -330,10 +351,10 @@ fn act_of(
         .map(|s| format!("serial {s}"));
     let mut out: Vec<ActLoad> = Vec::new();
     for t in &cmp.loads {
-        // A share of several drives ("a + b") is no one drive's figure.
-        let mine = Some(&t.drive) == by_serial.as_ref()
-            || (t.drive == device && t.devices.iter().all(|d| d == device))
-            || (by_serial.is_none() && t.devices.len() == 1 && t.devices[0] == device);
+        // A table is named by the drive's serial, else by its path (a
+        // spare partition's table by the drive under it); a share of
+        // several drives ("a + b") is no one drive's figure.
+        let mine = Some(&t.drive) == by_serial.as_ref() || t.drive == device;
         if !mine || t.workload != "storage" {
             continue;
         }
@@ -423,8 +444,18 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
                 reasons: d.reasons.clone(),
                 act_load_passed: d.act_load_passed,
                 act: act_of(&parts.act, &d.device, &d.serial),
-                stream_write_bytes_per_s: stream_bw(&parts.streams, &d.device, Pass::Write),
-                stream_read_bytes_per_s: stream_bw(&parts.streams, &d.device, Pass::Read),
+                stream_write_bytes_per_s: stream_bw(
+                    &parts.streams,
+                    &parts.disks,
+                    &d.device,
+                    Pass::Write,
+                ),
+                stream_read_bytes_per_s: stream_bw(
+                    &parts.streams,
+                    &parts.disks,
+                    &d.device,
+                    Pass::Read,
+                ),
                 smart_before: health_of(parts.before, &d.device, &d.serial).map(Smart::of),
                 smart_after: health_of(parts.after, &d.device, &d.serial).map(Smart::of),
             }

@@ -117,6 +117,9 @@ pub struct RunInfo {
     pub interval: Duration,
     /// Seconds of the profile's timed stages, for the ETA.
     pub timed_seconds: u64,
+    /// Where the last seq sent is kept: a resumed run goes on above it
+    /// even if the clock was set back in between.
+    pub seq_file: std::path::PathBuf,
 }
 
 enum Msg {
@@ -243,10 +246,16 @@ fn send_loop(
         return;
     };
     let started = Instant::now();
-    // Counts up across resumes too: a new start begins above the last.
+    // Counts up across resumes too: a new start begins above the last one
+    // sent (kept in the results folder) and above the clock.
+    let saved = std::fs::read_to_string(&info.seq_file)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(0);
     let mut seq = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+        .map_or(0, |d| d.as_millis() as u64)
+        .max(saved);
     // Each target's failure is said once, until it answers again.
     let mut failing = vec![false; targets.len()];
     let mut last = false;
@@ -256,7 +265,15 @@ fn send_loop(
             Ok(Msg::Last) => last = true,
             Err(RecvTimeoutError::Disconnected) => return,
         }
+        // Kicks that queued while a send was slow are one heartbeat; the
+        // last one is never left behind them.
+        while let Ok(m) = rx.try_recv() {
+            if let Msg::Last = m {
+                last = true;
+            }
+        }
         seq += 1;
+        let _ = std::fs::write(&info.seq_file, seq.to_string());
         let hb = heartbeat(&info, &live.snapshot(), console.live(), seq, started);
         let Ok(body) = serde_json::to_vec(&hb) else {
             continue;
@@ -271,7 +288,8 @@ fn send_loop(
                 Err(why) if !*was => {
                     *was = true;
                     console.say(&format!(
-                        "heartbeat to {name}: {why} (best-effort: the run goes on)"
+                        "heartbeat to {name}: {} (best-effort: the run goes on)",
+                        crate::util::text::printable(why, 300)
                     ));
                 }
                 Ok(()) => *was = false,
@@ -293,6 +311,7 @@ mod tests {
             tag: Some("PO-1".into()),
             interval: Duration::from_secs(10),
             timed_seconds: 3600,
+            seq_file: std::path::PathBuf::from("/nonexistent/seq"),
         }
     }
 

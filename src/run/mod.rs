@@ -1087,7 +1087,11 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         live: Arc::new(heartbeat::Live::default()),
         beacon: Mutex::new(None),
     };
-    start_heartbeats(&ctx, opts, &system)?;
+    // Best-effort: a target that cannot take them (a bad CA file) is said,
+    // and the run goes on; the upload at the end says it again.
+    if let Err(e) = start_heartbeats(&ctx, opts, &system) {
+        ctx.note(format!("no heartbeats: {e:#}"));
+    }
     let result = run_stages(&ctx, opts, system);
     // Stopped before a bundle (an error, a signal): the board hears so.
     ctx.last_heartbeat(None);
@@ -1195,8 +1199,14 @@ fn start_heartbeats(
             Some((crate::upload::shown_url(&to), c, url))
         })
         .collect();
-    if targets.is_empty() || !crate::results::heartbeat::valid_run_id(&run_id) {
+    if targets.is_empty() {
         return Ok(());
+    }
+    if !crate::results::heartbeat::valid_run_id(&run_id) {
+        bail!(
+            "the run id {} is not a plain name (the profile's name?)",
+            crate::util::text::printable(&run_id, 200)
+        );
     }
     let key = signing_key(ctx, opts)?;
     let p = ctx.profile;
@@ -1207,6 +1217,8 @@ fn start_heartbeats(
         tag: p.tag.clone(),
         interval: p.plan.progress_interval,
         timed_seconds: p.plan.timed_seconds(),
+        // Beside the run folder, not in it: not a result.
+        seq_file: ctx.dir.with_extension("heartbeat-seq"),
     };
     ctx.console.say(&format!(
         "heartbeats every {} s to {}",

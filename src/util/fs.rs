@@ -42,6 +42,23 @@ pub fn create_temporary(path: &Path, mode: u32) -> std::io::Result<(std::fs::Fil
 }
 
 fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    write_durably_as(path, mode, |f| f.write_all(data))
+}
+
+/// `write_durably` of what `write` writes as it goes (an export too large
+/// to hold): into a temporary file beside `path`, synced, then renamed.
+pub fn write_durably_with<T>(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    write_durably_as(path, 0o644, write)
+}
+
+fn write_durably_as<T>(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+) -> std::io::Result<T> {
     // A device or pipe the caller named (/dev/stdout): written in place,
     // opened without following a link (one swapped in since is refused).
     // Never a secret: that goes only to a new file of its own.
@@ -50,21 +67,25 @@ fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()
             .is_ok_and(|m| !m.is_file() && !m.is_dir() && !m.file_type().is_symlink())
     {
         use std::os::unix::fs::OpenOptionsExt;
-        return std::fs::OpenOptions::new()
+        let mut f = std::fs::OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)?
-            .write_all(data);
+            .open(path)?;
+        return write(&mut f);
     }
     let (mut f, tmp) = create_temporary(path, mode)?;
-    let written = f
-        .write_all(data)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    let written = write(&mut f).and_then(|t| {
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        Ok(t)
+    });
+    let t = match written {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     drop(f);
     // vfat writes a renamed file's new directory entry with size 0 and no
     // first cluster until the file itself is written back: without this
@@ -75,7 +96,8 @@ fn write_durably_mode(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::File::open(dir)?.sync_all()
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(t)
 }
 
 /// Opens `path` for reading without following a final link.
