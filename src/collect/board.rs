@@ -79,6 +79,11 @@ pub fn check(
     if hb.run_id != run_id {
         return Err(Refused("heartbeat: for another run".into()));
     }
+    // The index keeps it as SQLite's signed 64 bits: a larger one would
+    // wrap, and lock the run's later heartbeats out.
+    if hb.seq > i64::MAX as u64 {
+        return Err(Refused("heartbeat: seq out of range".into()));
+    }
     if info.trusted_comment != format!("storcert heartbeat {run_id} {}", hb.seq) {
         return Err(Refused(
             "heartbeat: its signature is not of this run's heartbeat".into(),
@@ -218,6 +223,14 @@ mod tests {
         many.errors = vec!["x".into(); heartbeat::MAX_ERRORS + 1];
         let (b6, s6) = signed(&key, &many, "storcert heartbeat run-1 7");
         assert!(check("run-1", &b6, &s6, &trusted).is_err());
+        let mut huge = h.clone();
+        huge.seq = 1 << 63;
+        let (b8, s8) = signed(
+            &key,
+            &huge,
+            &format!("storcert heartbeat run-1 {}", 1u64 << 63),
+        );
+        assert!(check("run-1", &b8, &s8, &trusted).is_err());
         let big = vec![b' '; heartbeat::MAX_BYTES + 1];
         let s7 = key.sign_minisig(&big, "storcert heartbeat run-1 7");
         assert!(check("run-1", &big, &s7, &trusted).is_err());

@@ -398,13 +398,19 @@ fn act_of(
     out
 }
 
-/// The rows of one verified bundle: one per drive its summary judged.
+/// The most rows one bundle gives (a summary is anyone's signed claim:
+/// matching each drive against the inventory costs drives × disks).
+pub const MAX_ROWS: usize = 4096;
+
+/// The rows of one verified bundle: one per drive its summary judged (at
+/// most `MAX_ROWS`).
 pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<DriveRow> {
     let parts = Parts::of(&received.sha256, contents);
     let m = &summary.machine;
     summary
         .drives
         .iter()
+        .take(MAX_ROWS)
         .map(|d| {
             let disk = parts
                 .inventory
