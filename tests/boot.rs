@@ -183,13 +183,7 @@ impl Collector {
 
     /// The board's rows.
     fn board(&self) -> Vec<serde_json::Value> {
-        let (code, body) = common::http_get(&self.addr(), "/api/board");
-        assert_eq!(code, 200, "{body}");
-        serde_json::from_str::<serde_json::Value>(&body)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .clone()
+        common::board(&self.addr())
     }
 
     /// Watches the board while a guest runs: the first row seen running a

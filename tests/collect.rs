@@ -1988,7 +1988,7 @@ fn a_presigned_target_gets_signatures_first_no_token_and_no_credential_shown() {
 
 /// The made-up fleet of scripts/bench/fleet-results, bundled and signed:
 /// `machines` machines of two drives; DRV-00004-1 slow (but passing),
-/// DRV-00005-0 failing, DRV-00000-0 moved into the last machine.
+/// DRV-00005-0 failing, DRV-00000-0 moved into machine 3 (the same model).
 fn fleet_bundles(lab: &Lab, machines: usize) -> Vec<PathBuf> {
     let out = lab.path("fleet");
     let gen = Command::new(concat!(
@@ -1997,7 +1997,7 @@ fn fleet_bundles(lab: &Lab, machines: usize) -> Vec<PathBuf> {
     ))
     .args([s(&out), "--machines", &machines.to_string()])
     .args(["--slow", "DRV-00004-1", "--failing", "DRV-00005-0"])
-    .args(["--moved", &format!("DRV-00000-0:{}", machines - 1)])
+    .args(["--moved", "DRV-00000-0:3"])
     .output()
     .expect("python3 scripts/bench/fleet-results");
     assert!(gen.status.success(), "{}", text(&gen));
@@ -2126,7 +2126,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
         .collect();
     let mut sorted = machines.clone();
     sorted.sort();
-    assert_eq!(sorted, ["SRV-00000", "SRV-00011"], "{hist}");
+    assert_eq!(sorted, ["SRV-00000", "SRV-00003"], "{hist}");
     let (code, page) = common::http_get(&c.addr, "/drives/DRV-00000-0");
     assert_eq!(code, 200);
     assert!(page.contains("moved here from"), "{page}");
@@ -2153,6 +2153,12 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     };
     let kioxia = of("KIOXIA KCD6XLUL1T92");
     assert_eq!(kioxia["drives"], 8);
+    // The moved drive is one drive in two runs: counted once.
+    let samsung = of("SAMSUNG MZQL21T9HCJR");
+    assert_eq!(
+        (samsung["drives"].clone(), samsung["rows"].clone()),
+        (7.into(), 8.into())
+    );
     assert!(kioxia["outliers"]
         .as_array()
         .unwrap()
@@ -2270,13 +2276,7 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
 
 /// The board's rows, as the API gives them.
 fn board(c: &Collector) -> Vec<serde_json::Value> {
-    let (code, body) = common::http_get(&c.addr, "/api/board");
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str::<serde_json::Value>(&body)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+    common::board(&c.addr)
 }
 
 /// Polls the board until `want` holds for a row, or panics after `secs`.
@@ -2338,7 +2338,7 @@ fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
         &["--stall-after", "3s", "--public-read"],
         &[],
     );
-    let mut run = run_against(&lab, &c, "steady", 12);
+    let mut run = run_against(&lab, &c, "steady", 40);
     // Running, in its ACT stage, with the drive's progress and live % > 1 ms.
     let row = wait_board(&c, 60, "running ACT", |r| {
         r["shown"] == "running"
@@ -2350,7 +2350,7 @@ fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
     let hb = &row["heartbeat"];
     assert_eq!(hb["tag"], "PO-77");
     assert_eq!(hb["profile"], "steady");
-    assert!(hb["eta_s"].as_u64().unwrap() <= 12, "{hb}");
+    assert!(hb["eta_s"].as_u64().unwrap() <= 40, "{hb}");
     assert!(hb["progress"][0]["pct_over_1ms"].is_number(), "{hb}");
     let run_id = hb["run_id"].as_str().unwrap().to_string();
     // The page as a browser shows it, its script refreshing the table in
@@ -2369,8 +2369,11 @@ fn a_run_shows_on_the_live_board_and_a_silent_one_stalls() {
         dom.contains("id=\"updated\">updated "),
         "the script did not refresh: {dom}"
     );
-    // Finished: its bundle stored and linked.
-    assert!(run.wait().unwrap().success());
+    // Finished: its bundle stored and linked. (Its verdict is a scratch
+    // file's latency on this machine at that moment: pass or fail, the run
+    // worked; could not run or interrupted would be a failure here.)
+    let ended = run.wait().unwrap();
+    assert!(matches!(ended.code(), Some(0 | 1)), "{ended}");
     let row = wait_board(&c, 60, "finished", |r| {
         r["heartbeat"]["run_id"] == run_id.as_str() && r["shown"] == "finished"
     });
@@ -2413,10 +2416,11 @@ fn heartbeats_are_admitted_like_uploads_and_cannot_roll_the_board_back() {
     let lab = Lab::new();
     let token = lab.path("token");
     std::fs::write(&token, "s3cret\n").unwrap();
+    // 600 a minute (10 a second), and bursts of at most 100.
     let c = Collector::start(
         &lab,
         "store",
-        &["--token-file", s(&token), "--heartbeat-rate", "20"],
+        &["--token-file", s(&token), "--heartbeat-rate", "600"],
         &[],
     );
     let key = storcert::bundle::keys::read_secret_key(&lab.key).unwrap();
@@ -2476,9 +2480,10 @@ fn heartbeats_are_admitted_like_uploads_and_cannot_roll_the_board_back() {
     std::thread::sleep(Duration::from_millis(1100));
     let (_, page) = http(&c.addr, "GET", "/board", &[auth], b"");
     assert!(!page.contains("planted"), "{page}");
-    // More than the rate from one address: 429.
+    // More than a burst at once from one address (100, however high the
+    // rate a minute): 429 well before the minute's 600.
     let mut codes = Vec::new();
-    for seq in 11..40 {
+    for seq in 11..311 {
         let b = heartbeat_body("run-1", seq);
         let s = key.sign_minisig(&b, &format!("storcert heartbeat run-1 {seq}"));
         codes.push(send("run-1", &b, &s, &[auth]));
@@ -2606,16 +2611,24 @@ fn hostile_fleet_text_is_escaped_and_forged_store_times_are_not_believed() {
         serde_json::to_vec(&planted).unwrap(),
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(1100));
-    let rows: serde_json::Value =
-        serde_json::from_str(&http(&c.addr, "GET", "/api/board", &auth, b"").1).unwrap();
-    let row = rows
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["heartbeat"]["run_id"] == "run-9")
-        .unwrap()
-        .clone();
+    let until = Instant::now() + Duration::from_secs(20);
+    let row = loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let rows: serde_json::Value =
+            serde_json::from_str(&http(&c.addr, "GET", "/api/board", &auth, b"").1).unwrap();
+        if let Some(r) = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["heartbeat"]["run_id"] == "run-9")
+        {
+            break r.clone();
+        }
+        assert!(
+            Instant::now() < until,
+            "the planted record never showed: {rows}"
+        );
+    };
     assert!(row["received_at"].as_str().unwrap() < "2096", "{row}");
     std::thread::sleep(Duration::from_millis(2500));
     let rows: serde_json::Value =

@@ -224,6 +224,16 @@ impl Index {
         })
     }
 
+    /// A read-only connection of its own (WAL lets it read beside the
+    /// writer): a long read holds up no upload, heartbeat or page.
+    fn reader(&self) -> Result<Connection> {
+        Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("index {}", self.path.display()))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -381,13 +391,7 @@ impl Index {
         limit: u64,
         mut each: impl FnMut(DriveRow) -> bool,
     ) -> Result<()> {
-        // A connection of its own (WAL lets it read beside the writer): a
-        // long export holds up no upload or page.
-        let db = Connection::open_with_flags(
-            &self.path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .with_context(|| format!("index {}", self.path.display()))?;
+        let db = self.reader()?;
         let (mut sql, mut args) = (
             String::from("SELECT row FROM rows WHERE 1"),
             Vec::<String>::new(),
@@ -429,7 +433,7 @@ impl Index {
 
     /// The groups of `key`, largest first, with their row counts.
     pub fn cohorts(&self, key: CohortKey, limit: u32) -> Result<Vec<(String, u64)>> {
-        let db = self.lock();
+        let db = self.reader()?;
         let sql = format!(
             "SELECT {0} AS g, COUNT(*) FROM rows GROUP BY g ORDER BY COUNT(*) DESC, g LIMIT ?1",
             key.column()
@@ -449,7 +453,7 @@ impl Index {
     /// The ACT column keys of every row indexed (an export's header:
     /// its groups are the same whatever rows it takes).
     pub fn act_keys(&self) -> Result<Vec<String>> {
-        let db = self.lock();
+        let db = self.reader()?;
         let mut st =
             db.prepare("SELECT key FROM act_keys ORDER BY COALESCE(spare_pct, -1), load, key")?;
         let keys = st.query_map([], |r| r.get::<_, String>(0))?;
@@ -503,7 +507,7 @@ impl Index {
         running_since_ms: u64,
         limit: u32,
     ) -> Result<Vec<(StatusRecord, Option<String>)>> {
-        let db = self.lock();
+        let db = self.reader()?;
         let mut st = db.prepare(
             "SELECT s.record, (SELECT b.sha256 FROM bundles b
                                 WHERE b.name = s.run_id || '.tar.zst'
@@ -531,7 +535,7 @@ impl Index {
         serial: &str,
         limit: u32,
     ) -> Result<Vec<(String, String, String, String)>> {
-        let db = self.lock();
+        let db = self.reader()?;
         let mut st = db.prepare(
             "SELECT sha256, name, received_at, verdict FROM bundles WHERE machine_serial = ?1
              ORDER BY received_at DESC, sha256 LIMIT ?2",

@@ -99,6 +99,11 @@ pub struct Collector {
     heartbeats: Arc<tokio::sync::Semaphore>,
     /// Heavy reads running (each on a blocking thread).
     heavy: Arc<tokio::sync::Semaphore>,
+    /// Board pages being made.
+    boards: Arc<tokio::sync::Semaphore>,
+    /// One heartbeat of a run at a time, by a hash of its id: the index
+    /// check and the store write of two heartbeats of a run do not cross.
+    run_locks: Vec<tokio::sync::Mutex<()>>,
     /// Exports being streamed.
     exports: Arc<tokio::sync::Semaphore>,
 }
@@ -284,15 +289,37 @@ impl Collector {
         self: &Arc<Self>,
         f: impl FnOnce(&Collector) -> Result<T> + Send + 'static,
     ) -> Result<T, Response> {
-        let Ok(_turn) = self.heavy.clone().try_acquire_owned() else {
+        self.blocking(&self.heavy, MAX_HEAVY_READS, f).await
+    }
+
+    /// The board's rows, on a blocking thread, two at once (its own turns:
+    /// cohort readers cannot stop it refreshing).
+    pub(crate) async fn board(self: &Arc<Self>) -> Result<Vec<board::BoardRow>, Response> {
+        self.blocking(&self.boards, MAX_BOARDS, board_rows).await
+    }
+
+    async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        turns: &Arc<tokio::sync::Semaphore>,
+        most: usize,
+        f: impl FnOnce(&Collector) -> Result<T> + Send + 'static,
+    ) -> Result<T, Response> {
+        let Ok(turn) = turns.clone().try_acquire_owned() else {
             return Err(Refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("{MAX_HEAVY_READS} pages being made; try again"),
+                format!("{most} pages being made; try again"),
             )
             .retry_after("2"));
         };
         let c = self.clone();
-        match tokio::task::spawn_blocking(move || f(&c)).await {
+        // The turn goes with the work, not with the request: a reader that
+        // hangs up does not free it while the work still runs.
+        match tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            f(&c)
+        })
+        .await
+        {
             Ok(Ok(x)) => Ok(x),
             Ok(Err(e)) => Err(internal(e).into_response()),
             Err(e) => Err(internal(e.into()).into_response()),
@@ -322,6 +349,8 @@ impl Collector {
             status_stamps: tokio::sync::Mutex::new(HashMap::new()),
             heartbeats: Arc::new(tokio::sync::Semaphore::new(MAX_HEARTBEATS)),
             heavy: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS)),
+            boards: Arc::new(tokio::sync::Semaphore::new(MAX_BOARDS)),
+            run_locks: (0..64).map(|_| tokio::sync::Mutex::new(())).collect(),
             exports: Arc::new(tokio::sync::Semaphore::new(MAX_EXPORTS)),
         })
     }
@@ -499,9 +528,6 @@ impl Collector {
                     continue;
                 }
             };
-            // Remembered whatever it holds: a bad record costs one check
-            // per change, not one per sync.
-            stamps.insert(run.to_string(), stamp);
             let checked = serde_json::from_slice::<board::StatusRecord>(&data)
                 .map_err(|e| e.to_string())
                 .and_then(|rec| {
@@ -529,13 +555,25 @@ impl Collector {
                     )
                     .to_string();
                     rec.key_id = key_id;
-                    self.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())?;
+                    match self.cfg.index.put_status(&rec, hb.seq, hb.state.as_str()) {
+                        // Remembered once in the index (or older than what
+                        // is): read again only when it changes.
+                        Ok(_) => {
+                            stamps.insert(run.to_string(), stamp);
+                        }
+                        Err(e) => eprintln!("collect: indexing {}: {e:#}", board::status_key(run)),
+                    }
                 }
-                Err(e) => eprintln!(
-                    "collect: store record {}: not shown: {}",
-                    board::status_key(run),
-                    crate::util::text::printable(&e, 300)
-                ),
+                Err(e) => {
+                    // A bad record costs one check per change, not one
+                    // per sync.
+                    stamps.insert(run.to_string(), stamp);
+                    eprintln!(
+                        "collect: store record {}: not shown: {}",
+                        board::status_key(run),
+                        crate::util::text::printable(&e, 300)
+                    )
+                }
             }
         }
         Ok(())
@@ -751,6 +789,8 @@ const HEARTBEAT_BURST: f64 = 100.0;
 const MAX_HEAVY_READS: usize = 4;
 /// Exports streamed at once.
 const MAX_EXPORTS: usize = 4;
+/// Board pages made at once.
+const MAX_BOARDS: usize = 2;
 /// How far back the board shows finished and stopped runs.
 const BOARD_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The most runs the board shows.
@@ -766,7 +806,7 @@ async fn receive_heartbeat(
     Path(run): Path<String>,
     req: axum::extract::Request,
 ) -> Response {
-    use crate::results::heartbeat;
+    use crate::results::heartbeat::{self, Heartbeat};
     let ip = peer.ip();
     let headers = req.headers().clone();
     if let Some(r) = c.unauthorised(ip, &headers, "heartbeats need the upload token") {
@@ -853,6 +893,40 @@ async fn receive_heartbeat(
         Ok(x) => x,
         Err(e) => return Refusal(StatusCode::FORBIDDEN, e.0).into_response(),
     };
+    // One heartbeat of a run at a time from here to the store: an older
+    // one can neither win the index after a newer one nor overwrite it in
+    // the store.
+    let lane = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        run.hash(&mut h);
+        (h.finish() % c.run_locks.len() as u64) as usize
+    };
+    let _lane = c.run_locks[lane].lock().await;
+    // The store has the last word: another collector sharing it may have
+    // recorded a newer one this index has not synced yet.
+    match c
+        .cfg
+        .store
+        .get_small(&board::status_key(&run), board::MAX_RECORD)
+        .await
+    {
+        Ok(Some(data)) => {
+            let stored_seq = serde_json::from_slice::<board::StatusRecord>(&data)
+                .ok()
+                .and_then(|r| serde_json::from_str::<Heartbeat>(&r.heartbeat).ok())
+                .map(|h| h.seq);
+            if let Some(seen) = stored_seq.filter(|s| *s >= hb.seq) {
+                return Refusal(
+                    StatusCode::CONFLICT,
+                    format!("stale: seq {} is not above {seen}", hb.seq),
+                )
+                .into_response();
+            }
+        }
+        Ok(None) => {}
+        Err(e) => return internal(e).into_response(),
+    }
     match c.cfg.index.status_seq(&run) {
         Ok(Some(seen)) if seen >= hb.seq => {
             return Refusal(
@@ -941,7 +1015,7 @@ pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
 
 async fn api_board(State(c): State<Shared>) -> Response {
     c.fresh().await;
-    match c.heavy(board_rows).await {
+    match c.board().await {
         Ok(rows) => Json(rows).into_response(),
         Err(r) => r,
     }
@@ -1217,8 +1291,9 @@ async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
         };
         if let Err(e) = write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
             eprintln!("collect: export: {e:#}");
-            // An error, not an end: the body must not look whole.
-            let _ = errors.blocking_send(Err(std::io::Error::other("export failed")));
+            // An error, not an end: the body must not look whole (never
+            // waited for: a reader that stopped reading holds nothing).
+            let _ = errors.try_send(Err(std::io::Error::other("export failed")));
         }
     });
     let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));

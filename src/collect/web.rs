@@ -868,7 +868,7 @@ fn board_inner(rows: &[super::board::BoardRow]) -> String {
 /// day. It refreshes itself (`/board?part=rows`) every 5 s.
 pub async fn board_page(State(c): State<Shared>, Query(q): Query<BoardQuery>) -> Response {
     c.fresh().await;
-    let rows = match c.heavy(super::board_rows).await {
+    let rows = match c.board().await {
         Ok(r) => r,
         Err(r) => return r,
     };

@@ -468,3 +468,128 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::summary::{DriveVerdict, Summary};
+    use std::collections::BTreeMap;
+
+    fn artefact(kind: &str, body: serde_json::Value) -> Vec<u8> {
+        let mut v = body;
+        v["artefact"] = kind.into();
+        v["schema_version"] = 1.into();
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    fn health(name: &str, serial: &str, media_errors: u64) -> serde_json::Value {
+        serde_json::json!({
+            "name": name, "model": "M", "serial": serial, "wwn": null,
+            "capacity_bytes": 1, "host_bytes_written": null, "host_bytes_written_source": null,
+            "health": {"overall": "passed", "source": "t", "temperature_c": 40,
+                "power_on_hours": 1, "ata": null, "scsi": null,
+                "nvme": {"critical_warning": 0, "critical_warnings": [],
+                    "available_spare_pct": 100, "available_spare_threshold_pct": 10,
+                    "percentage_used": 0, "data_units_read": 0, "data_units_written": 0,
+                    "bytes_written": 0, "power_cycles": 0, "unsafe_shutdowns": 0,
+                    "media_errors": media_errors, "error_log_entries": 0,
+                    "volatile_write_cache_present": true, "media_bytes_written": null}}
+        })
+    }
+
+    fn stream_job(target: usize, bw: f64) -> serde_json::Value {
+        serde_json::json!({"name": "j", "target": target, "offset": 0, "length": 1, "bytes": 1,
+            "ios": 1, "runtime_ms": 1, "runtime_ns": 1, "bw_bytes": bw, "iops": 1.0,
+            "clat": {"n": 0, "min_ns": 0, "max_ns": 0, "mean_ns": 0.0, "stddev_ns": 0.0,
+                     "percentiles": []},
+            "bw_per_sec": [], "error": null})
+    }
+
+    #[test]
+    fn figures_follow_the_drive_onto_its_spare_partition_and_health_by_serial() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "targets.json".to_string(),
+            artefact(
+                "targets",
+                serde_json::json!({"targets": [
+                    {"path": "/dev/sdb1", "disk": "/dev/sdb", "label": "sdb", "serial": "A",
+                     "model": "M", "file_size": 0},
+                    {"path": "/dev/sdc", "disk": "/dev/sdc", "label": "sdc", "serial": "B",
+                     "model": "M", "file_size": 0}]}),
+            ),
+        );
+        let pass = |p: &str, bws: [f64; 2]| {
+            serde_json::json!({"pass": p, "jobs": [stream_job(0, bws[0]), stream_job(1, bws[1])],
+                "group": {"bytes": 2, "aggr_bw_bytes": 1.0, "min_bw_bytes": 1.0,
+                          "max_bw_bytes": 1.0, "min_runtime_ms": 1, "max_runtime_ms": 1},
+                "disks": [], "verify": null, "bw_timeline": [], "elapsed_ms": 1, "cpu": null,
+                "interrupted": false})
+        };
+        files.insert(
+            "stream.json".to_string(),
+            artefact(
+                "stream",
+                serde_json::json!({"seed": 1, "storcert_version": "x", "engine": "sync",
+                    "bs": 1, "qd": 1, "jobs_per_target": 1, "direct": true,
+                    "targets": [
+                        {"path": "/dev/sdb1", "device": "sdb1", "size_bytes": 1,
+                         "tested_bytes": 1, "logical_sector_size": 512},
+                        {"path": "/dev/sdc", "device": "sdc", "size_bytes": 1,
+                         "tested_bytes": 1, "logical_sector_size": 512}],
+                    "passes": [pass("write", [1.0e9, 2.0e9]), pass("read", [3.0e9, 0.0])]}),
+            ),
+        );
+        // After the run the kernel named the drives the other way round:
+        // health goes by serial, not by the name.
+        files.insert(
+            "health-before.json".to_string(),
+            artefact(
+                "health-snapshot",
+                serde_json::json!({"taken_at": 1, "drives": [health("sdb", "A", 0), health("sdc", "B", 5)]}),
+            ),
+        );
+        files.insert(
+            "health-after.json".to_string(),
+            artefact(
+                "health-snapshot",
+                serde_json::json!({"taken_at": 2, "drives": [health("sdb", "B", 6), health("sdc", "A", 1)]}),
+            ),
+        );
+        let c = Contents::read(&files);
+        assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
+        let drive = |device: &str, serial: &str| DriveVerdict {
+            device: device.into(),
+            serial: Some(serial.into()),
+            verdict: Verdict::Pass,
+            ..DriveVerdict::default()
+        };
+        let summary = Summary {
+            drives: vec![drive("/dev/sdb", "A"), drive("/dev/sdc", "B")],
+            ..Summary::default()
+        };
+        let rows = rows(&Received::default(), &summary, &c);
+        let (a, b) = (&rows[0], &rows[1]);
+        // The partition's bandwidth is the drive's.
+        assert_eq!(a.stream_write_bytes_per_s, Some(1.0e9));
+        assert_eq!(a.stream_read_bytes_per_s, Some(3.0e9));
+        // A pass that moved nothing is a figure (0), not a gap.
+        assert_eq!(b.stream_read_bytes_per_s, Some(0.0));
+        let errors = |r: &DriveRow| {
+            (
+                r.smart_before.as_ref().and_then(|s| s.media_errors),
+                r.smart_after.as_ref().and_then(|s| s.media_errors),
+            )
+        };
+        assert_eq!(errors(a), (Some(0), Some(1)));
+        assert_eq!(errors(b), (Some(5), Some(6)));
+        // A drive whose serial no snapshot has: another drive under its old
+        // name is not it; a name without a serial on either side is.
+        let snap: Snapshot = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "taken_at": 1, "drives": [health("sdd", "D", 9)]
+        }))
+        .unwrap();
+        assert!(health_of(Some(&snap), "/dev/sdd", &Some("C".into())).is_none());
+        assert!(health_of(Some(&snap), "/dev/sdd", &None).is_some());
+    }
+}

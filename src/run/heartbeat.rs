@@ -79,7 +79,10 @@ impl Live {
                     s.bundle = Some(name);
                     s.verdict = Some(v);
                 }
-                None => s.state = Some(RunState::Stopped),
+                // A run that ended with its bundle stays finished.
+                None => {
+                    s.state.get_or_insert(RunState::Stopped);
+                }
             }
         });
     }

@@ -286,3 +286,14 @@ pub fn http_get(base: &str, path: &str) -> (u16, String) {
         .unwrap_or(0);
     (code, body_of(&raw))
 }
+
+/// A collector's live board, as its API gives it.
+pub fn board(base: &str) -> Vec<serde_json::Value> {
+    let (code, body) = http_get(base, "/api/board");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str::<serde_json::Value>(&body)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
