@@ -112,6 +112,8 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() {
     let a = args();
+    // The process's TLS provider, as storcert's own clients install it.
+    storcert::upload::tls::use_ring();
     let key =
         Arc::new(storcert::bundle::keys::read_secret_key(std::path::Path::new(&a.key)).unwrap());
     let http = reqwest::Client::builder()
