@@ -767,6 +767,32 @@ fn two_collectors_share_one_s3_bucket() {
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(api_count(&a), 2);
     assert_eq!(api_count(&b), 2);
+    // The board lives in the bucket too: a heartbeat A took shows on B's
+    // board, and an older one sent to B (whose index has not seen the
+    // run yet) cannot roll the bucket's record back.
+    let key = storcert::bundle::keys::read_secret_key(&lab.key).unwrap();
+    let beat = |c: &Collector, seq: u64| {
+        let body = heartbeat_body("rack-7", seq);
+        let sig = base64_of(
+            key.sign_minisig(&body, &format!("storcert heartbeat rack-7 {seq}"))
+                .as_bytes(),
+        );
+        http(
+            &c.addr,
+            "PUT",
+            "/heartbeat/rack-7",
+            &[("x-storcert-minisig", &sig)],
+            &body,
+        )
+        .0
+    };
+    assert_eq!(beat(&a, 5), 200);
+    assert_eq!(beat(&b, 4), 409);
+    std::thread::sleep(Duration::from_millis(1200));
+    let on_b = board(&b);
+    assert_eq!(on_b.len(), 1, "{on_b:?}");
+    assert_eq!(on_b[0]["heartbeat"]["seq"], 5);
+    assert_eq!(on_b[0]["shown"], "running");
     // Exactly one copy of each in the bucket.
     let (_, listing) = http(&endpoint, "GET", "/fleet?prefix=lab/bundles/", &[], b"");
     assert_eq!(listing.matches(".tar.zst</Key>").count(), 2, "{listing}");
