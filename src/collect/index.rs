@@ -460,21 +460,6 @@ impl Index {
         Ok(keys.collect::<Result<_, _>>()?)
     }
 
-    /// The highest seq recorded for a run's heartbeats.
-    pub fn status_seq(&self, run_id: &str) -> Result<Option<u64>> {
-        let db = self.lock();
-        let seq: Option<i64> = db
-            .query_row("SELECT seq FROM status WHERE run_id = ?1", [run_id], |r| {
-                r.get(0)
-            })
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?;
-        Ok(seq.map(|s| s as u64))
-    }
-
     /// Records a run's status if its seq is above the one recorded; true
     /// if it was (then, and only then, the caller stores it).
     pub fn put_status(&self, rec: &StatusRecord, seq: u64, state: &str) -> Result<bool> {

@@ -927,17 +927,6 @@ async fn receive_heartbeat(
         Ok(None) => {}
         Err(e) => return internal(e).into_response(),
     }
-    match c.cfg.index.status_seq(&run) {
-        Ok(Some(seen)) if seen >= hb.seq => {
-            return Refusal(
-                StatusCode::CONFLICT,
-                format!("stale: seq {} is not above {seen}", hb.seq),
-            )
-            .into_response()
-        }
-        Ok(_) => {}
-        Err(e) => return internal(e).into_response(),
-    }
     let now = std::time::SystemTime::now();
     let rec = board::StatusRecord {
         run_id: run.clone(),
