@@ -15,19 +15,7 @@ use crate::export::DriveRow;
 /// HTML-escaped, with control and bidi characters shown escaped (a
 /// machine's text cannot reorder or hide what a page says).
 fn esc(s: &str) -> String {
-    let s = crate::util::text::printable(s, usize::MAX);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::util::text::html_escape(s)
 }
 
 fn opt(s: &Option<String>) -> String {

@@ -7,11 +7,10 @@ use super::compare::{headline, Comparison};
 use super::plot::{line_chart, Series};
 use super::{ActSection, Report};
 
+/// The pages' one escaper: entities, and a bundle's control and bidi
+/// characters shown escaped.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    crate::util::text::html_escape(s)
 }
 
 fn verdict(v: Verdict) -> String {

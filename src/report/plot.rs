@@ -18,11 +18,10 @@ fn css(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
+/// The pages' one escaper: entities, and a bundle's control and bidi
+/// characters shown escaped.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    crate::util::text::html_escape(s)
 }
 
 /// An SVG line chart with its legend beside it (HTML, so it covers no
@@ -67,7 +66,11 @@ pub fn line_chart(
     {
         let backend = SVGBackend::with_string(&mut svg, (760, 300));
         let root = backend.into_drawing_area();
-        let _ = draw(&root, title, x_label, y_label, series, marks, limits);
+        // plotters escapes the SVG's markup but not control characters:
+        // a title holding a bundle's histogram name is shown escaped.
+        let [title, x_label, y_label] =
+            [title, x_label, y_label].map(crate::util::text::printable_lines);
+        let _ = draw(&root, &title, &x_label, &y_label, series, marks, limits);
         let _ = root.present();
     }
     // An id and a class the page (and its tests) can find the chart by.

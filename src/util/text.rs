@@ -70,9 +70,65 @@ pub fn printable_lines(s: &str) -> String {
     out
 }
 
+/// Text for an HTML page, the one escaper of every page storcert makes
+/// (the report, `compare`, the collector's pages): `& < > " '` as entities,
+/// so it is safe in element content and in a quoted attribute; and every
+/// unprintable character (C0 and C1 controls, DEL, bidi controls and
+/// isolates, zero-width characters) written as `\u{..}`, as the text
+/// formats write it. A visible escape rather than U+FFFD: the reader sees
+/// that a bundle held an escape sequence or a bidi override, and which, and
+/// two different strings do not look alike. A page is often read on a
+/// terminal (piped, `cat`, `less -R`), where a raw ESC would repaint it;
+/// in a browser a bidi override would reorder what the page says. Line
+/// breaks and tabs are kept: white space to a browser, harmless to a
+/// terminal.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(c),
+            c if is_unprintable(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{json_printable, printable, printable_lines};
+    use super::{html_escape, json_printable, printable, printable_lines};
+
+    #[test]
+    fn html_text_is_escaped_and_loses_its_controls() {
+        assert_eq!(
+            html_escape("<a href=\"x\">&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
+        );
+        let hostile = "a\u{1b}]0;TITLE\u{7}\u{9b}2J\u{202e}b\r\u{2066}\u{200e}\u{61c}\u{7f}c\n\td";
+        let safe = html_escape(hostile);
+        assert_eq!(
+            safe,
+            "a\\u{1b}]0;TITLE\\u{7}\\u{9b}2J\\u{202e}b\\u{d}\\u{2066}\\u{200e}\\u{61c}\\u{7f}c\n\td"
+        );
+        assert!(safe
+            .chars()
+            .all(|c| !c.is_control() || c == '\n' || c == '\t'));
+        // Every bidi control of Unicode's list, C0 and C1 alike.
+        for c in ('\u{202a}'..='\u{202e}')
+            .chain('\u{2066}'..='\u{2069}')
+            .chain(['\u{200e}', '\u{200f}', '\u{61c}'])
+            .chain('\u{0}'..='\u{8}')
+            .chain('\u{80}'..='\u{9f}')
+        {
+            assert!(!html_escape(&format!("x{c}y")).contains(c), "{c:?}");
+        }
+        assert_eq!(html_escape("é ü – 漢字"), "é ü – 漢字");
+    }
 
     #[test]
     fn json_stays_the_same_json_and_becomes_plain_text() {

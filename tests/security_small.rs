@@ -1,0 +1,128 @@
+//! Small hardening fixes, each checked end to end through the binary: HTML
+//! pages never pass a bundle's control or bidi characters through.
+
+mod common;
+
+use std::path::Path;
+
+use common::{s, storcert};
+
+const INVENTORY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/qemu-lab/inventory.json"
+);
+
+/// What a hostile machine puts in every string it can: an OSC that retitles
+/// the terminal (ESC … BEL), a C1 CSI that clears it, and a right-to-left
+/// override that reorders what follows.
+const HOSTILE: &str = "\u{1b}]0;TITLE-PWNED\u{7}\u{9b}2J\u{202e}x";
+
+fn write(path: &Path, data: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, data).unwrap();
+}
+
+/// An ACT storage log of `device` at `load`x: one report after 10 s of
+/// 20,000 reads, `slow_per_10k` of each 10,000 over 1 ms.
+fn act_log(device: &str, load: f64, slow_per_10k: u64) -> String {
+    let reads = 20_000u64;
+    let slow = slow_per_10k * 2;
+    format!(
+        "\nACT version 6.6\nStorage device IO test\n\nACT-STORAGE CONFIGURATION\n\
+         device-names: {device}\nnum-devices: 1\ntest-duration-sec: 10\nreport-interval-sec: 10\n\
+         microsecond-histograms: no\nread-reqs-per-sec: {}\nwrite-reqs-per-sec: {}\n\n\
+         DERIVED CONFIGURATION\nrecord-stored-bytes: 1536 ... 1536\n\n\
+         HISTOGRAM NAMES\nreads\n\nafter 10 sec:\nreads ({reads} total)\n (00: {:010}) (01: {slow:010})\n\n",
+        (load * 2000.0) as u64,
+        (load * 1000.0) as u64,
+        reads - slow
+    )
+}
+
+/// A results folder whose every machine-given string is hostile: the
+/// drive's path, serial and model, the inventory's model, the host name.
+fn hostile_results(dir: &Path) {
+    let device = format!("/dev/sdx{HOSTILE}");
+    write(
+        &dir.join("targets.json"),
+        &serde_json::json!({
+            "artefact": "targets", "schema_version": 1,
+            "targets": [{"path": device, "disk": device, "label": "sdx",
+                "serial": format!("S1{HOSTILE}"), "model": format!("M{HOSTILE}"),
+                "file_size": 0}]
+        })
+        .to_string(),
+    );
+    for (load, slow) in [(1.0, 100), (2.0, 700)] {
+        write(
+            &dir.join(format!("act/sdx-{load}x.log")),
+            &act_log(&device, load, slow),
+        );
+    }
+    let inv = std::fs::read_to_string(INVENTORY).unwrap();
+    let mut inv: serde_json::Value = serde_json::from_str(&inv).unwrap();
+    inv["disks"][0]["model"] = format!("SSD{HOSTILE}").into();
+    write(&dir.join("inventory.json"), &inv.to_string());
+    let system = serde_json::json!({
+        "schema_version": 1,
+        "dmi": {"sys_vendor": "Dell Inc.", "product_name": format!("R760{HOSTILE}"),
+                "product_serial": format!("7XYZ{HOSTILE}"), "product_uuid": "4c4c4544-0000"},
+        "cpu_model": "Xeon", "cpu_count": 2, "memory_bytes": 1024,
+        "kernel": "6.1.0", "hostname": format!("lab{HOSTILE}"), "storcert_version": "0.1.0",
+        "image_build_id": null
+    });
+    write(&dir.join("system.json"), &system.to_string());
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Neither ESC, BEL, a C1 control nor a bidi override, raw, in `page`; the
+/// hostile text is there, escaped.
+fn assert_escaped(what: &str, page: &[u8]) {
+    let page = String::from_utf8(page.to_vec()).unwrap();
+    for c in ['\u{1b}', '\u{7}', '\u{9b}', '\u{202e}'] {
+        let n = page.matches(c).count();
+        assert_eq!(n, 0, "{what}: {n} raw {c:?}");
+    }
+    assert!(
+        page.chars()
+            .all(|c| !c.is_control() || c == '\n' || c == '\t'),
+        "{what}: a raw control character"
+    );
+    assert!(
+        page.contains("\\u{1b}]0;TITLE-PWNED\\u{7}\\u{9b}2J\\u{202e}x"),
+        "{what}: the hostile text is not shown escaped"
+    );
+}
+
+#[test]
+fn html_report_and_compare_show_a_bundle_s_control_and_bidi_characters_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    hostile_results(&dir);
+    // The results folder, in HTML: the report (its default) and compare.
+    let o = storcert(&["report", "--format", "html", s(&dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_escaped("report --format html DIR", &o.stdout);
+    let o = storcert(&["compare", "--format", "html", s(&dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_escaped("compare --format html", &o.stdout);
+    // The same, signed into a bundle and reported with the default format.
+    let key = tmp.path().join("k.key");
+    let o = storcert(&["keygen", "-s", s(&key)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let b = tmp.path().join("run.tar.zst");
+    let o = storcert(&["bundle", "create", s(&dir), "-o", s(&b), "-k", s(&key)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = storcert(&["report", s(&b)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_escaped("report BUNDLE", &o.stdout);
+    assert!(!o.stderr.contains(&0x1b), "{}", text(&o));
+}
