@@ -6,8 +6,9 @@
 //!
 //! A cell holds what a machine reported (a model, a serial), which a
 //! spreadsheet would run as a formula if it began with `=`, `+`, `-`, `@`
-//! or a control character: such text cells get a leading `'` (numbers are
-//! written by us and left as they are).
+//! (or their fullwidth forms, or any of them after leading white space) or
+//! a TAB or CR: such text cells get a leading `'` (numbers are written by
+//! us and left as they are).
 
 use std::io::Write;
 
@@ -65,11 +66,40 @@ const SMART: &[&str] = &[
 /// bidi characters escaped (`\u{1b}`), and a leading `'` where a spreadsheet
 /// would take it for a formula.
 fn text(s: &str) -> String {
-    let s = crate::util::text::printable(s, usize::MAX);
-    match s.chars().next() {
-        Some(c) if "=+-@".contains(c) => format!("'{s}"),
-        _ => s,
+    let safe = crate::util::text::printable(s, usize::MAX);
+    if runs_as_formula(s) {
+        format!("'{safe}")
+    } else {
+        safe
     }
+}
+
+/// Whether a spreadsheet could take `s` for a formula: it starts with a TAB
+/// or CR (which some drop before reading the rest), or its first character
+/// after any white space (spaces, NBSP, ideographic space: spreadsheets trim
+/// them) is `=`, `+`, `-` or `@`, or a fullwidth or small form of one (which
+/// East Asian locales read as the ASCII sign).
+fn runs_as_formula(s: &str) -> bool {
+    if s.starts_with(['\t', '\r']) {
+        return true;
+    }
+    let first = s.trim_start_matches(char::is_whitespace).chars().next();
+    matches!(
+        first,
+        Some(
+            '=' | '+'
+                | '-'
+                | '@'
+                | '\u{ff1d}'
+                | '\u{ff0b}'
+                | '\u{ff0d}'
+                | '\u{ff20}'
+                | '\u{fe66}'
+                | '\u{fe62}'
+                | '\u{fe63}'
+                | '\u{fe6b}'
+        )
+    )
 }
 
 fn opt_text(s: &Option<String>) -> String {
@@ -223,5 +253,37 @@ mod tests {
         // A number of ours keeps its sign and stays a number.
         assert_eq!(cell("act_3x_over_1ms_pct"), "0");
         assert_eq!(r.records().count(), 0);
+    }
+
+    #[test]
+    fn a_formula_after_white_space_or_in_fullwidth_is_defused() {
+        for (cell, want) in [
+            ("=1+1", "'=1+1"),
+            ("+1", "'+1"),
+            ("-1", "'-1"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("\u{ff1d}HYPERLINK(\"x\")", "'\u{ff1d}HYPERLINK(\"x\")"),
+            ("\u{ff0b}1", "'\u{ff0b}1"),
+            ("\u{ff0d}1", "'\u{ff0d}1"),
+            ("\u{ff20}SUM(A1)", "'\u{ff20}SUM(A1)"),
+            (" =1+1", "' =1+1"),
+            ("   @x", "'   @x"),
+            ("\u{a0}=1+1", "'\u{a0}=1+1"),
+            ("\u{3000}\u{ff1d}1", "'\u{3000}\u{ff1d}1"),
+            ("\u{2003}-1", "'\u{2003}-1"),
+            // Escaped to text, and marked all the same.
+            ("\t=1", "'\\u{9}=1"),
+            ("\r=1", "'\\u{d}=1"),
+            ("\tx", "'\\u{9}x"),
+            ("\rx", "'\\u{d}x"),
+            ("\n=1", "'\\u{a}=1"),
+            // Not formulas.
+            ("SSD =1", "SSD =1"),
+            ("  Micron 7450", "  Micron 7450"),
+            ("", ""),
+            ("   ", "   "),
+        ] {
+            assert_eq!(text(cell), want, "{cell:?}");
+        }
     }
 }
