@@ -697,6 +697,10 @@ pub struct CollectStoreArgs {
     /// tables (rule, model, serial, reason, expires; docs/export-schema.md)
     #[arg(long, value_name = "FILE")]
     pub waivers: Option<PathBuf>,
+    /// The furthest ahead, in days from today, that a waiver may expire (one
+    /// further out is refused at load), so an accepted failure is looked at again
+    #[arg(long, value_name = "DAYS", default_value_t = crate::collect::fleet::DEFAULT_MAX_DAYS)]
+    pub waiver_max_days: u32,
 }
 
 #[derive(Debug, Subcommand)]

@@ -2058,7 +2058,14 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     let c = Collector::start(
         &lab,
         "store",
-        &["--waivers", s(&waivers), "--public-read"],
+        // The unexpired waiver runs to 2999: past the default year ahead.
+        &[
+            "--waivers",
+            s(&waivers),
+            "--waiver-max-days",
+            "400000",
+            "--public-read",
+        ],
         &[],
     );
     let mut args: Vec<&str> = bundles.iter().map(|b| s(b)).collect();
@@ -2260,6 +2267,8 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
         s(&lab.pubkey),
         "--waivers",
         s(&waivers),
+        "--waiver-max-days",
+        "400000",
         "-o",
         s(&csv_file),
     ]);

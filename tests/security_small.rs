@@ -1,5 +1,6 @@
 //! Small hardening fixes, each checked end to end through the binary: HTML
-//! pages never pass a bundle's control or bidi characters through.
+//! pages never pass a bundle's control or bidi characters through, and a
+//! collector refuses waivers that never end or waive everything.
 
 mod common;
 
@@ -125,4 +126,89 @@ fn html_report_and_compare_show_a_bundle_s_control_and_bidi_characters_escaped()
     assert!(o.status.success(), "{}", text(&o));
     assert_escaped("report BUNDLE", &o.stdout);
     assert!(!o.stderr.contains(&0x1b), "{}", text(&o));
+}
+
+/// `collect export` with a waivers file: its exit status and output.
+fn export_with_waivers(tmp: &Path, waivers: &str, extra: &[&str]) -> std::process::Output {
+    let key = tmp.join("k.key");
+    if !key.exists() {
+        let o = storcert(&["keygen", "-s", s(&key)]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (store, pubkey) = (tmp.join("store"), tmp.join("k.key.pub"));
+    std::fs::create_dir_all(&store).unwrap();
+    let file = tmp.join("waivers.toml");
+    std::fs::write(&file, waivers).unwrap();
+    let mut args = vec![
+        "collect",
+        "export",
+        "--store",
+        s(&store),
+        "--trusted-keys",
+        s(&pubkey),
+        "--waivers",
+        s(&file),
+    ];
+    args.extend_from_slice(extra);
+    storcert(&args)
+}
+
+#[test]
+fn a_collector_refuses_waivers_that_waive_everything_or_never_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let one = |rule: &str, serial: &str, expires: &str| {
+        format!(
+            "[[waiver]]\nrule = {rule:?}\nmodel = \"Micron*\"\nserial = {serial:?}\n\
+             reason = \"vendor RMA open\"\nexpires = {expires:?}\n"
+        )
+    };
+    let refused = |waivers: &str, extra: &[&str], want: &str| {
+        let o = export_with_waivers(t, waivers, extra);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        let file = t.join("waivers.toml");
+        assert!(
+            err.contains(&format!("--waivers {}: waiver[1]", file.display())) && err.contains(want),
+            "{want}: {err}"
+        );
+    };
+    let good = one("act-storage *", "DRV-1", "2000-01-01");
+    // Not a day of the calendar, before 1970, years away.
+    refused(
+        &(good.clone() + &one("*", "DRV-2", "2026-02-31")),
+        &[],
+        "not a date",
+    );
+    refused(
+        &(good.clone() + &one("*", "DRV-2", "0000-01-01")),
+        &[],
+        "not a date",
+    );
+    refused(
+        &(good.clone() + &one("*", "DRV-2", "9999-12-31")),
+        &[],
+        "at most 365 (--waiver-max-days)",
+    );
+    refused(
+        &(good.clone() + &one("*", "DRV-2", "9999-12-31")),
+        &["--waiver-max-days", "3000"],
+        "at most 3000 (--waiver-max-days)",
+    );
+    // Rule, model and serial all "*" (model and serial by default).
+    refused(
+        &(good.clone()
+            + "[[waiver]]\nrule = \"*\"\nreason = \"noisy\"\nexpires = \"2000-01-01\"\n"),
+        &[],
+        "every failure of every drive",
+    );
+    // What is left is accepted: an expired waiver (inert), and a far one
+    // where the collector allows it.
+    let o = export_with_waivers(
+        t,
+        &(good.clone() + &one("*", "DRV-2", "9999-12-31")),
+        &["--waiver-max-days", "4000000"],
+    );
+    assert!(o.status.success(), "{}", text(&o));
 }

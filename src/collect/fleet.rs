@@ -372,11 +372,21 @@ pub struct Waivers {
 /// up to this length).
 const MAX_GLOB: usize = 127;
 
+/// How many days ahead a waiver may expire unless the collector is told
+/// otherwise (`--waiver-max-days`): a year, so an accepted failure is
+/// looked at again rather than waived for good.
+pub const DEFAULT_MAX_DAYS: u32 = 365;
+
 impl Waivers {
-    /// Reads a waivers file (`[[waiver]]` tables); an error names the
-    /// file, the waiver and what is wrong with it.
-    pub fn parse(text: &str, origin: &str) -> Result<Waivers, String> {
+    /// Reads a waivers file (`[[waiver]]` tables) on `today` (YYYY-MM-DD):
+    /// each expiry a real date at most `max_days` ahead (an expired waiver
+    /// is kept, and covers nothing), and no waiver that would cover every
+    /// failure of every drive. An error is one line naming the file, the
+    /// waiver and what is wrong with it.
+    pub fn parse(text: &str, origin: &str, today: &str, max_days: u32) -> Result<Waivers, String> {
         let w: Waivers = toml::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+        let today_day =
+            day_number(today).ok_or_else(|| format!("today {today:?} is not a date"))?;
         for (i, x) in w.waivers.iter().enumerate() {
             let at = format!("{origin}: waiver[{i}]");
             for (key, glob) in [
@@ -388,13 +398,30 @@ impl Waivers {
                     return Err(format!("{at}.{key}: 1 to {MAX_GLOB} characters"));
                 }
             }
+            if [&x.rule, &x.model, &x.serial]
+                .iter()
+                .all(|g| matches_anything(g))
+            {
+                return Err(format!(
+                    "{at}: rule, model and serial all match anything, so it would waive \
+                     every failure of every drive; narrow one of them"
+                ));
+            }
             if x.reason.trim().is_empty() {
                 return Err(format!("{at}.reason: say why the failure is accepted"));
             }
-            if !valid_date(&x.expires) {
+            let Some(day) = day_number(&x.expires) else {
                 return Err(format!(
-                    "{at}.expires: {:?} is not a date YYYY-MM-DD",
+                    "{at}.expires: {:?} is not a date YYYY-MM-DD (a real day, 1970 or later)",
                     crate::util::text::printable(&x.expires, 40)
+                ));
+            };
+            let ahead = day.saturating_sub(today_day);
+            if ahead > u64::from(max_days) {
+                return Err(format!(
+                    "{at}.expires: {} is {ahead} days after today ({today}); at most \
+                     {max_days} (--waiver-max-days)",
+                    x.expires
                 ));
             }
         }
@@ -437,16 +464,30 @@ impl Waivers {
     }
 }
 
-fn valid_date(s: &str) -> bool {
+/// The day `s` (YYYY-MM-DD) is, counted from 1970-01-01; None unless it is
+/// a day of the calendar (February 29 only in a leap year) from 1970 on.
+/// humantime's RFC 3339 reader checks the calendar, leap years included.
+fn day_number(s: &str) -> Option<u64> {
     let b = s.as_bytes();
-    b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        && (1..=12).contains(&s[5..7].parse::<u32>().unwrap_or(0))
-        && (1..=31).contains(&s[8..10].parse::<u32>().unwrap_or(0))
+    let shaped = b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    if !shaped {
+        return None;
+    }
+    let t = humantime::parse_rfc3339(&format!("{s}T00:00:00Z")).ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() / 86_400)
+}
+
+/// Whether a glob is wildcards only (`*`, `**`, `?*`): it matches every
+/// text but the shortest, so it narrows nothing.
+fn matches_anything(glob: &str) -> bool {
+    glob.contains('*') && glob.chars().all(|c| c == '*' || c == '?')
 }
 
 /// Today's date, UTC, YYYY-MM-DD.
@@ -577,6 +618,8 @@ mod tests {
             "[[waiver]]\nrule = \"act-storage 6x*\"\nmodel = \"M\"\nserial = \"S*\"\n\
              reason = \"vendor fix in FW 2\"\nexpires = \"2026-12-31\"\n",
             "w.toml",
+            "2026-12-01",
+            DEFAULT_MAX_DAYS,
         )
         .unwrap();
         let failed = row("S1", 9.0, 2.0e9, Verdict::Fail);
@@ -623,8 +666,116 @@ mod tests {
                 "who",
             ),
         ] {
-            let e = Waivers::parse(text, "w.toml").unwrap_err();
+            let e = Waivers::parse(text, "w.toml", "2026-12-01", DEFAULT_MAX_DAYS).unwrap_err();
             assert!(e.contains(want) && e.starts_with("w.toml"), "{text}: {e}");
+        }
+    }
+
+    fn waiver(rule: &str, model: &str, serial: &str, expires: &str) -> String {
+        format!(
+            "[[waiver]]\nrule = {rule:?}\nmodel = {model:?}\nserial = {serial:?}\n\
+             reason = \"r\"\nexpires = {expires:?}\n"
+        )
+    }
+
+    #[test]
+    fn a_waiver_expires_on_a_real_day_at_most_max_days_ahead() {
+        let parse = |expires: &str, today: &str, max: u32| {
+            // A good waiver first: the error names the second.
+            let text = waiver("x", "M", "S1", "2026-12-31") + &waiver("y", "M", "S2", expires);
+            Waivers::parse(&text, "w.toml", today, max)
+        };
+        for bad in [
+            "2026-02-31",
+            "2026-04-31",
+            "2027-02-29",
+            "2100-02-29",
+            "0000-01-01",
+            "1969-12-31",
+            "2026-00-10",
+            "2026-12-00",
+            "2026-12-1",
+            "2026/12/01",
+            "+202-12-01",
+            "２０２６-12-01",
+        ] {
+            let e = parse(bad, "2026-12-01", DEFAULT_MAX_DAYS).unwrap_err();
+            assert!(
+                e.starts_with("w.toml: waiver[1].expires: ") && e.contains("not a date"),
+                "{bad}: {e}"
+            );
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // Too far ahead: by default a year.
+        for far in ["9999-12-31", "2027-12-02", "2030-01-01"] {
+            let e = parse(far, "2026-12-01", DEFAULT_MAX_DAYS).unwrap_err();
+            assert!(
+                e.starts_with("w.toml: waiver[1].expires: ")
+                    && e.contains("at most 365 (--waiver-max-days)"),
+                "{far}: {e}"
+            );
+            assert!(!e.contains('\n'), "{e}");
+        }
+        assert!(parse("2027-12-02", "2026-12-01", DEFAULT_MAX_DAYS)
+            .unwrap_err()
+            .contains("366 days after today (2026-12-01)"));
+        // Within the limit, leap days of leap years, and expired ones
+        // (kept, covering nothing).
+        for good in [
+            "2027-12-01",
+            "2026-12-01",
+            "2000-02-29",
+            "1970-01-01",
+            "2024-02-29",
+        ] {
+            parse(good, "2026-12-01", DEFAULT_MAX_DAYS).unwrap_or_else(|e| panic!("{good}: {e}"));
+        }
+        parse("2028-02-29", "2027-06-01", DEFAULT_MAX_DAYS).unwrap();
+        // The limit is the caller's (the collector's --waiver-max-days).
+        parse("2027-12-02", "2026-12-01", 366).unwrap();
+        assert!(parse("2026-12-02", "2026-12-01", 0).is_err());
+        let old = parse("2024-02-29", "2026-12-01", DEFAULT_MAX_DAYS).unwrap();
+        assert!(old
+            .covering(&row("S2", 9.0, 2.0e9, Verdict::Fail), "2026-12-01")
+            .is_none());
+    }
+
+    #[test]
+    fn a_waiver_that_covers_every_failure_of_every_drive_is_refused() {
+        for (rule, model, serial) in [
+            ("*", "*", "*"),
+            ("**", "*", "*"),
+            ("*", "?*", "*?"),
+            ("*?*", "***", "*"),
+        ] {
+            let text =
+                waiver("x", "M", "S1", "2026-12-31") + &waiver(rule, model, serial, "2026-12-31");
+            let e = Waivers::parse(&text, "w.toml", "2026-12-01", DEFAULT_MAX_DAYS).unwrap_err();
+            assert!(
+                e.starts_with("w.toml: waiver[1]: ") && e.contains("every failure of every drive"),
+                "{rule} {model} {serial}: {e}"
+            );
+            assert!(!e.contains('\n'), "{e}");
+        }
+        // model and serial default to "*": a rule of "*" alone is everything.
+        let e = Waivers::parse(
+            "[[waiver]]\nrule = \"*\"\nreason = \"r\"\nexpires = \"2026-12-31\"\n",
+            "w.toml",
+            "2026-12-01",
+            DEFAULT_MAX_DAYS,
+        )
+        .unwrap_err();
+        assert!(e.starts_with("w.toml: waiver[0]: "), "{e}");
+        // Any one of them narrowed is a waiver for something.
+        for (rule, model, serial) in [
+            ("*", "*", "S1"),
+            ("*", "M*", "*"),
+            ("act-storage *", "*", "*"),
+            ("?", "*", "*"),
+        ] {
+            let text = waiver(rule, model, serial, "2026-12-31");
+            Waivers::parse(&text, "w.toml", "2026-12-01", DEFAULT_MAX_DAYS)
+                .unwrap_or_else(|e| panic!("{rule} {model} {serial}: {e}"));
         }
     }
 }

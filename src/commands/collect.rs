@@ -51,7 +51,12 @@ fn open(a: &CollectStoreArgs, incoming: &str) -> Result<Opened, String> {
         Some(p) => {
             let text = crate::input::read_text(p)
                 .map_err(|e| format!("--waivers {}: {e}", p.display()))?;
-            Waivers::parse(&text, &format!("--waivers {}", p.display()))?
+            Waivers::parse(
+                &text,
+                &format!("--waivers {}", p.display()),
+                &collect::fleet::today(),
+                a.waiver_max_days,
+            )?
         }
         None => Waivers::default(),
     };
