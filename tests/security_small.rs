@@ -1,10 +1,16 @@
 //! Small hardening fixes, each checked end to end through the binary: HTML
-//! pages never pass a bundle's control or bidi characters through, and a
-//! collector refuses waivers that never end or waive everything.
+//! pages never pass a bundle's control or bidi characters through, a
+//! collector refuses waivers that never end or waive everything, and no
+//! upload PUT follows a redirect to another origin. (The CSV export's
+//! formula defusing is checked beside its code, in src/export/csv.rs.)
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::{s, storcert};
 
@@ -211,4 +217,145 @@ fn a_collector_refuses_waivers_that_waive_everything_or_never_end() {
         &["--waiver-max-days", "4000000"],
     );
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// Reads one request (head and Content-Length body); its head, lower-cased.
+fn read_request(conn: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match conn.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let len: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::io::copy(&mut conn.take(len), &mut std::io::sink());
+    Some(head)
+}
+
+/// A server on 127.0.0.1 answering each request with `reply(head)`; the
+/// request lines it saw.
+fn server(
+    reply: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let reply = Arc::new(reply);
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let (log, reply) = (log.clone(), reply.clone());
+            std::thread::spawn(move || {
+                while let Some(head) = read_request(&mut conn) {
+                    let line = head.lines().next().unwrap_or("").to_string();
+                    log.lock().unwrap().push(line);
+                    if conn.write_all(reply(&head).as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (base, seen)
+}
+
+const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+/// A presigned upload whose signature PUTs are answered with a 307 to
+/// another origin (the presigned query in the Location too): neither
+/// signature follows it, as the bundle's PUT never did, nothing reaches
+/// the other origin, no credential is printed, and the bundle is not left
+/// in the bucket without its signatures. A plain PUT target is held to
+/// the same rule, for the bundle and for its signatures.
+#[test]
+fn no_upload_put_follows_a_redirect_to_another_origin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = tmp.path().join("p.tar.zst");
+    std::fs::write(&b, b"bundle bytes").unwrap();
+    std::fs::write(tmp.path().join("p.tar.zst.minisig"), b"minisig").unwrap();
+    std::fs::write(tmp.path().join("p.tar.zst.intoto.json"), b"{}").unwrap();
+    // The other origin: takes whatever comes (so following would succeed).
+    let elsewhere_hits = Arc::new(AtomicUsize::new(0));
+    let hits = elsewhere_hits.clone();
+    let (elsewhere, _) = server(move |_| {
+        hits.fetch_add(1, Ordering::SeqCst);
+        OK.to_string()
+    });
+    let redirect = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nLocation: {elsewhere}/stolen?X-Amz-Signature=LEAKED\r\n\
+         Content-Length: 0\r\n\r\n"
+    );
+    let upload = |extra: &[&str]| {
+        let mut args = vec![
+            "upload",
+            "--allow-http",
+            "--max-backoff",
+            "1s",
+            "--deadline",
+            "5s",
+            "--no-spool",
+            s(&b),
+        ];
+        args.extend_from_slice(extra);
+        storcert(&args)
+    };
+    let refused_here = |o: &std::process::Output| {
+        let t = text(o);
+        assert_eq!(o.status.code(), Some(1), "{t}");
+        assert!(
+            t.contains(&format!(
+                "refusing a redirect to another origin ({elsewhere})"
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("SECRET") && !t.contains("LEAKED"), "{t}");
+        assert_eq!(elsewhere_hits.load(Ordering::SeqCst), 0, "{t}");
+    };
+
+    // Presigned: the signature PUTs are redirected, the bundle's would be taken.
+    let r = redirect.clone();
+    let (bucket, seen) = server(move |head| {
+        if head.starts_with("put /b/p.tar.zst?") {
+            OK.to_string()
+        } else {
+            r.clone()
+        }
+    });
+    let url = |object: &str, secret: &str| format!("{bucket}/b/{object}?X-Amz-Signature={secret}");
+    let (to, m, e) = (
+        url("p.tar.zst", "SECRET1"),
+        url("p.tar.zst.minisig", "SECRET2"),
+        url("p.tar.zst.intoto.json", "SECRET3"),
+    );
+    let o = upload(&["--to", &to, "--minisig-to", &m, "--intoto-to", &e]);
+    refused_here(&o);
+    // Refused at the first signature: the bundle never went without them.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["put /b/p.tar.zst.minisig?x-amz-signature=secret2 http/1.1"]
+    );
+
+    // A plain PUT target: the bundle is taken, its signatures redirected.
+    let r = redirect.clone();
+    let (drop_url, _) = server(move |head| {
+        if head.starts_with("put /drop/p.tar.zst ") {
+            OK.to_string()
+        } else {
+            r.clone()
+        }
+    });
+    refused_here(&upload(&["--to", &format!("{drop_url}/drop/")]));
+
+    // And the bundle's own PUT redirected: the same rule, the same words.
+    let r = redirect.clone();
+    let (drop_url, _) = server(move |_| r.clone());
+    refused_here(&upload(&["--to", &format!("{drop_url}/drop/")]));
 }

@@ -176,19 +176,9 @@ impl Client {
                 .connect_timeout(Duration::from_secs(10))
                 .read_timeout(Duration::from_secs(60))
                 .user_agent(concat!("storcert/", env!("CARGO_PKG_VERSION")))
-                // Never from https down to http (the token and the bundle
-                // would travel in clear); reqwest drops the token on a
-                // redirect to another host.
-                .redirect(reqwest::redirect::Policy::custom(|a| {
-                    let from_https = a.previous().iter().any(|u| u.scheme() == "https");
-                    if from_https && a.url().scheme() != "https" {
-                        a.error("refusing a redirect from https to plain http")
-                    } else if a.previous().len() >= 5 {
-                        a.error("more than 5 redirects")
-                    } else {
-                        a.follow()
-                    }
-                }))
+                // No PUT follows a redirect: each answer, a redirect too,
+                // reaches `redirect_refused`, the one rule for all of them.
+                .redirect(reqwest::redirect::Policy::none())
         };
         let mut b = builder();
         if !opts.pins.is_empty() {
@@ -374,6 +364,9 @@ impl Client {
         match req.send().await {
             Ok(r) if r.status().is_success() => Ok(()),
             Ok(r) => {
+                if let Some(why) = redirect_refused(&r) {
+                    return Err(why);
+                }
                 let status = r.status();
                 let why = reason_of(&read_capped(r).await);
                 Err(format!("HTTP {}: {why}", status.as_u16()))
@@ -532,8 +525,47 @@ fn reason_of(body: &[u8]) -> String {
     printable(&reason, 200)
 }
 
-/// 408, 429 and 5xx are worth retrying; any other 4xx is final.
+/// The redirect policy of every PUT, the bundle's and its two signature
+/// files' alike (and a heartbeat's): none is followed, and a redirect is
+/// a final refusal naming where it pointed (its origin only: a Location may
+/// carry a presigned query). A signature file's body could be sent again
+/// where the bundle's streamed body could not, so following redirects let
+/// the `.minisig` and `.intoto.json` go to another origin, or from https to
+/// plain http, where the bundle did not; a presigned URL is good for its
+/// own object only, and a collector does not redirect. Some(why) for a
+/// redirect.
+fn redirect_refused(resp: &reqwest::Response) -> Option<String> {
+    let status = resp.status();
+    if !status.is_redirection() {
+        return None;
+    }
+    let from = resp.url();
+    let to = resp
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| from.join(l).ok());
+    let why = match to {
+        Some(to) if from.scheme() == "https" && to.scheme() != "https" => {
+            "refusing a redirect from https to plain http".to_string()
+        }
+        Some(to) if to.origin() != from.origin() => format!(
+            "refusing a redirect to another origin ({})",
+            printable(&to.origin().ascii_serialization(), 200)
+        ),
+        _ => "refusing a redirect".to_string(),
+    };
+    Some(format!(
+        "HTTP {status}: {why}: a PUT goes only to the URL it was given"
+    ))
+}
+
+/// 408, 429 and 5xx are worth retrying; any other 4xx is final, and so
+/// is a redirect.
 async fn classify_failure(resp: reqwest::Response) -> Attempt {
+    if let Some(why) = redirect_refused(&resp) {
+        return Attempt::Done(Outcome::Rejected(why));
+    }
     let status = resp.status();
     let retry_after = resp
         .headers()
