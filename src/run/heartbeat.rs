@@ -212,7 +212,7 @@ fn heartbeat(
         None if live.tested => Verdict::Pass,
         None => Verdict::Untested,
     };
-    Heartbeat {
+    let mut hb = Heartbeat {
         schema_version: SCHEMA_VERSION,
         run_id: info.run_id.clone(),
         seq,
@@ -231,7 +231,11 @@ fn heartbeat(
         eta_s,
         interval_s: info.interval.as_secs().max(1),
         bundle: live.bundle.clone(),
-    }
+    };
+    // Within every bound a collector holds it to: an odd DMI string is
+    // cut here, not refused there.
+    hb.fit();
+    hb
 }
 
 fn send_loop(
