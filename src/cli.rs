@@ -663,6 +663,19 @@ pub struct CollectArgs {
     /// (rebooted, hung, or off the network)
     #[arg(long, value_name = "DURATION", default_value = "3m")]
     pub stall_after: String,
+    /// Run ids not seen before accepted a minute (and at once) from one signing
+    /// key: a fleet's power-on wave under one site key. More get 429 and show
+    /// on the board at a later heartbeat
+    #[arg(long, value_name = "N", default_value_t = 600)]
+    pub new_runs_per_key: u32,
+    /// Run ids not seen before accepted a minute (and at once) from one client
+    /// address (the racks behind one NAT address)
+    #[arg(long, value_name = "N", default_value_t = 120)]
+    pub new_runs_per_client: u32,
+    /// An export whose reader takes nothing for this long is ended (besides
+    /// --request-timeout for the whole)
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub export_stall: String,
     #[command(subcommand)]
     pub action: Option<CollectAction>,
 }

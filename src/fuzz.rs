@@ -188,7 +188,12 @@ fn world() -> &'static World {
             limits: Default::default(),
             waivers: Default::default(),
             stall_after: std::time::Duration::from_secs(180),
-            heartbeat_rate_per_minute: u32::MAX,
+            heartbeat: collect::heartbeat::Limits {
+                rate_per_minute: u32::MAX,
+                new_runs_per_key: u32::MAX,
+                new_runs_per_client: u32::MAX,
+            },
+            export_stall: std::time::Duration::from_secs(30),
             incoming: {
                 let d = dir.join("incoming");
                 std::fs::create_dir_all(&d).expect("incoming dir");

@@ -282,6 +282,17 @@ pub fn signer(minisig: &str, keys: &[PublicKey]) -> Result<PublicKey, KeyError> 
     Ok(p.key.clone())
 }
 
+/// `signer`, with the trusted comment: what a heartbeat's head claims
+/// (its run and seq), signed by that key, before its body is read.
+pub fn signer_and_comment(
+    minisig: &str,
+    keys: &[PublicKey],
+) -> Result<(PublicKey, String), KeyError> {
+    let p = parse(minisig, keys)?;
+    p.check_trusted()?;
+    Ok((p.key.clone(), p.trusted.to_string()))
+}
+
 /// A `.minisig` taken apart, its key found among the trusted.
 struct Parsed<'a> {
     hashed: bool,

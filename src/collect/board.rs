@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::index::StatusRow;
 use crate::bundle::minisign::{self, PublicKey};
 use crate::results::heartbeat::{self, Heartbeat, RunState};
 
@@ -95,6 +96,13 @@ pub fn check(
     {
         return Err(Refused("heartbeat: more entries than a run sends".into()));
     }
+    let mut hb = hb;
+    // A run cuts its own strings before it signs: one over its bound is
+    // forged, and would make a board row of any size.
+    if let Some(why) = hb.oversized() {
+        return Err(Refused(format!("heartbeat: {why}")));
+    }
+    hb.clamp();
     Ok((hb, key.id_hex()))
 }
 
@@ -129,7 +137,62 @@ pub struct BoardRow {
     pub received_at: String,
     /// The bundle, once a collector stored it.
     pub bundle_sha256: Option<String>,
+    /// The stored bundle's reasons (its machine and verdict stand in the
+    /// heartbeat's place).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<String>,
+    /// Heartbeats of another key refused for this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign: Option<Foreign>,
     pub heartbeat: Heartbeat,
+}
+
+/// Heartbeats for a run signed by a key it does not belong to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Foreign {
+    pub refused: u64,
+    pub last_key: String,
+}
+
+/// The most reasons of a stored bundle a board row carries.
+const MAX_REASONS: usize = 5;
+
+impl BoardRow {
+    /// A run's row from its last heartbeat and what the index holds of
+    /// it: once its bundle is stored, the bundle's machine, verdict and
+    /// reasons, never the heartbeat's (a heartbeat is a machine's word
+    /// while it runs; the verified bundle is the record).
+    pub fn new(
+        mut hb: Heartbeat,
+        s: StatusRow,
+        silent: Duration,
+        stall_after: Duration,
+    ) -> BoardRow {
+        let stored = s.bundle.is_some();
+        let mut reasons = Vec::new();
+        if let Some(b) = &s.bundle {
+            hb.machine = b.machine.clone();
+            hb.verdict = b.verdict;
+            hb.fit();
+            reasons = b
+                .reasons
+                .iter()
+                .take(MAX_REASONS)
+                .map(|r| crate::util::text::printable(r, heartbeat::MAX_TEXT))
+                .collect();
+        }
+        BoardRow {
+            shown: shown(&hb, silent, stall_after, stored),
+            silent_s: silent.as_secs(),
+            received_at: s.record.received_at,
+            bundle_sha256: s.bundle.map(|b| b.sha256),
+            reasons,
+            foreign: s
+                .foreign
+                .map(|(refused, last_key)| Foreign { refused, last_key }),
+            heartbeat: hb,
+        }
+    }
 }
 
 /// How a run with `hb`, last heard `silent` ago, shows: finished once its

@@ -126,6 +126,79 @@ pub struct RowFilter {
     pub since: Option<String>,
 }
 
+/// Whose a run is, and how far its heartbeats have come.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RunOwner {
+    /// The key id it belongs to; none for a run not heard of.
+    pub key: Option<String>,
+    /// The last seq recorded.
+    pub seq: Option<u64>,
+}
+
+fn owner_of(db: &Connection, run_id: &str) -> Result<RunOwner> {
+    use rusqlite::OptionalExtension;
+    let bundle_key: Option<Option<String>> = db
+        .query_row(
+            "SELECT json_extract(record, '$.key_id') FROM bundles WHERE name = ?1
+             ORDER BY received_at, sha256 LIMIT 1",
+            [format!("{run_id}.tar.zst")],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let status: Option<(i64, Option<String>)> = db
+        .query_row(
+            "SELECT seq, json_extract(record, '$.key_id') FROM status WHERE run_id = ?1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (seq, status_key) = status.map_or((None, None), |(s, k)| (Some(s as u64), k));
+    Ok(RunOwner {
+        key: bundle_key.flatten().or(status_key),
+        seq,
+    })
+}
+
+fn note_foreign(db: &Connection, run_id: &str, key_id: &str) -> Result<()> {
+    db.execute(
+        "INSERT INTO status_foreign (run_id, refused, last_key, last_ms)
+         VALUES (?1, 1, ?2, ?3)
+         ON CONFLICT(run_id) DO UPDATE SET refused = refused + 1,
+             last_key = excluded.last_key, last_ms = excluded.last_ms",
+        params![run_id, key_id, super::board::now_ms() as i64],
+    )?;
+    Ok(())
+}
+
+/// What `put_status` made of a heartbeat.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PutStatus {
+    Recorded,
+    /// Not above this seq, recorded already.
+    Stale(u64),
+    /// The run belongs to this other key.
+    Foreign(String),
+}
+
+/// A run's stored bundle, as the board shows it: once stored, the
+/// bundle's machine, verdict and reasons stand, never a heartbeat's.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredRun {
+    pub sha256: String,
+    pub verdict: crate::results::Verdict,
+    pub reasons: Vec<String>,
+    pub machine: crate::results::summary::Machine,
+}
+
+/// A run on the board: its last status, its bundle once stored, and the
+/// heartbeats of other keys refused for it (how many, the last key).
+#[derive(Debug, Clone)]
+pub struct StatusRow {
+    pub record: StatusRecord,
+    pub bundle: Option<StoredRun>,
+    pub foreign: Option<(u64, String)>,
+}
+
 pub struct Index {
     db: Mutex<Connection>,
     path: std::path::PathBuf,
@@ -213,7 +286,13 @@ impl Index {
                  record TEXT NOT NULL
              );
              CREATE INDEX IF NOT EXISTS status_received ON status(received_ms);
-             CREATE INDEX IF NOT EXISTS status_state ON status(state, received_ms);",
+             CREATE INDEX IF NOT EXISTS status_state ON status(state, received_ms);
+             CREATE TABLE IF NOT EXISTS status_foreign (
+                 run_id TEXT PRIMARY KEY,
+                 refused INTEGER NOT NULL,
+                 last_key TEXT NOT NULL,
+                 last_ms INTEGER NOT NULL
+             );",
         )
         .with_context(|| format!("index {}", path.display()))?;
         db.pragma_update(None, "user_version", INDEX_VERSION)
@@ -460,11 +539,34 @@ impl Index {
         Ok(keys.collect::<Result<_, _>>()?)
     }
 
-    /// Records a run's status if its seq is above the one recorded; true
-    /// if it was (then, and only then, the caller stores it).
-    pub fn put_status(&self, rec: &StatusRecord, seq: u64, state: &str) -> Result<bool> {
+    /// The key a run belongs to and its last recorded seq: the signer of
+    /// its stored bundle if there is one, else the key of its first
+    /// accepted heartbeat. Asked before a heartbeat's body is read.
+    pub fn run_owner(&self, run_id: &str) -> Result<RunOwner> {
+        owner_of(&self.lock(), run_id)
+    }
+
+    /// Counts a heartbeat for `run_id` signed by `key_id`, refused as
+    /// not the run's owner's: the board says so.
+    pub fn note_foreign(&self, run_id: &str, key_id: &str) -> Result<()> {
+        note_foreign(&self.lock(), run_id, key_id)
+    }
+
+    /// Records a run's status if it is signed by the run's owner (or the
+    /// run is new) and its seq is above the one recorded: then, and only
+    /// then, the caller stores it. A heartbeat of another key is counted
+    /// against the run.
+    pub fn put_status(&self, rec: &StatusRecord, seq: u64, state: &str) -> Result<PutStatus> {
         let db = self.lock();
-        let n = db.execute(
+        let owner = owner_of(&db, &rec.run_id)?;
+        if let Some(key) = owner.key.filter(|k| *k != rec.key_id) {
+            note_foreign(&db, &rec.run_id, &rec.key_id)?;
+            return Ok(PutStatus::Foreign(key));
+        }
+        if let Some(seen) = owner.seq.filter(|s| *s >= seq) {
+            return Ok(PutStatus::Stale(seen));
+        }
+        db.execute(
             "INSERT INTO status (run_id, seq, received_ms, state, record)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT(run_id) DO UPDATE SET seq = excluded.seq,
@@ -479,38 +581,90 @@ impl Index {
                 serde_json::to_string(rec)?
             ],
         )?;
-        Ok(n == 1)
+        Ok(PutStatus::Recorded)
     }
 
     /// The runs heard from since `since_ms`, and those still running
     /// heard from since `running_since_ms` (a stalled machine stays in
-    /// sight longer than a finished one), newest first, at most `limit`;
-    /// each with the digest of its stored bundle, if any.
+    /// sight longer than a finished one), at most `limit`: the running
+    /// ones first (so no number of finished runs pushes a silent machine
+    /// off the board), then the newest; each with its stored bundle.
+    /// Each is handed to `each` as it is read (a record may be 64 KiB:
+    /// thousands are never held at once).
     pub fn statuses(
         &self,
         since_ms: u64,
         running_since_ms: u64,
         limit: u32,
-    ) -> Result<Vec<(StatusRecord, Option<String>)>> {
+        mut each: impl FnMut(StatusRow),
+    ) -> Result<()> {
         let db = self.reader()?;
         let mut st = db.prepare(
-            "SELECT s.record, (SELECT b.sha256 FROM bundles b
-                                WHERE b.name = s.run_id || '.tar.zst'
-                                ORDER BY b.received_at LIMIT 1)
+            "SELECT s.record, b.sha256, b.verdict,
+                    json_extract(b.record, '$.summary.reasons'),
+                    json_extract(b.record, '$.summary.machine'),
+                    f.refused, f.last_key
              FROM status s
+             LEFT JOIN bundles b ON b.sha256 = (
+                 SELECT b2.sha256 FROM bundles b2 WHERE b2.name = s.run_id || '.tar.zst'
+                 ORDER BY b2.received_at, b2.sha256 LIMIT 1)
+             LEFT JOIN status_foreign f ON f.run_id = s.run_id
              WHERE s.received_ms >= ?1 OR (s.state = 'running' AND s.received_ms >= ?2)
-             ORDER BY s.received_ms DESC, s.run_id LIMIT ?3",
+             ORDER BY s.state = 'running' DESC, s.received_ms DESC, s.run_id LIMIT ?3",
         )?;
         let rows = st.query_map(
             params![since_ms as i64, running_since_ms as i64, limit],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)),
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<i64>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                ))
+            },
         )?;
-        let mut out = Vec::new();
         for r in rows {
-            let (rec, sha) = r?;
-            out.push((serde_json::from_str(&rec).context("index status")?, sha));
+            let (rec, sha, verdict, reasons, machine, refused, last_key) = r?;
+            let bundle = match (sha, verdict) {
+                (Some(sha256), Some(verdict)) => Some(StoredRun {
+                    sha256,
+                    verdict: serde_json::from_value(verdict.into()).context("index verdict")?,
+                    reasons: serde_json::from_str(reasons.as_deref().unwrap_or("[]"))
+                        .context("index reasons")?,
+                    machine: serde_json::from_str(machine.as_deref().unwrap_or("{}"))
+                        .context("index machine")?,
+                }),
+                _ => None,
+            };
+            each(StatusRow {
+                record: serde_json::from_str(&rec).context("index status")?,
+                bundle,
+                foreign: refused.zip(last_key).map(|(n, k)| (n.max(0) as u64, k)),
+            });
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// Forgets the runs last heard from before `before_ms`: their records
+    /// leave the index; the ids are returned so the store's go too.
+    pub fn expire_statuses(&self, before_ms: u64) -> Result<Vec<String>> {
+        let db = self.lock();
+        let mut st = db.prepare("SELECT run_id FROM status WHERE received_ms < ?1")?;
+        let ids = st
+            .query_map([before_ms as i64], |r| r.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        db.execute(
+            "DELETE FROM status WHERE received_ms < ?1",
+            [before_ms as i64],
+        )?;
+        db.execute(
+            "DELETE FROM status_foreign WHERE run_id NOT IN (SELECT run_id FROM status)",
+            [],
+        )?;
+        Ok(ids)
     }
 
     /// The bundles of a machine (DMI serial), newest first: digest, name,
@@ -529,5 +683,81 @@ impl Index {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(run: &str, key: &str, received_ms: u64) -> StatusRecord {
+        StatusRecord {
+            run_id: run.into(),
+            received_at: "2026-12-01T00:00:00Z".into(),
+            received_ms,
+            key_id: key.into(),
+            minisig: String::new(),
+            heartbeat: "{}".into(),
+        }
+    }
+
+    fn listed(ix: &Index, limit: u32) -> Vec<String> {
+        let mut out = Vec::new();
+        ix.statuses(0, 0, limit, |s| out.push(s.record.run_id))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_run_is_its_first_key_s_and_its_seq_only_climbs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        let put = |key: &str, seq| ix.put_status(&status("r", key, 1), seq, "running").unwrap();
+        assert_eq!(put("a", 5), PutStatus::Recorded);
+        assert_eq!(put("b", 7), PutStatus::Foreign("a".into()));
+        assert_eq!(put("a", 5), PutStatus::Stale(5));
+        assert_eq!(put("a", 6), PutStatus::Recorded);
+        assert_eq!(
+            ix.run_owner("r").unwrap(),
+            RunOwner {
+                key: Some("a".into()),
+                seq: Some(6)
+            }
+        );
+        ix.note_foreign("r", "c").unwrap();
+        let mut foreign = None;
+        ix.statuses(0, 0, 10, |s| foreign = s.foreign).unwrap();
+        assert_eq!(foreign, Some((2, "c".to_string())));
+        assert_eq!(ix.run_owner("new").unwrap(), RunOwner::default());
+    }
+
+    #[test]
+    fn running_runs_come_first_whatever_else_was_heard_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        ix.put_status(&status("silent", "a", 1_000), 1, "running")
+            .unwrap();
+        for n in 0..10 {
+            ix.put_status(&status(&format!("done-{n}"), "b", 2_000 + n), 1, "finished")
+                .unwrap();
+        }
+        let shown = listed(&ix, 5);
+        assert_eq!(shown.len(), 5);
+        assert_eq!(shown[0], "silent", "{shown:?}");
+    }
+
+    #[test]
+    fn runs_silent_too_long_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        ix.put_status(&status("old", "a", 1_000), 1, "running")
+            .unwrap();
+        ix.put_status(&status("new", "a", 9_000), 1, "running")
+            .unwrap();
+        ix.note_foreign("old", "b").unwrap();
+        assert_eq!(ix.expire_statuses(5_000).unwrap(), vec!["old".to_string()]);
+        assert_eq!(listed(&ix, 10), vec!["new".to_string()]);
+        // Its owner is forgotten with it.
+        assert_eq!(ix.run_owner("old").unwrap(), RunOwner::default());
     }
 }

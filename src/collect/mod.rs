@@ -10,8 +10,10 @@
 //! `GET /download/SHA.tar.zst[.minisig|.intoto.json]`. Nothing else of the
 //! store is reachable: no listing, no other paths.
 
+mod admit;
 pub mod board;
 pub mod fleet;
+pub mod heartbeat;
 pub mod index;
 pub mod store;
 mod web;
@@ -33,7 +35,8 @@ use axum::{Json, Router};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 
-use self::index::{Index, Record};
+use self::admit::{take, Buckets, ClientSlot};
+use self::index::{Index, PutStatus, Record};
 use self::store::Store;
 use crate::bundle::contents::{Contents, Holding, ResultsReader};
 use crate::bundle::{self, minisign::PublicKey};
@@ -72,9 +75,10 @@ pub struct Config {
     pub waivers: fleet::Waivers,
     /// A running machine silent this long shows as stalled.
     pub stall_after: Duration,
-    /// Heartbeats per minute accepted from one client address (a rack
-    /// behind one NAT address sends many).
-    pub heartbeat_rate_per_minute: u32,
+    /// What heartbeats may cost: their rate, and new runs a minute.
+    pub heartbeat: heartbeat::Limits,
+    /// An export whose reader takes nothing for this long ends.
+    pub export_stall: Duration,
 }
 
 pub struct Collector {
@@ -82,17 +86,29 @@ pub struct Collector {
     uploads: Arc<tokio::sync::Semaphore>,
     verifying: Arc<tokio::sync::Semaphore>,
     per_client: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    buckets: Buckets<IpAddr>,
     /// Failed token attempts, per client address: they use up only these,
     /// so strangers behind a NAT cannot spend its uploads.
-    failures: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    failures: Buckets<IpAddr>,
     last_sync: tokio::sync::Mutex<Option<Instant>>,
-    /// Store records that did not verify, by digest.
-    refused_records: tokio::sync::Mutex<std::collections::HashSet<String>>,
+    /// After a sync that could not read the store: no other before then.
+    sync_backoff: Mutex<Backoff>,
+    /// Store records not indexed, by digest: bad ones until their stamp
+    /// changes, ones that met a store error until their backoff ends.
+    refused_records: tokio::sync::Mutex<HashMap<String, NotIndexed>>,
     /// Downloads being served at once.
     downloads: Arc<tokio::sync::Semaphore>,
     /// Heartbeats per client address.
-    beats: Mutex<HashMap<IpAddr, (f64, Instant)>>,
+    beats: Buckets<IpAddr>,
+    /// New run ids per client address and per signing key.
+    new_runs_by_client: Buckets<IpAddr>,
+    new_runs_by_key: Buckets<String>,
+    /// Heartbeat bodies being read, per client address.
+    heartbeat_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Exports being streamed, per client address.
+    export_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// When status records were last expired.
+    last_expiry: Mutex<Option<Instant>>,
     /// The stamp of each status record last read from the store.
     status_stamps: tokio::sync::Mutex<HashMap<String, String>>,
     /// Heartbeat bodies being read.
@@ -167,52 +183,6 @@ fn is_sha(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// The client a limit applies to: its IPv4 address, or its IPv6 /64 (one
-/// host commonly holds a whole /64, and would otherwise be any number of
-/// clients).
-fn client_of(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
-        v4 => v4,
-    }
-}
-
-/// Token bucket per client address: `rate` per minute, bursts of the same
-/// size. True if one was taken.
-fn take(buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>, ip: IpAddr, rate: f64) -> bool {
-    take_burst(buckets, ip, rate, rate)
-}
-
-/// `take` with bursts of at most `burst` (and never more than `rate`).
-fn take_burst(
-    buckets: &Mutex<HashMap<IpAddr, (f64, Instant)>>,
-    ip: IpAddr,
-    rate: f64,
-    burst: f64,
-) -> bool {
-    let cap = burst.min(rate).max(1.0);
-    let mut b = buckets.lock().unwrap_or_else(|p| p.into_inner());
-    let now = Instant::now();
-    if b.len() > 100_000 {
-        b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
-    }
-    let (tokens, at) = b.entry(client_of(ip)).or_insert((cap, now));
-    *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(cap);
-    *at = now;
-    if *tokens >= 1.0 {
-        *tokens -= 1.0;
-        true
-    } else {
-        false
-    }
-}
-
 /// Compares a secret without leaking where it differs or how long it is:
 /// both sides are hashed to 32 bytes first.
 fn same_secret(given: &[u8], want: &[u8]) -> bool {
@@ -236,28 +206,77 @@ fn presented_secret(h: &HeaderMap) -> Option<Vec<u8>> {
     Some(raw[colon + 1..].to_vec())
 }
 
+/// Waits that double after each failure, from 1 s up to 5 minutes.
+#[derive(Debug, Default)]
+struct Backoff {
+    until: Option<Instant>,
+    wait: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_secs(1);
+    const MOST: Duration = Duration::from_secs(300);
+
+    fn ready(&self) -> bool {
+        self.until.is_none_or(|t| Instant::now() >= t)
+    }
+
+    fn failed(&mut self) {
+        self.wait = (self.wait * 2).clamp(Self::FIRST, Self::MOST);
+        self.until = Some(Instant::now() + self.wait);
+    }
+
+    fn reset(&mut self) {
+        *self = Backoff::default();
+    }
+}
+
+/// A store record that was not indexed.
+#[derive(Debug)]
+struct NotIndexed {
+    /// Its stamp when it was tried: a changed record is tried again.
+    stamp: String,
+    /// None for a bad record; a backoff for one that met a store error.
+    retry: Option<Backoff>,
+    /// How many times it was tried (its failure is logged once).
+    tries: u32,
+}
+
+impl NotIndexed {
+    fn after(was: Option<NotIndexed>, stamp: String, bad: bool) -> NotIndexed {
+        let tries = was
+            .as_ref()
+            .filter(|w| w.stamp == stamp)
+            .map_or(0, |w| w.tries);
+        let retry = (!bad).then(|| {
+            let mut b = was.and_then(|w| w.retry).unwrap_or_default();
+            b.failed();
+            b
+        });
+        NotIndexed {
+            stamp,
+            retry,
+            tries: tries + 1,
+        }
+    }
+
+    fn first_time(&self) -> bool {
+        self.tries == 1
+    }
+
+    /// Not to be tried now: bad and unchanged, or still backing off.
+    fn skip(&self, stamp: &str) -> bool {
+        match &self.retry {
+            None => self.stamp == stamp,
+            Some(b) => !b.ready(),
+        }
+    }
+}
+
 /// What is wrong with a store record itself (not with reading it).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct BadRecord(String);
-
-/// One upload slot of one client; given back on drop.
-struct ClientSlot {
-    map: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    ip: IpAddr,
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut m = self.map.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&self.ip);
-            }
-        }
-    }
-}
 
 /// Sets its flag when dropped: a verification in a blocking thread learns
 /// that the request it serves has ended (answered, timed out, or the
@@ -295,7 +314,8 @@ impl Collector {
     /// The board's rows, on a blocking thread, two at once (its own turns:
     /// cohort readers cannot stop it refreshing).
     pub(crate) async fn board(self: &Arc<Self>) -> Result<Vec<board::BoardRow>, Response> {
-        self.blocking(&self.boards, MAX_BOARDS, board_rows).await
+        self.blocking(&self.boards, MAX_BOARDS, heartbeat::board_rows)
+            .await
     }
 
     async fn blocking<T: Send + 'static>(
@@ -343,11 +363,17 @@ impl Collector {
             buckets: Mutex::new(HashMap::new()),
             failures: Mutex::new(HashMap::new()),
             last_sync: tokio::sync::Mutex::new(None),
+            sync_backoff: Mutex::new(Backoff::default()),
             refused_records: tokio::sync::Mutex::new(Default::default()),
             downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
             beats: Mutex::new(HashMap::new()),
+            new_runs_by_client: Mutex::new(HashMap::new()),
+            new_runs_by_key: Mutex::new(HashMap::new()),
+            heartbeat_clients: Arc::new(Mutex::new(HashMap::new())),
+            export_clients: Arc::new(Mutex::new(HashMap::new())),
+            last_expiry: Mutex::new(None),
             status_stamps: tokio::sync::Mutex::new(HashMap::new()),
-            heartbeats: Arc::new(tokio::sync::Semaphore::new(MAX_HEARTBEATS)),
+            heartbeats: Arc::new(tokio::sync::Semaphore::new(heartbeat::MAX_BODIES)),
             heavy: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS)),
             boards: Arc::new(tokio::sync::Semaphore::new(MAX_BOARDS)),
             run_locks: (0..64).map(|_| tokio::sync::Mutex::new(())).collect(),
@@ -383,17 +409,7 @@ impl Collector {
 
     /// One upload slot for `ip`, if it has fewer than its share.
     fn client_slot(&self, ip: IpAddr) -> Option<ClientSlot> {
-        let ip = client_of(ip);
-        let mut m = self.per_client.lock().unwrap_or_else(|p| p.into_inner());
-        let n = m.entry(ip).or_insert(0);
-        if *n >= self.cfg.max_uploads_per_client.max(1) {
-            return None;
-        }
-        *n += 1;
-        Some(ClientSlot {
-            map: self.per_client.clone(),
-            ip,
-        })
+        ClientSlot::take(&self.per_client, ip, self.cfg.max_uploads_per_client)
     }
 
     /// Verifies a bundle file within the limits and a deadline, on a
@@ -457,45 +473,74 @@ impl Collector {
             return Ok(0);
         };
         *last = Some(Instant::now());
+        if !self.backoff().ready() {
+            return Ok(0);
+        }
+        let synced = self.sync_records().await;
+        match &synced {
+            Ok(_) => self.backoff().reset(),
+            Err(_) => self.backoff().failed(),
+        }
+        if let Err(e) = self.sync_statuses().await {
+            eprintln!("collect: heartbeats in the store: {e:#}");
+        }
+        heartbeat::expire(self).await;
+        *last = Some(Instant::now());
+        synced
+    }
+
+    fn backoff(&self) -> std::sync::MutexGuard<'_, Backoff> {
+        self.sync_backoff.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Indexes the bundles other collectors stored (`sync`'s first part).
+    async fn sync_records(&self) -> Result<usize> {
         let mut added = 0;
-        for file in self.cfg.store.list("summaries").await? {
+        for (file, stamp) in self.cfg.store.list_stamped("summaries").await? {
             let Some(sha) = file.strip_suffix(".json").filter(|s| is_sha(s)) else {
                 continue;
             };
-            if self.cfg.index.contains(sha)? || self.refused_records.lock().await.contains(sha) {
+            let skip = self
+                .refused_records
+                .lock()
+                .await
+                .get(sha)
+                .is_some_and(|n| n.skip(&stamp));
+            if skip || self.cfg.index.contains(sha)? {
                 continue;
             }
             match self.reverify(sha).await {
                 Ok(Some(rec)) => {
+                    self.refused_records.lock().await.remove(sha);
                     if self.cfg.index.insert(&rec)? {
                         added += 1;
                     }
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    eprintln!(
-                        "collect: store record {}: not indexed: {e:#}",
-                        summary_key(sha)
-                    );
-                    // A verdict on the record is remembered: a planted one
-                    // costs one verification, not one per page view (an
-                    // upload of the real bundle stores it afresh). A store
-                    // or time error is not: the record is tried again.
+                    // A verdict on the record is remembered until the
+                    // record changes: a planted or broken one costs one
+                    // verification, not one per page view (an upload of
+                    // the real bundle stores it afresh). A store or time
+                    // error is tried again, less often each time.
                     let verdict = e.chain().any(|c| {
                         c.is::<BadRecord>()
                             || c.downcast_ref::<bundle::VerifyError>()
                                 .is_some_and(|v| !v.is_transient())
                     });
-                    if verdict {
-                        self.refused_records.lock().await.insert(sha.to_string());
+                    let mut refused = self.refused_records.lock().await;
+                    let was = refused.remove(sha);
+                    let next = NotIndexed::after(was, stamp, verdict);
+                    if next.first_time() {
+                        eprintln!(
+                            "collect: store record {}: not indexed: {e:#}",
+                            summary_key(sha)
+                        );
                     }
+                    refused.insert(sha.to_string(), next);
                 }
             }
         }
-        if let Err(e) = self.sync_statuses().await {
-            eprintln!("collect: heartbeats in the store: {e:#}");
-        }
-        *last = Some(Instant::now());
         Ok(added)
     }
 
@@ -558,7 +603,15 @@ impl Collector {
                     match self.cfg.index.put_status(&rec, hb.seq, hb.state.as_str()) {
                         // Remembered once in the index (or older than what
                         // is): read again only when it changes.
-                        Ok(_) => {
+                        Ok(put) => {
+                            if let PutStatus::Foreign(owner) = put {
+                                eprintln!(
+                                    "collect: store record {}: signed by key {}, but the run \
+                                     is {owner}'s: not shown",
+                                    board::status_key(run),
+                                    rec.key_id
+                                );
+                            }
                             stamps.insert(run.to_string(), stamp);
                         }
                         Err(e) => eprintln!("collect: indexing {}: {e:#}", board::status_key(run)),
@@ -613,8 +666,11 @@ impl Collector {
         };
         let key = bundle_key(sha);
         let text = |d: Option<bytes::Bytes>, what: &str| -> Result<String> {
-            let d = d.with_context(|| format!("no {what} in the store"))?;
-            String::from_utf8(d.to_vec()).with_context(|| format!("{what}: not UTF-8"))
+            // A record is stored last: one without its parts is broken,
+            // not half-stored.
+            let d = d.ok_or_else(|| BadRecord(format!("no {what} in the store")))?;
+            Ok(String::from_utf8(d.to_vec())
+                .map_err(|_| BadRecord(format!("{what}: not UTF-8")))?)
         };
         let minisig = text(
             self.cfg
@@ -638,7 +694,7 @@ impl Collector {
             .store
             .get_to_file(&key, &incoming.path, self.cfg.max_body)
             .await?
-            .context("no bundle in the store")?;
+            .ok_or_else(|| BadRecord("no bundle in the store".into()))?;
         if stored_sha != sha {
             return Err(BadRecord(format!("the bundle stored under {sha} is {stored_sha}")).into());
         }
@@ -751,7 +807,7 @@ pub fn router(state: Shared) -> Router {
     Router::new()
         .merge(reads)
         .route("/upload/{name}", put(receive))
-        .route("/heartbeat/{run}", put(receive_heartbeat))
+        .route("/heartbeat/{run}", put(heartbeat::receive))
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }
@@ -779,235 +835,44 @@ async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
     }
 }
 
-/// How long a heartbeat's body may take to arrive.
-const HEARTBEAT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Heartbeat bodies being read at once (64 KiB each at most).
-const MAX_HEARTBEATS: usize = 256;
-/// Heartbeats one address may send at once before its rate applies.
-const HEARTBEAT_BURST: f64 = 100.0;
 /// Heavy reads (cohorts, histories, the board) at once.
 const MAX_HEAVY_READS: usize = 4;
-/// Exports streamed at once.
+/// Exports streamed at once, and from one address.
 const MAX_EXPORTS: usize = 4;
+const MAX_EXPORTS_PER_CLIENT: usize = 2;
 /// Board pages made at once.
 const MAX_BOARDS: usize = 2;
-/// How far back the board shows finished and stopped runs.
-const BOARD_WINDOW: Duration = Duration::from_secs(24 * 3600);
-/// The most runs the board shows.
-const BOARD_ROWS: u32 = 5000;
 
-/// `PUT /heartbeat/RUN`: admitted from the head (token, rate, run id,
-/// signature present, declared length), then a small body read within a
-/// deadline and checked; recorded in the store (for every collector
-/// sharing it) and the index when newer than the last.
-async fn receive_heartbeat(
-    State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Path(run): Path<String>,
-    req: axum::extract::Request,
-) -> Response {
-    use crate::results::heartbeat::{self, Heartbeat};
-    let ip = peer.ip();
-    let headers = req.headers().clone();
-    if let Some(r) = c.unauthorised(ip, &headers, "heartbeats need the upload token") {
-        return r;
-    }
-    if !take_burst(
-        &c.beats,
-        ip,
-        c.cfg.heartbeat_rate_per_minute.max(1) as f64,
-        HEARTBEAT_BURST,
-    ) {
-        return Refusal(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "more than {} heartbeats a minute from {ip}",
-                c.cfg.heartbeat_rate_per_minute
-            ),
-        )
-        .retry_after("5");
-    }
-    if !heartbeat::valid_run_id(&run) {
-        return Refusal(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "bad run id {}",
-                crate::util::text::printable(&format!("{run:?}"), 220)
-            ),
-        )
-        .into_response();
-    }
-    let minisig = match header_text(&headers, H_MINISIG) {
-        Ok(m) => m,
-        Err(r) => return r.into_response(),
-    };
-    match headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        None => {
-            return Refusal(
-                StatusCode::LENGTH_REQUIRED,
-                "a Content-Length is required".into(),
-            )
-            .into_response()
-        }
-        Some(n) if n > heartbeat::MAX_BYTES as u64 => {
-            return Refusal(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("a heartbeat is at most {} bytes", heartbeat::MAX_BYTES),
-            )
-            .into_response()
-        }
-        Some(_) => {}
-    }
-    // Bodies held at once, whoever sends them.
-    let Ok(_slot) = c.heartbeats.clone().try_acquire_owned() else {
-        return Refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{MAX_HEARTBEATS} heartbeats in progress; try again"),
-        )
-        .retry_after("5");
-    };
-    let body = match tokio::time::timeout(
-        HEARTBEAT_BODY_TIMEOUT,
-        axum::body::to_bytes(req.into_body(), heartbeat::MAX_BYTES),
-    )
-    .await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => {
-            return Refusal(StatusCode::BAD_REQUEST, format!("reading the body: {e}"))
-                .into_response()
-        }
-        Err(_) => {
-            return Refusal(
-                StatusCode::REQUEST_TIMEOUT,
-                "the heartbeat's body took too long".into(),
-            )
-            .into_response()
-        }
-    };
-    let (hb, key_id) = match board::check(&run, &body, &minisig, &c.cfg.trusted) {
-        Ok(x) => x,
-        Err(e) => return Refusal(StatusCode::FORBIDDEN, e.0).into_response(),
-    };
-    // One heartbeat of a run at a time from here to the store: an older
-    // one can neither win the index after a newer one nor overwrite it in
-    // the store.
-    let lane = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        run.hash(&mut h);
-        (h.finish() % c.run_locks.len() as u64) as usize
-    };
-    let _lane = c.run_locks[lane].lock().await;
-    // The store has the last word: another collector sharing it may have
-    // recorded a newer one this index has not synced yet.
-    match c
-        .cfg
-        .store
-        .get_small(&board::status_key(&run), board::MAX_RECORD)
-        .await
-    {
-        Ok(Some(data)) => {
-            let stored_seq = serde_json::from_slice::<board::StatusRecord>(&data)
-                .ok()
-                .and_then(|r| serde_json::from_str::<Heartbeat>(&r.heartbeat).ok())
-                .map(|h| h.seq);
-            if let Some(seen) = stored_seq.filter(|s| *s >= hb.seq) {
-                return Refusal(
-                    StatusCode::CONFLICT,
-                    format!("stale: seq {} is not above {seen}", hb.seq),
-                )
-                .into_response();
-            }
-        }
-        Ok(None) => {}
-        Err(e) => return internal(e).into_response(),
-    }
-    let now = std::time::SystemTime::now();
-    let rec = board::StatusRecord {
-        run_id: run.clone(),
-        received_at: humantime::format_rfc3339_seconds(now).to_string(),
-        received_ms: board::now_ms(),
-        key_id,
-        minisig,
-        heartbeat: String::from_utf8_lossy(&body).into_owned(),
-    };
-    // The index first, conditionally: only a heartbeat above the last one
-    // recorded reaches the store (two at once cannot both win).
-    let stored = async {
-        if !c.cfg.index.put_status(&rec, hb.seq, hb.state.as_str())? {
-            return Ok(false);
-        }
-        let text = serde_json::to_vec(&rec)?;
-        c.cfg
-            .store
-            .put(&board::status_key(&run), text.into())
-            .await?;
-        anyhow::Ok(true)
-    };
-    match stored.await {
-        Ok(false) => Refusal(
-            StatusCode::CONFLICT,
-            format!("stale: seq {} is not above the last recorded", hb.seq),
-        )
-        .into_response(),
-        Ok(true) => {
-            let mut r =
-                Json(serde_json::json!({ "status": "recorded", "seq": hb.seq })).into_response();
-            r.headers_mut().insert(H_COLLECTOR, collector_header());
-            r
-        }
-        Err(e) => internal(e).into_response(),
-    }
-}
-
-/// The board's rows: runs heard from in the last day, and running ones
-/// (stalled, perhaps) heard from in the last week; stalled first, then
-/// running, stopped and finished, the most recently heard first.
-pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
-    let now = board::now_ms();
-    let since = now.saturating_sub(BOARD_WINDOW.as_millis() as u64);
-    let running_since = now.saturating_sub(7 * BOARD_WINDOW.as_millis() as u64);
-    let mut rows = Vec::new();
-    for (rec, sha) in c.cfg.index.statuses(since, running_since, BOARD_ROWS)? {
-        let Ok(hb) = serde_json::from_str::<crate::results::heartbeat::Heartbeat>(&rec.heartbeat)
-        else {
-            continue;
-        };
-        let silent = Duration::from_millis(now.saturating_sub(rec.received_ms));
-        rows.push(board::BoardRow {
-            shown: board::shown(&hb, silent, c.cfg.stall_after, sha.is_some()),
-            silent_s: silent.as_secs(),
-            received_at: rec.received_at,
-            bundle_sha256: sha,
-            heartbeat: hb,
-        });
-    }
-    let rank = |s: board::Shown| match s {
-        board::Shown::Stalled => 0,
-        board::Shown::Running => 1,
-        board::Shown::Stopped => 2,
-        board::Shown::Finished => 3,
-    };
-    rows.sort_by(|a, b| {
-        rank(a.shown)
-            .cmp(&rank(b.shown))
-            .then(a.silent_s.cmp(&b.silent_s))
-            .then(a.heartbeat.run_id.cmp(&b.heartbeat.run_id))
-    });
-    Ok(rows)
-}
+/// The most bytes `/api/board` answers: the running and stalled runs
+/// come first; how many did not fit is said in `x-storcert-left-out`.
+const API_BOARD_BYTES: usize = 16 << 20;
 
 async fn api_board(State(c): State<Shared>) -> Response {
     c.fresh().await;
-    match c.board().await {
-        Ok(rows) => Json(rows).into_response(),
-        Err(r) => r,
+    let rows = match c.board().await {
+        Ok(rows) => rows,
+        Err(r) => return r,
+    };
+    let mut out = b"[".to_vec();
+    let mut left_out = 0usize;
+    for r in &rows {
+        let Ok(j) = serde_json::to_vec(r) else {
+            continue;
+        };
+        if out.len() + j.len() + 2 > API_BOARD_BYTES {
+            left_out += 1;
+            continue;
+        }
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&j);
     }
+    out.push(b']');
+    let mut r = ([(header::CONTENT_TYPE, "application/json")], out).into_response();
+    r.headers_mut()
+        .insert("x-storcert-left-out", HeaderValue::from(left_out));
+    r
 }
 
 /// The most rows an API answer or an export holds.
@@ -1202,7 +1067,11 @@ pub fn write_export(
 struct ChannelWriter {
     tx: tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
     buf: Vec<u8>,
+    /// The whole export's deadline.
     until: tokio::time::Instant,
+    /// The longest one chunk may wait for the reader: a reader that
+    /// takes nothing for this long ends the export and frees its turn.
+    stall: Duration,
     handle: tokio::runtime::Handle,
 }
 
@@ -1212,14 +1081,21 @@ impl ChannelWriter {
             return Ok(());
         }
         let chunk = bytes::Bytes::from(std::mem::take(&mut self.buf));
+        let stalled = tokio::time::Instant::now() + self.stall;
+        let until = self.until.min(stalled);
+        let tx = &self.tx;
         let sent = self
             .handle
-            .block_on(tokio::time::timeout_at(self.until, self.tx.send(Ok(chunk))));
+            .block_on(async { tokio::time::timeout_at(until, tx.send(Ok(chunk))).await });
         match sent {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
                 "reader went away",
+            )),
+            Err(_) if stalled <= self.until => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the reader took nothing for {:?}", self.stall),
             )),
             Err(_) => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -1250,11 +1126,19 @@ impl Drop for ChannelWriter {
 }
 
 /// Streams an export: rows are read and written as the body goes out,
-/// never held whole.
-async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
+/// never held whole. Two at once from one address, four in all, each
+/// ended when its reader stops taking it.
+async fn export(c: Shared, ip: IpAddr, q: ExportQuery, format: ExportFormat) -> Response {
     let (f, limit) = match q.filter() {
         Ok(x) => x,
         Err(e) => return Refusal(StatusCode::BAD_REQUEST, e).into_response(),
+    };
+    let Some(mine) = ClientSlot::take(&c.export_clients, ip, MAX_EXPORTS_PER_CLIENT) else {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{MAX_EXPORTS_PER_CLIENT} exports from {ip} in progress; try again"),
+        )
+        .retry_after("2");
     };
     c.fresh().await;
     let Ok(turn) = c.exports.clone().try_acquire_owned() else {
@@ -1270,12 +1154,14 @@ async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
     // gives back its turn and its read of the index).
     let until = tokio::time::Instant::now() + c.cfg.request_timeout;
     let handle = tokio::runtime::Handle::current();
+    let stall = c.cfg.export_stall;
     tokio::task::spawn_blocking(move || {
-        let _turn = turn;
+        let _turns = (turn, mine);
         let out = ChannelWriter {
             tx,
             buf: Vec::new(),
             until,
+            stall,
             handle,
         };
         if let Err(e) = write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
@@ -1303,12 +1189,20 @@ async fn export(c: Shared, q: ExportQuery, format: ExportFormat) -> Response {
         .into_response()
 }
 
-async fn export_csv(State(c): State<Shared>, Query(q): Query<ExportQuery>) -> Response {
-    export(c, q, ExportFormat::Csv).await
+async fn export_csv(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(q): Query<ExportQuery>,
+) -> Response {
+    export(c, peer.ip(), q, ExportFormat::Csv).await
 }
 
-async fn export_jsonl(State(c): State<Shared>, Query(q): Query<ExportQuery>) -> Response {
-    export(c, q, ExportFormat::Jsonl).await
+async fn export_jsonl(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(q): Query<ExportQuery>,
+) -> Response {
+    export(c, peer.ip(), q, ExportFormat::Jsonl).await
 }
 
 /// Serves a bundle or a signature, only of a bundle in the index (one
@@ -1878,6 +1772,19 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
     }
 }
 
+/// What to say at start about a collector reachable beyond this host
+/// with no token: every read route (the export of every serial and host
+/// name included) and every upload is open to whoever reaches it.
+fn open_warning(token: Option<&str>, addr: SocketAddr) -> Option<String> {
+    if token.is_some() || addr.ip().is_loopback() {
+        return None;
+    }
+    Some(format!(
+        "collect: warning: listening on {addr} with no --token-file: every page, the API, the \
+         exports (every serial and host name) and uploads are open to anyone who can reach it"
+    ))
+}
+
 /// Serves until the process is stopped. Prints the bound address first
 /// (a listen port of 0 picks a free one).
 pub async fn serve(
@@ -1932,6 +1839,9 @@ pub async fn serve(
         state.cfg.store.describe(),
         state.cfg.trusted.len()
     );
+    if let Some(w) = open_warning(state.cfg.token.as_deref(), addr) {
+        eprintln!("{w}");
+    }
     // Both on hyper-util's server, HTTP/1 only, with a bound on the first
     // byte of a connection (an idle socket is dropped) and on reading each
     // request head (slow-loris clients are dropped after it).
@@ -1982,6 +1892,67 @@ mod tests {
         assert!(is_sha(&"a".repeat(64)));
         assert!(!is_sha(&"A".repeat(64)));
         assert!(!is_sha("../../etc/passwd"));
+    }
+
+    #[test]
+    fn only_an_open_collector_beyond_this_host_is_warned_about() {
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap();
+        assert!(open_warning(None, at("0.0.0.0:8420")).is_some());
+        assert!(open_warning(None, at("[::]:8420")).is_some());
+        assert!(open_warning(None, at("10.1.2.3:8420")).is_some());
+        assert!(open_warning(None, at("127.0.0.1:8420")).is_none());
+        assert!(open_warning(None, at("[::1]:8420")).is_none());
+        assert!(open_warning(Some("t"), at("0.0.0.0:8420")).is_none());
+    }
+
+    #[test]
+    fn a_bad_record_waits_for_a_change_and_a_store_error_backs_off() {
+        let bad = NotIndexed::after(None, "s1".into(), true);
+        assert!(bad.first_time());
+        assert!(bad.skip("s1"));
+        assert!(!bad.skip("s2"));
+        let again = NotIndexed::after(Some(bad), "s1".into(), true);
+        assert!(!again.first_time());
+        // A store error: skipped until its backoff ends, whatever its
+        // stamp; each failure doubles the wait, up to five minutes.
+        let err = NotIndexed::after(None, "s1".into(), false);
+        assert!(err.skip("s1") && err.skip("s2"));
+        let w1 = err.retry.as_ref().unwrap().wait;
+        let err = NotIndexed::after(Some(err), "s1".into(), false);
+        assert_eq!(err.retry.as_ref().unwrap().wait, w1 * 2);
+        let mut b = Backoff::default();
+        assert!(b.ready());
+        for _ in 0..20 {
+            b.failed();
+        }
+        assert_eq!(b.wait, Backoff::MOST);
+        assert!(!b.ready());
+        b.reset();
+        assert!(b.ready());
+    }
+
+    #[test]
+    fn an_export_whose_reader_takes_nothing_ends_after_the_stall() {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // A reader that never reads: the channel holds one chunk.
+        let (tx, _rx) = tokio::sync::mpsc::channel(1);
+        let mut w = ChannelWriter {
+            tx,
+            buf: Vec::new(),
+            until: rt.block_on(async { tokio::time::Instant::now() }) + Duration::from_secs(600),
+            stall: Duration::from_millis(50),
+            handle: rt.handle().clone(),
+        };
+        let chunk = vec![b'x'; 64 << 10];
+        w.write_all(&chunk).unwrap();
+        let e = w.write_all(&chunk).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("took nothing for"), "{e}");
     }
 
     #[test]

@@ -297,6 +297,24 @@ impl Store {
         }
     }
 
+    /// Removes `key`; one already gone is no error.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        match self {
+            Store::Local(dir) => match tokio::fs::remove_file(dir.join(key)).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).with_context(|| format!("removing {key}"))
+                }
+                _ => Ok(()),
+            },
+            Store::Object { store, prefix, .. } => {
+                match store.delete(&Self::object_path(prefix, key)).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(e).with_context(|| format!("removing {key}")),
+                }
+            }
+        }
+    }
+
     pub async fn exists(&self, key: &str) -> Result<bool> {
         match self {
             Store::Local(dir) => Ok(tokio::fs::try_exists(dir.join(key)).await?),

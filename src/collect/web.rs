@@ -766,10 +766,14 @@ fn span(secs: u64) -> String {
     }
 }
 
+/// The most progress entries a board row shows (a run may send 64).
+const BOARD_PROGRESS: usize = 8;
+
 fn progress_cell(hb: &crate::results::heartbeat::Heartbeat) -> String {
     let mut lines: Vec<String> = hb
         .progress
         .iter()
+        .take(BOARD_PROGRESS)
         .map(|p| {
             let pct = if p.total > 0 {
                 format!("{:.0}%", 100.0 * p.done as f64 / p.total as f64)
@@ -786,10 +790,82 @@ fn progress_cell(hb: &crate::results::heartbeat::Heartbeat) -> String {
             )
         })
         .collect();
+    if hb.progress.len() > BOARD_PROGRESS {
+        lines.push(format!(
+            "<small>and {} more</small>",
+            hb.progress.len() - BOARD_PROGRESS
+        ));
+    }
     if lines.is_empty() {
         lines.push("–".into());
     }
     lines.join("<br>")
+}
+
+/// A row's last words: a stored bundle's reasons, else the heartbeat's
+/// last errors (three, each cut), and heartbeats of other keys refused.
+fn notes_cell(r: &super::board::BoardRow) -> String {
+    let said = if r.reasons.is_empty() {
+        &r.heartbeat.errors
+    } else {
+        &r.reasons
+    };
+    let mut lines: Vec<String> = said
+        .iter()
+        .rev()
+        .take(3)
+        .map(|e| esc(&crate::util::text::printable(e, 200)))
+        .collect();
+    if let Some(f) = &r.foreign {
+        lines.push(format!(
+            "<b>{} heartbeat(s) from another key refused</b> (last: {})",
+            f.refused,
+            esc(&crate::util::text::printable(&f.last_key, 16))
+        ));
+    }
+    lines.join("<br>")
+}
+
+/// The most bytes of rows the board's table holds: the running and
+/// stalled machines come first, and what does not fit is counted.
+const BOARD_HTML: usize = 4 << 20;
+
+/// One run's row of the board's table.
+fn board_row(r: &super::board::BoardRow) -> String {
+    let hb = &r.heartbeat;
+    let state = r.shown.as_str();
+    let bundle = match (&r.bundle_sha256, &hb.bundle) {
+        (Some(sha), _) => format!("<a href=\"/bundles/{0}\">bundle</a>", esc(sha)),
+        (None, Some(name)) => format!(
+            "<small>{} (not here yet)</small>",
+            esc(&crate::util::text::printable(name, 200))
+        ),
+        (None, None) => "–".into(),
+    };
+    let cut = |s: &Option<String>, n: usize| s.as_ref().map(|s| crate::util::text::printable(s, n));
+    format!(
+        "<tr data-run=\"{run}\" data-state=\"{state}\"><td>{machine}<br><small>host {host} · \
+         {run}</small></td><td>{tag}</td><td><span class=\"verdict v-{state}\">{state_uc}</span>\
+         </td><td>{stage}<br><small>{done} stage(s) done</small></td><td>{progress}</td>\
+         <td>{eta}</td><td>{verdict}{live}</td><td><small>{notes}</small></td>\
+         <td>{silent} ago</td><td>{bundle}</td></tr>\n",
+        run = esc(&hb.run_id),
+        machine = machine_link(&hb.machine.serial),
+        host = opt(&cut(&hb.machine.hostname, 64)),
+        tag = opt(&hb.tag),
+        state_uc = state.to_uppercase(),
+        stage = opt(&cut(&hb.stage, 120)),
+        done = hb.stages_done,
+        progress = progress_cell(hb),
+        eta = hb.eta_s.map_or("–".into(), span),
+        verdict = verdict(hb.verdict),
+        live = hb
+            .live_pct_over_1ms
+            .map(|o| format!("<br><small>live {o:.2}% &gt;1ms</small>"))
+            .unwrap_or_default(),
+        notes = notes_cell(r),
+        silent = span(r.silent_s),
+    )
 }
 
 /// The board's inner HTML: counts and the table (what the script swaps).
@@ -797,54 +873,26 @@ fn board_inner(rows: &[super::board::BoardRow]) -> String {
     use super::board::Shown;
     let count = |s: Shown| rows.iter().filter(|r| r.shown == s).count();
     let mut table = String::new();
+    let mut left_out = 0;
     for r in rows {
-        let hb = &r.heartbeat;
-        let state = r.shown.as_str();
-        let bundle = match (&r.bundle_sha256, &hb.bundle) {
-            (Some(sha), _) => format!("<a href=\"/bundles/{0}\">bundle</a>", esc(sha)),
-            (None, Some(name)) => format!(
-                "<small>{} (not here yet)</small>",
-                esc(&crate::util::text::printable(name, 200))
-            ),
-            (None, None) => "–".into(),
-        };
-        let errors = hb
-            .errors
-            .iter()
-            .rev()
-            .take(3)
-            .map(|e| esc(&crate::util::text::printable(e, 300)))
-            .collect::<Vec<_>>()
-            .join("<br>");
-        table += &format!(
-            "<tr data-run=\"{run}\" data-state=\"{state}\"><td>{machine}<br><small>host {host} · \
-             {run}</small></td><td>{tag}</td><td><span class=\"verdict v-{state}\">{state_uc}</span>\
-             </td><td>{stage}<br><small>{done} stage(s) done</small></td><td>{progress}</td>\
-             <td>{eta}</td><td>{verdict}{live}</td><td><small>{errors}</small></td>\
-             <td>{silent} ago</td><td>{bundle}</td></tr>\n",
-            run = esc(&hb.run_id),
-            machine = machine_link(&hb.machine.serial),
-            host = opt(&hb.machine.hostname),
-            tag = opt(&hb.tag),
-            state_uc = state.to_uppercase(),
-            stage = opt(&hb.stage.as_ref().map(|s| crate::util::text::printable(s, 120))),
-            done = hb.stages_done,
-            progress = progress_cell(hb),
-            eta = hb.eta_s.map_or("–".into(), span),
-            verdict = verdict(hb.verdict),
-            live = hb
-                .live_pct_over_1ms
-                .map(|o| format!("<br><small>live {o:.2}% &gt;1ms</small>"))
-                .unwrap_or_default(),
-            silent = span(r.silent_s),
-        );
+        let row = board_row(r);
+        if table.len() + row.len() > BOARD_HTML {
+            left_out += 1;
+            continue;
+        }
+        table += &row;
     }
+    let more = if left_out > 0 {
+        format!("<p><b>{left_out} more run(s) not shown here</b>: see /api/board.</p>")
+    } else {
+        String::new()
+    };
     format!(
         "<p id=\"counts\">{running} running · {stalled} stalled · {finished} finished · \
          {stopped} stopped</p><table id=\"runs\"><thead><tr><th>Machine</th><th>Tag</th>\
          <th>State</th><th>Stage</th><th>Progress</th><th>ETA</th><th>Verdict so far</th>\
-         <th>Errors</th><th>Last heard</th><th>Bundle</th></tr></thead><tbody>\n{table}\
-         </tbody></table>",
+         <th>Errors / reasons</th><th>Last heard</th><th>Bundle</th></tr></thead><tbody>\n{table}\
+         </tbody></table>{more}",
         running = count(Shown::Running),
         stalled = count(Shown::Stalled),
         finished = count(Shown::Finished),

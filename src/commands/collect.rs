@@ -138,9 +138,11 @@ fn serve(a: CollectArgs) -> ExitCode {
             duration("--request-timeout", &a.request_timeout)?,
             duration("--body-idle-timeout", &a.body_idle_timeout)?,
             duration("--stall-after", &a.stall_after)?,
+            duration("--export-stall", &a.export_stall)?,
         ))
     })();
-    let (sync_interval, request_timeout, body_idle_timeout, stall_after) = match times {
+    let (sync_interval, request_timeout, body_idle_timeout, stall_after, export_stall) = match times
+    {
         Ok(t) => t,
         Err(e) => return fail(e),
     };
@@ -172,7 +174,12 @@ fn serve(a: CollectArgs) -> ExitCode {
         sync_interval,
         waivers: o.waivers,
         stall_after,
-        heartbeat_rate_per_minute: a.heartbeat_rate,
+        heartbeat: collect::heartbeat::Limits {
+            rate_per_minute: a.heartbeat_rate,
+            new_runs_per_key: a.new_runs_per_key,
+            new_runs_per_client: a.new_runs_per_client,
+        },
+        export_stall,
     });
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     match rt.block_on(collect::serve(state, &a.listen, tls)) {
@@ -225,7 +232,8 @@ fn export(a: CollectExportArgs) -> ExitCode {
         sync_interval: Duration::from_secs(3600),
         waivers: o.waivers,
         stall_after: Duration::from_secs(180),
-        heartbeat_rate_per_minute: 1,
+        heartbeat: Default::default(),
+        export_stall: Duration::from_secs(30),
     });
     let synced = rt.block_on(state.sync());
     let _ = std::fs::remove_dir_all(&incoming);

@@ -1,0 +1,646 @@
+//! The fleet board, heartbeats, exports and store sync under attack, on
+//! 127.0.0.1 (and 127.0.0.2/.3 as other addresses), each attack bounded in
+//! count and time: a run belongs to the key that started it, no seq locks
+//! a run out, one address holds no heartbeat slots or export turns, a
+//! silent machine stays on the board, hostile heartbeat fields are refused
+//! or clamped, broken store records are read once, and an open collector
+//! says so at start.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::{s, storcert};
+use storcert::bundle::minisign::SecretKey;
+
+struct Lab {
+    dir: tempfile::TempDir,
+    /// The fleet's key (machine A), its file, and another trusted key (B).
+    key_file: PathBuf,
+    a: SecretKey,
+    b: SecretKey,
+    trusted: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join("a.key");
+        let out = storcert(&["keygen", "-s", s(&key_file)]);
+        assert!(out.status.success());
+        let a = storcert::bundle::keys::read_secret_key(&key_file).unwrap();
+        let b = SecretKey::generate();
+        let trusted = dir.path().join("trusted.pub");
+        std::fs::write(&trusted, a.public().to_file() + &b.public().to_file()).unwrap();
+        Lab {
+            dir,
+            key_file,
+            a,
+            b,
+            trusted,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A collector whose every log line is kept.
+struct Collector {
+    child: Child,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Collector {
+    fn start(lab: &Lab, listen: &str, extra: &[&str]) -> Collector {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+            .args(["collect", "--listen", listen, "--store", "store"])
+            .args(["--trusted-keys", s(&lab.trusted)])
+            .args(extra)
+            .current_dir(lab.dir.path())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("the collector exited").unwrap();
+            log.lock().unwrap().push(line.clone());
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.split('/').next().unwrap().parse().unwrap();
+            }
+        };
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for l in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(l);
+            }
+        });
+        Collector { child, addr, log }
+    }
+
+    fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn lines_with(&self, text: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(text))
+            .count()
+    }
+
+    fn board(&self) -> Vec<serde_json::Value> {
+        common::board(&self.base())
+    }
+
+    fn row(&self, run: &str) -> Option<serde_json::Value> {
+        self.board()
+            .into_iter()
+            .find(|r| r["heartbeat"]["run_id"] == run)
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A connection to `to` from the loopback address `from`, so one test
+/// can be several clients.
+fn connect_from(from: Ipv4Addr, to: SocketAddr, rcvbuf: Option<u32>) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+    if let Some(n) = rcvbuf {
+        sock.set_recv_buffer_size(n).unwrap();
+    }
+    sock.bind(SocketAddr::new(from.into(), 0)).unwrap();
+    let stream = rt.block_on(sock.connect(to)).unwrap().into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// Sends a request's head (and `body`), returns the status and the body.
+fn exchange(mut c: TcpStream, head: &str, body: &[u8]) -> (u16, String) {
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.write_all(head.as_bytes()).unwrap();
+    let _ = c.write_all(body);
+    let mut resp = Vec::new();
+    let _ = c.read_to_end(&mut resp);
+    let raw = String::from_utf8_lossy(&resp).into_owned();
+    let code = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, common::body_of(&raw))
+}
+
+fn heartbeat_json(run: &str, seq: u64, change: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v = serde_json::json!({
+        "schema_version": 1, "run_id": run, "seq": seq, "sent_at": "2026-12-01T00:00:00Z",
+        "machine": {"vendor": "Dell", "product": "R760", "serial": "SRV-A", "uuid": null,
+                    "hostname": "rack7-a"},
+        "profile": "burn-in", "tag": null, "state": "running", "stage": "act storage 3x",
+        "stages_done": 1, "stages_failed": [], "progress": [], "live_pct_over_1ms": 0.5,
+        "verdict": "pass", "errors": [], "eta_s": 600, "interval_s": 10, "bundle": null
+    });
+    change(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// A heartbeat for `run` at `seq` signed by `key`, sent from `from`:
+/// the status and the answer.
+fn beat(
+    c: &Collector,
+    from: Ipv4Addr,
+    key: &SecretKey,
+    run: &str,
+    seq: u64,
+    change: impl FnOnce(&mut serde_json::Value),
+) -> (u16, String) {
+    let body = heartbeat_json(run, seq, change);
+    let sig = key.sign_minisig(&body, &format!("storcert heartbeat {run} {seq}"));
+    let head = format!(
+        "PUT /heartbeat/{run} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         x-storcert-minisig: {}\r\nContent-Length: {}\r\n\r\n",
+        base64::engine::general_purpose::STANDARD.encode(sig),
+        body.len()
+    );
+    exchange(connect_from(from, c.addr, None), &head, &body)
+}
+
+const A1: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
+const A2: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+const A3: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 3);
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A signed bundle named `name` of one machine (SRV-00000, passing),
+/// from scripts/bench/fleet-results.
+fn fleet_bundle(lab: &Lab, name: &str, machine: usize, drives: usize) -> PathBuf {
+    let out = lab.path(&format!("fleet-{name}"));
+    let gen = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/bench/fleet-results"
+    ))
+    .args([s(&out), "--machines", "1", "--drives", &drives.to_string()])
+    .args(["--first", &machine.to_string()])
+    .output()
+    .expect("python3 scripts/bench/fleet-results");
+    assert!(gen.status.success(), "{gen:?}");
+    let dir = String::from_utf8(gen.stdout).unwrap();
+    let b = lab.path(name);
+    let r = storcert(&[
+        "bundle",
+        "create",
+        dir.trim(),
+        "-o",
+        s(&b),
+        "-k",
+        s(&lab.key_file),
+    ]);
+    assert!(r.status.success(), "{r:?}");
+    b
+}
+
+/// A signed bundle of one machine with `drives` untested drives behind
+/// one controller whose name and firmware are 4,000 characters each: an
+/// export of this one bundle is megabytes (what a large fleet's is).
+fn wide_bundle(lab: &Lab, name: &str, drives: usize) -> PathBuf {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/qemu-lab/inventory.json"
+    );
+    let mut inv: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let mut controller = inv["controllers"][0].clone();
+    controller["device_name"] = "C".repeat(4000).into();
+    controller["firmware"] = "F".repeat(4000).into();
+    controller["disks"] = serde_json::json!([]);
+    let pci = controller["pci_address"].clone();
+    let disk = inv["disks"][0].clone();
+    let disks: Vec<serde_json::Value> = (0..drives)
+        .map(|n| {
+            let mut d = disk.clone();
+            d["name"] = format!("nvme{n}n1").into();
+            d["dev_path"] = format!("/dev/nvme{n}n1").into();
+            d["serial"] = format!("WIDE-{n:05}").into();
+            d["controller"] = pci.clone();
+            d
+        })
+        .collect();
+    inv["controllers"] = serde_json::json!([controller]);
+    inv["disks"] = disks.into();
+    let res = lab.path(&format!("res-{name}"));
+    std::fs::create_dir_all(&res).unwrap();
+    std::fs::write(res.join("inventory.json"), inv.to_string()).unwrap();
+    let b = lab.path(name);
+    let r = storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&b),
+        "-k",
+        s(&lab.key_file),
+    ]);
+    assert!(r.status.success(), "{r:?}");
+    b
+}
+
+fn upload(c: &Collector, bundle: &Path) {
+    let o = storcert(&[
+        "upload",
+        "--allow-http",
+        "--max-backoff",
+        "1s",
+        s(bundle),
+        "--to",
+        &format!("{}/upload/", c.base()),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+}
+
+/// Item 1: another trusted key can neither take over a run, nor lock its
+/// heartbeats out with a huge seq, nor dress a stored run up as another
+/// machine; the run's own key cannot push its seq more than a day ahead.
+#[test]
+fn a_run_belongs_to_the_key_that_started_it() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "127.0.0.1:0", &[]);
+    let run = "run-A";
+    assert_eq!(beat(&c, A1, &lab.a, run, 5, |_| {}).0, 200);
+    // B: a finished pass, then the highest seq there is: refused, 403.
+    let (code, why) = beat(&c, A1, &lab.b, run, 7, |v| {
+        v["state"] = "finished".into();
+    });
+    assert_eq!(code, 403, "{why}");
+    assert!(why.contains("belongs to another key"), "{why}");
+    assert_eq!(beat(&c, A1, &lab.b, run, i64::MAX as u64, |_| {}).0, 422);
+    // A goes on; a seq over a day ahead of the collector's clock is
+    // refused (so none can lock the run out for longer).
+    assert_eq!(beat(&c, A1, &lab.a, run, 8, |_| {}).0, 200);
+    let ahead = now_ms() + 2 * 86_400_000;
+    let (code, why) = beat(&c, A1, &lab.a, run, ahead, |_| {});
+    assert_eq!(code, 422, "{why}");
+    assert!(why.contains("ahead of this collector's clock"), "{why}");
+    assert_eq!(beat(&c, A1, &lab.a, run, 10u64.pow(12), |_| {}).0, 200);
+    let row = c.row(run).unwrap();
+    assert_eq!(row["heartbeat"]["seq"], 10u64.pow(12));
+    assert_eq!(row["foreign"]["refused"], 1, "{row}");
+
+    // A's real bundle of this run, stored: the run is its signer's.
+    let bundle = fleet_bundle(&lab, &format!("{run}.tar.zst"), 0, 2);
+    upload(&c, &bundle);
+    // B's word on it: refused; even A's own heartbeat cannot make the
+    // stored run look like another machine or another verdict.
+    let lie = |v: &mut serde_json::Value| {
+        v["state"] = "finished".into();
+        v["verdict"] = "fail".into();
+        v["machine"]["serial"] = "SOMEONE-ELSE".into();
+        v["machine"]["hostname"] = "evil".into();
+    };
+    assert_eq!(beat(&c, A1, &lab.b, run, 10u64.pow(12) + 1, lie).0, 403);
+    assert_eq!(beat(&c, A1, &lab.a, run, 10u64.pow(12) + 2, lie).0, 200);
+    let row = c.row(run).unwrap();
+    assert_eq!(row["shown"], "finished", "{row}");
+    assert!(row["bundle_sha256"].is_string(), "{row}");
+    assert_eq!(row["heartbeat"]["machine"]["serial"], "SRV-00000", "{row}");
+    assert_eq!(row["heartbeat"]["verdict"], "pass", "{row}");
+    assert_ne!(row["heartbeat"]["machine"]["hostname"], "evil", "{row}");
+    let (_, page) = common::http_get(&c.base(), "/board");
+    assert!(
+        !page.contains("SOMEONE-ELSE") && !page.contains("evil"),
+        "{page}"
+    );
+    assert_eq!(c.lines_with("but it is"), 2, "{:?}", c.log.lock().unwrap());
+}
+
+/// The status a server wrote on `s` (0 if none within 30 s).
+fn status_of(mut s: TcpStream) -> u16 {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+fn tally(socks: Vec<TcpStream>) -> std::collections::BTreeMap<u16, u32> {
+    let mut codes = std::collections::BTreeMap::new();
+    for s in socks {
+        *codes.entry(status_of(s)).or_insert(0) += 1;
+    }
+    codes
+}
+
+/// Item 2: one address with no key and no token, opening slow heartbeat
+/// bodies behind a junk signature header for 4 s (more than the 256
+/// bodies read at once), holds no body slot: each is refused from its
+/// head. With a real signature header, copied, it holds at most its own
+/// 16. Real heartbeats from another address all land meanwhile.
+#[test]
+fn one_address_cannot_hold_the_heartbeat_slots() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "127.0.0.1:0", &[]);
+    let slow_head = |sig: &str, run: &str| {
+        format!(
+            "PUT /heartbeat/{run} HTTP/1.1\r\nHost: x\r\nx-storcert-minisig: {sig}\r\n\
+             Content-Length: 65536\r\n\r\n{{"
+        )
+    };
+    let open = |sig: &str, run: &str| {
+        let mut s = connect_from(A1, c.addr, None);
+        s.write_all(slow_head(sig, run).as_bytes()).unwrap();
+        s
+    };
+    // A real signature's head, copied (signatures are not secret).
+    let body = heartbeat_json("copied", 1, |_| {});
+    let sig = base64::engine::general_purpose::STANDARD
+        .encode(lab.a.sign_minisig(&body, "storcert heartbeat copied 1"));
+    let copied: Vec<TcpStream> = (0..40).map(|_| open(&sig, "copied")).collect();
+    let junk = base64::engine::general_purpose::STANDARD.encode("junk");
+    let mut junked = Vec::new();
+    let until = Instant::now() + Duration::from_secs(4);
+    while Instant::now() < until && junked.len() < 600 {
+        junked.push(open(&junk, &format!("junk-{}", junked.len())));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for seq in 1..=18 {
+        let (code, why) = beat(&c, A2, &lab.a, "real", seq, |_| {});
+        assert_eq!(code, 200, "real heartbeat {seq}: {why}");
+    }
+    // The copied ones: 16 held (then 408 at the body deadline), the rest
+    // 503 at once. The junk ones: refused from the head, 403 (or 429
+    // once the address's rate is spent), none held.
+    let copied = tally(copied);
+    assert_eq!(copied.get(&408), Some(&16), "{copied:?}");
+    assert_eq!(copied.get(&503), Some(&24), "{copied:?}");
+    let n = junked.len() as u32;
+    let junked = tally(junked);
+    assert_eq!(
+        junked.get(&403).unwrap_or(&0) + junked.get(&429).unwrap_or(&0),
+        n,
+        "{junked:?}"
+    );
+    assert!(junked.contains_key(&403), "{junked:?}");
+}
+
+/// Item 3: a trusted key inventing run ids gets a few a minute per
+/// address and per key; a real machine gone silent stays on the board,
+/// stalled, above every invented run.
+#[test]
+fn invented_runs_cannot_push_a_silent_machine_off_the_board() {
+    let lab = Lab::new();
+    let c = Collector::start(
+        &lab,
+        "127.0.0.1:0",
+        &[
+            "--new-runs-per-client",
+            "20",
+            "--new-runs-per-key",
+            "30",
+            "--stall-after",
+            "1s",
+        ],
+    );
+    assert_eq!(beat(&c, A2, &lab.a, "the-real-one", 1, |_| {}).0, 200);
+    let started = Instant::now();
+    let count = |from, range: std::ops::Range<u32>| {
+        let mut codes = std::collections::BTreeMap::new();
+        for n in range {
+            let code = beat(&c, from, &lab.b, &format!("fake-{n}"), 1, |_| {}).0;
+            *codes.entry(code).or_insert(0u32) += 1;
+        }
+        codes
+    };
+    let from_a1 = count(A1, 0..60);
+    let from_a3 = count(A3, 60..80);
+    // What a bucket may have refilled meanwhile (n a minute).
+    let refill = |n: f64| (started.elapsed().as_secs_f64() * n / 60.0).ceil() as u32;
+    let ok = |codes: &std::collections::BTreeMap<u16, u32>| *codes.get(&200).unwrap_or(&0);
+    assert!(
+        ok(&from_a1) >= 20 && ok(&from_a1) <= 20 + refill(20.0),
+        "{from_a1:?}"
+    );
+    assert_eq!(ok(&from_a1) + from_a1[&429], 60, "{from_a1:?}");
+    // Another address: only what is left of the key's 30.
+    let invented = ok(&from_a1) + ok(&from_a3);
+    assert!(
+        invented >= 30 && invented <= 30 + refill(30.0),
+        "{from_a3:?}"
+    );
+    assert!(from_a3[&429] > 0, "{from_a3:?}");
+    // A run already known is no new run: it goes on.
+    assert_eq!(beat(&c, A1, &lab.b, "fake-0", 2, |_| {}).0, 200);
+    std::thread::sleep(Duration::from_millis(1500));
+    let board = c.board();
+    assert_eq!(board.len() as u32, 1 + invented, "{board:?}");
+    let real = board
+        .iter()
+        .position(|r| r["heartbeat"]["run_id"] == "the-real-one")
+        .unwrap();
+    assert_eq!(board[real]["shown"], "stalled");
+}
+
+/// Item 4: a forged heartbeat's 60 KB host name or tag is refused and
+/// named; absurd numbers are clamped to their domain; a board of 300
+/// runs whose every field is at its bound stays small.
+#[test]
+fn heartbeat_fields_are_bounded_on_intake_and_on_the_board() {
+    let lab = Lab::new();
+    let c = Collector::start(
+        &lab,
+        "127.0.0.1:0",
+        &[
+            "--new-runs-per-client",
+            "1000",
+            "--new-runs-per-key",
+            "1000",
+        ],
+    );
+    let (code, why) = beat(&c, A1, &lab.a, "big-host", 1, |v| {
+        v["machine"]["hostname"] = "h".repeat(60_000).into();
+    });
+    assert_eq!(code, 403);
+    assert!(
+        why.contains("machine.hostname is 60000 characters; at most 128"),
+        "{why}"
+    );
+    let (code, why) = beat(&c, A1, &lab.a, "big-tag", 1, |v| {
+        v["tag"] = "t".repeat(60_000).into();
+    });
+    assert_eq!(code, 403);
+    assert!(why.contains("tag is 60000 characters"), "{why}");
+    let (code, _) = beat(&c, A1, &lab.a, "numbers", 1, |v| {
+        v["live_pct_over_1ms"] = 1e308.into();
+        v["progress"] = serde_json::json!([{"key": "act 3x", "done": 10_000_000_000_000_000_000u64,
+            "total": 1, "unit": "s", "pct_over_1ms": 1e308}]);
+        v["eta_s"] = u64::MAX.into();
+    });
+    assert_eq!(code, 200);
+    let (_, page) = common::http_get(&c.base(), "/board");
+    assert!(page.contains("live 100.00%"), "{page}");
+    assert!(!page.contains("1000000000"), "{page}");
+    // 300 runs at every bound.
+    for n in 0..300 {
+        let (code, why) = beat(&c, A1, &lab.a, &format!("full-{n}"), 1, |v| {
+            for f in ["vendor", "product", "serial", "uuid", "hostname"] {
+                v["machine"][f] = "<".repeat(128).into();
+            }
+            v["tag"] = "t".repeat(64).into();
+            v["stage"] = "s".repeat(200).into();
+            v["profile"] = "p".repeat(200).into();
+            v["errors"] = serde_json::json!(vec!["<".repeat(300); 16]);
+            v["progress"] = serde_json::json!(vec![
+                serde_json::json!({"key": "k".repeat(200), "done": 1, "total": 2,
+                                   "unit": "s", "pct_over_1ms": 1.0});
+                64
+            ]);
+        });
+        assert_eq!(code, 200, "{why}");
+    }
+    let (_, page) = common::http_get(&c.base(), "/board");
+    assert!(page.len() < 6 << 20, "a board of {} bytes", page.len());
+    let rss = vm_hwm_kib(c.child.id());
+    assert!(rss < 150 << 10, "the collector peaked at {rss} KiB");
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Item 5: readers that never read hold at most two exports of their
+/// address, and only until the export stall; another address's export
+/// goes through meanwhile.
+#[test]
+fn exports_are_not_held_by_readers_that_never_read() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "127.0.0.1:0", &["--export-stall", "5s"]);
+    // One machine of 700 drives: an export of over 5 MB, more than a
+    // socket that is never read takes in.
+    upload(&c, &wide_bundle(&lab, "wide.tar.zst", 700));
+    let get = "GET /api/export.jsonl HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut stuck = Vec::new();
+    for _ in 0..2 {
+        let mut s = connect_from(A1, c.addr, Some(4096));
+        s.write_all(get.as_bytes()).unwrap();
+        // Its answer has begun (its turn is taken); the rest is never read.
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).unwrap();
+        assert_eq!(&head, b"HTTP/1.1 200");
+        stuck.push(s);
+    }
+    let third = exchange(connect_from(A1, c.addr, Some(4096)), get, b"");
+    assert_eq!(third.0, 503, "{}", third.1);
+    // Another address reads its whole export meanwhile.
+    let (code, csv) = exchange(
+        connect_from(A2, c.addr, None),
+        "GET /api/export.jsonl HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    );
+    assert_eq!(code, 200);
+    assert_eq!(csv.lines().count(), 700, "{}", &csv[..200.min(csv.len())]);
+    assert!(csv.len() > 5 << 20, "an export of {} bytes", csv.len());
+    // The stuck ones end once they have taken nothing for the stall:
+    // their address may export again, though its sockets are still open.
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (code, _) = exchange(
+            connect_from(A1, c.addr, None),
+            "GET /api/export.jsonl?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+            b"",
+        );
+        if code == 200 {
+            break;
+        }
+        assert!(Instant::now() < until, "the stuck exports never ended");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(c.lines_with("took nothing for") >= 2);
+    drop(stuck);
+}
+
+/// Item 7: records that cannot be indexed (here: no signature files
+/// beside them) are read once, not on every page view's sync.
+#[test]
+fn a_broken_store_record_is_tried_once_until_it_changes() {
+    let lab = Lab::new();
+    let summaries = lab.path("store/summaries");
+    std::fs::create_dir_all(&summaries).unwrap();
+    for n in 0..200u32 {
+        let sha = format!("{n:064x}");
+        std::fs::write(
+            summaries.join(format!("{sha}.json")),
+            format!(r#"{{"name": "x{n}.tar.zst", "received_at": "2026-12-01T00:00:00Z"}}"#),
+        )
+        .unwrap();
+    }
+    let c = Collector::start(&lab, "127.0.0.1:0", &[]);
+    let until = Instant::now() + Duration::from_secs(60);
+    while c.lines_with("not indexed") < 200 {
+        assert!(Instant::now() < until, "{:?}", c.log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(1100));
+        assert_eq!(common::http_get(&c.base(), "/").0, 200);
+    }
+    assert_eq!(c.lines_with("not indexed"), 200);
+    // A changed record is read again.
+    std::fs::write(
+        summaries.join(format!("{:064x}.json", 7)),
+        r#"{"name": "changed.tar.zst", "received_at": "2026-12-01T00:00:01Z"}"#,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(common::http_get(&c.base(), "/").0, 200);
+    assert_eq!(c.lines_with("not indexed"), 201);
+}
+
+/// Item 13: a collector reachable beyond this host with no token says at
+/// start that every read route is open; on loopback, or with a token, it
+/// does not.
+#[test]
+fn an_open_collector_says_so_at_start() {
+    let lab = Lab::new();
+    let open = Collector::start(&lab, "0.0.0.0:0", &[]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(open.lines_with("with no --token-file"), 1);
+    drop(open);
+    let local = Collector::start(&lab, "127.0.0.1:0", &[]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(local.lines_with("with no --token-file"), 0);
+    std::fs::write(lab.path("token"), "t0k\n").unwrap();
+    let with_token = Collector::start(&lab, "0.0.0.0:0", &["--token-file", s(&lab.path("token"))]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(with_token.lines_with("with no --token-file"), 0);
+}
