@@ -397,3 +397,154 @@ fn capture_and_replay_on_this_machine_agree() {
     let replayed = common::storcert(&["inventory", "--replay", common::s(&cap), "--json"]);
     assert_eq!(replayed.stdout, out.stdout);
 }
+
+/// Runs `storcert inventory --replay FILE` under a generous safety
+/// timeout: its stdout, its stderr, and its peak RSS in KiB (its VmHWM as
+/// GNU time reports it: a child spawned by this test process directly
+/// would be charged this process's own peak, which the exec carries over).
+fn replay_measured(file: &Path) -> (String, String, u64) {
+    let out = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "peak-rss-kib %M", "timeout", "-s", "KILL", "600"])
+        .args([env!("CARGO_BIN_EXE_storcert"), "inventory", "--replay"])
+        .arg(file)
+        .output()
+        .expect("GNU time (Debian package time; scripts/setup installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "the replay did not finish (137: killed after 600 s): {}",
+        stderr.chars().take(2000).collect::<String>()
+    );
+    let (stderr, peak) = stderr
+        .rsplit_once("peak-rss-kib ")
+        .expect("GNU time's line");
+    let peak = peak.trim().parse().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (stdout, stderr.to_string(), peak)
+}
+
+/// The lab's capture with these file records (each replacing the lab's
+/// answer to the same question) and these files.
+fn hostile(records: Vec<Value>, contents: Vec<(String, Vec<u8>)>, to: &Path) {
+    let (mut files, mut json) = open(&lab());
+    let asked = |r: &Value| (r["op"].clone(), r["path"].clone());
+    let replaced: Vec<(Value, Value)> = records.iter().map(asked).collect();
+    let lab = json["files"].as_array_mut().unwrap();
+    lab.retain(|r| !replaced.contains(&asked(r)));
+    lab.extend(records);
+    files.retain(|(p, _)| !contents.iter().any(|(q, _)| p == q));
+    files.extend(contents);
+    pack(&files, &json, to);
+}
+
+fn listing(dir: &str, names: impl IntoIterator<Item = String>) -> Value {
+    let names: Vec<String> = names.into_iter().collect();
+    serde_json::json!({"op": "read_dir", "path": dir, "answer": {"names": names}})
+}
+
+/// `n` PCI storage controllers: the bus's listing, and each one's class.
+fn storage_controllers(n: usize) -> (Vec<Value>, Vec<(String, Vec<u8>)>) {
+    let addresses: Vec<String> = (0..n)
+        .map(|n| format!("0000:{:02x}:{:02x}.0", n / 32, n % 32))
+        .collect();
+    let mut records = vec![listing("/sys/bus/pci/devices", addresses.clone())];
+    let mut contents = Vec::new();
+    for addr in addresses {
+        let path = format!("/sys/bus/pci/devices/{addr}/class");
+        let entry = format!("files{path}");
+        records
+            .push(serde_json::json!({"op": "read", "path": path, "answer": {"contents": entry}}));
+        contents.push((entry, b"0x010802\n".to_vec()));
+    }
+    (records, contents)
+}
+
+#[test]
+fn a_hostile_capture_replays_within_bounds_and_names_the_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = |name: &str| tmp.path().join(name);
+    // The issue's: /sys/block lists 400,000 names, each a disk the
+    // capture says nothing else of (28 unanswered questions each).
+    hostile(
+        vec![listing(
+            "/sys/block",
+            (0..400_000).map(|n| format!("sd{n}")),
+        )],
+        Vec::new(),
+        &file("disks"),
+    );
+    // 5000 storage controllers.
+    let (records, contents) = storage_controllers(5000);
+    hostile(records, contents, &file("controllers"));
+    // 1000 storage controllers, each walking every SCSI host of a folder
+    // of 20,000 the capture answers for: 20 million questions answered.
+    let (mut records, contents) = storage_controllers(1000);
+    records.push(listing(
+        "/sys/class/scsi_host",
+        (0..20_000).map(|n| format!("host{n}")),
+    ));
+    for n in 0..20_000 {
+        let path = format!("/sys/class/scsi_host/host{n}");
+        let to = format!("/sys/devices/platform/host{n}/scsi_host/host{n}");
+        records
+            .push(serde_json::json!({"op": "canonicalize", "path": path, "answer": {"path": to}}));
+    }
+    hostile(records, contents, &file("hosts"));
+    // Nearly 16 MiB of capture.json, all but a little one-letter names:
+    // four million, in sixty folders (each a disk's, walked for its
+    // partitions), the first named to clear the screen.
+    let disk = |n: usize| match n {
+        0 => "sda\u{1b}[2J".to_string(),
+        n => format!("sda{n}"),
+    };
+    let letters = vec!["x".to_string(); 65_536 + 3000];
+    let mut records = vec![listing("/sys/block", (0..60).map(disk))];
+    for n in 0..60 {
+        records.push(listing(&format!("/sys/block/{}", disk(n)), letters.clone()));
+    }
+    hostile(records, Vec::new(), &file("letters"));
+
+    for (what, says) in [
+        (
+            "disks",
+            &[
+                "capture: /sys/block lists 400000 names; only the first 65536 were read",
+                "capture: /sys/block lists 65536 block devices; only the first 8192 were read",
+                "capture: 65536 questions went unanswered; it stopped asking at",
+            ][..],
+        ),
+        (
+            "controllers",
+            &["capture: /sys/bus/pci/devices holds more than 1024 storage controllers; only the first 1024 were read"],
+        ),
+        (
+            "hosts",
+            &["capture: the replay asked 1048576 questions; it stopped asking at Canonicalize /sys/class/scsi_host/host"],
+        ),
+        (
+            "letters",
+            &[
+                r"capture: /sys/block/sda\u{1b}[2J lists 68536 names; only the first 65536 were read",
+                "capture: /sys/block/sda4 lists 68536 names; only the first 0 were read (a replay reads 262144 names of all folders at most)",
+                "capture: and 52 more cuts",
+                "capture: 65536 questions went unanswered; it stopped asking at Exists /sys/block/sda",
+            ],
+        ),
+    ] {
+        let size = std::fs::metadata(file(what)).unwrap().len();
+        let (stdout, stderr, peak_kib) = replay_measured(&file(what));
+        println!(
+            "{what}: a {} KiB capture replays in at most {} MiB",
+            size / 1024,
+            peak_kib / 1024
+        );
+        for line in says {
+            assert!(stderr.contains(line), "{what}: no {line:?} in {stderr}");
+        }
+        // The cuts are said once each, in a few lines, as text.
+        assert!(stderr.lines().count() <= 12, "{what}: {stderr}");
+        assert!(!(stdout.clone() + &stderr).contains('\u{1b}'), "{what}");
+        assert!(!stdout.is_empty(), "{what}: the inventory is printed");
+        assert!(peak_kib < 256 * 1024, "{what}: peak RSS {peak_kib} KiB");
+    }
+}

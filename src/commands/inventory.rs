@@ -86,6 +86,11 @@ fn scanned(args: &InventoryArgs) -> anyhow::Result<Inventory> {
 fn replayed(file: &std::path::Path) -> anyhow::Result<Inventory> {
     let replay = capture::read_file(file)?;
     let inventory = capture::replay(&replay);
+    // What the replay left out by its bounds (a hostile capture's
+    // millions of names), one line each.
+    for cut in replay.capture.cuts() {
+        eprintln!("storcert inventory: {}", printable(&cut, 400));
+    }
     let (count, first) = replay.capture.missing();
     if let Some(first) = first.first() {
         eprintln!(

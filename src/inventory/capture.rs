@@ -14,7 +14,8 @@
 //! Replaying never opens a path or a device named in the capture: a
 //! capture is as hostile as any file sent in. The archive is the bundle
 //! format (zstd tar with a manifest), read within the bundle reader's
-//! bounds.
+//! bounds, and replayed within its own (names, disks, controllers,
+//! questions), each cut named.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,10 +24,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::de::{Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::{Inventory, Roots, ScanOptions};
-use crate::bundle::unpack::Limits;
+use crate::bundle::unpack::{Limits, Unpacked};
 use crate::passthrough::tape::{Exchange, Failure, Missing, Tape};
 
 /// The capture's own description, first in the archive.
@@ -40,6 +42,37 @@ const SCHEMA_VERSION: u32 = 1;
 pub const MAX_CAPTURE: u64 = 64 << 20;
 /// The largest capture.json read.
 const MAX_CAPTURE_JSON: u64 = 16 << 20;
+
+// What a replay reads and walks, at most. A capture is anyone's file, and
+// 16 MiB of capture.json can list millions of names, each a disk or a
+// controller that costs tens of questions to walk: these keep a hostile
+// one to a few tens of MiB and seconds, while the largest real machine's
+// stays far inside them. Every cut is named (`Capture::cuts`).
+
+/// Names of one folder a replay reads. The largest folders a real machine
+/// lists are the udev database (a file per device: CPUs, memory blocks,
+/// ports: tens of thousands on the largest) and /dev/disk/by-id (a few
+/// links per disk and partition).
+pub const MAX_NAMES_PER_LISTING: usize = 1 << 16;
+/// Names of all the folders of a capture a replay reads: besides those
+/// two, each disk's own folder lists about thirty.
+pub const MAX_NAMES: usize = 1 << 18;
+/// Block devices a replay walks: a real machine has at most a few
+/// thousand (a thousand multipathed drives, their paths and their maps).
+pub const MAX_DISKS: usize = 8192;
+/// PCI controllers of one kind (storage, network) a replay reads: each
+/// NVMe drive is one (virtual functions are skipped), so a few hundred on
+/// the largest machines.
+pub const MAX_CONTROLLERS: usize = 1024;
+/// Questions of files a replay answers (the commands are a few a disk):
+/// a real inventory asks about sixty a disk, so this is twice `MAX_DISKS`
+/// real disks.
+pub const MAX_QUESTIONS: usize = 1 << 20;
+/// Questions a replay leaves unanswered before it stops asking: a newer
+/// storcert asks a few a disk that an older one did not capture.
+pub const MAX_UNANSWERED: usize = 1 << 16;
+/// Cut lines kept; the rest are counted.
+const MAX_CUT_LINES: usize = 8;
 
 /// How the inventory reads the machine.
 #[derive(Debug, Clone, Default)]
@@ -84,7 +117,7 @@ pub enum FileOp {
 pub enum Answer<C = Vec<u8>> {
     Contents(C),
     Path(String),
-    Names(Vec<String>),
+    Names(Listing),
     Exists(bool),
     Rdev(Option<u64>),
     Failed(Failure),
@@ -102,6 +135,83 @@ impl<C> Answer<C> {
             Answer::Failed(f) => Answer::Failed(f),
         })
     }
+}
+
+/// A folder's names. Read from a capture, at most `MAX_NAMES_PER_LISTING`
+/// of them are kept as it is parsed (the rest are parsed and dropped), and
+/// `listed` says how many it held. Written, the names only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub names: Vec<String>,
+    pub listed: usize,
+}
+
+impl From<Vec<String>> for Listing {
+    fn from(names: Vec<String>) -> Listing {
+        Listing {
+            listed: names.len(),
+            names,
+        }
+    }
+}
+
+impl Serialize for Listing {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(&self.names)
+    }
+}
+
+impl<'de> Deserialize<'de> for Listing {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Listing, D::Error> {
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = Listing;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of names")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Listing, A::Error> {
+                let mut names = Vec::new();
+                let mut listed = 0;
+                while let Some(name) = seq.next_element::<String>()? {
+                    listed += 1;
+                    if names.len() < MAX_NAMES_PER_LISTING {
+                        names.push(name);
+                    }
+                }
+                Ok(Listing { names, listed })
+            }
+        }
+        d.deserialize_seq(Names)
+    }
+}
+
+/// The file records of a capture.json, of whose listings' names at most
+/// `MAX_NAMES` are kept: each listing is bounded as it is parsed, then cut
+/// to what is left, so this holds at most one listing more.
+fn records_within_bounds<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FileRecord>, D::Error> {
+    struct Records;
+    impl<'de> Visitor<'de> for Records {
+        type Value = Vec<FileRecord>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of file records")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut records = Vec::new();
+            let mut left = MAX_NAMES;
+            while let Some(mut r) = seq.next_element::<FileRecord>()? {
+                if let Answer::Names(listing) = &mut r.answer {
+                    if listing.names.len() > left {
+                        listing.names.truncate(left);
+                        listing.names.shrink_to_fit();
+                    }
+                    left -= listing.names.len();
+                }
+                records.push(r);
+            }
+            Ok(records)
+        }
+    }
+    d.deserialize_seq(Records)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,6 +244,7 @@ struct CaptureJson {
     /// The options the inventory ran with, so a replay asks what it asked.
     options: ScanOptions,
     roots: RootPaths,
+    #[serde(deserialize_with = "records_within_bounds")]
     files: Vec<FileRecord>,
     exchanges: Vec<Exchange>,
 }
@@ -144,6 +255,8 @@ pub struct Capture {
     files: Mutex<FileAnswers>,
     tape: Arc<Tape>,
     generated_at: Mutex<Option<String>>,
+    /// What a replay left out, by the bounds above.
+    cuts: Mutex<Cuts>,
 }
 
 #[derive(Debug, Default)]
@@ -151,6 +264,27 @@ struct FileAnswers {
     answers: BTreeMap<(FileOp, String), Answer>,
     /// Questions a replay was asked that the capture does not answer.
     missing: Missing,
+    /// Questions a replay was asked, answered or not, up to its bounds.
+    asked: usize,
+}
+
+/// The cuts of one replay: the first few lines, how many more, and
+/// where it stopped asking (said whatever came before).
+#[derive(Debug, Default)]
+struct Cuts {
+    first: Vec<String>,
+    more: usize,
+    stopped: Option<String>,
+}
+
+impl Cuts {
+    fn note(&mut self, line: String) {
+        if self.first.len() < MAX_CUT_LINES {
+            self.first.push(line);
+        } else {
+            self.more += 1;
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,6 +299,7 @@ impl Capture {
             files: Mutex::default(),
             tape: Tape::recording(),
             generated_at: Mutex::new(None),
+            cuts: Mutex::default(),
         })
     }
 
@@ -178,6 +313,7 @@ impl Capture {
             files: Mutex::default(),
             tape: Tape::playing(exchanges),
             generated_at: Mutex::new(None),
+            cuts: Mutex::default(),
         })
     }
 
@@ -201,6 +337,24 @@ impl Capture {
         (files.missing.count + commands.count, first)
     }
 
+    /// What the replay left out, one line each (printable): a listing
+    /// past its bounds, the disks or controllers not walked, the
+    /// questions not asked.
+    pub fn cuts(&self) -> Vec<String> {
+        let cuts = lock(&self.cuts);
+        let mut lines = cuts.first.clone();
+        if cuts.more > 0 {
+            lines.push(format!("capture: and {} more cuts", cuts.more));
+        }
+        lines.extend(cuts.stopped.clone());
+        lines
+    }
+
+    /// Notes a cut (a line made printable by the caller).
+    pub(crate) fn cut(&self, line: String) {
+        lock(&self.cuts).note(line);
+    }
+
     /// The answer kept for this question: the host's first one.
     fn keep(&self, op: FileOp, path: &str, live: impl FnOnce() -> Answer) -> Answer {
         let key = (op, path.to_string());
@@ -215,15 +369,29 @@ impl Capture {
     /// hold is answered as for a path that does not exist, and noted.
     fn answer(&self, op: FileOp, path: &str) -> Answer {
         let mut files = lock(&self.files);
+        // Past its bounds a replay stops asking: whatever walk asks, each
+        // listing now reads as empty, so every loop ends.
+        if files.asked >= MAX_QUESTIONS || files.missing.count >= MAX_UNANSWERED {
+            let mut cuts = lock(&self.cuts);
+            if cuts.stopped.is_none() {
+                let why = if files.asked >= MAX_QUESTIONS {
+                    format!("the replay asked {MAX_QUESTIONS} questions")
+                } else {
+                    format!("{MAX_UNANSWERED} questions went unanswered")
+                };
+                cuts.stopped = Some(format!(
+                    "capture: {why}; it stopped asking at {op:?} {}, and all it asked after read as absent",
+                    crate::util::text::printable(path, 200)
+                ));
+            }
+            return absent(op);
+        }
+        files.asked += 1;
         if let Some(a) = files.answers.get(&(op, path.to_string())) {
             return a.clone();
         }
         files.missing.note(format!("{op:?} {path}"));
-        match op {
-            FileOp::Exists => Answer::Exists(false),
-            FileOp::BlockDevice => Answer::Rdev(None),
-            _ => Answer::Failed(Failure::of(&io::Error::from_raw_os_error(libc::ENOENT))),
-        }
+        absent(op)
     }
 
     /// The time the inventory is stamped with: now, kept when capturing;
@@ -295,6 +463,10 @@ pub struct Replay {
 
 /// Reads a capture archive (hostile: bounded, nothing in it is opened).
 pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
+    from_unpacked(unpack(bytes)?)
+}
+
+fn unpack(bytes: &[u8]) -> Result<Unpacked> {
     let limits = Limits {
         // A real capture is a few MB, pci.ids and the module lists its
         // largest files.
@@ -302,8 +474,10 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
         max_entries: 200_000,
         ..Limits::default()
     };
-    let mut unpacked =
-        crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")?;
+    crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")
+}
+
+fn from_unpacked(mut unpacked: Unpacked) -> Result<Replay> {
     let Some(json) = unpacked.files.get(CAPTURE_JSON) else {
         bail!("not a capture: it has no {CAPTURE_JSON}");
     };
@@ -325,7 +499,23 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
         );
     }
     let mut answers = BTreeMap::new();
+    let mut cuts = Cuts::default();
     for r in json.files {
+        if let Answer::Names(l) = &r.answer {
+            if l.names.len() < l.listed {
+                let of_all = if l.names.len() < MAX_NAMES_PER_LISTING {
+                    format!(" (a replay reads {MAX_NAMES} names of all folders at most)")
+                } else {
+                    String::new()
+                };
+                cuts.note(format!(
+                    "capture: {} lists {} names; only the first {} were read{of_all}",
+                    crate::util::text::printable(&r.path, 200),
+                    l.listed,
+                    l.names.len()
+                ));
+            }
+        }
         // Each entry holds one file's contents: one named twice would be
         // held twice (a capture of one large entry named by every record).
         let answer = r
@@ -343,10 +533,11 @@ pub fn read_archive(bytes: &[u8]) -> Result<Replay> {
     let capture = Arc::new(Capture {
         files: Mutex::new(FileAnswers {
             answers,
-            missing: Missing::default(),
+            ..FileAnswers::default()
         }),
         tape: Tape::playing(json.exchanges),
         generated_at: Mutex::new(Some(json.generated_at)),
+        cuts: Mutex::new(cuts),
     });
     let roots = Roots {
         sys: json.roots.sys.into(),
@@ -379,7 +570,11 @@ pub fn read_file(path: &Path) -> Result<Replay> {
             MAX_CAPTURE >> 20
         );
     }
-    read_archive(&bytes).with_context(|| format!("{}", path.display()))
+    let unpacked = unpack(&bytes).with_context(|| format!("{}", path.display()))?;
+    // The archive is not needed past this: up to 64 MiB less beside what
+    // the capture parses into.
+    drop(bytes);
+    from_unpacked(unpacked).with_context(|| format!("{}", path.display()))
 }
 
 /// This host's inventory, and the archive of everything it read: what
@@ -402,6 +597,15 @@ pub fn replay(replay: &Replay) -> Inventory {
 
 /// The file operations of the inventory, against the host or a capture.
 impl Roots {
+    /// The capture being replayed, if any: what bounds a replay's walks
+    /// and hears of their cuts.
+    pub(crate) fn replaying(&self) -> Option<&Capture> {
+        match &self.source {
+            Source::Replaying(c) => Some(c),
+            _ => None,
+        }
+    }
+
     fn ask(&self, op: FileOp, path: &Path, live: impl FnOnce() -> Answer) -> Answer {
         let key = path.to_string_lossy();
         match &self.source {
@@ -450,10 +654,10 @@ impl Roots {
                     rd.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
                         .collect::<io::Result<Vec<String>>>()
                 }),
-                Answer::Names,
+                |names| Answer::Names(names.into()),
             )
         }) {
-            Answer::Names(n) => Ok(n),
+            Answer::Names(n) => Ok(n.names),
             other => Err(not_this(other)),
         }
     }
@@ -493,6 +697,15 @@ impl Roots {
     }
 }
 
+/// The answer for a path that does not exist.
+fn absent(op: FileOp) -> Answer {
+    match op {
+        FileOp::Exists => Answer::Exists(false),
+        FileOp::BlockDevice => Answer::Rdev(None),
+        _ => Answer::Failed(Failure::of(&io::Error::from_raw_os_error(libc::ENOENT))),
+    }
+}
+
 fn failed_or<T>(r: io::Result<T>, ok: impl FnOnce(T) -> Answer) -> Answer {
     match r {
         Ok(v) => ok(v),
@@ -509,5 +722,49 @@ fn not_this(answer: Answer) -> io::Error {
             io::ErrorKind::InvalidData,
             "the capture answers this with another kind of answer",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listings_are_bounded_as_they_are_parsed() {
+        let names: Vec<String> = (0..MAX_NAMES_PER_LISTING + 5)
+            .map(|n| n.to_string())
+            .collect();
+        let text = serde_json::to_string(&names).unwrap();
+        let one: Listing = serde_json::from_str(&text).unwrap();
+        assert_eq!(one.listed, MAX_NAMES_PER_LISTING + 5);
+        assert_eq!(one.names[..], names[..MAX_NAMES_PER_LISTING]);
+        // Of all the listings of a capture, the first MAX_NAMES names.
+        let records: Vec<serde_json::Value> = (0..5)
+            .map(|n| {
+                serde_json::json!({"op": "read_dir", "path": format!("/d{n}"), "answer": {"names": names}})
+            })
+            .collect();
+        let text = serde_json::Value::Array(records).to_string();
+        let records =
+            records_within_bounds(&mut serde_json::Deserializer::from_str(&text)).unwrap();
+        let kept: Vec<(usize, usize)> = records
+            .iter()
+            .map(|r| match &r.answer {
+                Answer::Names(l) => (l.names.len(), l.listed),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let (max, listed) = (MAX_NAMES_PER_LISTING, MAX_NAMES_PER_LISTING + 5);
+        assert_eq!(MAX_NAMES, 4 * max);
+        assert_eq!(
+            kept,
+            [(max, listed); 4]
+                .into_iter()
+                .chain([(0, listed)])
+                .collect::<Vec<_>>()
+        );
+        // Written, a listing is its names.
+        let written = serde_json::to_string(&Listing::from(vec!["sda".to_string()])).unwrap();
+        assert_eq!(written, r#"["sda"]"#);
     }
 }

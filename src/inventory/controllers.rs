@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::model::Controller;
 use super::sysfs::{list_dir, opt_attr};
-use super::Roots;
+use super::{capture, Roots};
+use crate::util::text::printable;
 
 /// A controller found on the PCI bus, with its resolved sysfs path.
 pub struct FoundController {
@@ -187,6 +188,24 @@ fn find_class(roots: &Roots, base_class: u32) -> Vec<FoundController> {
         // with no driver is the usual state, not a device left undriven.
         if class >> 16 != base_class || roots.exists(&dir.join("physfn")) {
             continue;
+        }
+        // Each costs a replay tens of questions, and a walk of every SCSI
+        // host: read no more than a real machine has.
+        if out.len() == capture::MAX_CONTROLLERS {
+            if let Some(capture) = roots.replaying() {
+                let kind = if base_class == 0x01 {
+                    "storage"
+                } else {
+                    "network"
+                };
+                capture.cut(format!(
+                    "capture: {} holds more than {} {kind} controllers; only the first {} were read",
+                    printable(&bus.display().to_string(), 200),
+                    capture::MAX_CONTROLLERS,
+                    capture::MAX_CONTROLLERS
+                ));
+                break;
+            }
         }
         let vendor = hex_attr(roots, &dir, "vendor").unwrap_or(0) as u16;
         let device = hex_attr(roots, &dir, "device").unwrap_or(0) as u16;

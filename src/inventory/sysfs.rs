@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::Roots;
+use super::{capture, Roots};
+use crate::util::text::printable;
 
 /// Reads one sysfs attribute, trimmed.
 pub fn read_attr(roots: &Roots, path: &Path) -> io::Result<String> {
@@ -60,8 +61,22 @@ pub struct BlockEntry {
 
 pub fn block_devices(roots: &Roots) -> io::Result<Vec<BlockEntry>> {
     let dir = roots.sys.join("block");
+    let mut names = list_dir_checked(roots, &dir)?;
+    // Each disk costs a replay tens of questions: walk no more than a
+    // real machine has (a capture's listing can be millions).
+    if let Some(capture) = roots.replaying() {
+        if names.len() > capture::MAX_DISKS {
+            capture.cut(format!(
+                "capture: {} lists {} block devices; only the first {} were read",
+                printable(&dir.display().to_string(), 200),
+                names.len(),
+                capture::MAX_DISKS
+            ));
+            names.truncate(capture::MAX_DISKS);
+        }
+    }
     let mut out = Vec::new();
-    for name in list_dir_checked(roots, &dir)? {
+    for name in names {
         let sys_path = dir.join(&name);
         let device_path = roots
             .canonicalize(&sys_path)
