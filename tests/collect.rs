@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{chromium, peak_rss_kib, s, storcert};
+use common::{chromium, peak_rss_kib, read_request, s, storcert, vm_hwm_kib};
 
 const LOGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs");
 const INVENTORY: &str = concat!(
@@ -962,15 +962,6 @@ fn a_collector_with_a_token_refuses_uploads_without_it() {
     assert_eq!(c.stored_bundles().len(), 1);
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// Many clients at once, slow-loris heads, stalled bodies, oversized and
 /// garbage bodies, replays and a foreign key: the collector stays up,
 /// answers each with the right status, stores exactly the valid bundles
@@ -1140,27 +1131,6 @@ impl SpawnOutput for Command {
             .spawn()
             .unwrap()
     }
-}
-
-/// Reads one request from `conn`: its head (returned, lower-cased) and its
-/// Content-Length body (skipped). `None` once the client is gone.
-fn read_request(conn: &mut impl Read) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match conn.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    let len: u64 = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    let _ = std::io::copy(&mut conn.take(len), &mut std::io::sink());
-    Some(head)
 }
 
 /// A hostile server: reads each request whole (head and Content-Length

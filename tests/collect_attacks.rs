@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use common::{s, storcert};
+use common::{s, storcert, vm_hwm_kib};
 use storcert::bundle::minisign::SecretKey;
 
 struct Lab {
@@ -527,15 +527,6 @@ fn heartbeat_fields_are_bounded_on_intake_and_on_the_board() {
     assert!(page.len() < 6 << 20, "a board of {} bytes", page.len());
     let rss = vm_hwm_kib(c.child.id());
     assert!(rss < 150 << 10, "the collector peaked at {rss} KiB");
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Item 5: readers that never read hold at most two exports of their

@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{s, storcert};
+use common::{read_request, s, storcert};
 
 const INVENTORY: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -217,26 +217,6 @@ fn a_collector_refuses_waivers_that_waive_everything_or_never_end() {
         &["--waiver-max-days", "4000000"],
     );
     assert!(o.status.success(), "{}", text(&o));
-}
-
-/// Reads one request (head and Content-Length body); its head, lower-cased.
-fn read_request(conn: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match conn.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-    let len: u64 = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    let _ = std::io::copy(&mut conn.take(len), &mut std::io::sink());
-    Some(head)
 }
 
 /// A server on 127.0.0.1 answering each request with `reply(head)`; the

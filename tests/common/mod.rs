@@ -297,3 +297,35 @@ pub fn board(base: &str) -> Vec<serde_json::Value> {
         .unwrap()
         .clone()
 }
+
+/// Reads one request from `conn`: its head (returned, lower-cased) and its
+/// Content-Length body (skipped). `None` once the client is gone.
+pub fn read_request(conn: &mut impl std::io::Read) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match conn.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let len: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let _ = std::io::copy(&mut conn.take(len), &mut std::io::sink());
+    Some(head)
+}
+
+/// The peak resident memory of a running process, KiB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
