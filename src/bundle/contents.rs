@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::act::analyze::{self, AnalyzeError, LogReader};
-use crate::act::timeline::Second;
+use crate::act::timeline::{Second, Thinned, POINTS};
 use crate::results::act::{LogAnalysis, Prep, PrepResult};
 use crate::results::run::{Target, Targets};
 use crate::results::{Artefact, ReadError};
@@ -31,8 +31,9 @@ pub struct Contents {
     /// What the paths below sit under in a bundle ("results/", or none).
     pub prefix: String,
     pub items: Vec<Item>,
-    /// Per-second timelines of ACT runs, by the path of their analysis.
-    pub timelines: BTreeMap<String, Vec<Second>>,
+    /// Per-second timelines of ACT runs, thinned to a bounded number of
+    /// points, by the path of their analysis.
+    pub timelines: BTreeMap<String, Thinned>,
     /// Configuration inputs (`*.toml`, `*.conf`): path (with the prefix)
     /// → SHA-256.
     pub configuration: BTreeMap<String, String>,
@@ -61,10 +62,9 @@ pub enum FileRead {
     Log(Box<Result<LogAnalysis, AnalyzeError>>),
     /// A JSON file, whole.
     Json(Vec<u8>),
-    /// A per-second timeline (`*.jsonl`).
-    Timeline(Vec<Second>),
-    /// A timeline's first seconds, beyond which a reader holds no more.
-    CutTimeline(Vec<Second>),
+    /// A per-second timeline (`*.jsonl`), read whole into a bounded
+    /// number of points.
+    Timeline(Thinned),
     /// A file not read, and why (beyond what a reader of bundles holds).
     NotRead(String),
     /// Anything else.
@@ -73,24 +73,38 @@ pub enum FileRead {
 
 /// How much of a bundle's results a reader holds in memory at most: the
 /// JSON artefacts (parsed, they are most of what a report holds) and the
-/// timelines' seconds (three days of them, about 30 MB). A log is judged
-/// in passing whatever its length.
+/// timelines' points. A log is judged in passing whatever its length, and
+/// a timeline is read whole whatever its length, into at most
+/// `act::timeline::POINTS` points (a point is a second, or neighbouring
+/// seconds merged), so neither memory nor the plots grow with a run's
+/// length.
 #[derive(Debug, Clone, Copy)]
 pub struct Holding {
     pub json_bytes: u64,
+    /// The timelines' points held in all (the name is from when a point
+    /// was always a second): a timeline takes `POINTS` of them while it is
+    /// read and keeps what it filled. One that finds fewer left is named
+    /// as not read.
     pub seconds: usize,
+    /// Whether timelines are read at all: a reader that plots none (a
+    /// summary, a comparison) passes over them without a word.
+    pub timelines: bool,
 }
 
 impl Holding {
-    /// For a bundle from elsewhere: memory bounded whatever it holds.
+    /// For a bundle from elsewhere: memory bounded whatever it holds. The
+    /// points of 64 timelines (a run of 16 drives at four loads), some
+    /// 9 MB, and as many plots on the page.
     pub const BUNDLE: Holding = Holding {
         json_bytes: 16 << 20,
-        seconds: 3 * 86_400,
+        seconds: 64 * POINTS,
+        timelines: true,
     };
     /// For this machine's own results folder.
     pub const UNBOUNDED: Holding = Holding {
         json_bytes: u64::MAX,
         seconds: usize::MAX,
+        timelines: true,
     };
 }
 
@@ -102,7 +116,8 @@ pub struct FileReader {
     json: Vec<u8>,
     over: bool,
     line: Vec<u8>,
-    seconds: Vec<Second>,
+    /// The timeline's points, from its first second on.
+    thinned: Option<Thinned>,
 }
 
 #[derive(PartialEq)]
@@ -132,7 +147,7 @@ impl FileReader {
             json: Vec::new(),
             over: false,
             line: Vec::new(),
-            seconds: Vec::new(),
+            thinned: None,
         }
     }
 
@@ -159,7 +174,7 @@ impl FileReader {
                     self.json = Vec::new();
                 }
             }
-            Kind::Timeline => {
+            Kind::Timeline if left.timelines => {
                 for part in data.split_inclusive(|b| *b == b'\n') {
                     if self.line.len() < 4096 {
                         self.line.extend_from_slice(part);
@@ -175,24 +190,52 @@ impl FileReader {
 
     fn second(&mut self, left: &mut Holding) {
         let line = std::mem::take(&mut self.line);
-        if left.seconds == 0 {
-            self.over = true;
-        } else if let Ok(s) = serde_json::from_slice::<Second>(&line) {
-            left.seconds -= 1;
-            self.seconds.push(s);
+        if self.over {
+            return;
         }
+        let Ok(s) = serde_json::from_slice::<Second>(&line) else {
+            return;
+        };
+        let thinned = match &mut self.thinned {
+            Some(t) => t,
+            None => {
+                // A timeline takes its points at its first second, all it
+                // may fill (it cannot know how long it is), and gives back
+                // at its end what it did not fill; one that is something
+                // else after all (an ACT log) gives back all. Every
+                // timeline plotted is plotted alike, or not at all.
+                if left.seconds < POINTS {
+                    self.over = true;
+                    return;
+                }
+                left.seconds -= POINTS;
+                self.thinned.insert(Thinned::new(POINTS))
+            }
+        };
+        thinned.push(s);
     }
 
     pub fn finish(mut self, left: &mut Holding) -> FileRead {
         if let Some(h) = self.config {
             return FileRead::Config(hex::encode(sha2::Digest::finalize(h)));
         }
+        if self.kind == Kind::Timeline && left.timelines && !self.line.is_empty() {
+            self.second(left);
+        }
+        // The points a timeline took and did not fill go back.
+        let thinned = self
+            .thinned
+            .take()
+            .inspect(|t| left.seconds += POINTS - t.len());
         let log = self
             .log
             .take()
             .expect("a log reader unless configuration")
             .finish();
         if log.is_act_log {
+            if let Some(t) = &thinned {
+                left.seconds += t.len();
+            }
             return FileRead::Log(Box::new(log.analysis));
         }
         match self.kind {
@@ -200,16 +243,11 @@ impl FileReader {
                 "not read: the results' JSON is more than a report holds in memory".into(),
             ),
             Kind::Json => FileRead::Json(self.json),
-            Kind::Timeline => {
-                if !self.line.is_empty() {
-                    self.second(left);
-                }
-                if self.over {
-                    FileRead::CutTimeline(self.seconds)
-                } else {
-                    FileRead::Timeline(self.seconds)
-                }
-            }
+            Kind::Timeline if !left.timelines => FileRead::Other,
+            Kind::Timeline if self.over => FileRead::NotRead(
+                "not read: the timelines before it hold all the points a report keeps".into(),
+            ),
+            Kind::Timeline => FileRead::Timeline(thinned.unwrap_or_default()),
             _ => FileRead::Other,
         }
     }
@@ -366,19 +404,8 @@ impl Contents {
                     logs.push((path, judged));
                     continue;
                 }
-                FileRead::Timeline(seconds) => {
-                    timelines.insert(path, seconds);
-                    continue;
-                }
-                FileRead::CutTimeline(seconds) => {
-                    c.unreadable.push((
-                        path.clone(),
-                        format!(
-                            "only its first {} seconds are read (a report holds no more)",
-                            seconds.len()
-                        ),
-                    ));
-                    timelines.insert(path, seconds);
+                FileRead::Timeline(thinned) => {
+                    timelines.insert(path, thinned);
                     continue;
                 }
                 FileRead::NotRead(why) => {
@@ -533,9 +560,9 @@ impl Contents {
                     continue;
                 };
                 let (dir, _) = split(&item.path);
-                // Moved, not copied: a day of seconds is some 9 MB.
-                if let Some(seconds) = timelines.remove(&format!("{dir}{t}")) {
-                    c.timelines.insert(item.path.clone(), seconds);
+                // Moved, not copied: a timeline's points are some 140 KB.
+                if let Some(thinned) = timelines.remove(&format!("{dir}{t}")) {
+                    c.timelines.insert(item.path.clone(), thinned);
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::exit;
 use super::report::{open, Opened};
-use crate::bundle::contents::Contents;
+use crate::bundle::contents::{Contents, Holding};
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::report::{self, compare};
 
@@ -16,8 +16,13 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 
 pub fn run(a: CompareArgs) -> ExitCode {
     let mut runs: Vec<(String, Contents)> = Vec::new();
+    // A comparison plots no timeline: none is held, however many runs.
+    let holding = Holding {
+        timelines: false,
+        ..Holding::BUNDLE
+    };
     for input in &a.inputs {
-        let contents = match open(input, a.pubkey.as_deref(), &a.limits) {
+        let contents = match open(input, a.pubkey.as_deref(), &a.limits, holding) {
             Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
                 Ok(c) => c,
                 Err(e) => return fail(format!("{}: {e:#}", dir.display())),

@@ -41,11 +41,12 @@ pub struct Refused {
 
 /// Opens `input` for a report or a comparison: a folder as it is; a
 /// bundle read as a stream within `limits`, verified against `pubkey`
-/// first when one is given.
+/// first when one is given, its results held as far as `holding` allows.
 pub fn open(
     input: &Path,
     pubkey: Option<&Path>,
     limits: &crate::cli::UnpackLimitArgs,
+    holding: bundle::contents::Holding,
 ) -> Result<Opened, Refused> {
     let could_not = |message: String| Refused {
         message,
@@ -60,7 +61,7 @@ pub fn open(
         max_kept: KEPT,
         ..limits.limits().map_err(could_not)?
     };
-    let mut results = bundle::contents::ResultsReader::new(bundle::contents::Holding::BUNDLE);
+    let mut results = bundle::contents::ResultsReader::new(holding);
     let kept = |p: &str| p == bundle::SUMMARY || p == bundle::SYSTEM;
     let name = input
         .file_name()
@@ -138,7 +139,8 @@ pub fn open(
 }
 
 pub fn run(a: ReportArgs) -> ExitCode {
-    let built = match open(&a.input, a.pubkey.as_deref(), &a.limits) {
+    let holding = bundle::contents::Holding::BUNDLE;
+    let built = match open(&a.input, a.pubkey.as_deref(), &a.limits, holding) {
         Ok(Opened::Results(dir)) => {
             report::for_results(&dir).map_err(|e| format!("{}: {e:#}", dir.display()))
         }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::compare::{headline, Comparison};
 use super::plot::{line_chart, Series};
 use super::{ActSection, Report};
+use crate::act::timeline::Second;
 
 /// The pages' one escaper: entities, and a bundle's control and bidi
 /// characters shown escaped.
@@ -277,56 +278,7 @@ pub fn render(r: &Report) -> String {
             ));
         }
         if !a.timeline.is_empty() {
-            let p99: Vec<(f64, f64)> = a
-                .timeline
-                .iter()
-                .map(|s| (s.t as f64, s.read_p99_us / 1000.0))
-                .collect();
-            let over: Vec<(f64, f64)> = a
-                .timeline
-                .iter()
-                .map(|s| (s.t as f64, s.read_pct_over_1ms))
-                .collect();
-            let marks: Vec<f64> = a
-                .spikes
-                .as_ref()
-                .map(|s| s.seconds.iter().map(|&t| t as f64).collect())
-                .unwrap_or_default();
-            // One unit per axis: the p99 in ms, the share over 1 ms in %.
-            out.push_str(&line_chart(
-                &format!("act-timeline-{i}"),
-                "read latency p99 per second; spikes marked",
-                "seconds",
-                "p99 (ms)",
-                &[Series {
-                    name: "read p99".into(),
-                    points: p99,
-                }],
-                &marks,
-                &[],
-            ));
-            out.push_str(&line_chart(
-                &format!("act-timeline-over-{i}"),
-                "reads over 1 ms per second; spikes marked",
-                "seconds",
-                "% of reads",
-                &[Series {
-                    name: "% of reads > 1 ms".into(),
-                    points: over,
-                }],
-                &marks,
-                &[(5.0, "5% (the hourly limit)")],
-            ));
-            if let Some(sp) = &a.spikes {
-                let _ = write!(
-                    out,
-                    "<p class=\"spikes\">{} spike second(s){}</p>",
-                    sp.seconds.len(),
-                    sp.period_s
-                        .map(|p| format!(", recurring every {p} s"))
-                        .unwrap_or_default()
-                );
-            }
+            timeline_charts(&mut out, a, i);
         }
     }
     out.push_str("</section>");
@@ -588,6 +540,84 @@ fn spare_area(out: &mut String, spare: &[crate::results::provision::ProvisionRes
         );
     }
     out.push_str("</tbody></table></section>");
+}
+
+/// An ACT run's timeline as two plots (read p99, and the share of reads
+/// over 1 ms) with its spikes marked: every second of a short run; in a
+/// long one each point is a span of neighbouring seconds, drawn at its
+/// worst second (so a one-second spike shows at its height however long
+/// the run) with the span's mean beside it.
+fn timeline_charts(out: &mut String, a: &ActSection, i: usize) {
+    let tl = &a.timeline;
+    let width = tl.width();
+    let series = |name: &str, f: fn(&Second) -> f64| -> Vec<Series> {
+        let worst = tl.points().iter().map(|p| (p.t() as f64, f(&p.max)));
+        if width == 1 {
+            return vec![Series {
+                name: name.into(),
+                points: worst.collect(),
+            }];
+        }
+        let mean = tl.points().iter().map(|p| (p.t() as f64, f(&p.mean())));
+        vec![
+            Series {
+                name: format!("{name}, worst second"),
+                points: worst.collect(),
+            },
+            Series {
+                name: format!("{name}, mean"),
+                points: mean.collect(),
+            },
+        ]
+    };
+    let per = if width == 1 {
+        "per second".to_string()
+    } else {
+        format!(
+            "per {width} s ({} seconds in {} points)",
+            tl.seconds(),
+            tl.len()
+        )
+    };
+    let marks: Vec<f64> = a
+        .spikes
+        .as_ref()
+        .map(|s| s.seconds.iter().map(|&t| t as f64).collect())
+        .unwrap_or_default();
+    // One unit per axis: the p99 in ms, the share over 1 ms in %.
+    out.push_str(&line_chart(
+        &format!("act-timeline-{i}"),
+        &format!("read latency p99 {per}; spikes marked"),
+        "seconds",
+        "p99 (ms)",
+        &series("read p99", |s| s.read_p99_us / 1000.0),
+        &marks,
+        &[],
+    ));
+    out.push_str(&line_chart(
+        &format!("act-timeline-over-{i}"),
+        &format!("reads over 1 ms {per}; spikes marked"),
+        "seconds",
+        "% of reads",
+        &series("% of reads > 1 ms", |s| s.read_pct_over_1ms),
+        &marks,
+        &[(5.0, "5% (the hourly limit)")],
+    ));
+    if let Some(sp) = &a.spikes {
+        let _ = write!(
+            out,
+            "<p class=\"spikes\">{} spike {}{}</p>",
+            sp.seconds.len(),
+            if width == 1 {
+                "second(s)".to_string()
+            } else {
+                format!("span(s) of {width} s")
+            },
+            sp.period_s
+                .map(|p| format!(", recurring every {p} s"))
+                .unwrap_or_default()
+        );
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::act::analyze::Analysis;
-use crate::act::timeline::{find_spikes, Second, Spikes};
+use crate::act::timeline::{spikes_of, Spikes, Thinned};
 use crate::bundle::contents::Contents;
 use crate::bundle::summary::{summarise, Summary};
 use crate::bundle::system::SystemIdentity;
@@ -26,8 +26,9 @@ pub struct ActSection {
     pub devices: Vec<String>,
     pub load: Option<f64>,
     pub analysis: Analysis,
-    /// Per-second samples, when the run kept its timeline.
-    pub timeline: Vec<Second>,
+    /// Per-second samples, when the run kept its timeline: every second
+    /// of a short run, neighbouring seconds merged in a long one.
+    pub timeline: Thinned,
     pub spikes: Option<Spikes>,
 }
 
@@ -217,14 +218,8 @@ impl Report {
         for item in &c.items {
             if let Artefact::ActAnalysis(a) = &item.artefact {
                 let timeline = c.timelines.get(&item.path).cloned().unwrap_or_default();
-                let spikes = (!timeline.is_empty()).then(|| {
-                    find_spikes(
-                        &timeline
-                            .iter()
-                            .map(|s| (s.t, s.read_p99_us))
-                            .collect::<Vec<_>>(),
-                    )
-                });
+                let spikes =
+                    (!timeline.is_empty()).then(|| spikes_of(&timeline, |s| s.read_p99_us));
                 let dir = item.path.rfind('/').map_or("", |i| &item.path[..=i]);
                 r.act.push(ActSection {
                     path: format!("{dir}{}", a.log),
