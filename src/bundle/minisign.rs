@@ -202,8 +202,13 @@ impl SecretKey {
     /// by default. The untrusted comment is fixed so that the file has one
     /// canonical form and any changed byte is detected.
     pub fn sign_minisig(&self, data: &[u8], trusted_comment: &str) -> String {
-        let hash = Blake2b512::digest(data);
-        let sig = self.key.sign(&hash).to_bytes();
+        self.sign_minisig_prehashed(&Blake2b512::digest(data).into(), trusted_comment)
+    }
+
+    /// `sign_minisig` for data written as a stream: `blake2b512` is its
+    /// BLAKE2b-512, which is what the signature signs.
+    pub fn sign_minisig_prehashed(&self, blake2b512: &[u8; 64], trusted_comment: &str) -> String {
+        let sig = self.key.sign(blake2b512).to_bytes();
         let mut sig_line = b"ED".to_vec();
         sig_line.extend_from_slice(&self.key_id);
         sig_line.extend_from_slice(&sig);

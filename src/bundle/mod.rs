@@ -12,22 +12,22 @@
 
 pub mod attest;
 pub mod contents;
+pub mod create;
 pub mod keys;
 pub mod minisign;
 pub mod summary;
 pub mod system;
 pub mod unpack;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use self::minisign::{KeyError, PublicKey, SecretKey};
 use self::summary::Summary;
-use self::system::SystemIdentity;
 pub use self::unpack::{Limits, UnpackError, Unpacked};
 
 pub const MANIFEST: &str = "manifest.json";
@@ -64,78 +64,16 @@ pub struct Created {
     pub summary: Summary,
 }
 
-/// Regular files under `dir`, as (path relative to `dir` with `/`, bytes),
-/// in byte order of the paths. A torn temporary of a durable write
-/// (`*.tmp`) is left out; anything but a regular file or folder is an
-/// error, so a link to a device is never read.
-fn collect_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .with_context(|| format!("{}", dir.display()))?
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}", dir.display()))?;
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let path = e.path();
-            let ft = e
-                .file_type()
-                .with_context(|| format!("{}", path.display()))?;
-            if ft.is_dir() {
-                walk(root, &path, out)?;
-            } else if ft.is_file() {
-                let rel = path.strip_prefix(root).expect("under root");
-                let Some(rel) = rel.to_str() else {
-                    bail!("{}: file name is not UTF-8", path.display());
-                };
-                if rel.ends_with(".tmp") {
-                    eprintln!("storcert bundle: leaving out {rel} (an unfinished write)");
-                    continue;
-                }
-                let data = std::fs::read(&path).with_context(|| format!("{}", path.display()))?;
-                out.push((rel.to_string(), data));
-            } else {
-                bail!("{}: not a regular file or folder", path.display());
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out)?;
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
-
-/// Packs the results folder `dir`. The machine's identity is `dir`'s
-/// `system.json` when the run recorded one, else the running machine's.
+/// Packs the results folder `dir` in memory (`create_signed` writes a
+/// bundle of any size to a file instead). The machine's identity is
+/// `dir`'s `system.json` when the run recorded one, else the running
+/// machine's.
 pub fn create(dir: &Path) -> Result<Created> {
-    let files = collect_files(dir)?;
-    if files.is_empty() {
-        bail!("{}: no result files", dir.display());
-    }
-    let system = match files.iter().find(|(p, _)| p == SYSTEM) {
-        Some((_, data)) => serde_json::from_slice::<SystemIdentity>(data)
-            .with_context(|| format!("{}/{SYSTEM}", dir.display()))?,
-        None => SystemIdentity::probe(Path::new("/")),
-    };
-    let by_path: BTreeMap<String, Vec<u8>> = files.iter().cloned().collect();
-    let summary = summary::summarise(
-        system.machine(),
-        &contents::Contents::read_in(&by_path, RESULTS_PREFIX),
-    );
-    let mut entries: Vec<(String, Vec<u8>)> = vec![
-        (SUMMARY.into(), pretty(&summary)),
-        (SYSTEM.into(), pretty(&system)),
-    ];
-    entries.extend(
-        files
-            .into_iter()
-            .map(|(p, d)| (format!("{RESULTS_PREFIX}{p}"), d)),
-    );
-    let bytes = pack(entries)?;
+    let (bytes, packed) = create::prepare(dir)?.write(Vec::new())?;
     Ok(Created {
-        sha256: sha256_hex(&bytes),
         bytes,
-        summary,
+        sha256: packed.sha256,
+        summary: packed.summary,
     })
 }
 
@@ -218,15 +156,27 @@ fn sibling(bundle: &Path, suffix: &str) -> std::path::PathBuf {
 /// Signs bundle bytes named `name` (the file name recorded in both
 /// signatures).
 pub fn sign(bytes: &[u8], name: &str, summary: &Summary, key: &SecretKey) -> Signatures {
+    let blake2b512 = <blake2::Blake2b512 as blake2::Digest>::digest(bytes).into();
+    sign_prehashed(&sha256_hex(bytes), &blake2b512, name, summary, key)
+}
+
+/// `sign` for a bundle written as a stream, by its digests.
+pub fn sign_prehashed(
+    sha256: &str,
+    blake2b512: &[u8; 64],
+    name: &str,
+    summary: &Summary,
+    key: &SecretKey,
+) -> Signatures {
     let now = std::time::SystemTime::now();
     let unix = now
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let trusted = format!("timestamp:{unix}\tfile:{name}\thashed");
     let signed_at = humantime::format_rfc3339_seconds(now).to_string();
-    let statement = attest::statement(name, &sha256_hex(bytes), summary, &signed_at);
+    let statement = attest::statement(name, sha256, summary, &signed_at);
     Signatures {
-        minisig: key.sign_minisig(bytes, &trusted),
+        minisig: key.sign_minisig_prehashed(blake2b512, &trusted),
         envelope: attest::seal(&statement, key),
     }
 }
@@ -542,25 +492,45 @@ pub fn verify_keeping<R: Read + Seek>(
 }
 
 /// Creates, signs and durably writes a bundle and its signatures
-/// (signatures first, so a bundle on disk always has them). Returns the
-/// bundle's digest and summary.
-pub fn create_signed(dir: &Path, output: &Path, key: Option<&SecretKey>) -> Result<Created> {
-    let created = create(dir)?;
-    if let Some(key) = key {
-        let name = output
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| anyhow::anyhow!("{}: not a file name", output.display()))?;
-        let sigs = sign(&created.bytes, name, &created.summary, key);
-        for (path, text) in [
-            (minisig_path(output), &sigs.minisig),
-            (envelope_path(output), &sigs.envelope),
-        ] {
-            crate::util::fs::write_durably(&path, text)
-                .with_context(|| path.display().to_string())?;
+/// (signatures first, so a bundle on disk always has them). The bundle is
+/// written as it is made, never held: its files stream from the folder
+/// into a temporary beside `output`, which becomes the bundle once the
+/// signatures of its digests are written. Returns the bundle's size,
+/// digest and summary.
+pub fn create_signed(dir: &Path, output: &Path, key: Option<&SecretKey>) -> Result<create::Packed> {
+    let name = output
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow::anyhow!("{}: not a file name", output.display()));
+    let name = match key {
+        Some(_) => name?,
+        None => "",
+    };
+    let prepared = create::prepare(dir)?;
+    crate::util::fs::write_durably_with(output, |f| {
+        let mut w = std::io::BufWriter::with_capacity(256 << 10, f);
+        let (_, packed) = prepared
+            .write(&mut w)
+            .map_err(|e| std::io::Error::other(format!("{e:#}")))?;
+        std::io::Write::flush(&mut w)?;
+        if let Some(key) = key {
+            let sigs = sign_prehashed(
+                &packed.sha256,
+                &packed.blake2b512,
+                name,
+                &packed.summary,
+                key,
+            );
+            for (path, text) in [
+                (minisig_path(output), &sigs.minisig),
+                (envelope_path(output), &sigs.envelope),
+            ] {
+                crate::util::fs::write_durably(&path, text).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                })?;
+            }
         }
-    }
-    crate::util::fs::write_durably(output, &created.bytes)
-        .with_context(|| output.display().to_string())?;
-    Ok(created)
+        Ok(packed)
+    })
+    .with_context(|| output.display().to_string())
 }

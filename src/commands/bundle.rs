@@ -71,7 +71,7 @@ fn create(a: BundleCreateArgs) -> ExitCode {
         println!(
             "bundle {} ({} bytes, sha256 {}){}",
             a.output.display(),
-            created.bytes.len(),
+            created.size,
             created.sha256,
             if key.is_some() {
                 ", signed"
