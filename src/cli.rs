@@ -672,6 +672,10 @@ pub struct CollectArgs {
     /// address (the racks behind one NAT address)
     #[arg(long, value_name = "N", default_value_t = 120)]
     pub new_runs_per_client: u32,
+    /// Runs the board's records hold at most (a run silent for 8 days leaves
+    /// them); a new run beyond is refused until older ones expire
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_runs: u64,
     /// An export whose reader takes nothing for this long is ended (besides
     /// --request-timeout for the whole)
     #[arg(long, value_name = "DURATION", default_value = "30s")]

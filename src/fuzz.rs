@@ -192,6 +192,7 @@ fn world() -> &'static World {
                 rate_per_minute: u32::MAX,
                 new_runs_per_key: u32::MAX,
                 new_runs_per_client: u32::MAX,
+                max_runs: u64::MAX,
             },
             export_stall: std::time::Duration::from_secs(30),
             incoming: {

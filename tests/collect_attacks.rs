@@ -36,6 +36,7 @@ impl Lab {
         assert!(out.status.success());
         let a = storcert::bundle::keys::read_secret_key(&key_file).unwrap();
         let b = SecretKey::generate();
+        std::fs::write(dir.path().join("b.key"), b.to_file()).unwrap();
         let trusted = dir.path().join("trusted.pub");
         std::fs::write(&trusted, a.public().to_file() + &b.public().to_file()).unwrap();
         Lab {
@@ -199,6 +200,11 @@ fn now_ms() -> u64 {
 /// A signed bundle named `name` of one machine (SRV-00000, passing),
 /// from scripts/bench/fleet-results.
 fn fleet_bundle(lab: &Lab, name: &str, machine: usize, drives: usize) -> PathBuf {
+    fleet_bundle_by(lab, &lab.key_file, name, machine, drives)
+}
+
+/// `fleet_bundle`, signed with the key in `key`.
+fn fleet_bundle_by(lab: &Lab, key: &Path, name: &str, machine: usize, drives: usize) -> PathBuf {
     let out = lab.path(&format!("fleet-{name}"));
     let gen = Command::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -211,15 +217,7 @@ fn fleet_bundle(lab: &Lab, name: &str, machine: usize, drives: usize) -> PathBuf
     assert!(gen.status.success(), "{gen:?}");
     let dir = String::from_utf8(gen.stdout).unwrap();
     let b = lab.path(name);
-    let r = storcert(&[
-        "bundle",
-        "create",
-        dir.trim(),
-        "-o",
-        s(&b),
-        "-k",
-        s(&lab.key_file),
-    ]);
+    let r = storcert(&["bundle", "create", dir.trim(), "-o", s(&b), "-k", s(key)]);
     assert!(r.status.success(), "{r:?}");
     b
 }
@@ -634,4 +632,104 @@ fn an_open_collector_says_so_at_start() {
     let with_token = Collector::start(&lab, "0.0.0.0:0", &["--token-file", s(&lab.path("token"))]);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(with_token.lines_with("with no --token-file"), 0);
+}
+
+/// The outsider's review of the round's fixes: another key's bundle
+/// under a running run's name takes nothing over; a head replayed with a
+/// bad body spends no key's new runs; a record planted in the store has
+/// no say; padding is refused; the JSON answers escape what machines say.
+#[test]
+fn a_bundle_a_replayed_head_or_a_planted_record_takes_no_run_over() {
+    let lab = Lab::new();
+    let c = Collector::start(
+        &lab,
+        "127.0.0.1:0",
+        &["--new-runs-per-key", "10", "--new-runs-per-client", "1000"],
+    );
+    let run = "storcert-SRV-A-burn-in-20261201T000000Z";
+    assert_eq!(beat(&c, A1, &lab.a, run, 1, |_| {}).0, 200);
+    // B's bundle of another machine, under the run's name: stored (it is
+    // a bundle of a trusted key), but the run stays A's.
+    let b_key = lab.path("b.key");
+    upload(
+        &c,
+        &fleet_bundle_by(&lab, &b_key, &format!("{run}.tar.zst"), 7, 2),
+    );
+    assert_eq!(beat(&c, A1, &lab.a, run, 2, |_| {}).0, 200);
+    let row = c.row(run).unwrap();
+    assert_eq!(row["shown"], "running", "{row}");
+    assert!(row["bundle_sha256"].is_null(), "{row}");
+    assert_eq!(row["heartbeat"]["machine"]["serial"], "SRV-A", "{row}");
+    // A's own bundle of the run finishes it.
+    let own = lab.path("own");
+    std::fs::create_dir_all(&own).unwrap();
+    upload(&c, &fleet_bundle(&lab, &format!("own/{run}.tar.zst"), 0, 2));
+    let row = c.row(run).unwrap();
+    assert_eq!(row["shown"], "finished", "{row}");
+    assert_eq!(row["heartbeat"]["machine"]["serial"], "SRV-00000", "{row}");
+
+    // A head of A's for a run not heard of, replayed with a bad body from
+    // one address 30 times: A's ten new runs a minute are untouched.
+    let good = heartbeat_json("replayed", 5, |_| {});
+    let sig = base64::engine::general_purpose::STANDARD
+        .encode(lab.a.sign_minisig(&good, "storcert heartbeat replayed 5"));
+    let bad = heartbeat_json("replayed", 5, |v| v["stage"] = "forged".into());
+    for _ in 0..30 {
+        let head = format!(
+            "PUT /heartbeat/replayed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             x-storcert-minisig: {sig}\r\nContent-Length: {}\r\n\r\n",
+            bad.len()
+        );
+        assert_eq!(exchange(connect_from(A3, c.addr, None), &head, &bad).0, 403);
+    }
+    for n in 0..5 {
+        let (code, why) = beat(&c, A2, &lab.a, &format!("genuine-{n}"), 1, |_| {});
+        assert_eq!(code, 200, "{why}");
+    }
+
+    // A record planted in the store, unsigned, claiming the run for
+    // another key at the highest seq: the owner's heartbeats go on.
+    let planted = serde_json::json!({
+        "run_id": "genuine-0", "received_at": "2026-12-01T00:00:00Z",
+        "received_ms": 1u64, "key_id": "DEADBEEFDEADBEEF", "minisig": "x",
+        "heartbeat": String::from_utf8(heartbeat_json("genuine-0", i64::MAX as u64, |_| {}))
+            .unwrap()
+    });
+    std::fs::write(lab.path("store/status/genuine-0.json"), planted.to_string()).unwrap();
+    let (code, why) = beat(&c, A2, &lab.a, "genuine-0", 2, |_| {});
+    assert_eq!(code, 200, "{why}");
+
+    // Padding: a field no run sends, or white space, is refused.
+    let (code, why) = beat(&c, A2, &lab.a, "genuine-1", 2, |v| {
+        v["padding"] = "x".repeat(60_000).into();
+    });
+    assert_eq!(code, 403, "{why}");
+    let mut padded = heartbeat_json("genuine-1", 3, |_| {});
+    padded.extend(std::iter::repeat_n(b' ', 60_000));
+    let sig = lab
+        .a
+        .sign_minisig(&padded, "storcert heartbeat genuine-1 3");
+    let head = format!(
+        "PUT /heartbeat/genuine-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         x-storcert-minisig: {}\r\nContent-Length: {}\r\n\r\n",
+        base64::engine::general_purpose::STANDARD.encode(sig),
+        padded.len()
+    );
+    let (code, why) = exchange(connect_from(A2, c.addr, None), &head, &padded);
+    assert_eq!(code, 403, "{why}");
+    assert!(why.contains("bytes of heartbeat"), "{why}");
+
+    // A host name with C1 and bidi controls: the JSON answer escapes them.
+    assert_eq!(
+        beat(&c, A2, &lab.a, "genuine-2", 2, |v| {
+            v["machine"]["hostname"] = "a\u{9b}2J\u{202e}b\u{ad}".into();
+        })
+        .0,
+        200
+    );
+    let (_, json) = common::http_get(&c.base(), "/api/board");
+    for raw in ['\u{9b}', '\u{202e}', '\u{ad}'] {
+        assert!(!json.contains(raw), "{raw:?} raw in /api/board");
+    }
+    assert!(json.contains("\\u009b"), "{json}");
 }

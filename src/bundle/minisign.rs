@@ -105,10 +105,21 @@ impl PublicKey {
             if line.is_empty() || line.starts_with('#') || line.starts_with("untrusted comment:") {
                 continue;
             }
-            keys.push(
-                Self::from_base64(line)
-                    .map_err(|e| KeyError(format!("line {}: {}", n + 1, e.0)))?,
-            );
+            let key = Self::from_base64(line)
+                .map_err(|e| KeyError(format!("line {}: {}", n + 1, e.0)))?;
+            // A signature names its key by id: two keys of one id would
+            // let either pass for the other (and a run belongs to an id).
+            match keys.iter().find(|k: &&PublicKey| k.key_id == key.key_id) {
+                Some(same) if same.key == key.key => continue,
+                Some(_) => {
+                    return err(format!(
+                        "line {}: another key has the id {} already",
+                        n + 1,
+                        key.id_hex()
+                    ))
+                }
+                None => keys.push(key),
+            }
         }
         if keys.is_empty() {
             return err("no public keys");
@@ -367,6 +378,18 @@ fn parse<'a>(minisig: &'a str, keys: &'a [PublicKey]) -> Result<Parsed<'a>, KeyE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_keys_of_one_id_are_refused_and_one_key_twice_is_one() {
+        let a = SecretKey::generate().public();
+        let twice = format!("{}{}", a.to_file(), a.to_file());
+        assert_eq!(PublicKey::parse_many(&twice).unwrap().len(), 1);
+        // Another key minted with a's id.
+        let mut c = SecretKey::generate().public();
+        c.key_id = a.key_id;
+        let e = PublicKey::parse_many(&format!("{}{}", c.to_file(), a.to_file())).unwrap_err();
+        assert!(e.0.contains("has the id"), "{}", e.0);
+    }
 
     #[test]
     fn key_files_round_trip_and_sign() {

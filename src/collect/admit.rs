@@ -29,8 +29,23 @@ pub fn take(buckets: &Buckets<IpAddr>, ip: IpAddr, rate: f64) -> bool {
     take_burst(buckets, ip, rate, rate)
 }
 
-/// Rate buckets by address (or by key id), each `rate` a minute.
-pub type Buckets<K> = Mutex<HashMap<K, (f64, Instant)>>;
+/// Rate buckets by address (or by key id), each `rate` a minute: the
+/// tokens left and when they were counted; when idle ones were last
+/// dropped.
+pub struct Buckets<K> {
+    inner: Mutex<(HashMap<K, Tokens>, Instant)>,
+}
+
+/// A bucket's tokens left, and when they were counted.
+type Tokens = (f64, Instant);
+
+impl<K> Default for Buckets<K> {
+    fn default() -> Buckets<K> {
+        Buckets {
+            inner: Mutex::new((HashMap::new(), Instant::now())),
+        }
+    }
+}
 
 /// What a bucket is kept by: an address by its client (IPv4 address or
 /// IPv6 /64), a key id as it is.
@@ -52,21 +67,38 @@ impl BucketKey for String {
 
 /// `take` with bursts of at most `burst` (and never more than `rate`).
 pub fn take_burst<K: BucketKey>(buckets: &Buckets<K>, key: K, rate: f64, burst: f64) -> bool {
+    bucket(buckets, key, rate, burst, true)
+}
+
+/// Whether `take_burst` would take one now; takes nothing.
+pub fn has_burst<K: BucketKey>(buckets: &Buckets<K>, key: K, rate: f64, burst: f64) -> bool {
+    bucket(buckets, key, rate, burst, false)
+}
+
+/// How many buckets are kept before the idle ones (full again after a
+/// minute) are dropped: at most once a second, so a flood of fresh
+/// addresses costs no sweep per request.
+const MOST_BUCKETS: usize = 100_000;
+
+fn bucket<K: BucketKey>(buckets: &Buckets<K>, key: K, rate: f64, burst: f64, take: bool) -> bool {
     let cap = burst.min(rate).max(1.0);
-    let mut b = buckets.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = buckets.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let (b, swept) = &mut *guard;
     let now = Instant::now();
-    if b.len() > 100_000 {
+    if b.len() > MOST_BUCKETS && now.duration_since(*swept) > Duration::from_secs(1) {
         b.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+        *swept = now;
     }
     let (tokens, at) = b.entry(key.bucket()).or_insert((cap, now));
     *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * rate / 60.0).min(cap);
     *at = now;
-    if *tokens >= 1.0 {
-        *tokens -= 1.0;
-        true
-    } else {
-        false
+    if *tokens < 1.0 {
+        return false;
     }
+    if take {
+        *tokens -= 1.0;
+    }
+    true
 }
 
 /// One slot of a per-address map; given back on drop.

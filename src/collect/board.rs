@@ -37,6 +37,9 @@ pub fn status_key(run_id: &str) -> String {
     format!("status/{run_id}.json")
 }
 
+/// The bytes a heartbeat may hold beyond what serde writes of it.
+const PADDING: usize = 1024;
+
 /// The largest status record read from a store.
 pub const MAX_RECORD: u64 = 4 * heartbeat::MAX_BYTES as u64;
 
@@ -102,9 +105,42 @@ pub fn check(
     if let Some(why) = hb.oversized() {
         return Err(Refused(format!("heartbeat: {why}")));
     }
+    // A run sends its heartbeat as serde writes it: one padded with white
+    // space is forged, and would be stored at its padded size.
+    let written = serde_json::to_vec(&hb).map_or(0, |w| w.len());
+    if body.len() > written + PADDING {
+        return Err(Refused(format!(
+            "heartbeat: {} bytes for {written} bytes of heartbeat",
+            body.len()
+        )));
+    }
     hb.clamp();
     Ok((hb, key.id_hex()))
 }
+
+/// The signer's key id and the seq of a status record read from a
+/// store, if it verifies: a trusted key's heartbeat of `run`, its seq no
+/// more than a day ahead of this collector's clock. A planted record has
+/// no say.
+pub fn verified_record(run: &str, data: &[u8], trusted: &[PublicKey]) -> Option<(String, u64)> {
+    let rec = serde_json::from_slice::<StatusRecord>(data).ok()?;
+    if rec.run_id != run {
+        return None;
+    }
+    let (hb, key_id) = check(run, rec.heartbeat.as_bytes(), &rec.minisig, trusted).ok()?;
+    within_lead(hb.seq).then_some((key_id, hb.seq))
+}
+
+/// A seq (the sender's milliseconds) at most `SEQ_LEAD_MS` ahead of this
+/// collector's clock.
+pub fn within_lead(seq: u64) -> bool {
+    seq <= now_ms().saturating_add(SEQ_LEAD_MS)
+}
+
+/// How far ahead of this collector's clock a seq may be: a machine whose
+/// clock keeps local time is at most 14 h ahead. A holder of the run's key
+/// can lock its later heartbeats out for this long at most.
+pub const SEQ_LEAD_MS: u64 = 24 * 3600 * 1000;
 
 /// How a run shows on the board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

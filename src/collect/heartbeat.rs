@@ -23,7 +23,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use super::admit::{take_burst, ClientSlot};
+use super::admit::{has_burst, take_burst, ClientSlot};
 use super::index::PutStatus;
 use super::{board, collector_header, internal, Collector, Refusal, Shared};
 use crate::bundle::minisign;
@@ -40,11 +40,6 @@ pub const MAX_BODIES: usize = 256;
 pub const MAX_BODIES_PER_CLIENT: usize = 16;
 /// Heartbeats one address may send at once before its rate applies.
 const BURST: f64 = 100.0;
-/// How far ahead of this collector's clock a seq (the sender's
-/// milliseconds) may be: a machine whose clock keeps local time is at
-/// most 14 h ahead. A holder of the run's key can lock its later
-/// heartbeats out for this long at most.
-pub const SEQ_LEAD_MS: u64 = 24 * 3600 * 1000;
 /// Status records of runs not heard from for this long are removed from
 /// the index and the store (the board shows running ones for a week).
 pub const KEEP_STATUS: Duration = Duration::from_secs(8 * 24 * 3600);
@@ -60,6 +55,9 @@ pub struct Limits {
     /// New run ids per minute (and at once) from one client address: the
     /// racks behind one NAT address.
     pub new_runs_per_client: u32,
+    /// The most runs the board's records hold (each at most a heartbeat,
+    /// 64 KiB); a new run beyond is refused until older ones expire.
+    pub max_runs: u64,
 }
 
 impl Default for Limits {
@@ -68,6 +66,7 @@ impl Default for Limits {
             rate_per_minute: 6000,
             new_runs_per_key: 600,
             new_runs_per_client: 120,
+            max_runs: 100_000,
         }
     }
 }
@@ -77,6 +76,8 @@ struct Head {
     minisig: String,
     key_id: String,
     seq: u64,
+    /// A run not heard of before.
+    new_run: bool,
 }
 
 /// The run and seq a heartbeat's trusted comment names.
@@ -159,19 +160,22 @@ fn admit_head(c: &Collector, ip: IpAddr, run: &str, headers: &HeaderMap) -> Resu
         )
     })?;
     let key_id = key.id_hex();
-    judge_seq(c, ip, run, &key_id, seq)?;
+    let new_run = judge_seq(c, ip, run, &key_id, seq)?;
     Ok(Head {
         minisig,
         key_id,
         seq,
+        new_run,
     })
 }
 
-/// The seq against the clock and what the index knows of the run; a new
-/// run takes one of its key's and its address's new runs.
-fn judge_seq(c: &Collector, ip: IpAddr, run: &str, key_id: &str, seq: u64) -> Result<(), Answer> {
-    let limit = board::now_ms().saturating_add(SEQ_LEAD_MS);
-    if seq > limit || seq > i64::MAX as u64 {
+/// The seq against the clock and what the index knows of the run: true
+/// for a run not heard of, which takes one of its address's new runs a
+/// minute now, and one of its key's once it is recorded (a head replayed
+/// with a bad body cannot spend the fleet key's), within the records'
+/// quota.
+fn judge_seq(c: &Collector, ip: IpAddr, run: &str, key_id: &str, seq: u64) -> Result<bool, Answer> {
+    if !board::within_lead(seq) || seq > i64::MAX as u64 {
         return Err(refuse_boxed(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
@@ -185,37 +189,53 @@ fn judge_seq(c: &Collector, ip: IpAddr, run: &str, key_id: &str, seq: u64) -> Re
         .index
         .run_owner(run)
         .map_err(|e| Box::new(internal(e).into_response()))?;
-    match owner.key {
-        Some(k) if k != key_id => {
-            return Err(Box::new(foreign(c, run, key_id, &k)));
-        }
-        Some(_) => {
-            if let Some(seen) = owner.seq.filter(|s| *s >= seq) {
-                return Err(Box::new(stale(seq, seen)));
-            }
-        }
-        None => {
-            let l = &c.cfg.heartbeat;
-            let per_client = l.new_runs_per_client.max(1) as f64;
-            let per_key = l.new_runs_per_key.max(1) as f64;
-            if !take_burst(&c.new_runs_by_client, ip, per_client, per_client)
-                || !take_burst(&c.new_runs_by_key, key_id.to_string(), per_key, per_key)
-            {
-                return Err(Box::new(
-                    Refusal(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        format!(
-                            "too many new runs: at most {} a minute from one address and {} \
-                             from one key",
-                            l.new_runs_per_client, l.new_runs_per_key
-                        ),
-                    )
-                    .retry_after("30"),
-                ));
-            }
-        }
+    if let Some(k) = owner.key.filter(|k| k != key_id) {
+        return Err(Box::new(foreign(c, run, key_id, &k)));
     }
-    Ok(())
+    if let Some(seen) = owner.seq {
+        if seen >= seq {
+            return Err(Box::new(stale(seq, seen)));
+        }
+        return Ok(false);
+    }
+    let l = &c.cfg.heartbeat;
+    let per_client = l.new_runs_per_client.max(1) as f64;
+    let per_key = l.new_runs_per_key.max(1) as f64;
+    if !has_burst(&c.new_runs_by_key, key_id.to_string(), per_key, per_key)
+        || !take_burst(&c.new_runs_by_client, ip, per_client, per_client)
+    {
+        return Err(Box::new(
+            Refusal(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many new runs: at most {} a minute from one address and {} from one \
+                     key",
+                    l.new_runs_per_client, l.new_runs_per_key
+                ),
+            )
+            .retry_after("30"),
+        ));
+    }
+    let held = c
+        .cfg
+        .index
+        .status_count()
+        .map_err(|e| Box::new(internal(e).into_response()))?;
+    if held >= l.max_runs {
+        eprintln!("collect: the board holds {held} runs (--max-runs): a new run is refused");
+        return Err(Box::new(
+            Refusal(
+                StatusCode::INSUFFICIENT_STORAGE,
+                format!(
+                    "the board holds {held} runs, its most (--max-runs); older ones expire \
+                     after {} days",
+                    KEEP_STATUS.as_secs() / 86_400
+                ),
+            )
+            .retry_after("3600"),
+        ));
+    }
+    Ok(true)
 }
 
 fn stale(seq: u64, seen: u64) -> Response {
@@ -225,16 +245,48 @@ fn stale(seq: u64, seen: u64) -> Response {
     )
 }
 
-/// A heartbeat signed by a key the run does not belong to: refused,
-/// counted against the run (the board shows it), and said in the log.
+/// A heartbeat signed by a key the run does not belong to: refused, and
+/// counted against the run (the board shows it). Counted in memory and
+/// written to the index at the next sync, and said in the log once per
+/// run per sync: a key holder sending them at the full rate costs
+/// neither a disk write nor a log line each.
 fn foreign(c: &Collector, run: &str, key_id: &str, owner: &str) -> Response {
-    if let Err(e) = c.cfg.index.note_foreign(run, key_id) {
-        eprintln!("collect: counting a foreign heartbeat for {run}: {e:#}");
+    let mut seen = c.foreign_seen.lock().unwrap_or_else(|p| p.into_inner());
+    let first = !seen.contains_key(run);
+    if first && seen.len() < MAX_FOREIGN_RUNS {
+        seen.insert(run.to_string(), (0, String::new()));
     }
-    refused_as_foreign(run, key_id, owner)
+    if let Some((n, last)) = seen.get_mut(run) {
+        *n += 1;
+        *last = key_id.to_string();
+    }
+    drop(seen);
+    if first {
+        eprintln!(
+            "collect: heartbeat for {run} signed by key {key_id}, but it is {owner}'s: refused \
+             (counted on the board)"
+        );
+    }
+    refuse(
+        StatusCode::FORBIDDEN,
+        format!("heartbeat: run {run} belongs to another key ({owner})"),
+    )
 }
 
-/// The refusal of a foreign heartbeat (counted already).
+/// The runs whose foreign heartbeats are counted between two syncs.
+const MAX_FOREIGN_RUNS: usize = 10_000;
+
+/// Writes the foreign heartbeats counted since the last sync to the index.
+pub fn flush_foreign(c: &Collector) {
+    let seen = std::mem::take(&mut *c.foreign_seen.lock().unwrap_or_else(|p| p.into_inner()));
+    for (run, (n, key)) in seen {
+        if let Err(e) = c.cfg.index.add_foreign(&run, &key, n) {
+            eprintln!("collect: counting foreign heartbeats for {run}: {e:#}");
+        }
+    }
+}
+
+/// The refusal of a foreign heartbeat the index counted already.
 fn refused_as_foreign(run: &str, key_id: &str, owner: &str) -> Response {
     eprintln!("collect: heartbeat for {run} signed by key {key_id}, but it is {owner}'s: refused");
     refuse(
@@ -294,7 +346,12 @@ pub async fn receive(
     if hb.seq != head.seq || key_id != head.key_id {
         return refuse(StatusCode::FORBIDDEN, "heartbeat: head and body disagree");
     }
-    record(&c, &run, hb, key_id, head.minisig, &body).await
+    let recorded = record(&c, &run, hb, key_id, head.minisig, &body).await;
+    if head.new_run && recorded.status() == StatusCode::OK {
+        let per_key = c.cfg.heartbeat.new_runs_per_key.max(1) as f64;
+        take_burst(&c.new_runs_by_key, head.key_id, per_key, per_key);
+    }
+    recorded
 }
 
 /// Records an admitted heartbeat: the store's record first (another
@@ -326,12 +383,14 @@ async fn record(
         .await
     {
         Ok(Some(data)) => {
-            if let Ok(stored) = serde_json::from_slice::<board::StatusRecord>(&data) {
-                if stored.key_id != key_id {
-                    return foreign(c, run, &key_id, &stored.key_id);
+            // A record in a shared store is a claim: only one that
+            // verifies (a trusted key's heartbeat of this run, its seq
+            // within the clock's lead) has a say.
+            if let Some((stored_key, seen)) = board::verified_record(run, &data, &c.cfg.trusted) {
+                if stored_key != key_id {
+                    return foreign(c, run, &key_id, &stored_key);
                 }
-                let seen = serde_json::from_str::<Heartbeat>(&stored.heartbeat).map(|h| h.seq);
-                if let Some(seen) = seen.ok().filter(|s| *s >= hb.seq) {
+                if seen >= hb.seq {
                     return stale(hb.seq, seen);
                 }
             }
@@ -383,6 +442,7 @@ pub const BOARD_ROWS: u32 = 5000;
 /// running, stopped and finished, the most recently heard first. A run
 /// whose bundle is stored shows the bundle's machine and verdict.
 pub fn board_rows(c: &Collector) -> Result<Vec<board::BoardRow>> {
+    flush_foreign(c);
     let now = board::now_ms();
     let since = now.saturating_sub(BOARD_WINDOW.as_millis() as u64);
     let running_since = now.saturating_sub(7 * BOARD_WINDOW.as_millis() as u64);
@@ -435,6 +495,10 @@ pub async fn expire(c: &Collector) {
         if let Err(e) = c.cfg.store.delete(&board::status_key(run)).await {
             eprintln!("collect: expiring {}: {e:#}", board::status_key(run));
         }
+    }
+    let mut stamps = c.status_stamps.lock().await;
+    for run in &gone {
+        stamps.remove(run);
     }
     if !gone.is_empty() {
         eprintln!(

@@ -137,6 +137,23 @@ pub struct RunOwner {
 
 fn owner_of(db: &Connection, run_id: &str) -> Result<RunOwner> {
     use rusqlite::OptionalExtension;
+    let status: Option<(i64, Option<String>)> = db
+        .query_row(
+            "SELECT seq, json_extract(record, '$.key_id') FROM status WHERE run_id = ?1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if let Some((seq, key)) = status {
+        // The first accepted heartbeat's key: a bundle another key
+        // uploads under the run's name cannot take the run over.
+        return Ok(RunOwner {
+            key,
+            seq: Some(seq as u64),
+        });
+    }
+    // A run never heard of, or whose records expired: its bundle's
+    // signer's, if one is stored under its name.
     let bundle_key: Option<Option<String>> = db
         .query_row(
             "SELECT json_extract(record, '$.key_id') FROM bundles WHERE name = ?1
@@ -145,29 +162,80 @@ fn owner_of(db: &Connection, run_id: &str) -> Result<RunOwner> {
             |r| r.get(0),
         )
         .optional()?;
-    let status: Option<(i64, Option<String>)> = db
-        .query_row(
-            "SELECT seq, json_extract(record, '$.key_id') FROM status WHERE run_id = ?1",
-            [run_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?;
-    let (seq, status_key) = status.map_or((None, None), |(s, k)| (Some(s as u64), k));
     Ok(RunOwner {
-        key: bundle_key.flatten().or(status_key),
-        seq,
+        key: bundle_key.flatten(),
+        seq: None,
     })
 }
 
-fn note_foreign(db: &Connection, run_id: &str, key_id: &str) -> Result<()> {
+fn add_foreign(db: &Connection, run_id: &str, key_id: &str, n: u64) -> Result<()> {
+    let n = n.min(i64::MAX as u64) as i64;
     db.execute(
         "INSERT INTO status_foreign (run_id, refused, last_key, last_ms)
-         VALUES (?1, 1, ?2, ?3)
-         ON CONFLICT(run_id) DO UPDATE SET refused = refused + 1,
+         VALUES (?1, ?4, ?2, ?3)
+         ON CONFLICT(run_id) DO UPDATE SET refused = refused + ?4,
              last_key = excluded.last_key, last_ms = excluded.last_ms",
-        params![run_id, key_id, super::board::now_ms() as i64],
+        params![run_id, key_id, super::board::now_ms() as i64, n],
     )?;
     Ok(())
+}
+
+/// The board's rows `filter` (a WHERE clause over `s`, the status, and
+/// `b`, its bundle signed by the run's own key, with its ORDER and
+/// LIMIT) takes, each handed to `each`; how many.
+fn status_rows(
+    db: &Connection,
+    filter: &str,
+    values: impl rusqlite::Params,
+    each: &mut impl FnMut(StatusRow),
+) -> Result<u32> {
+    let mut st = db.prepare(&format!(
+        "SELECT s.record, b.sha256, b.verdict,
+                json_extract(b.record, '$.summary.reasons'),
+                json_extract(b.record, '$.summary.machine'),
+                f.refused, f.last_key
+         FROM status s
+         LEFT JOIN bundles b ON b.sha256 = (
+             SELECT b2.sha256 FROM bundles b2 WHERE b2.name = s.run_id || '.tar.zst'
+                 AND json_extract(b2.record, '$.key_id') = json_extract(s.record, '$.key_id')
+             ORDER BY b2.received_at, b2.sha256 LIMIT 1)
+         LEFT JOIN status_foreign f ON f.run_id = s.run_id
+         WHERE {filter}"
+    ))?;
+    let mut rows = st.query(values)?;
+    let mut n = 0;
+    while let Some(r) = rows.next()? {
+        let (sha, verdict) = (
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, Option<String>>(2)?,
+        );
+        let bundle = match (sha, verdict) {
+            (Some(sha256), Some(verdict)) => Some(StoredRun {
+                sha256,
+                verdict: serde_json::from_value(verdict.into()).context("index verdict")?,
+                reasons: serde_json::from_str(
+                    r.get::<_, Option<String>>(3)?.as_deref().unwrap_or("[]"),
+                )
+                .context("index reasons")?,
+                machine: serde_json::from_str(
+                    r.get::<_, Option<String>>(4)?.as_deref().unwrap_or("{}"),
+                )
+                .context("index machine")?,
+            }),
+            _ => None,
+        };
+        let foreign = r
+            .get::<_, Option<i64>>(5)?
+            .zip(r.get::<_, Option<String>>(6)?)
+            .map(|(n, k)| (n.max(0) as u64, k));
+        each(StatusRow {
+            record: serde_json::from_str(&r.get::<_, String>(0)?).context("index status")?,
+            bundle,
+            foreign,
+        });
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// What `put_status` made of a heartbeat.
@@ -546,10 +614,18 @@ impl Index {
         owner_of(&self.lock(), run_id)
     }
 
-    /// Counts a heartbeat for `run_id` signed by `key_id`, refused as
-    /// not the run's owner's: the board says so.
-    pub fn note_foreign(&self, run_id: &str, key_id: &str) -> Result<()> {
-        note_foreign(&self.lock(), run_id, key_id)
+    /// How many runs the board's records hold.
+    pub fn status_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .lock()
+            .query_row("SELECT COUNT(*) FROM status", [], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Counts `n` heartbeats for `run_id`, the last signed by `key_id`,
+    /// refused as not the run's owner's: the board says so.
+    pub fn add_foreign(&self, run_id: &str, key_id: &str, n: u64) -> Result<()> {
+        add_foreign(&self.lock(), run_id, key_id, n)
     }
 
     /// Records a run's status if it is signed by the run's owner (or the
@@ -560,7 +636,7 @@ impl Index {
         let db = self.lock();
         let owner = owner_of(&db, &rec.run_id)?;
         if let Some(key) = owner.key.filter(|k| *k != rec.key_id) {
-            note_foreign(&db, &rec.run_id, &rec.key_id)?;
+            add_foreign(&db, &rec.run_id, &rec.key_id, 1)?;
             return Ok(PutStatus::Foreign(key));
         }
         if let Some(seen) = owner.seq.filter(|s| *s >= seq) {
@@ -584,13 +660,13 @@ impl Index {
         Ok(PutStatus::Recorded)
     }
 
-    /// The runs heard from since `since_ms`, and those still running
-    /// heard from since `running_since_ms` (a stalled machine stays in
-    /// sight longer than a finished one), at most `limit`: the running
-    /// ones first (so no number of finished runs pushes a silent machine
-    /// off the board), then the newest; each with its stored bundle.
-    /// Each is handed to `each` as it is read (a record may be 64 KiB:
-    /// thousands are never held at once).
+    /// The runs still running heard from since `running_since_ms`, the
+    /// longest silent first (the stalled ones: no number of newer runs
+    /// pushes a silent machine off the board), then the others heard from
+    /// since `since_ms`, newest first; at most `limit` in all, each with
+    /// its stored bundle (signed by the run's own key). Each is handed to
+    /// `each` as it is read (a record may be 64 KiB: thousands are never
+    /// held at once).
     pub fn statuses(
         &self,
         since_ms: u64,
@@ -599,52 +675,23 @@ impl Index {
         mut each: impl FnMut(StatusRow),
     ) -> Result<()> {
         let db = self.reader()?;
-        let mut st = db.prepare(
-            "SELECT s.record, b.sha256, b.verdict,
-                    json_extract(b.record, '$.summary.reasons'),
-                    json_extract(b.record, '$.summary.machine'),
-                    f.refused, f.last_key
-             FROM status s
-             LEFT JOIN bundles b ON b.sha256 = (
-                 SELECT b2.sha256 FROM bundles b2 WHERE b2.name = s.run_id || '.tar.zst'
-                 ORDER BY b2.received_at, b2.sha256 LIMIT 1)
-             LEFT JOIN status_foreign f ON f.run_id = s.run_id
-             WHERE s.received_ms >= ?1 OR (s.state = 'running' AND s.received_ms >= ?2)
-             ORDER BY s.state = 'running' DESC, s.received_ms DESC, s.run_id LIMIT ?3",
+        const LIVE: &str = "s.state = 'running' AND s.received_ms >= ?1 AND b.sha256 IS NULL";
+        let running_since = running_since_ms as i64;
+        let shown = status_rows(
+            &db,
+            &format!("{LIVE} ORDER BY s.received_ms ASC, s.run_id LIMIT ?2"),
+            params![running_since, limit],
+            &mut each,
         )?;
-        let rows = st.query_map(
-            params![since_ms as i64, running_since_ms as i64, limit],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                    r.get::<_, Option<String>>(6)?,
-                ))
-            },
+        status_rows(
+            &db,
+            &format!(
+                "NOT ({LIVE}) AND s.received_ms >= ?2 ORDER BY s.received_ms DESC, s.run_id \
+                 LIMIT ?3"
+            ),
+            params![running_since, since_ms as i64, limit.saturating_sub(shown)],
+            &mut each,
         )?;
-        for r in rows {
-            let (rec, sha, verdict, reasons, machine, refused, last_key) = r?;
-            let bundle = match (sha, verdict) {
-                (Some(sha256), Some(verdict)) => Some(StoredRun {
-                    sha256,
-                    verdict: serde_json::from_value(verdict.into()).context("index verdict")?,
-                    reasons: serde_json::from_str(reasons.as_deref().unwrap_or("[]"))
-                        .context("index reasons")?,
-                    machine: serde_json::from_str(machine.as_deref().unwrap_or("{}"))
-                        .context("index machine")?,
-                }),
-                _ => None,
-            };
-            each(StatusRow {
-                record: serde_json::from_str(&rec).context("index status")?,
-                bundle,
-                foreign: refused.zip(last_key).map(|(n, k)| (n.max(0) as u64, k)),
-            });
-        }
         Ok(())
     }
 
@@ -724,7 +771,7 @@ mod tests {
                 seq: Some(6)
             }
         );
-        ix.note_foreign("r", "c").unwrap();
+        ix.add_foreign("r", "c", 1).unwrap();
         let mut foreign = None;
         ix.statuses(0, 0, 10, |s| foreign = s.foreign).unwrap();
         assert_eq!(foreign, Some((2, "c".to_string())));
@@ -744,6 +791,44 @@ mod tests {
         let shown = listed(&ix, 5);
         assert_eq!(shown.len(), 5);
         assert_eq!(shown[0], "silent", "{shown:?}");
+        // Newer running runs, more than the board holds: the one silent
+        // longest (the stalled machine) is still listed, first.
+        for n in 0..10 {
+            ix.put_status(&status(&format!("new-{n}"), "c", 5_000 + n), 1, "running")
+                .unwrap();
+        }
+        let shown = listed(&ix, 5);
+        assert_eq!(shown[0], "silent", "{shown:?}");
+    }
+
+    #[test]
+    fn a_bundle_of_another_key_under_a_run_s_name_takes_nothing_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let ix = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        ix.put_status(&status("r", "a", 1), 1, "running").unwrap();
+        let db = ix.lock();
+        db.execute(
+            "INSERT INTO bundles (sha256, name, received_at, verdict, record)
+             VALUES ('s', 'r.tar.zst', '2026-12-01', 'pass', '{\"key_id\": \"b\"}')",
+            [],
+        )
+        .unwrap();
+        drop(db);
+        assert_eq!(ix.run_owner("r").unwrap().key.as_deref(), Some("a"));
+        let mut bundle = Some(None);
+        ix.statuses(0, 0, 10, |s| bundle = Some(s.bundle.map(|b| b.sha256)))
+            .unwrap();
+        assert_eq!(bundle, Some(None));
+        // A run never heard of is its bundle's signer's.
+        let db = ix.lock();
+        db.execute(
+            "INSERT INTO bundles (sha256, name, received_at, verdict, record)
+             VALUES ('t', 'done.tar.zst', '2026-12-01', 'pass', '{\"key_id\": \"b\"}')",
+            [],
+        )
+        .unwrap();
+        drop(db);
+        assert_eq!(ix.run_owner("done").unwrap().key.as_deref(), Some("b"));
     }
 
     #[test]
@@ -754,7 +839,7 @@ mod tests {
             .unwrap();
         ix.put_status(&status("new", "a", 9_000), 1, "running")
             .unwrap();
-        ix.note_foreign("old", "b").unwrap();
+        ix.add_foreign("old", "b", 1).unwrap();
         assert_eq!(ix.expire_statuses(5_000).unwrap(), vec!["old".to_string()]);
         assert_eq!(listed(&ix, 10), vec!["new".to_string()]);
         // Its owner is forgotten with it.

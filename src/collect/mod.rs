@@ -109,6 +109,9 @@ pub struct Collector {
     export_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// When status records were last expired.
     last_expiry: Mutex<Option<Instant>>,
+    /// Foreign heartbeats refused since the last sync, by run: how many,
+    /// the last key.
+    foreign_seen: Mutex<HashMap<String, (u64, String)>>,
     /// The stamp of each status record last read from the store.
     status_stamps: tokio::sync::Mutex<HashMap<String, String>>,
     /// Heartbeat bodies being read.
@@ -360,18 +363,19 @@ impl Collector {
             verifying: Arc::new(tokio::sync::Semaphore::new(cfg.max_verifying.max(1))),
             per_client: Arc::new(Mutex::new(HashMap::new())),
             cfg,
-            buckets: Mutex::new(HashMap::new()),
-            failures: Mutex::new(HashMap::new()),
+            buckets: Buckets::default(),
+            failures: Buckets::default(),
             last_sync: tokio::sync::Mutex::new(None),
             sync_backoff: Mutex::new(Backoff::default()),
             refused_records: tokio::sync::Mutex::new(Default::default()),
             downloads: Arc::new(tokio::sync::Semaphore::new(MAX_DOWNLOADS)),
-            beats: Mutex::new(HashMap::new()),
-            new_runs_by_client: Mutex::new(HashMap::new()),
-            new_runs_by_key: Mutex::new(HashMap::new()),
+            beats: Buckets::default(),
+            new_runs_by_client: Buckets::default(),
+            new_runs_by_key: Buckets::default(),
             heartbeat_clients: Arc::new(Mutex::new(HashMap::new())),
             export_clients: Arc::new(Mutex::new(HashMap::new())),
             last_expiry: Mutex::new(None),
+            foreign_seen: Mutex::new(HashMap::new()),
             status_stamps: tokio::sync::Mutex::new(HashMap::new()),
             heartbeats: Arc::new(tokio::sync::Semaphore::new(heartbeat::MAX_BODIES)),
             heavy: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS)),
@@ -473,17 +477,22 @@ impl Collector {
             return Ok(0);
         };
         *last = Some(Instant::now());
-        if !self.backoff().ready() {
-            return Ok(0);
-        }
-        let synced = self.sync_records().await;
-        match &synced {
-            Ok(_) => self.backoff().reset(),
-            Err(_) => self.backoff().failed(),
-        }
+        // After a store error, bundles are looked for again only when the
+        // backoff ends (every page view would otherwise try).
+        let synced = if self.backoff().ready() {
+            let synced = self.sync_records().await;
+            match &synced {
+                Ok(_) => self.backoff().reset(),
+                Err(_) => self.backoff().failed(),
+            }
+            synced
+        } else {
+            Ok(0)
+        };
         if let Err(e) = self.sync_statuses().await {
             eprintln!("collect: heartbeats in the store: {e:#}");
         }
+        heartbeat::flush_foreign(self);
         heartbeat::expire(self).await;
         *last = Some(Instant::now());
         synced
@@ -585,8 +594,14 @@ impl Collector {
                         &rec.minisig,
                         &self.cfg.trusted,
                     )
-                    .map(|(hb, key_id)| (rec, hb, key_id))
                     .map_err(|e| e.0)
+                    .and_then(|(hb, key_id)| {
+                        if board::within_lead(hb.seq) {
+                            Ok((rec, hb, key_id))
+                        } else {
+                            Err(format!("seq {} is more than a day ahead", hb.seq))
+                        }
+                    })
                 });
             match checked {
                 Ok((mut rec, hb, key_id)) => {
@@ -821,7 +836,7 @@ pub struct SearchQuery {
 async fn api_list(State(c): State<Shared>, Query(q): Query<SearchQuery>) -> Response {
     c.fresh().await;
     match c.cfg.index.search(q.q.trim(), 1000) {
-        Ok(list) => Json(list).into_response(),
+        Ok(list) => json_answer(&list),
         Err(e) => internal(e).into_response(),
     }
 }
@@ -829,7 +844,7 @@ async fn api_list(State(c): State<Shared>, Query(q): Query<SearchQuery>) -> Resp
 async fn api_one(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
     c.fresh().await;
     match c.cfg.index.get(&sha) {
-        Ok(Some(r)) => Json(r).into_response(),
+        Ok(Some(r)) => json_answer(&r),
         Ok(None) => Refusal(StatusCode::NOT_FOUND, "no such bundle".into()).into_response(),
         Err(e) => internal(e).into_response(),
     }
@@ -842,6 +857,20 @@ const MAX_EXPORTS: usize = 4;
 const MAX_EXPORTS_PER_CLIENT: usize = 2;
 /// Board pages made at once.
 const MAX_BOARDS: usize = 2;
+
+/// A JSON answer of what machines and bundles said: the same JSON, with
+/// every C1, bidi and invisible character inside it escaped (serde
+/// escapes only C0), so a reader's terminal shows text, never a control.
+fn json_answer<T: serde::Serialize>(value: &T) -> Response {
+    match serde_json::to_string(value) {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            crate::util::text::json_printable(&text),
+        )
+            .into_response(),
+        Err(e) => internal(e.into()).into_response(),
+    }
+}
 
 /// The most bytes `/api/board` answers: the running and stalled runs
 /// come first; how many did not fit is said in `x-storcert-left-out`.
@@ -856,9 +885,10 @@ async fn api_board(State(c): State<Shared>) -> Response {
     let mut out = b"[".to_vec();
     let mut left_out = 0usize;
     for r in &rows {
-        let Ok(j) = serde_json::to_vec(r) else {
+        let Ok(j) = serde_json::to_string(r) else {
             continue;
         };
+        let j = crate::util::text::json_printable(&j).into_bytes();
         if out.len() + j.len() + 2 > API_BOARD_BYTES {
             left_out += 1;
             continue;
@@ -908,7 +938,7 @@ async fn api_rows(c: Shared, f: index::RowFilter) -> Response {
         })
         .await;
     match got {
-        Ok(rows) => Json(rows).into_response(),
+        Ok(rows) => json_answer(&rows),
         Err(r) => r,
     }
 }
@@ -953,9 +983,7 @@ async fn api_cohorts(State(c): State<Shared>, Query(q): Query<web::CohortQuery>)
         .heavy(move |c| web::cohorts(c, by, group.as_deref(), false))
         .await
     {
-        Ok(cohorts) => {
-            Json(cohorts.into_iter().map(|(co, _)| co).collect::<Vec<_>>()).into_response()
-        }
+        Ok(cohorts) => json_answer(&cohorts.into_iter().map(|(co, _)| co).collect::<Vec<_>>()),
         Err(r) => r,
     }
 }
@@ -1775,14 +1803,22 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
 /// What to say at start about a collector reachable beyond this host
 /// with no token: every read route (the export of every serial and host
 /// name included) and every upload is open to whoever reaches it.
-fn open_warning(token: Option<&str>, addr: SocketAddr) -> Option<String> {
-    if token.is_some() || addr.ip().is_loopback() {
+fn open_warning(token: Option<&str>, public_read: bool, addr: SocketAddr) -> Option<String> {
+    if addr.ip().is_loopback() {
         return None;
     }
-    Some(format!(
-        "collect: warning: listening on {addr} with no --token-file: every page, the API, the \
-         exports (every serial and host name) and uploads are open to anyone who can reach it"
-    ))
+    match (token, public_read) {
+        (None, _) => Some(format!(
+            "collect: warning: listening on {addr} with no --token-file: every page, the API, \
+             the exports (every serial and host name) and uploads are open to anyone who can \
+             reach it"
+        )),
+        (Some(_), true) => Some(format!(
+            "collect: warning: listening on {addr} with --public-read: every page, the API and \
+             the exports (every serial and host name) are open to anyone who can reach it"
+        )),
+        (Some(_), false) => None,
+    }
 }
 
 /// Serves until the process is stopped. Prints the bound address first
@@ -1839,7 +1875,7 @@ pub async fn serve(
         state.cfg.store.describe(),
         state.cfg.trusted.len()
     );
-    if let Some(w) = open_warning(state.cfg.token.as_deref(), addr) {
+    if let Some(w) = open_warning(state.cfg.token.as_deref(), state.cfg.public_read, addr) {
         eprintln!("{w}");
     }
     // Both on hyper-util's server, HTTP/1 only, with a bound on the first
@@ -1897,12 +1933,14 @@ mod tests {
     #[test]
     fn only_an_open_collector_beyond_this_host_is_warned_about() {
         let at = |a: &str| a.parse::<SocketAddr>().unwrap();
-        assert!(open_warning(None, at("0.0.0.0:8420")).is_some());
-        assert!(open_warning(None, at("[::]:8420")).is_some());
-        assert!(open_warning(None, at("10.1.2.3:8420")).is_some());
-        assert!(open_warning(None, at("127.0.0.1:8420")).is_none());
-        assert!(open_warning(None, at("[::1]:8420")).is_none());
-        assert!(open_warning(Some("t"), at("0.0.0.0:8420")).is_none());
+        assert!(open_warning(None, false, at("0.0.0.0:8420")).is_some());
+        assert!(open_warning(None, false, at("[::]:8420")).is_some());
+        assert!(open_warning(None, false, at("10.1.2.3:8420")).is_some());
+        assert!(open_warning(None, false, at("127.0.0.1:8420")).is_none());
+        assert!(open_warning(None, true, at("[::1]:8420")).is_none());
+        assert!(open_warning(Some("t"), false, at("0.0.0.0:8420")).is_none());
+        let w = open_warning(Some("t"), true, at("0.0.0.0:8420")).unwrap();
+        assert!(w.contains("--public-read"), "{w}");
     }
 
     #[test]

@@ -178,6 +178,7 @@ fn serve(a: CollectArgs) -> ExitCode {
             rate_per_minute: a.heartbeat_rate,
             new_runs_per_key: a.new_runs_per_key,
             new_runs_per_client: a.new_runs_per_client,
+            max_runs: a.max_runs,
         },
         export_stall,
     });

@@ -10,6 +10,9 @@ pub fn write_row(out: &mut impl Write, r: &DriveRow, waived: Option<&str>) -> st
     if let (Some(w), Some(o)) = (waived, v.as_object_mut()) {
         o.insert("waived".into(), serde_json::Value::String(w.to_string()));
     }
-    serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)?;
+    // What a drive said reaches a reader's terminal as text: C1, bidi and
+    // invisible characters escaped inside the JSON (the same JSON).
+    let line = serde_json::to_string(&v).map_err(std::io::Error::other)?;
+    out.write_all(crate::util::text::json_printable(&line).as_bytes())?;
     out.write_all(b"\n")
 }

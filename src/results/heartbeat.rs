@@ -39,6 +39,7 @@ impl RunState {
 
 /// One drive's stage in progress ("act storage 3x nvme0n1": 1800 of 3600 s).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Progress {
     pub key: String,
     pub done: u64,
@@ -49,7 +50,11 @@ pub struct Progress {
     pub pct_over_1ms: Option<f64>,
 }
 
+/// A newer schema may add fields (a collector refuses a schema newer than
+/// it reads before it parses one); within a schema, a field this build
+/// does not know is a forged heartbeat's padding, refused.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Heartbeat {
     pub schema_version: u32,
     /// The run: its bundle's name without ".tar.zst", the same on every

@@ -13,8 +13,19 @@ fn is_unprintable(c: char) -> bool {
             '\u{061c}'
                 | '\u{200b}'..='\u{200f}'
                 | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{2069}'
+                | '\u{2060}'..='\u{206f}'
                 | '\u{feff}'
+                // The rest of Unicode's invisible format characters: the
+                // soft hyphen, Mongolian vowel separator, interlinear
+                // annotation marks, tag characters; and variation
+                // selectors. Two strings that differ only in these would
+                // look the same.
+                | '\u{00ad}'
+                | '\u{180b}'..='\u{180f}'
+                | '\u{fe00}'..='\u{fe0f}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{e0000}'..='\u{e007f}'
+                | '\u{e0100}'..='\u{e01ef}'
         )
 }
 
