@@ -2,13 +2,15 @@
 //! item 9): `bundle create` streams it from disk into the archive,
 //! `report` and `compare` read it whole but hold a bounded number of
 //! points, and the page's plots are bounded in bytes. Before, each held
-//! the timeline (or its bytes) whole: a two-day timeline took `bundle
-//! create` to 179 MiB, `report` to 136 MiB with a 34 MB page, and
-//! `compare` of eight copies past 200 MiB.
+//! the timeline (or its bytes) whole: this input took `bundle create` to
+//! 154 MiB, `report` to 121 MiB with a 35 MB page, and `compare` of eight
+//! copies to 162 MiB (the suite's optimised build; 173, 141 and 180 MiB
+//! in a debug one). Now: 40 MiB (mostly zstd's level-10 tables), 20 MiB
+//! with a 163 KB page, and 21 MiB.
 //!
 //! The input is two days of seconds, the least at which every one of
-//! those commands went past 100 MiB (a day and a half kept `report` just
-//! under it). Peak RSS is the child's own high-water mark, read by GNU
+//! those commands went past 100 MiB (at a day and a half `report` stayed
+//! just under it). Peak RSS is the child's own high-water mark, read by GNU
 //! time as the child exits (the kernel's `hiwater_rss`, what VmHWM in
 //! /proc/PID/status shows while it runs), so nothing late in its life is
 //! missed; no assertion depends on how fast the machine is.
