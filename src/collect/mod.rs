@@ -441,6 +441,7 @@ impl Collector {
             // the per-second timelines.
             let mut results = ResultsReader::new(Holding {
                 seconds: 0,
+                timelines: false,
                 ..Holding::BUNDLE
             });
             let (v, unpacked) = bundle::verify_keeping(
