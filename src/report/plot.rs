@@ -104,16 +104,47 @@ fn trim_number(x: f64) -> String {
 /// What drawing on the SVG backend can fail with (plotters' own error).
 type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
+/// The highest value a chart's scale reaches: a figure from a bundle may
+/// be any number, and plotters' ticks over an infinite (or near-infinite)
+/// range never end. Latencies in µs and percentages are far below it.
+const LARGEST: f64 = 1e15;
+
+/// The series as they can be drawn: points that are not finite numbers
+/// left out, values above `LARGEST` drawn at it.
+fn drawable(series: &[Series]) -> Vec<Series> {
+    series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s
+                .points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .map(|&(x, y)| (x.clamp(-LARGEST, LARGEST), y.min(LARGEST)))
+                .collect(),
+        })
+        .collect()
+}
+
 fn draw(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     title: &str,
     x_label: &str,
     y_label: &str,
-    series: &[Series],
+    given: &[Series],
     marks: &[f64],
     limits: &[(f64, &str)],
 ) -> Result<(), DrawError> {
     root.fill(&WHITE)?;
+    let series = drawable(given);
+    let series = &series[..];
+    let marks: Vec<f64> = marks.iter().copied().filter(|m| m.is_finite()).collect();
+    let limits: Vec<(f64, &str)> = limits
+        .iter()
+        .copied()
+        .filter(|(l, _)| l.is_finite())
+        .map(|(l, n)| (l.min(LARGEST), n))
+        .collect();
     let all = series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
     for &(x, y) in all {
@@ -121,7 +152,7 @@ fn draw(
         x1 = x1.max(x);
         y1 = y1.max(y);
     }
-    for (l, _) in limits {
+    for (l, _) in &limits {
         y1 = y1.max(*l);
     }
     if x0 > x1 {
@@ -165,14 +196,13 @@ fn draw(
         .x_label_formatter(&x_fmt)
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    for &m in marks {
+    for &m in &marks {
         chart.draw_series(LineSeries::new(
             [(m, 0.0), (m, y1)],
             RGBColor(255, 160, 0).mix(0.5),
         ))?;
     }
-    for (l, name) in limits {
-        let _ = name;
+    for (l, _) in &limits {
         chart.draw_series(LineSeries::new([(x0, *l), (x1, *l)], BLACK.mix(0.35)))?;
     }
     for (i, s) in series.iter().enumerate() {
@@ -187,6 +217,29 @@ fn draw(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chart_of_absurd_values_is_drawn_and_ends() {
+        let svg = line_chart(
+            "t",
+            "title",
+            "s",
+            "%",
+            &[Series {
+                name: "x".into(),
+                points: vec![
+                    (1.0, 1.7e308),
+                    (2.0, f64::INFINITY),
+                    (3.0, f64::NAN),
+                    (f64::INFINITY, 1.0),
+                    (4.0, 2.0),
+                ],
+            }],
+            &[f64::NAN],
+            &[(f64::INFINITY, "limit")],
+        );
+        assert!(svg.contains("<svg"), "{svg}");
+    }
 
     #[test]
     fn draws_the_points_given() {
