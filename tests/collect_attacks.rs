@@ -585,7 +585,18 @@ fn exports_are_not_held_by_readers_that_never_read() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert!(c.lines_with("took nothing for") >= 2);
-    drop(stuck);
+    // What a stuck reader gets, once it reads: part of the export, and no
+    // end of body (a cut export must not look whole).
+    for mut s in stuck {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert!(got.len() > 1 << 20, "{} bytes", got.len());
+        assert!(
+            !got.ends_with(b"\r\n0\r\n\r\n"),
+            "a cut export ended as a whole one"
+        );
+    }
 }
 
 /// Item 7: records that cannot be indexed (here: no signature files

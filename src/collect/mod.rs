@@ -1177,8 +1177,12 @@ async fn export(c: Shared, ip: IpAddr, q: ExportQuery, format: ExportFormat) -> 
         )
         .retry_after("2");
     };
-    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let errors = tx.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel(8);
+    // Set once every row is handed over: a body that ends without it ends
+    // in an error, never as a whole export (the channel is usually full
+    // when a stall or the deadline ends it, so no error could be queued).
+    let finished = Arc::new(AtomicBool::new(false));
+    let done = finished.clone();
     // A reader too slow to take it within the request timeout ends it (and
     // gives back its turn and its read of the index).
     let until = tokio::time::Instant::now() + c.cfg.request_timeout;
@@ -1193,14 +1197,25 @@ async fn export(c: Shared, ip: IpAddr, q: ExportQuery, format: ExportFormat) -> 
             stall,
             handle,
         };
-        if let Err(e) = write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
-            eprintln!("collect: export: {e:#}");
-            // An error, not an end: the body must not look whole (never
-            // waited for: a reader that stopped reading holds nothing).
-            let _ = errors.try_send(Err(std::io::Error::other("export failed")));
+        match write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
+            Ok(_) => done.store(true, Ordering::SeqCst),
+            Err(e) => eprintln!("collect: export: {e:#}"),
         }
     });
-    let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let body = futures_util::stream::unfold(Some(rx), move |rx| {
+        let finished = finished.clone();
+        async move {
+            let mut rx = rx?;
+            match rx.recv().await {
+                Some(chunk) => Some((chunk, Some(rx))),
+                None if finished.load(Ordering::SeqCst) => None,
+                None => Some((
+                    Err(std::io::Error::other("the export did not finish")),
+                    None,
+                )),
+            }
+        }
+    });
     let (mime, name) = match format {
         ExportFormat::Csv => ("text/csv; charset=utf-8", "storcert-drives.csv"),
         ExportFormat::Jsonl => ("application/jsonl; charset=utf-8", "storcert-drives.jsonl"),
