@@ -490,19 +490,49 @@ fn a_hostile_capture_replays_within_bounds_and_names_the_cut() {
             .push(serde_json::json!({"op": "canonicalize", "path": path, "answer": {"path": to}}));
     }
     hostile(records, contents, &file("hosts"));
-    // Nearly 16 MiB of capture.json, all but a little one-letter names:
-    // four million, in sixty folders (each a disk's, walked for its
+    // Nearly 16 MiB of capture.json, all but a little short names: two
+    // million, in thirty folders (each a disk's, walked for its
     // partitions), the first named to clear the screen.
     let disk = |n: usize| match n {
         0 => "sda\u{1b}[2J".to_string(),
         n => format!("sda{n}"),
     };
-    let letters = vec!["x".to_string(); 65_536 + 3000];
-    let mut records = vec![listing("/sys/block", (0..60).map(disk))];
-    for n in 0..60 {
+    let letters: Vec<String> = (0..65_536 + 3000).map(|n| format!("{n:x}")).collect();
+    let mut records = vec![listing("/sys/block", (0..30).map(disk))];
+    for n in 0..30 {
         records.push(listing(&format!("/sys/block/{}", disk(n)), letters.clone()));
     }
     hostile(records, Vec::new(), &file("letters"));
+    // A few KB: /sys/block lists one disk 256 times, and as paths that
+    // join to it ("sda/", "/sys/block/sda"), and the disk holds 65,536
+    // holders: each listing would be a copy of them all.
+    let mut names = vec!["sda".to_string(); 256];
+    names.extend(["sda/", "/sys/block/sda", "..", ""].map(String::from));
+    hostile(
+        vec![
+            listing("/sys/block", names),
+            listing(
+                "/sys/block/sda/holders",
+                (0..65_536).map(|n| format!("{n:x}")),
+            ),
+        ],
+        Vec::new(),
+        &file("repeats"),
+    );
+    // 32 storage controllers of one driver, whose module's version file
+    // is 30 MiB: one file, read for each.
+    let (mut records, mut contents) = storage_controllers(32);
+    for n in 0..32 {
+        let path = format!("/sys/bus/pci/devices/0000:00:{n:02x}.0/driver");
+        records.push(serde_json::json!({"op": "read_link", "path": path,
+            "answer": {"path": "../../../bus/pci/drivers/ahci"}}));
+    }
+    records.push(
+        serde_json::json!({"op": "read", "path": "/sys/module/ahci/version",
+        "answer": {"contents": "files/sys/module/ahci/version"}}),
+    );
+    contents.push(("files/sys/module/ahci/version".into(), vec![b'v'; 30 << 20]));
+    hostile(records, contents, &file("shared"));
 
     for (what, says) in [
         (
@@ -519,16 +549,26 @@ fn a_hostile_capture_replays_within_bounds_and_names_the_cut() {
         ),
         (
             "hosts",
-            &["capture: the replay asked 1048576 questions; it stopped asking at Canonicalize /sys/class/scsi_host/host"],
+            // 20 million answers of 20,000 names: the answers' bytes
+            // stop it first.
+            &["capture: the replay was given 96 MiB of answers; it stopped asking at Canonicalize /sys/class/scsi_host/host"],
         ),
         (
             "letters",
             &[
                 r"capture: /sys/block/sda\u{1b}[2J lists 68536 names; only the first 65536 were read",
                 "capture: /sys/block/sda4 lists 68536 names; only the first 0 were read (a replay reads 262144 names of all folders at most)",
-                "capture: and 52 more cuts",
+                "capture: and 22 more cuts",
                 "capture: 65536 questions went unanswered; it stopped asking at Exists /sys/block/sda",
             ],
+        ),
+        (
+            "repeats",
+            &["capture: /sys/block lists 260 names; only the first 1 were read"],
+        ),
+        (
+            "shared",
+            &["capture: the replay was given 96 MiB of answers; it stopped asking at"],
         ),
     ] {
         let size = std::fs::metadata(file(what)).unwrap().len();

@@ -65,6 +65,11 @@ pub const MAX_DISKS: usize = 8192;
 /// the largest machines.
 pub const MAX_CONTROLLERS: usize = 1024;
 /// Questions of files a replay answers (the commands are a few a disk):
+/// The bytes of answers one replay hands out: every answer is a copy, so
+/// a capture of a few KB that lists one name many times, or shares one
+/// large file among many controllers, could otherwise be handed out
+/// gigabytes. A real machine's inventory reads a few MB.
+pub const MAX_GIVEN: u64 = 96 << 20;
 /// a real inventory asks about sixty a disk, so this is twice `MAX_DISKS`
 /// real disks.
 pub const MAX_QUESTIONS: usize = 1 << 20;
@@ -161,6 +166,24 @@ impl Serialize for Listing {
     }
 }
 
+/// What handing out an answer costs, in bytes.
+fn answer_bytes(a: &Answer) -> u64 {
+    let n = match a {
+        Answer::Contents(c) => c.len(),
+        Answer::Path(p) => p.len(),
+        Answer::Names(l) => l.names.iter().map(|n| n.len() + 24).sum(),
+        _ => 0,
+    };
+    n as u64 + 16
+}
+
+/// A name a folder can hold: not empty, `.` or `..`, and no `/` or NUL
+/// (joined to its folder, `/sys/block/sda` or `sda/` would read another
+/// path's answers, or the same one again).
+fn folder_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
 impl<'de> Deserialize<'de> for Listing {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Listing, D::Error> {
         struct Names;
@@ -171,10 +194,16 @@ impl<'de> Deserialize<'de> for Listing {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Listing, A::Error> {
                 let mut names = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 let mut listed = 0;
                 while let Some(name) = seq.next_element::<String>()? {
                     listed += 1;
-                    if names.len() < MAX_NAMES_PER_LISTING {
+                    // A folder lists a name once, and only a name: a
+                    // repeated or path-like one is a hostile capture's.
+                    if names.len() < MAX_NAMES_PER_LISTING
+                        && folder_name(&name)
+                        && seen.insert(name.clone())
+                    {
                         names.push(name);
                     }
                 }
@@ -266,6 +295,9 @@ struct FileAnswers {
     missing: Missing,
     /// Questions a replay was asked, answered or not, up to its bounds.
     asked: usize,
+    /// The bytes of the answers a replay was given (each answer is a copy
+    /// the inventory may keep), up to `MAX_GIVEN`.
+    given: u64,
 }
 
 /// The cuts of one replay: the first few lines, how many more, and
@@ -371,11 +403,16 @@ impl Capture {
         let mut files = lock(&self.files);
         // Past its bounds a replay stops asking: whatever walk asks, each
         // listing now reads as empty, so every loop ends.
-        if files.asked >= MAX_QUESTIONS || files.missing.count >= MAX_UNANSWERED {
+        if files.asked >= MAX_QUESTIONS
+            || files.missing.count >= MAX_UNANSWERED
+            || files.given >= MAX_GIVEN
+        {
             let mut cuts = lock(&self.cuts);
             if cuts.stopped.is_none() {
                 let why = if files.asked >= MAX_QUESTIONS {
                     format!("the replay asked {MAX_QUESTIONS} questions")
+                } else if files.given >= MAX_GIVEN {
+                    format!("the replay was given {} MiB of answers", MAX_GIVEN >> 20)
                 } else {
                     format!("{MAX_UNANSWERED} questions went unanswered")
                 };
@@ -387,8 +424,9 @@ impl Capture {
             return absent(op);
         }
         files.asked += 1;
-        if let Some(a) = files.answers.get(&(op, path.to_string())) {
-            return a.clone();
+        if let Some(a) = files.answers.get(&(op, path.to_string())).cloned() {
+            files.given = files.given.saturating_add(answer_bytes(&a));
+            return a;
         }
         files.missing.note(format!("{op:?} {path}"));
         absent(op)

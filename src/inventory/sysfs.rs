@@ -10,9 +10,22 @@ use std::path::{Path, PathBuf};
 use super::{capture, Roots};
 use crate::util::text::printable;
 
-/// Reads one sysfs attribute, trimmed.
+/// The most of an attribute kept: the kernel's sysfs attributes are at
+/// most a page, so anything longer is a replayed capture's, and would be
+/// kept once per device that reads it.
+const MAX_ATTR: usize = 4096;
+
+/// Reads one sysfs attribute, trimmed, at most `MAX_ATTR` bytes of it.
 pub fn read_attr(roots: &Roots, path: &Path) -> io::Result<String> {
-    Ok(roots.read_to_string(path)?.trim().to_string())
+    let mut text = roots.read_to_string(path)?;
+    if text.len() > MAX_ATTR {
+        let mut at = MAX_ATTR;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        text.truncate(at);
+    }
+    Ok(text.trim().to_string())
 }
 
 /// An attribute that could not be read or parsed, naming the file.
