@@ -267,6 +267,11 @@ fn foreign(c: &Collector, run: &str, key_id: &str, owner: &str) -> Response {
              (counted on the board)"
         );
     }
+    foreign_refusal(run, owner)
+}
+
+/// The answer to a heartbeat of a key the run does not belong to.
+fn foreign_refusal(run: &str, owner: &str) -> Response {
     refuse(
         StatusCode::FORBIDDEN,
         format!("heartbeat: run {run} belongs to another key ({owner})"),
@@ -289,10 +294,7 @@ pub fn flush_foreign(c: &Collector) {
 /// The refusal of a foreign heartbeat the index counted already.
 fn refused_as_foreign(run: &str, key_id: &str, owner: &str) -> Response {
     eprintln!("collect: heartbeat for {run} signed by key {key_id}, but it is {owner}'s: refused");
-    refuse(
-        StatusCode::FORBIDDEN,
-        format!("heartbeat: run {run} belongs to another key ({owner})"),
-    )
+    foreign_refusal(run, owner)
 }
 
 /// `PUT /heartbeat/RUN`: admitted from the head, then a small body read
