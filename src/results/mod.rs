@@ -136,25 +136,31 @@ impl Artefact {
     /// Reads a tagged results file. A file of a newer schema than this
     /// build knows is refused rather than half-read.
     pub fn from_json(data: &[u8]) -> Result<Artefact, ReadError> {
-        let value: serde_json::Value = serde_json::from_slice(data).map_err(ReadError::NotJson)?;
+        // Only the head is read first, skipping the body's values: a whole
+        // `serde_json::Value` of a 16 MiB file is some 40 times its size.
+        let head: Head = serde_json::from_slice(data).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => ReadError::Invalid(e),
+            _ => ReadError::NotJson(e),
+        })?;
         // JSON that is no object, or an object without the tag, is not a
         // tagged file; a tag or a version of the wrong type is a broken one.
-        let Some(tag) = value.as_object().and_then(|o| o.get(TAG)) else {
-            return Err(ReadError::Untagged);
+        let kind = match head.tag {
+            HeadField::Missing => return Err(ReadError::Untagged),
+            HeadField::Other(what) => {
+                return Err(ReadError::BadHead(format!(
+                    "\"{TAG}\" is {what}, not a name"
+                )))
+            }
+            HeadField::Found(kind) => kind,
         };
-        let Some(kind) = tag.as_str() else {
-            return Err(ReadError::BadHead(format!(
-                "\"{TAG}\" is {tag}, not a name"
-            )));
-        };
-        let found = match value.get("schema_version") {
-            None => 0,
-            Some(v) => v
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| {
-                    ReadError::BadHead(format!("schema_version {v} is not a version"))
-                })?,
+        let found = match head.version {
+            HeadField::Missing => 0,
+            HeadField::Found(n) => n,
+            HeadField::Other(what) => {
+                return Err(ReadError::BadHead(format!(
+                    "schema_version {what} is not a version"
+                )))
+            }
         };
         if let Some((_, known)) = Self::SCHEMAS.iter().find(|(k, _)| *k == kind) {
             if found > *known {
@@ -165,17 +171,7 @@ impl Artefact {
                 });
             }
         }
-        // The tag and the version given twice are refused here (the value
-        // above kept the last of each); the body's own keys by its type.
-        #[derive(Deserialize)]
-        struct Once {
-            #[serde(rename = "artefact")]
-            _tag: serde::de::IgnoredAny,
-            #[serde(rename = "schema_version")]
-            _version: Option<serde::de::IgnoredAny>,
-        }
-        serde_json::from_slice::<Once>(data).map_err(ReadError::Invalid)?;
-        match Self::read_kind(kind, data) {
+        match Self::read_kind(&kind, data) {
             Some(read) => read.map_err(ReadError::Invalid),
             None => Err(ReadError::BadHead(format!(
                 "unknown artefact kind {kind:?}"
@@ -191,8 +187,241 @@ impl Artefact {
     }
 }
 
+/// The head of a results file: its tag and version, the rest skipped.
+/// JSON that is no object has neither (`Missing`), as an old untagged
+/// file (a bare list of targets) has.
+struct Head {
+    tag: HeadField<String>,
+    version: HeadField<u32>,
+}
+
+/// A head field: absent, of the right type, or (`Other`) a short word for
+/// what it was instead.
+enum HeadField<T> {
+    Missing,
+    Found(T),
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Head, D::Error> {
+        d.deserialize_any(HeadVisitor)
+    }
+}
+
+struct HeadVisitor;
+
+impl HeadVisitor {
+    fn not_object<E>() -> Result<Head, E> {
+        Ok(Head {
+            tag: HeadField::Missing,
+            version: HeadField::Missing,
+        })
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for HeadVisitor {
+    type Value = Head;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+        use serde::de::{Error, IgnoredAny};
+        let mut head = Head {
+            tag: HeadField::Missing,
+            version: HeadField::Missing,
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            match &*key {
+                TAG if !matches!(head.tag, HeadField::Missing) => {
+                    return Err(A::Error::duplicate_field(TAG))
+                }
+                TAG => {
+                    head.tag = map.next_value::<Scalar>()?.into_field(|s| match s {
+                        Scalar::Str(s) => Some(s),
+                        _ => None,
+                    })
+                }
+                "schema_version" if !matches!(head.version, HeadField::Missing) => {
+                    return Err(A::Error::duplicate_field("schema_version"))
+                }
+                "schema_version" => {
+                    head.version = map.next_value::<Scalar>()?.into_field(|s| match s {
+                        Scalar::Unsigned(n) => u32::try_from(n).ok(),
+                        _ => None,
+                    })
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Self::not_object()
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Head, E> {
+        Self::not_object()
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Head, E> {
+        Self::not_object()
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Head, E> {
+        Self::not_object()
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Head, E> {
+        Self::not_object()
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Head, E> {
+        Self::not_object()
+    }
+    fn visit_unit<E>(self) -> Result<Head, E> {
+        Self::not_object()
+    }
+}
+
+/// A head field's value as far as the head cares: a string, a whole
+/// number, or a word for anything else (never kept: a tag could be a
+/// megabyte of list).
+enum Scalar {
+    Str(String),
+    Unsigned(u64),
+    Other(&'static str),
+}
+
+impl Scalar {
+    fn into_field<T>(self, pick: impl FnOnce(Scalar) -> Option<T>) -> HeadField<T> {
+        let what = match &self {
+            Scalar::Str(s) => format!("{:?}", crate::util::text::printable(s, 40)),
+            Scalar::Unsigned(n) => n.to_string(),
+            Scalar::Other(w) => w.to_string(),
+        };
+        match pick(self) {
+            Some(v) => HeadField::Found(v),
+            None => HeadField::Other(what),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(s.to_string()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Unsigned(n))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Other(if n < 0 { "negative" } else { "a number" }))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Other("a fraction"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other("a boolean"))
+    }
+    fn visit_unit<E>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Other("null"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Scalar::Other("a list"))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Scalar::Other("an object"))
+    }
+}
+
 /// serde_json writes a NaN (a figure of nothing: a threshold over no
 /// samples) as `null`; reading it back gives the NaN again.
 pub(crate) fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<Artefact, ReadError> {
+        Artefact::from_json(json.as_bytes())
+    }
+
+    #[test]
+    fn the_head_alone_says_what_a_file_is() {
+        // Not an object, or no tag: an untagged (older or foreign) file.
+        for untagged in [
+            "[1,2,[3]]",
+            "\"x\"",
+            "7",
+            "null",
+            "{\"a\":{\"artefact\":1}}",
+        ] {
+            assert!(
+                matches!(read(untagged), Err(ReadError::Untagged)),
+                "{untagged}"
+            );
+        }
+        assert!(matches!(read("{\"artefact\":"), Err(ReadError::NotJson(_))));
+        assert!(matches!(read("[1,]"), Err(ReadError::NotJson(_))));
+        // A tag or version of the wrong type is named by its type, never
+        // echoed whole (a list could be megabytes).
+        let e = read(r#"{"artefact":[1,2,3]}"#).unwrap_err().to_string();
+        assert_eq!(e, "\"artefact\" is a list, not a name");
+        let e = read(r#"{"artefact":"stream","schema_version":-1}"#).unwrap_err();
+        assert_eq!(e.to_string(), "schema_version negative is not a version");
+        let e = read(r#"{"artefact":"stream","schema_version":4294967296}"#).unwrap_err();
+        assert_eq!(e.to_string(), "schema_version 4294967296 is not a version");
+        let e = read(r#"{"artefact":"stream","schema_version":99}"#).unwrap_err();
+        assert!(matches!(e, ReadError::Newer { found: 99, .. }), "{e}");
+        let e = read(r#"{"artefact":"no-such","schema_version":1}"#).unwrap_err();
+        assert_eq!(e.to_string(), "unknown artefact kind \"no-such\"");
+        // Given twice, either is refused: which one counts is no guess.
+        for twice in [
+            r#"{"artefact":"stream","artefact":"policy"}"#,
+            r#"{"artefact":"stream","schema_version":1,"schema_version":1}"#,
+        ] {
+            assert!(matches!(read(twice), Err(ReadError::Invalid(_))), "{twice}");
+        }
+    }
+
+    #[test]
+    fn a_tagged_file_is_read_as_its_kind_past_values_the_head_skips() {
+        let mut system = serde_json::json!({
+            "artefact": "system",
+            "schema_version": system::SCHEMA_VERSION,
+            "padding": [[0, {"artefact": "stream"}], "x"],
+            "dmi": {"product_serial": "S1"},
+            "cpu_count": 2,
+            "storcert_version": "0",
+        });
+        let a = read(&system.to_string()).unwrap();
+        assert_eq!(a.kind(), "system");
+        system["cpu_count"] = "two".into();
+        assert!(matches!(
+            read(&system.to_string()),
+            Err(ReadError::Invalid(_))
+        ));
+    }
 }
