@@ -542,10 +542,10 @@ pub struct UnpackLimitArgs {
     #[arg(long, value_name = "SIZE", default_value = "2G")]
     pub max_unpacked: String,
     /// The most it may unpack to per compressed byte, beyond the first 32 MiB
-    #[arg(long, value_name = "N", default_value_t = 250)]
+    #[arg(long, value_name = "N", default_value_t = crate::bundle::unpack::MAX_RATIO)]
     pub max_ratio: u64,
     /// The most files a bundle may hold
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = crate::bundle::unpack::MAX_ENTRIES)]
     pub max_entries: u64,
 }
 

@@ -6,15 +6,22 @@
 //! hashing each file again, so a file that changed in between fails the
 //! bundle instead of making one whose manifest lies.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use rustix::fs::{fstat, openat, statat, AtFlags, Dir, FileType, Mode, OFlags};
 
 use anyhow::{bail, Context, Result};
 
 use super::contents::{Contents, FileReader, Holding};
 use super::summary::{self, Summary};
 use super::system::SystemIdentity;
+use super::unpack::RATIO_FLOOR;
+use super::unpack::{Limits, MAX_ENTRIES, MAX_LONG_NAME, MAX_META, MAX_RATIO, MAX_UNPACKED};
 use super::{pretty, Manifest, ManifestEntry, MANIFEST, MANIFEST_SCHEMA, RESULTS_PREFIX};
 use super::{SUMMARY, SYSTEM, ZSTD_LEVEL};
 
@@ -24,9 +31,12 @@ const CHUNK: usize = 256 << 10;
 /// A results folder read once: what the archive will hold.
 pub struct Prepared {
     dir: PathBuf,
-    /// The results files (path relative to the folder, where it is), in
-    /// the manifest's order after the summary and system identity.
-    files: Vec<(String, PathBuf)>,
+    /// The folder as opened: every file is opened beneath it, one name at
+    /// a time, so a folder swapped for a link since is never followed.
+    root: OwnedFd,
+    /// The results files, in the manifest's order after the summary and
+    /// system identity.
+    files: Vec<Listed>,
     manifest: Manifest,
     summary_json: Vec<u8>,
     system_json: Vec<u8>,
@@ -42,61 +52,149 @@ pub struct Packed {
     pub summary: Summary,
 }
 
-/// Regular files under `dir`, as (path relative to `dir` with `/`, path),
-/// in byte order of the paths. A torn temporary of a durable write
-/// (`*.tmp`) is left out; anything but a regular file or folder is an
-/// error, so a link to a device is never read.
-fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<()> {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .with_context(|| format!("{}", dir.display()))?
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}", dir.display()))?;
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let path = e.path();
-            let ft = e
-                .file_type()
-                .with_context(|| format!("{}", path.display()))?;
-            if ft.is_dir() {
-                walk(root, &path, out)?;
-            } else if ft.is_file() {
-                let rel = path.strip_prefix(root).expect("under root");
-                let Some(rel) = rel.to_str() else {
-                    bail!("{}: file name is not UTF-8", path.display());
-                };
-                if rel.ends_with(".tmp") {
-                    eprintln!("storcert bundle: leaving out {rel} (an unfinished write)");
-                    continue;
+/// A results file: its path relative to the folder (with `/`) and the
+/// file it was when first read (device and inode), which the second
+/// pass must open again.
+struct Listed {
+    rel: String,
+    id: (u64, u64),
+}
+
+/// The most results files a bundle holds: a bundle's reader takes at most
+/// `MAX_ENTRIES` entries, three of them the manifest, summary and system
+/// identity. A run writes tens; the bound keeps the listing's memory small.
+pub const MAX_FILES: u64 = MAX_ENTRIES - 3;
+/// Folders nest no deeper than this (a run's are two or three deep); each
+/// level holds an open folder while its contents are read.
+const MAX_DEPTH: usize = 32;
+
+fn io_context(e: rustix::io::Errno, what: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(std::io::Error::from(e)).context(what.to_string())
+}
+
+/// A folder named `name` in `parent`, never through a link.
+fn open_folder(parent: BorrowedFd, name: &str) -> rustix::io::Result<OwnedFd> {
+    openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Regular files under the folder `root`, in byte order of their paths.
+/// Each folder is read through the one opened before it, never by path,
+/// so one swapped for a link is never followed. A torn temporary of a
+/// durable write (`*.tmp`) is left out; anything but a regular file or
+/// folder is an error, so a link to a device is never read. What a
+/// bundle's reader would refuse (too many files, names too long or not
+/// UTF-8) is refused here.
+fn list_files(dir: &Path, root: &OwnedFd) -> Result<Vec<Listed>> {
+    fn walk(dir: &Path, at: BorrowedFd, prefix: &str, out: &mut Vec<Listed>) -> Result<()> {
+        let shown = || format!("{}/{prefix}", dir.display());
+        if prefix.matches('/').count() > MAX_DEPTH {
+            bail!("{}: folders nest deeper than {MAX_DEPTH}", shown());
+        }
+        let mut names = Vec::new();
+        for entry in Dir::read_from(at).map_err(|e| io_context(e, shown()))? {
+            let entry = entry.map_err(|e| io_context(e, shown()))?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(name) else {
+                bail!(
+                    "{}{}: file name is not UTF-8",
+                    shown(),
+                    String::from_utf8_lossy(name)
+                );
+            };
+            names.push(name.to_string());
+        }
+        names.sort();
+        for name in names {
+            let rel = format!("{prefix}{name}");
+            let st = statat(at, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| io_context(e, format!("{}/{rel}", dir.display())))?;
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => {
+                    let sub = open_folder(at, &name)
+                        .map_err(|e| io_context(e, format!("{}/{rel}", dir.display())))?;
+                    walk(dir, sub.as_fd(), &format!("{rel}/"), out)?;
                 }
-                out.push((rel.to_string(), path));
-            } else {
-                bail!("{}: not a regular file or folder", path.display());
+                FileType::RegularFile if rel.ends_with(".tmp") => {
+                    eprintln!("storcert bundle: leaving out {rel} (an unfinished write)");
+                }
+                FileType::RegularFile => {
+                    if (RESULTS_PREFIX.len() + rel.len()) as u64 > MAX_LONG_NAME {
+                        bail!("{}/{rel}: path longer than a bundle holds", dir.display());
+                    }
+                    if out.len() as u64 >= MAX_FILES {
+                        bail!(
+                            "{}: more than {MAX_FILES} files, more than a bundle's reader takes",
+                            dir.display()
+                        );
+                    }
+                    out.push(Listed {
+                        rel,
+                        id: (st.st_dev, st.st_ino),
+                    });
+                }
+                _ => bail!("{}/{rel}: not a regular file or folder", dir.display()),
             }
         }
         Ok(())
     }
     let mut out = Vec::new();
-    walk(dir, dir, &mut out)?;
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    walk(dir, root.as_fd(), "", &mut out)?;
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
 }
 
-/// Opens a file listed, without following a link swapped in since.
-fn open(path: &Path) -> Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .with_context(|| format!("{}", path.display()))
+/// Opens the listed file beneath `root` a name at a time, following no
+/// link and never waiting (a FIFO swapped in opens at once and is
+/// refused), and checks it is the regular file that was listed.
+fn open(dir: &Path, root: &OwnedFd, file: &Listed) -> Result<std::fs::File> {
+    let shown = || format!("{}/{}", dir.display(), file.rel);
+    let mut parts: Vec<&str> = file.rel.split('/').collect();
+    let name = parts.pop().expect("split gives one part");
+    let mut held: Option<OwnedFd> = None;
+    for part in parts {
+        let at = held.as_ref().map_or(root.as_fd(), |f| f.as_fd());
+        held = Some(open_folder(at, part).map_err(|e| io_context(e, shown()))?);
+    }
+    let at = held.as_ref().map_or(root.as_fd(), |f| f.as_fd());
+    let fd = openat(
+        at,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_context(e, shown()))?;
+    let st = fstat(&fd).map_err(|e| io_context(e, shown()))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+        || (st.st_dev, st.st_ino) != file.id
+    {
+        bail!(
+            "{}: replaced while it was bundled (run bundle create again once nothing writes to it)",
+            shown()
+        );
+    }
+    Ok(std::fs::File::from(fd))
 }
 
 /// The first pass: every file hashed and read for the summary, a chunk at
 /// a time. The machine's identity is the folder's `system.json` when the
 /// run recorded one, else the running machine's.
 pub fn prepare(dir: &Path) -> Result<Prepared> {
-    let files = list_files(dir)?;
+    let root = openat(
+        rustix::fs::CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_context(e, dir.display()))?;
+    let files = list_files(dir, &root)?;
     if files.is_empty() {
         bail!("{}: no result files", dir.display());
     }
@@ -111,8 +209,9 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
     let mut entries = Vec::with_capacity(files.len());
     let mut recorded_system = None;
     let mut buf = vec![0u8; CHUNK];
-    for (rel, path) in &files {
-        let mut f = open(path)?;
+    for file in &files {
+        let (rel, path) = (&file.rel, dir.join(&file.rel));
+        let mut f = open(dir, &root, file)?;
         let mut reader = FileReader::new(rel);
         let mut sha = <sha2::Sha256 as sha2::Digest>::new();
         let mut size = 0u64;
@@ -163,8 +262,20 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
         },
     ];
     manifest_files.extend(entries);
+    for (what, len) in [
+        (MANIFEST, pretty(&manifest_files).len()),
+        (SUMMARY, summary_json.len()),
+    ] {
+        if len as u64 > MAX_META {
+            bail!(
+                "{}: its {what} would be {len} bytes, more than a bundle's reader takes ({MAX_META})",
+                dir.display()
+            );
+        }
+    }
     Ok(Prepared {
         dir: dir.to_path_buf(),
+        root,
         files,
         manifest: Manifest {
             schema_version: MANIFEST_SCHEMA,
@@ -184,6 +295,8 @@ struct Hashing<W> {
     sha: sha2::Sha256,
     blake: blake2::Blake2b512,
     len: u64,
+    /// `len`, for the tar's side to bound itself by.
+    written: Rc<Cell<u64>>,
 }
 
 impl<W: Write> Write for Hashing<W> {
@@ -192,6 +305,39 @@ impl<W: Write> Write for Hashing<W> {
         sha2::Digest::update(&mut self.sha, &buf[..n]);
         blake2::Digest::update(&mut self.blake, &buf[..n]);
         self.len += n as u64;
+        self.written.set(self.len);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The tar on its way into zstd, held to what a bundle's reader at its
+/// default limits unpacks: `allowance` of the compressed bytes written so
+/// far. The reader holds that ratio at every point of the stream; the
+/// compressed bytes lag the tar here (zstd holds a block before it writes
+/// it), so this is the stricter of the two and what passes here passes
+/// there.
+struct WithinLimits<W> {
+    inner: W,
+    unpacked: u64,
+    compressed: Rc<Cell<u64>>,
+}
+
+impl<W: Write> Write for WithinLimits<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let allowance = Limits::default().allowance(self.compressed.get());
+        if self.unpacked + buf.len() as u64 > allowance {
+            return Err(std::io::Error::other(format!(
+                "the bundle would unpack to more than {allowance} bytes for its compressed size, \
+                 more than a bundle's reader takes at its defaults ({MAX_UNPACKED} bytes, \
+                 {MAX_RATIO}:1 past the first {RATIO_FLOOR})"
+            )));
+        }
+        let n = self.inner.write(buf)?;
+        self.unpacked += n as u64;
         Ok(n)
     }
 
@@ -232,15 +378,21 @@ impl Prepared {
     /// the bundle format (`super::pack` makes the same bytes from files
     /// held in memory). Returns `out` and what was written.
     pub fn write<W: Write>(self, out: W) -> Result<(W, Packed)> {
+        let compressed = Rc::new(Cell::new(0));
         let out = Hashing {
             inner: out,
             sha: <sha2::Sha256 as sha2::Digest>::new(),
             blake: <blake2::Blake2b512 as blake2::Digest>::new(),
             len: 0,
+            written: compressed.clone(),
         };
         let mut enc = zstd::Encoder::new(out, ZSTD_LEVEL).context("zstd")?;
         enc.include_checksum(true).context("zstd")?;
-        let mut tar = tar::Builder::new(enc);
+        let mut tar = tar::Builder::new(WithinLimits {
+            inner: enc,
+            unpacked: 0,
+            compressed,
+        });
         tar.mode(tar::HeaderMode::Deterministic);
         for (path, data) in [
             (MANIFEST, &pretty(&self.manifest)),
@@ -251,9 +403,10 @@ impl Prepared {
                 .with_context(|| format!("packing {path}"))?;
         }
         // The manifest lists the summary and the system identity first.
-        for ((rel, path), entry) in self.files.iter().zip(&self.manifest.files[2..]) {
+        for (file, entry) in self.files.iter().zip(&self.manifest.files[2..]) {
+            let (rel, path) = (&file.rel, self.dir.join(&file.rel));
             let mut file = Checked {
-                inner: open(path)?.take(entry.size),
+                inner: open(&self.dir, &self.root, file)?.take(entry.size),
                 sha: <sha2::Sha256 as sha2::Digest>::new(),
                 len: 0,
             };
@@ -268,8 +421,8 @@ impl Prepared {
                 );
             }
         }
-        let enc = tar.into_inner().context("finishing the tar")?;
-        let out = enc.finish().context("zstd")?;
+        let tar = tar.into_inner().context("finishing the tar")?;
+        let out = tar.inner.finish().context("zstd")?;
         let packed = Packed {
             size: out.len,
             sha256: hex::encode(sha2::Digest::finalize(out.sha)),
@@ -353,6 +506,97 @@ mod tests {
         std::fs::write(&tl, &data).unwrap();
         let (bytes, packed) = prepared.write(Vec::new()).unwrap();
         assert_eq!(packed.size, bytes.len() as u64);
+        crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
+    }
+
+    /// What `write` gives, or a hang named as one (a FIFO opened blocking
+    /// waits for a writer for ever).
+    fn write_or_hang(prepared: Prepared) -> Result<(Vec<u8>, Packed)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(prepared.write(Vec::new()));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("bundle create hung")
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_between_the_passes_is_not_followed() {
+        let t = folder();
+        // Elsewhere, the same bytes: the digests alone would not tell.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("deep")).unwrap();
+        std::fs::write(elsewhere.path().join("deep/x.conf"), "a = 1\n").unwrap();
+        let prepared = prepare(t.path()).unwrap();
+        let act = t.path().join("act");
+        std::fs::rename(act.join("deep"), t.path().join("deep.old")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("deep"), act.join("deep")).unwrap();
+        let e = write_or_hang(prepared).err().expect("followed the link");
+        assert!(format!("{e:#}").contains("act/deep/x.conf"), "{e:#}");
+        // Listed, a link is refused by name as before.
+        let e = prepare(t.path()).err().expect("listed a link");
+        assert!(
+            format!("{e:#}").contains("not a regular file or folder"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_fifo_or_another_file_is_refused_without_waiting() {
+        let t = folder();
+        let conf = t.path().join("act/deep/x.conf");
+        let prepared = prepare(t.path()).unwrap();
+        std::fs::remove_file(&conf).unwrap();
+        let c = std::ffi::CString::new(conf.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = write_or_hang(prepared).err().expect("read a FIFO");
+        assert!(
+            format!("{e:#}").contains("replaced while it was bundled"),
+            "{e:#}"
+        );
+        // The same bytes in a new file renamed over it: not the file read.
+        std::fs::remove_file(&conf).unwrap();
+        std::fs::write(&conf, "a = 1\n").unwrap();
+        let prepared = prepare(t.path()).unwrap();
+        let new = t.path().join("new");
+        std::fs::write(&new, "a = 1\n").unwrap();
+        std::fs::rename(&new, &conf).unwrap();
+        let e = write_or_hang(prepared).err().expect("took another file");
+        assert!(
+            format!("{e:#}").contains("replaced while it was bundled"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn what_a_reader_at_its_defaults_refuses_is_refused_at_create() {
+        // More files than a reader takes: refused while listing, before
+        // any is read (the listing is what grows).
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..=MAX_FILES {
+            let dir = t.path().join(format!("{:03}", i / 1000));
+            if i % 1000 == 0 {
+                std::fs::create_dir(&dir).unwrap();
+            }
+            std::fs::File::create(dir.join(format!("{i}.txt"))).unwrap();
+        }
+        let e = prepare(t.path()).err().expect("listed too many files");
+        assert!(format!("{e:#}").contains("more than 99997 files"), "{e:#}");
+        drop(t);
+        // Zeros unpack past the reader's ratio: refused, not made.
+        let t = folder();
+        let zeros = t.path().join("zeros.bin");
+        std::fs::write(&zeros, vec![0u8; 40 << 20]).unwrap();
+        let e = write_or_hang(prepare(t.path()).unwrap())
+            .err()
+            .expect("made a bundle a reader refuses");
+        assert!(
+            format!("{e:#}").contains("more than a bundle's reader takes"),
+            "{e:#}"
+        );
+        // Under the reader's floor they are bundled, and read back.
+        std::fs::write(&zeros, vec![0u8; 20 << 20]).unwrap();
+        let (bytes, _) = write_or_hang(prepare(t.path()).unwrap()).unwrap();
         crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
     }
 }

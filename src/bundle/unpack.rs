@@ -68,12 +68,18 @@ pub const MAX_META: u64 = 16 << 20;
 /// a frame asking for more is refused instead of allocated.
 const WINDOW_LOG_MAX: u32 = 24;
 
+/// The default limits, which `bundle create` keeps within so that what it
+/// makes every reader at its defaults takes.
+pub const MAX_UNPACKED: u64 = 2 << 30;
+pub const MAX_RATIO: u64 = 250;
+pub const MAX_ENTRIES: u64 = 100_000;
+
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_unpacked: 2 << 30,
-            max_ratio: 250,
-            max_entries: 100_000,
+            max_unpacked: MAX_UNPACKED,
+            max_ratio: MAX_RATIO,
+            max_entries: MAX_ENTRIES,
             max_kept: u64::MAX,
             budget: Budget::default(),
         }
@@ -281,7 +287,7 @@ impl<R: Read> Read for Counting<R> {
 
 /// The most a GNU long name may be: storcert writes one only past 100
 /// bytes of path, and no path of a bundle is near this.
-const MAX_LONG_NAME: u64 = 4096;
+pub const MAX_LONG_NAME: u64 = 4096;
 
 /// Reads the zstd `archive` within `limits`, keeping the files for which
 /// `keep` says yes; every file is checked against the manifest whether
