@@ -676,8 +676,10 @@ pub struct CollectArgs {
     /// them); a new run beyond is refused until older ones expire
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_runs: u64,
-    /// An export whose reader takes nothing for this long is ended (besides
-    /// --request-timeout for the whole)
+    /// An export whose reader takes nothing for this long is ended, and so is
+    /// one read slower than 64 KiB/s after it (besides --request-timeout for
+    /// the whole); a connection whose reader takes nothing of any answer for
+    /// this long is dropped
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub export_stall: String,
     #[command(subcommand)]

@@ -1101,26 +1101,69 @@ struct ChannelWriter {
     /// The longest one chunk may wait for the reader: a reader that
     /// takes nothing for this long ends the export and frees its turn.
     stall: Duration,
+    /// When the export began and the bytes its reader has taken: past
+    /// the first stall, a reader must keep up `MIN_EXPORT_RATE` on
+    /// average, so one that takes a chunk just inside each stall cannot
+    /// hold its turn to the request timeout.
+    started: tokio::time::Instant,
+    taken: u64,
     handle: tokio::runtime::Handle,
 }
 
+/// The least an export's reader takes a second on average, after the
+/// first stall (a reader on any network takes megabytes).
+const MIN_EXPORT_RATE: u64 = 64 << 10;
+
 impl ChannelWriter {
+    fn new(
+        tx: tokio::sync::mpsc::Sender<Result<bytes::Bytes, std::io::Error>>,
+        until: tokio::time::Instant,
+        stall: Duration,
+        handle: tokio::runtime::Handle,
+    ) -> ChannelWriter {
+        ChannelWriter {
+            tx,
+            buf: Vec::new(),
+            until,
+            stall,
+            started: tokio::time::Instant::now(),
+            taken: 0,
+            handle,
+        }
+    }
+
     fn send(&mut self) -> std::io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
         let chunk = bytes::Bytes::from(std::mem::take(&mut self.buf));
+        let len = chunk.len() as u64;
         let stalled = tokio::time::Instant::now() + self.stall;
-        let until = self.until.min(stalled);
+        let slow = self.started
+            + self.stall
+            + Duration::from_secs_f64(self.taken as f64 / MIN_EXPORT_RATE as f64);
+        let until = self.until.min(stalled).min(slow);
         let tx = &self.tx;
         let sent = self
             .handle
             .block_on(async { tokio::time::timeout_at(until, tx.send(Ok(chunk))).await });
         match sent {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                self.taken += len;
+                Ok(())
+            }
             Ok(Err(_)) => Err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
                 "reader went away",
+            )),
+            Err(_) if slow < stalled && slow <= self.until => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the reader took {} bytes in {:?}, less than {} KiB/s",
+                    self.taken,
+                    slow - self.started,
+                    MIN_EXPORT_RATE >> 10
+                ),
             )),
             Err(_) if stalled <= self.until => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -1190,13 +1233,7 @@ async fn export(c: Shared, ip: IpAddr, q: ExportQuery, format: ExportFormat) -> 
     let stall = c.cfg.export_stall;
     tokio::task::spawn_blocking(move || {
         let _turns = (turn, mine);
-        let out = ChannelWriter {
-            tx,
-            buf: Vec::new(),
-            until,
-            stall,
-            handle,
-        };
+        let out = ChannelWriter::new(tx, until, stall, handle);
         match write_export(&c.cfg.index, &c.cfg.waivers, &f, limit, format, out) {
             Ok(_) => done.store(true, Ordering::SeqCst),
             Err(e) => eprintln!("collect: export: {e:#}"),
@@ -1788,24 +1825,38 @@ fn tls_server_config(
 
 /// Drops a connection that sends nothing within `HEADER_READ_TIMEOUT` of
 /// being accepted (hyper's head timeout starts at the first byte, so an
-/// idle socket would otherwise be held for ever).
+/// idle socket would otherwise be held for ever), and one whose reader
+/// takes nothing of an answer for `write_stall`: hyper has no write
+/// timeout, so a client that never reads would hold its connection and
+/// the answer queued for it (an export's last chunks) until it closed.
 #[derive(Clone, Copy)]
-struct FirstByte;
+struct FirstByte {
+    write_stall: Duration,
+}
+
+/// A connection as the server holds it: a write that makes no progress
+/// for the stall fails, and hyper drops the connection.
+type Connection = std::pin::Pin<Box<tokio_io_timeout::TimeoutStream<tokio::net::TcpStream>>>;
 
 impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> for FirstByte {
-    type Stream = tokio::net::TcpStream;
+    type Stream = Connection;
     type Service = S;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = std::io::Result<(Self::Stream, S)>> + Send>,
     >;
 
     fn accept(&self, stream: tokio::net::TcpStream, service: S) -> Self::Future {
+        let write_stall = self.write_stall;
         Box::pin(async move {
             // A peek, not readable(): tokio takes a new socket as readable
             // until a read says otherwise.
             let mut first = [0u8; 1];
             match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
-                Ok(Ok(_)) => Ok((stream, service)),
+                Ok(Ok(_)) => {
+                    let mut held = tokio_io_timeout::TimeoutStream::new(stream);
+                    held.set_write_timeout(Some(write_stall));
+                    Ok((Box::pin(held), service))
+                }
                 Ok(Err(e)) => Err(e),
                 Err(_) => Err(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
@@ -1895,11 +1946,15 @@ pub async fn serve(
         eprintln!("{w}");
     }
     // Both on hyper-util's server, HTTP/1 only, with a bound on the first
-    // byte of a connection (an idle socket is dropped) and on reading each
-    // request head (slow-loris clients are dropped after it).
+    // byte of a connection (an idle socket is dropped), on reading each
+    // request head (slow-loris clients are dropped after it) and on a
+    // reader that stops taking an answer.
+    let accept = FirstByte {
+        write_stall: state.cfg.export_stall,
+    };
     match tls_config {
         Some(config) => {
-            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(FirstByte);
+            let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config).acceptor(accept);
             let mut server = axum_server::from_tcp(listener)?
                 .acceptor(acceptor)
                 .http1_only();
@@ -1911,7 +1966,7 @@ pub async fn serve(
         }
         None => {
             let mut server = axum_server::from_tcp(listener)?
-                .acceptor(FirstByte)
+                .acceptor(accept)
                 .http1_only();
             server
                 .http_builder()
@@ -1995,18 +2050,64 @@ mod tests {
             .unwrap();
         // A reader that never reads: the channel holds one chunk.
         let (tx, _rx) = tokio::sync::mpsc::channel(1);
-        let mut w = ChannelWriter {
+        let now = rt.block_on(async { tokio::time::Instant::now() });
+        let mut w = ChannelWriter::new(
             tx,
-            buf: Vec::new(),
-            until: rt.block_on(async { tokio::time::Instant::now() }) + Duration::from_secs(600),
-            stall: Duration::from_millis(50),
-            handle: rt.handle().clone(),
-        };
+            now + Duration::from_secs(600),
+            Duration::from_millis(50),
+            rt.handle().clone(),
+        );
         let chunk = vec![b'x'; 64 << 10];
         w.write_all(&chunk).unwrap();
         let e = w.write_all(&chunk).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
         assert!(e.to_string().contains("took nothing for"), "{e}");
+    }
+
+    #[test]
+    fn an_export_whose_reader_trickles_ends_once_below_the_rate() {
+        use std::io::Write;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // A reader that takes 16 KiB each half second, well inside the
+        // stall: 32 KiB/s, half the floor.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        rt.spawn(async move {
+            while rx.recv().await.is_some() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+        let now = rt.block_on(async { tokio::time::Instant::now() });
+        let mut w = ChannelWriter::new(
+            tx,
+            now + Duration::from_secs(600),
+            Duration::from_secs(2),
+            rt.handle().clone(),
+        );
+        let chunk = vec![b'x'; 16 << 10];
+        let e = loop {
+            if let Err(e) = w.write_all(&chunk).and_then(|_| w.flush()) {
+                break e;
+            }
+            assert!(w.taken < 1 << 20, "a trickle took {} bytes", w.taken);
+        };
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains("less than 64 KiB/s"), "{e}");
+        // A reader that keeps up is never cut: 16 KiB at once, 10 MiB.
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        rt.spawn(async move { while rx.recv().await.is_some() {} });
+        let mut w = ChannelWriter::new(
+            tx,
+            now + Duration::from_secs(600),
+            Duration::from_secs(2),
+            rt.handle().clone(),
+        );
+        for _ in 0..640 {
+            w.write_all(&chunk).and_then(|_| w.flush()).unwrap();
+        }
     }
 
     #[test]
