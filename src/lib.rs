@@ -5,6 +5,7 @@ pub mod act;
 pub mod blockdev;
 pub mod bundle;
 pub mod cli;
+#[cfg(feature = "collector")]
 pub mod collect;
 pub mod commands;
 pub mod engine;

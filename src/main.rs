@@ -2,14 +2,16 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use storcert::cli::{Cli, Command};
+#[cfg(feature = "collector")]
+use storcert::commands::collect;
 use storcert::commands::{
-    self, act, bundle, check, collect, compare, docs, health, inventory, provision, report, run,
-    stream, upload,
+    self, act, bundle, check, compare, docs, health, inventory, provision, report, run, stream,
+    upload,
 };
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Collect(_) | Command::Upload(_)) {
+    if !matches!(cli.command, Command::Upload(_)) && !is_collect(&cli.command) {
         commands::die_quietly_on_closed_pipe();
     }
     match cli.command {
@@ -22,6 +24,7 @@ fn main() -> ExitCode {
         Command::Keygen(args) => bundle::keygen(args),
         Command::Bundle(args) => bundle::run(args),
         Command::Upload(args) => upload::run(args),
+        #[cfg(feature = "collector")]
         Command::Collect(args) => collect::run(args),
         Command::Run(args) => run::run(args),
         Command::Report(args) => report::run(args),
@@ -30,4 +33,14 @@ fn main() -> ExitCode {
         Command::Generator(args) => run::generator(args),
         Command::Man(args) => docs::man(args),
     }
+}
+
+/// The collector serves: a closed pipe is a client gone, not the end.
+fn is_collect(command: &Command) -> bool {
+    #[cfg(feature = "collector")]
+    if matches!(command, Command::Collect(_)) {
+        return true;
+    }
+    let _ = command;
+    false
 }

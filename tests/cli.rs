@@ -39,6 +39,47 @@ fn help_on_every_level() {
     }
 }
 
+/// The collector's own binary takes `storcert collect`'s flags and its
+/// `export`, and names itself.
+#[test]
+fn the_collector_binary_is_storcert_collect() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_storcert-collect"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let help = run(&["--help"]);
+    assert!(help.status.success());
+    let text = String::from_utf8(help.stdout).unwrap();
+    assert!(text.contains("Usage: storcert-collect"), "{text}");
+    let same = String::from_utf8(storcert(&["collect", "--help"]).stdout).unwrap();
+    for flag in [
+        "--trusted-keys",
+        "--export-stall",
+        "--max-runs",
+        "--tls-cert",
+        "export",
+    ] {
+        assert!(text.contains(flag) && same.contains(flag), "{flag}");
+    }
+    let export = run(&["export", "--help"]);
+    assert!(String::from_utf8(export.stdout)
+        .unwrap()
+        .contains("--format"));
+    let version = run(&["--version"]);
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap().trim(),
+        format!("storcert-collect {}", env!("CARGO_PKG_VERSION"))
+    );
+    // Bad input is a one-line error, as storcert's.
+    let bad = run(&["--max-runs", "many", "--trusted-keys", "k.pub"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8(bad.stderr)
+        .unwrap()
+        .contains("--max-runs"));
+}
+
 #[test]
 fn version_is_the_crate_version() {
     let out = storcert(&["--version"]);

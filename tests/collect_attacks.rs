@@ -61,9 +61,11 @@ struct Collector {
 }
 
 impl Collector {
+    /// The collector's own binary, storcert-collect (tests/collect.rs runs
+    /// `storcert collect`: the same flags, the same server).
     fn start(lab: &Lab, listen: &str, extra: &[&str]) -> Collector {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert"))
-            .args(["collect", "--listen", listen, "--store", "store"])
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storcert-collect"))
+            .args(["--listen", listen, "--store", "store"])
             .args(["--trusted-keys", s(&lab.trusted)])
             .args(extra)
             .current_dir(lab.dir.path())

@@ -12,6 +12,7 @@
 
 mod admit;
 pub mod board;
+pub mod cli;
 pub mod fleet;
 pub mod heartbeat;
 pub mod index;

@@ -1,11 +1,12 @@
-//! `storcert collect`: the collector server, and `collect export`.
+//! `storcert-collect` (and `storcert collect` on a build with the
+//! collector): the collector server, and `collect export`.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use super::exit;
-use crate::cli::{
+use crate::collect::cli::{
     CollectAction, CollectArgs, CollectExportArgs, CollectStoreArgs, ExportFormatArg,
 };
 use crate::collect::{self, fleet::Waivers, index::Index, store::Store};

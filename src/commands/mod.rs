@@ -4,6 +4,7 @@
 pub mod act;
 pub mod bundle;
 pub mod check;
+#[cfg(feature = "collector")]
 pub mod collect;
 pub mod compare;
 pub mod docs;
