@@ -623,6 +623,56 @@ fn the_signed_statement_must_agree_with_the_bundle() {
     assert!(e.contains("minisign's trusted comment"), "{e}");
 }
 
+/// A stage that measured nothing (health with no drive tracked) is
+/// neither passed nor failed in the signed statement: it is listed as
+/// warned. Statements signed before that, which listed it as failed,
+/// still verify; one that moves a failure elsewhere does not.
+#[test]
+fn a_stage_that_measured_nothing_is_not_called_failed() {
+    let t = tempfile::tempdir().unwrap();
+    let r = results(t.path());
+    std::fs::write(
+        r.join("health-diff.json"),
+        r#"{"artefact":"health-diff","schema_version":1,"seconds":1,"drives":[],"unmatched":[],"degraded":false}"#,
+    )
+    .unwrap();
+    let c = bundle::create(&r).unwrap();
+    let unmeasured: Vec<&str> = c
+        .summary
+        .tests
+        .iter()
+        .filter(|t| !t.measured)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(unmeasured.len(), 1, "{:?}", c.summary.tests);
+    let key = SecretKey::generate();
+    let keys = [key.public()];
+    let minisig = key.sign_minisig(&c.bytes, "timestamp:1\tfile:b.tar.zst\thashed");
+    let st = bundle::attest::statement("b.tar.zst", &bundle::sha256_hex(&c.bytes), &c.summary, "x");
+    assert_eq!(st.predicate.warned_tests, unmeasured);
+    assert!(
+        st.predicate.failed_tests.is_empty(),
+        "{:?}",
+        st.predicate.failed_tests
+    );
+    assert_eq!(st.predicate.result, "PASSED");
+    let honest = sealed(&c.bytes, "b.tar.zst", &c.summary, &key, |_| {});
+    verify(&c.bytes, &minisig, &honest, &keys).unwrap();
+    let before = sealed(&c.bytes, "b.tar.zst", &c.summary, &key, |st| {
+        let w = std::mem::take(&mut st.predicate.warned_tests);
+        st.predicate.failed_tests.extend(w);
+    });
+    verify(&c.bytes, &minisig, &before, &keys).unwrap();
+    let moved = sealed(&c.bytes, "b.tar.zst", &c.summary, &key, |st| {
+        let w = std::mem::take(&mut st.predicate.warned_tests);
+        st.predicate.passed_tests.extend(w);
+    });
+    let e = verify(&c.bytes, &minisig, &moved, &keys)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("passedTests"), "{e}");
+}
+
 /// A zstd tar of `entries` written as given (raw names), with `trailing`
 /// bytes after the end marker.
 fn raw_archive(entries: &[(&str, &[u8])], trailing: &[u8]) -> Vec<u8> {

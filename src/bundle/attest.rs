@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::minisign::{key_id_hex, PublicKey, SecretKey};
 use super::summary::Summary;
+use crate::results::Verdict;
 
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
@@ -107,6 +108,62 @@ pub fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A summary's tests as a statement lists them: passed, failed, and
+/// warned for a test that measured nothing (neither passed nor failed: a
+/// signed statement never calls an untested stage failed).
+#[derive(Debug, PartialEq)]
+pub struct TestLists {
+    pub passed: Vec<String>,
+    pub warned: Vec<String>,
+    pub failed: Vec<String>,
+}
+
+impl TestLists {
+    pub fn of(summary: &Summary) -> TestLists {
+        let mut lists = TestLists {
+            passed: Vec::new(),
+            warned: Vec::new(),
+            failed: Vec::new(),
+        };
+        for t in &summary.tests {
+            let list = match (t.pass, t.measured) {
+                (true, _) => &mut lists.passed,
+                (false, false) => &mut lists.warned,
+                (false, true) => &mut lists.failed,
+            };
+            list.push(t.name.clone());
+        }
+        lists
+    }
+
+    /// How statements signed before warned tests existed listed them:
+    /// every test that did not pass as failed. Such a bundle still
+    /// verifies.
+    pub fn before_warned(summary: &Summary) -> TestLists {
+        let names = |pass: bool| {
+            summary
+                .tests
+                .iter()
+                .filter(|t| t.pass == pass)
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        TestLists {
+            passed: names(true),
+            warned: Vec::new(),
+            failed: names(false),
+        }
+    }
+
+    pub fn signed(statement: &Statement) -> TestLists {
+        TestLists {
+            passed: statement.predicate.passed_tests.clone(),
+            warned: statement.predicate.warned_tests.clone(),
+            failed: statement.predicate.failed_tests.clone(),
+        }
+    }
+}
+
 pub fn statement(
     bundle_name: &str,
     bundle_sha256: &str,
@@ -125,18 +182,10 @@ pub fn statement(
             subjects.push(identity(format!("drive:wwn:{w}")));
         }
     }
-    let mut passed = Vec::new();
-    let mut failed = Vec::new();
-    for t in &summary.tests {
-        if t.pass {
-            passed.push(t.name.clone());
-        } else {
-            failed.push(t.name.clone());
-        }
-    }
-    let result = match summary.verdict.as_str() {
-        "pass" => "PASSED",
-        "fail" => "FAILED",
+    let lists = TestLists::of(summary);
+    let result = match summary.verdict {
+        Verdict::Pass => "PASSED",
+        Verdict::Fail => "FAILED",
         _ => "WARNED",
     };
     Statement {
@@ -150,9 +199,9 @@ pub fn statement(
                 .iter()
                 .map(|(name, sha)| subject(name.clone(), sha.clone()))
                 .collect(),
-            passed_tests: passed,
-            warned_tests: Vec::new(),
-            failed_tests: failed,
+            passed_tests: lists.passed,
+            warned_tests: lists.warned,
+            failed_tests: lists.failed,
             storcert: StorcertPredicate {
                 signed_at: signed_at.to_string(),
                 storcert_version: env!("CARGO_PKG_VERSION").to_string(),
