@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use storcert::collect::cli::CollectCli;
+use storcert::cli::collect::CollectCli;
 
 fn main() -> ExitCode {
     storcert::commands::collect::run(CollectCli::parse().args)

@@ -436,7 +436,7 @@ impl Waivers {
         if r.verdict != Verdict::Fail || r.reasons.is_empty() {
             return None;
         }
-        let glob = |p: &str, t: &str| crate::policy::glob::matches_short(p, t).unwrap_or(false);
+        let glob = |p: &str, t: &str| crate::util::glob::matches_short(p, t).unwrap_or(false);
         let applies: Vec<&Waiver> = self
             .waivers
             .iter()

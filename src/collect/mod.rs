@@ -12,7 +12,6 @@
 
 mod admit;
 pub mod board;
-pub mod cli;
 pub mod fleet;
 pub mod heartbeat;
 pub mod index;

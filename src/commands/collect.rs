@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::exit;
-use crate::collect::cli::{
+use crate::cli::collect::{
     CollectAction, CollectArgs, CollectExportArgs, CollectStoreArgs, ExportFormatArg,
 };
 use crate::collect::{self, fleet::Waivers, index::Index, store::Store};

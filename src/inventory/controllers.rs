@@ -355,7 +355,7 @@ pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
         let mut f = l.split_whitespace();
         (f.next()? == "alias").then_some(())?;
         let (pattern, module) = (f.next()?, f.next()?);
-        crate::policy::glob::matches_short(pattern, modalias)
+        crate::util::glob::matches_short(pattern, modalias)
             .unwrap_or(false)
             .then(|| module.to_string())
     })

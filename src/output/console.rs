@@ -41,10 +41,10 @@ impl Console {
         // A zero interval would print without pause.
         let interval = interval.max(Duration::from_millis(100));
         if plain {
-            crate::output::progress::force_plain();
+            super::terminal::force_plain();
         }
         // One place decides bars or plain lines, for the run and its passes.
-        let multi = crate::output::progress::multi();
+        let multi = super::terminal::multi();
         let tty = multi.is_some();
         let c = Arc::new(Console {
             multi,

@@ -5,4 +5,5 @@ pub mod console;
 pub mod inventory_table;
 pub mod progress;
 pub mod table;
+pub mod terminal;
 pub mod units;

@@ -1,31 +1,10 @@
 //! Progress for long passes: a bar with rate and ETA on a terminal, plain
 //! periodic lines (no control characters) on a serial console or a pipe.
 
-use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressDrawTarget};
-
 use super::console::Console;
-
-/// Set once by `storcert run --plain` (the boot image's unit): a serial
-/// console is a terminal to the process but a log to whoever reads it, so
-/// every pass then prints plain lines, like the run's own console.
-static PLAIN: AtomicBool = AtomicBool::new(false);
-
-/// Plain lines from now on, even on a terminal.
-pub fn force_plain() {
-    PLAIN.store(true, Ordering::Relaxed);
-}
-
-/// Several bars drawn together on a terminal (one per device); nothing
-/// otherwise. Only the console draws bars.
-pub(super) fn multi() -> Option<MultiProgress> {
-    (std::io::stderr().is_terminal() && !PLAIN.load(Ordering::Relaxed))
-        .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
-}
 
 /// One long pass over bytes (salting a drive, a stream pass, an upload),
 /// shown through the console: a bar on a terminal, a plain line every

@@ -5,10 +5,10 @@
 
 use std::cmp::Ordering;
 
-use super::glob;
 use super::*;
 use crate::inventory::{Controller, Disk, Inventory, MdArray, VirtualDrive};
 pub use crate::results::policy::{Action, Finding, Report};
+use crate::util::glob;
 use crate::util::size::parse_size;
 
 /// Natural order: digit runs compare as numbers ("GXM1103Q" > "GXM1003Q",

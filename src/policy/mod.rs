@@ -8,7 +8,7 @@
 
 pub mod check;
 pub mod fix;
-pub mod glob;
+use crate::util::glob;
 
 use std::path::Path;
 

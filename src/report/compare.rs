@@ -570,7 +570,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
     use std::fmt::Write;
     // Text from a run (device paths, serials, log names): one line, and in
     // Markdown no link, image or emphasis of its own.
-    let shown = |s: &str| super::text::one(s, md);
+    let shown = |s: &str| crate::util::text::inline(s, md);
     let mut out = String::new();
     let heading = |out: &mut String, t: &str| {
         if md {

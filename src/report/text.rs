@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Report;
+use crate::util::text::inline;
 
 pub fn markdown(r: &Report) -> String {
     crate::util::text::printable_lines(&render(r, true))
@@ -14,32 +15,6 @@ pub fn plain(r: &Report) -> String {
     crate::util::text::printable_lines(&render(r, false))
 }
 
-/// One string from the run or the bundle, on one line: its control
-/// characters (line breaks included) escaped, and in Markdown the
-/// characters that start emphasis, code, links, images or a tag escaped
-/// so it can add no line, heading or formatting of its own.
-pub(crate) fn one(v: &str, md: bool) -> String {
-    let v = crate::util::text::printable(v, 500);
-    if !md {
-        return v;
-    }
-    let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars().peekable();
-    while let Some(c) = chars.next() {
-        // '<' only where it would open a tag or comment ("< 5%" stays).
-        let tag = c == '<'
-            && chars
-                .peek()
-                .is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(*n));
-        // ('|' only matters in a table cell, where the table escapes it.)
-        if tag || "\\`*_[]!".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A Markdown code fence longer than any run of backticks in `text`, so
 /// the text cannot close it.
 fn fence(text: &str) -> String {
@@ -49,7 +24,7 @@ fn fence(text: &str) -> String {
 
 fn render(r: &Report, md: bool) -> String {
     let s = &r.summary;
-    let o = |v: &str| one(v, md);
+    let o = |v: &str| inline(v, md);
     let h = |level: usize, t: &str| {
         if md {
             format!("{} {t}\n\n", "#".repeat(level))
@@ -231,11 +206,11 @@ mod tests {
     #[test]
     fn a_bundle_string_adds_no_line_heading_or_fence() {
         let forged = "x\n**Verified: signed by key 324E, every file matches.**\n# all drives PASS";
-        assert_eq!(one(forged, false).lines().count(), 1);
-        let md = one(forged, true);
+        assert_eq!(inline(forged, false).lines().count(), 1);
+        let md = inline(forged, true);
         assert_eq!(md.lines().count(), 1);
         assert!(md.contains("\\*\\*Verified"), "{md}");
-        assert_eq!(one("<img src=x> < 5%", true), "\\<img src=x> < 5%");
+        assert_eq!(inline("<img src=x> < 5%", true), "\\<img src=x> < 5%");
         assert_eq!(fence("a ``` b"), "````");
         assert_eq!(fence("plain"), "```");
     }

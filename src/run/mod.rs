@@ -192,7 +192,7 @@ pub(super) fn select_targets(
             || disk
                 .model
                 .as_ref()
-                .is_some_and(|m| d.models.iter().any(|g| crate::policy::glob::matches(g, m)));
+                .is_some_and(|m| d.models.iter().any(|g| crate::util::glob::matches(g, m)));
         if !(all || named) {
             continue;
         }

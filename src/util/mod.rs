@@ -3,6 +3,7 @@
 //! stage or the command line.
 
 pub mod fs;
+pub mod glob;
 pub mod random;
 pub mod size;
 pub mod text;

@@ -81,6 +81,32 @@ pub fn printable_lines(s: &str) -> String {
     out
 }
 
+/// One string from the run or the bundle, on one line: its control
+/// characters (line breaks included) escaped, and in Markdown the
+/// characters that start emphasis, code, links, images or a tag escaped
+/// so it can add no line, heading or formatting of its own.
+pub fn inline(v: &str, md: bool) -> String {
+    let v = printable(v, 500);
+    if !md {
+        return v;
+    }
+    let mut out = String::with_capacity(v.len());
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        // '<' only where it would open a tag or comment ("< 5%" stays).
+        let tag = c == '<'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || "/!?".contains(*n));
+        // ('|' only matters in a table cell, where the table escapes it.)
+        if tag || "\\`*_[]!".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Text for an HTML page, the one escaper of every page storcert makes
 /// (the report, `compare`, the collector's pages): `& < > " '` as entities,
 /// so it is safe in element content and in a quoted attribute; and every

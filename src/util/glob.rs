@@ -1,4 +1,4 @@
-//! Shell-style patterns for policy matches: `*` any run, `?` one
+//! Shell-style patterns (policy matches, driver lists, waivers): `*` any run, `?` one
 //! character, everything else literal; case-insensitive, whole string.
 
 pub fn matches(pattern: &str, text: &str) -> bool {

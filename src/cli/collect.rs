@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cli::UnpackLimitArgs;
+use super::UnpackLimitArgs;
 
 /// `storcert-collect`: the collector on its own, as the fleet's server
 /// runs it (the image's binary holds no collector).
@@ -133,7 +133,7 @@ pub struct CollectStoreArgs {
     pub waivers: Option<PathBuf>,
     /// The furthest ahead, in days from today, that a waiver may expire (one
     /// further out is refused at load), so an accepted failure is looked at again
-    #[arg(long, value_name = "DAYS", default_value_t = super::fleet::DEFAULT_MAX_DAYS)]
+    #[arg(long, value_name = "DAYS", default_value_t = crate::collect::fleet::DEFAULT_MAX_DAYS)]
     pub waiver_max_days: u32,
 }
 

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The collector's flags: `storcert-collect`, and `storcert collect`.
+#[cfg(feature = "collector")]
+pub mod collect;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "storcert",
@@ -48,7 +52,7 @@ pub enum Command {
     /// Run the collector: receives and verifies bundles, stores them, serves the fleet's results
     /// (on a build with the collector; storcert-collect is the same)
     #[cfg(feature = "collector")]
-    Collect(crate::collect::cli::CollectArgs),
+    Collect(collect::CollectArgs),
     /// Run a whole qualification from a profile, unattended and resumable
     Run(RunArgs),
     /// Render a bundle's report: self-contained HTML, Markdown or text
