@@ -109,6 +109,13 @@ fn list_files(dir: &Path, root: &OwnedFd) -> Result<Vec<Listed>> {
                     String::from_utf8_lossy(name)
                 );
             };
+            if name.contains(char::is_control) {
+                bail!(
+                    "{}{}: a file name with control characters, which a bundle's reader refuses",
+                    shown(),
+                    crate::util::text::printable(name, 200)
+                );
+            }
             names.push(name.to_string());
         }
         names.sort();
@@ -126,7 +133,8 @@ fn list_files(dir: &Path, root: &OwnedFd) -> Result<Vec<Listed>> {
                     eprintln!("storcert bundle: leaving out {rel} (an unfinished write)");
                 }
                 FileType::RegularFile => {
-                    if (RESULTS_PREFIX.len() + rel.len()) as u64 > MAX_LONG_NAME {
+                    // tar writes a long name with its NUL.
+                    if (RESULTS_PREFIX.len() + rel.len() + 1) as u64 > MAX_LONG_NAME {
                         bail!("{}/{rel}: path longer than a bundle holds", dir.display());
                     }
                     if out.len() as u64 >= MAX_FILES {
@@ -262,9 +270,37 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
         },
     ];
     manifest_files.extend(entries);
+    let manifest = Manifest {
+        schema_version: MANIFEST_SCHEMA,
+        storcert_version: env!("CARGO_PKG_VERSION").into(),
+        files: manifest_files,
+    };
+    within_reader_limits(dir, &manifest, &summary_json, &system_json)?;
+    Ok(Prepared {
+        dir: dir.to_path_buf(),
+        root,
+        files,
+        manifest,
+        summary_json,
+        system_json,
+        summary,
+    })
+}
+
+/// Refuses a bundle a reader at its defaults would refuse for its head: a
+/// manifest, summary or system identity past `MAX_META` as written, or
+/// more entries than `MAX_ENTRIES` (tar writes a path past 100 bytes as
+/// two: its long name, then the file).
+fn within_reader_limits(
+    dir: &Path,
+    manifest: &Manifest,
+    summary_json: &[u8],
+    system_json: &[u8],
+) -> Result<()> {
     for (what, len) in [
-        (MANIFEST, pretty(&manifest_files).len()),
+        (MANIFEST, pretty(manifest).len()),
         (SUMMARY, summary_json.len()),
+        (SYSTEM, system_json.len()),
     ] {
         if len as u64 > MAX_META {
             bail!(
@@ -273,19 +309,16 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
             );
         }
     }
-    Ok(Prepared {
-        dir: dir.to_path_buf(),
-        root,
-        files,
-        manifest: Manifest {
-            schema_version: MANIFEST_SCHEMA,
-            storcert_version: env!("CARGO_PKG_VERSION").into(),
-            files: manifest_files,
-        },
-        summary_json,
-        system_json,
-        summary,
-    })
+    let long_names = manifest.files.iter().filter(|f| f.path.len() > 100).count();
+    let entries = (1 + manifest.files.len() + long_names) as u64;
+    if entries > MAX_ENTRIES {
+        bail!(
+            "{}: {entries} archive entries ({long_names} of them long names), more than a \
+             bundle's reader takes ({MAX_ENTRIES})",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// What passes through to `inner`, hashed as a bundle's signatures need
@@ -598,5 +631,105 @@ mod tests {
         std::fs::write(&zeros, vec![0u8; 20 << 20]).unwrap();
         let (bytes, _) = write_or_hang(prepare(t.path()).unwrap()).unwrap();
         crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
+    }
+
+    #[test]
+    fn names_a_reader_refuses_are_refused_at_create() {
+        let t = folder();
+        std::fs::write(t.path().join("act/note\nx.txt"), "x").unwrap();
+        let e = prepare(t.path()).err().expect("listed a control character");
+        assert!(format!("{e:#}").contains("control characters"), "{e:#}");
+        std::fs::remove_file(t.path().join("act/note\nx.txt")).unwrap();
+        // The longest path a reader takes is 4095 bytes with results/ (tar
+        // writes the long name with its NUL): that one is bundled and read
+        // back; one byte more is refused.
+        let room = MAX_LONG_NAME as usize - 1 - RESULTS_PREFIX.len();
+        // Made a folder at a time beneath the last: the whole path is
+        // longer than the kernel takes in one call.
+        let mut at = openat(
+            rustix::fs::CWD,
+            t.path(),
+            OFlags::RDONLY | OFlags::DIRECTORY,
+            Mode::empty(),
+        )
+        .unwrap();
+        let mut len = 0;
+        while room - len > 250 {
+            let part = "f".repeat(200);
+            rustix::fs::mkdirat(&at, part.as_str(), Mode::from_raw_mode(0o755)).unwrap();
+            at = open_folder(at.as_fd(), &part).unwrap();
+            len += 201;
+        }
+        let make = |name: &str| {
+            let fd = openat(
+                &at,
+                name,
+                OFlags::WRONLY | OFlags::CREATE,
+                Mode::from_raw_mode(0o644),
+            )
+            .unwrap();
+            rustix::io::write(&fd, b"x").unwrap();
+        };
+        let name = "g".repeat(room - len);
+        make(&name);
+        let (bytes, _) = write_or_hang(prepare(t.path()).unwrap()).unwrap();
+        let un = crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
+        assert!(un
+            .manifest
+            .files
+            .iter()
+            .any(|f| f.path.len() == room + RESULTS_PREFIX.len()));
+        make(&format!("{name}h"));
+        let e = prepare(t.path()).err().expect("listed a path too long");
+        assert!(
+            format!("{e:#}").contains("path longer than a bundle holds"),
+            "{e:#}"
+        );
+    }
+
+    fn manifest_of(paths: impl Iterator<Item = String>) -> Manifest {
+        Manifest {
+            schema_version: MANIFEST_SCHEMA,
+            storcert_version: "0".into(),
+            files: paths
+                .map(|path| ManifestEntry {
+                    path,
+                    sha256: "0".repeat(64),
+                    size: 0,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_head_a_reader_refuses_is_refused_at_create() {
+        let dir = Path::new("r");
+        let fits = |m: &Manifest, system: &[u8]| within_reader_limits(dir, m, b"{}", system);
+        // Entries: the manifest, each file, and a long name for each path
+        // past 100 bytes.
+        let short = manifest_of((0..MAX_ENTRIES - 1).map(|i| format!("results/{i}")));
+        fits(&short, b"{}").unwrap();
+        let one_long = manifest_of(
+            (0..MAX_ENTRIES - 2)
+                .map(|i| format!("results/{i}"))
+                .chain([format!("results/{}", "l".repeat(100))]),
+        );
+        let e = fits(&one_long, b"{}").unwrap_err();
+        assert!(format!("{e:#}").contains("1 of them long names"), "{e:#}");
+        // The manifest as written (indented, in its wrapper), not its list.
+        let path = format!("results/{}", "m".repeat(4020));
+        let big = manifest_of(std::iter::repeat_n(path, 4038));
+        assert!(pretty(&big.files).len() as u64 <= MAX_META);
+        let e = fits(&big, b"{}").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("its manifest.json would be"),
+            "{e:#}"
+        );
+        // The system identity is kept whole by a report.
+        let e = fits(&short, &vec![b' '; MAX_META as usize + 1]).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("its system.json would be"),
+            "{e:#}"
+        );
     }
 }
