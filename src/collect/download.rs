@@ -1,11 +1,47 @@
 //! Downloads of stored bundles and their signatures, and a stored
 //! bundle's report page.
 
+use super::pace::{chunked, paced, Pace};
 use super::*;
+
+/// Downloads and report pages served at once from one client address.
+const MAX_DOWNLOADS_PER_CLIENT: usize = 4;
+
+/// A download's slots: one of all, one of its client's; or the answer
+/// that says there is none.
+fn download_turn(c: &Shared, ip: IpAddr) -> Result<(OwnedSemaphorePermit, ClientSlot), Busy> {
+    let Some(mine) = ClientSlot::take(&c.download_clients, ip, MAX_DOWNLOADS_PER_CLIENT) else {
+        return Err(Busy(format!(
+            "{MAX_DOWNLOADS_PER_CLIENT} downloads from {} in progress; try again",
+            admit::client_of(ip)
+        )));
+    };
+    let Ok(turn) = c.downloads.clone().try_acquire_owned() else {
+        return Err(Busy(format!(
+            "{MAX_DOWNLOADS} downloads in progress; try again"
+        )));
+    };
+    Ok((turn, mine))
+}
+
+/// No download slot: what to say.
+struct Busy(String);
+
+impl IntoResponse for Busy {
+    fn into_response(self) -> Response {
+        Refusal(StatusCode::SERVICE_UNAVAILABLE, self.0).retry_after("2")
+    }
+}
+
+type OwnedSemaphorePermit = tokio::sync::OwnedSemaphorePermit;
 
 /// Serves a bundle or a signature, only of a bundle in the index (one
 /// that verified here): nothing else in a shared store is reachable.
-pub(super) async fn download(State(c): State<Shared>, Path(file): Path<String>) -> Response {
+pub(super) async fn download(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(file): Path<String>,
+) -> Response {
     let not_found = || Refusal(StatusCode::NOT_FOUND, "no such file".into()).into_response();
     let (sha, kind) = match file.split_once('.') {
         Some((sha, rest)) if is_sha(sha) => (sha, rest),
@@ -30,12 +66,9 @@ pub(super) async fn download(State(c): State<Shared>, Path(file): Path<String>) 
     } else {
         format!("{sha}.tar.zst")
     };
-    let Ok(_turn) = c.downloads.clone().try_acquire_owned() else {
-        return Refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
-        )
-        .retry_after("2");
+    let turn = match download_turn(&c, peer.ip()) {
+        Ok(t) => t,
+        Err(busy) => return busy.into_response(),
     };
     let headers = [
         (header::CONTENT_TYPE, mime.to_string()),
@@ -68,30 +101,22 @@ pub(super) async fn download(State(c): State<Shared>, Path(file): Path<String>) 
     drop(copy);
     match (got, opened) {
         (Ok(Some((_, stored))), Ok(file)) if stored == sha => {
-            // The slot goes with the body, which must be taken within the
-            // request timeout: a reader that stops reading gives it back.
-            let until = tokio::time::Instant::now() + c.cfg.request_timeout;
-            let body =
-                futures_util::stream::unfold((file, _turn), move |(mut f, turn)| async move {
-                    use tokio::io::AsyncReadExt;
-                    if tokio::time::Instant::now() >= until {
-                        // An error, not an end: the body must not look whole.
-                        let late = std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "download took longer than the request timeout",
-                        );
-                        return Some((Err(late), (f, turn)));
+            // The slots go with the body, which must be taken at the pace
+            // of every slow answer: a reader that stops gives them back.
+            let chunks = futures_util::stream::unfold(file, |mut f| async move {
+                use tokio::io::AsyncReadExt;
+                let mut buf = vec![0u8; 256 << 10];
+                match f.read(&mut buf).await {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        Some((Ok(bytes::Bytes::from(buf)), f))
                     }
-                    let mut buf = vec![0u8; 256 << 10];
-                    match f.read(&mut buf).await {
-                        Ok(0) => None,
-                        Ok(n) => {
-                            buf.truncate(n);
-                            Some((Ok::<_, std::io::Error>(bytes::Bytes::from(buf)), (f, turn)))
-                        }
-                        Err(e) => Some((Err(e), (f, turn))),
-                    }
-                });
+                    Err(e) => Some((Err(e), f)),
+                }
+            });
+            let pace = Pace::new(c.cfg.export_stall, c.cfg.request_timeout);
+            let body = paced(Box::pin(chunks), pace, turn);
             (headers, axum::body::Body::from_stream(body)).into_response()
         }
         (Ok(Some(_)), Err(e)) => internal(e.into()).into_response(),
@@ -108,19 +133,21 @@ pub(super) async fn download(State(c): State<Shared>, Path(file): Path<String>) 
 /// stored bundle within the unpacking limits. It was written on the tested
 /// machine, so it is served sandboxed: no scripts, no forms, no same-origin
 /// access, whatever it holds.
-pub(super) async fn bundle_report(State(c): State<Shared>, Path(sha): Path<String>) -> Response {
+pub(super) async fn bundle_report(
+    State(c): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(sha): Path<String>,
+) -> Response {
     let not_found = |why: &str| Refusal(StatusCode::NOT_FOUND, why.to_string()).into_response();
     c.fresh().await;
     if !is_sha(&sha) || !matches!(c.cfg.index.get(&sha), Ok(Some(_))) {
         return not_found("no such bundle");
     }
-    // Counted with the downloads: each makes a copy of the bundle.
-    let Ok(_turn) = c.downloads.clone().try_acquire_owned() else {
-        return Refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{MAX_DOWNLOADS} downloads in progress; try again"),
-        )
-        .retry_after("2");
+    // Counted with the downloads: each makes a copy of the bundle, and
+    // holds its page until it is taken.
+    let turn = match download_turn(&c, peer.ip()) {
+        Ok(t) => t,
+        Err(busy) => return busy.into_response(),
     };
     let incoming = Incoming {
         path: c.incoming_path(),
@@ -163,7 +190,11 @@ pub(super) async fn bundle_report(State(c): State<Shared>, Path(sha): Path<Strin
                     "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
                 ),
             ],
-            html,
+            axum::body::Body::from_stream(paced(
+                chunked(html),
+                Pace::new(c.cfg.export_stall, c.cfg.request_timeout),
+                turn,
+            )),
         )
             .into_response(),
         Ok(Ok(None)) => not_found("this bundle carries no report"),

@@ -1,6 +1,7 @@
 //! The drive table's exports (CSV and JSON Lines), streamed as they are
 //! read and ended when their reader stops taking them.
 
+use super::pace::Pace;
 use super::*;
 
 /// Which rows an export takes: `drive=` (serial or WWN), `machine=`,
@@ -115,18 +116,8 @@ pub(super) struct ChannelWriter {
     /// The longest one chunk may wait for the reader: a reader that
     /// takes nothing for this long ends the export and frees its turn.
     stall: Duration,
-    /// When the export began and the bytes its reader has taken: past
-    /// the first stall, a reader must keep up `MIN_EXPORT_RATE` on
-    /// average, so one that takes a chunk just inside each stall cannot
-    /// hold its turn to the request timeout.
-    started: tokio::time::Instant,
-    taken: u64,
     handle: tokio::runtime::Handle,
 }
-
-/// The least an export's reader takes a second on average, after the
-/// first stall (a reader on any network takes megabytes).
-pub(super) const MIN_EXPORT_RATE: u64 = 64 << 10;
 
 impl ChannelWriter {
     fn new(
@@ -140,8 +131,6 @@ impl ChannelWriter {
             buf: Vec::new(),
             until,
             stall,
-            started: tokio::time::Instant::now(),
-            taken: 0,
             handle,
         }
     }
@@ -151,33 +140,17 @@ impl ChannelWriter {
             return Ok(());
         }
         let chunk = bytes::Bytes::from(std::mem::take(&mut self.buf));
-        let len = chunk.len() as u64;
         let stalled = tokio::time::Instant::now() + self.stall;
-        let slow = self.started
-            + self.stall
-            + Duration::from_secs_f64(self.taken as f64 / MIN_EXPORT_RATE as f64);
-        let until = self.until.min(stalled).min(slow);
+        let until = self.until.min(stalled);
         let tx = &self.tx;
         let sent = self
             .handle
             .block_on(async { tokio::time::timeout_at(until, tx.send(Ok(chunk))).await });
         match sent {
-            Ok(Ok(())) => {
-                self.taken += len;
-                Ok(())
-            }
+            Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
                 "reader went away",
-            )),
-            Err(_) if slow < stalled && slow <= self.until => Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!(
-                    "the reader took {} bytes in {:?}, less than {} KiB/s",
-                    self.taken,
-                    slow - self.started,
-                    MIN_EXPORT_RATE >> 10
-                ),
             )),
             Err(_) if stalled <= self.until => Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
@@ -250,6 +223,7 @@ pub(super) async fn export(
     let until = tokio::time::Instant::now() + c.cfg.request_timeout;
     let handle = tokio::runtime::Handle::current();
     let stall = c.cfg.export_stall;
+    let timeout = c.cfg.request_timeout;
     tokio::task::spawn_blocking(move || {
         let _turns = (turn, mine);
         let out = ChannelWriter::new(tx, until, stall, handle);
@@ -272,6 +246,9 @@ pub(super) async fn export(
             }
         }
     });
+    // Taken at the pace every slow answer is: a reader that takes a chunk
+    // just inside each stall cannot hold its turn to the request timeout.
+    let body = super::pace::paced(Box::pin(body), Pace::new(stall, timeout), ());
     let (mime, name) = match format {
         ExportFormat::Csv => ("text/csv; charset=utf-8", "storcert-drives.csv"),
         ExportFormat::Jsonl => ("application/jsonl; charset=utf-8", "storcert-drives.jsonl"),
@@ -331,51 +308,5 @@ mod tests {
         let e = w.write_all(&chunk).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
         assert!(e.to_string().contains("took nothing for"), "{e}");
-    }
-
-    #[test]
-    fn an_export_whose_reader_trickles_ends_once_below_the_rate() {
-        use std::io::Write;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        // A reader that takes 16 KiB each half second, well inside the
-        // stall: 32 KiB/s, half the floor.
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        rt.spawn(async move {
-            while rx.recv().await.is_some() {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        });
-        let now = rt.block_on(async { tokio::time::Instant::now() });
-        let mut w = ChannelWriter::new(
-            tx,
-            now + Duration::from_secs(600),
-            Duration::from_secs(2),
-            rt.handle().clone(),
-        );
-        let chunk = vec![b'x'; 16 << 10];
-        let e = loop {
-            if let Err(e) = w.write_all(&chunk).and_then(|_| w.flush()) {
-                break e;
-            }
-            assert!(w.taken < 1 << 20, "a trickle took {} bytes", w.taken);
-        };
-        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
-        assert!(e.to_string().contains("less than 64 KiB/s"), "{e}");
-        // A reader that keeps up is never cut: 16 KiB at once, 10 MiB.
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        rt.spawn(async move { while rx.recv().await.is_some() {} });
-        let mut w = ChannelWriter::new(
-            tx,
-            now + Duration::from_secs(600),
-            Duration::from_secs(2),
-            rt.handle().clone(),
-        );
-        for _ in 0..640 {
-            w.write_all(&chunk).and_then(|_| w.flush()).unwrap();
-        }
     }
 }

@@ -18,6 +18,7 @@ pub mod exports;
 pub mod fleet;
 pub mod heartbeat;
 pub mod index;
+mod pace;
 mod receive;
 mod serve;
 pub mod store;
@@ -120,6 +121,8 @@ pub struct Collector {
     heartbeat_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Exports being streamed, per client address.
     export_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    /// Downloads and report pages in progress per client address.
+    download_clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// When status records were last expired.
     last_expiry: Mutex<Option<Instant>>,
     /// Foreign heartbeats refused since the last sync, by run: how many,
@@ -387,6 +390,7 @@ impl Collector {
             new_runs_by_key: Buckets::default(),
             heartbeat_clients: Arc::new(Mutex::new(HashMap::new())),
             export_clients: Arc::new(Mutex::new(HashMap::new())),
+            download_clients: Arc::new(Mutex::new(HashMap::new())),
             last_expiry: Mutex::new(None),
             foreign_seen: Mutex::new(HashMap::new()),
             status_stamps: tokio::sync::Mutex::new(HashMap::new()),

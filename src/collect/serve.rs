@@ -55,6 +55,13 @@ impl<S: Send + 'static> axum_server::accept::Accept<tokio::net::TcpStream, S> fo
             let mut first = [0u8; 1];
             match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
                 Ok(Ok(_)) => {
+                    // A small send buffer: what was handed to the socket is
+                    // then close to what the reader took (`pace`). Not
+                    // fatal: the kernel's default is only more generous.
+                    let _ = rustix::net::sockopt::set_socket_send_buffer_size(
+                        &stream,
+                        super::pace::SEND_BUFFER,
+                    );
                     let mut held = tokio_io_timeout::TimeoutStream::new(stream);
                     held.set_write_timeout(Some(write_stall));
                     Ok((Box::pin(held), service))
