@@ -228,11 +228,12 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
-        use serde::de::{Error, IgnoredAny};
+        use serde::de::Error;
         let mut head = Head {
             tag: HeadField::Missing,
             version: HeadField::Missing,
         };
+        let mut version_twice = false;
         while let Some(key) = map.next_key::<String>()? {
             match &*key {
                 TAG if !matches!(head.tag, HeadField::Missing) => {
@@ -244,8 +245,11 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                         _ => None,
                     })
                 }
+                // Twice is refused only in a tagged file: an untagged one
+                // is read by its own type, as it always was.
                 "schema_version" if !matches!(head.version, HeadField::Missing) => {
-                    return Err(A::Error::duplicate_field("schema_version"))
+                    version_twice = true;
+                    map.next_value::<Checked>()?;
                 }
                 "schema_version" => {
                     head.version = map.next_value::<Scalar>()?.into_field(|s| match s {
@@ -254,15 +258,18 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                     })
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Checked>()?;
                 }
             }
+        }
+        if version_twice && !matches!(head.tag, HeadField::Missing) {
+            return Err(A::Error::duplicate_field("schema_version"));
         }
         Ok(head)
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Checked>()?.is_some() {}
         Self::not_object()
     }
 
@@ -342,15 +349,60 @@ impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
         Ok(Scalar::Other("null"))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Checked>()?.is_some() {}
         Ok(Scalar::Other("a list"))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
-        while map
-            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-            .is_some()
-        {}
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
         Ok(Scalar::Other("an object"))
+    }
+}
+
+/// A value the head passes over, read as strictly as a whole
+/// `serde_json::Value` would be (numbers in range, strings of real
+/// characters, nesting within serde_json's limit) and kept as nothing:
+/// serde's `IgnoredAny` skips without those checks.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Checked, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
     }
 }
 
@@ -401,9 +453,13 @@ mod tests {
         for twice in [
             r#"{"artefact":"stream","artefact":"policy"}"#,
             r#"{"artefact":"stream","schema_version":1,"schema_version":1}"#,
+            r#"{"schema_version":1,"schema_version":1,"artefact":"stream"}"#,
         ] {
             assert!(matches!(read(twice), Err(ReadError::Invalid(_))), "{twice}");
         }
+        // In an untagged file, a version twice is the legacy reader's.
+        let old = r#"{"schema_version":1,"schema_version":2,"device":"x"}"#;
+        assert!(matches!(read(old), Err(ReadError::Untagged)));
     }
 
     #[test]
