@@ -173,8 +173,11 @@ impl Artefact {
         }
         match Self::read_kind(&kind, data) {
             Some(read) => read.map_err(ReadError::Invalid),
+            // Named, not echoed: a tag could be megabytes, and the reason
+            // goes into a signed summary.
             None => Err(ReadError::BadHead(format!(
-                "unknown artefact kind {kind:?}"
+                "unknown artefact kind {:?}",
+                crate::util::text::printable(&kind, 60)
             ))),
         }
     }
@@ -449,6 +452,8 @@ mod tests {
         assert!(matches!(e, ReadError::Newer { found: 99, .. }), "{e}");
         let e = read(r#"{"artefact":"no-such","schema_version":1}"#).unwrap_err();
         assert_eq!(e.to_string(), "unknown artefact kind \"no-such\"");
+        let long = format!(r#"{{"artefact":"{}"}}"#, "k".repeat(1 << 20));
+        assert!(read(&long).unwrap_err().to_string().len() < 200);
         // Given twice, either is refused: which one counts is no guess.
         for twice in [
             r#"{"artefact":"stream","artefact":"policy"}"#,
