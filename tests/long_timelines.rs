@@ -287,3 +287,54 @@ fn a_padded_result_is_read_in_bounded_memory() {
     assert!(ok(&o).contains("20x"));
     rss_under_limit("compare of a padded result", kib);
 }
+
+/// The second review's shapes: 16 MiB of a legitimate field made of tiny
+/// elements (drives of two fields, one-letter notes). The bytes were
+/// bounded, but each element became a typed value of hundreds of bytes:
+/// `report` of the bundle took 389 MB and `compare` of four copies 1.4 GB.
+/// What the values would take is now estimated from the shape and bounded
+/// (64 MiB a bundle); past it the file is named as not read.
+#[test]
+fn tiny_elements_of_a_legitimate_shape_are_bounded_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().join("results");
+    std::fs::create_dir_all(res.join("act")).unwrap();
+    std::fs::copy(LOG, res.join("act/d-20x.log")).unwrap();
+    let drive = r#"{"name":"","capacity_bytes":0}"#;
+    let drives = vec![drive; (16 << 20) / (drive.len() + 1) - 300].join(",");
+    std::fs::write(
+        res.join("health-before.json"),
+        format!(r#"{{"artefact":"health-snapshot","schema_version":1,"taken_at":0,"drives":[{drives}]}}"#),
+    )
+    .unwrap();
+    assert!(
+        std::fs::metadata(res.join("health-before.json"))
+            .unwrap()
+            .len()
+            < 16 << 20
+    );
+    let key = dir.path().join("k.key");
+    ok(&common::storcert(&["keygen", "-s", s(&key)]));
+    let bundle = dir.path().join("tiny.tar.zst");
+    ok(&common::storcert(&[
+        "bundle",
+        "create",
+        s(&res),
+        "-o",
+        s(&bundle),
+        "-k",
+        s(&key),
+    ]));
+    let html = dir.path().join("r.html");
+    let (kib, o) = peak_rss_kib(&["report", s(&bundle), "-o", s(&html)]);
+    ok(&o);
+    rss_under_limit("report of tiny elements", kib);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("makes more values than a report holds"),
+        "not named"
+    );
+    let (kib, o) = peak_rss_kib(&["compare", s(&bundle), s(&bundle), s(&bundle), s(&bundle)]);
+    assert!(ok(&o).contains("20x"));
+    rss_under_limit("compare of four copies of tiny elements", kib);
+}

@@ -81,6 +81,9 @@ pub enum FileRead {
 #[derive(Debug, Clone, Copy)]
 pub struct Holding {
     pub json_bytes: u64,
+    /// What the JSON's typed values may take, by `typed_estimate`: its
+    /// bytes alone do not bound them.
+    pub json_typed: u64,
     /// The timelines' points held in all (the name is from when a point
     /// was always a second): a timeline takes `POINTS` of them while it is
     /// read and keeps what it filled. One that finds fewer left is named
@@ -97,12 +100,14 @@ impl Holding {
     /// 9 MB, and as many plots on the page.
     pub const BUNDLE: Holding = Holding {
         json_bytes: 16 << 20,
+        json_typed: 64 << 20,
         seconds: 64 * POINTS,
         timelines: true,
     };
     /// For this machine's own results folder.
     pub const UNBOUNDED: Holding = Holding {
         json_bytes: u64::MAX,
+        json_typed: u64::MAX,
         seconds: usize::MAX,
         timelines: true,
     };
@@ -242,7 +247,18 @@ impl FileReader {
             Kind::Json if self.over => FileRead::NotRead(
                 "not read: the results' JSON is more than a report holds in memory".into(),
             ),
-            Kind::Json => FileRead::Json(self.json),
+            Kind::Json => match crate::results::typed_estimate(&self.json) {
+                Ok(n) if n > left.json_typed => FileRead::NotRead(
+                    "not read: the results' JSON makes more values than a report holds in memory"
+                        .into(),
+                ),
+                Ok(n) => {
+                    left.json_typed -= n;
+                    FileRead::Json(self.json)
+                }
+                // Named as not JSON when it is read.
+                Err(_) => FileRead::Json(self.json),
+            },
             Kind::Timeline if !left.timelines => FileRead::Other,
             Kind::Timeline if self.over => FileRead::NotRead(
                 "not read: the timelines before it hold all the points a report keeps".into(),

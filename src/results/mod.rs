@@ -190,6 +190,87 @@ impl Artefact {
     }
 }
 
+/// What the typed values read from a JSON file may take in memory, in
+/// bytes, estimated from its shape alone (without keeping anything): an
+/// object as the largest results struct it could become, a string as a
+/// `String`, a list as a `Vec`, anything else as a word or two. Bounding
+/// the bytes of JSON is not enough: 16 MiB of `{"name":"","capacity_bytes":0}`
+/// is half a million drives of several hundred bytes each.
+pub fn typed_estimate(data: &[u8]) -> Result<u64, serde_json::Error> {
+    let total = std::cell::Cell::new(0u64);
+    let mut de = serde_json::Deserializer::from_slice(data);
+    serde::de::DeserializeSeed::deserialize(Estimate(&total), &mut de)?;
+    de.end()?;
+    Ok(total.get())
+}
+
+/// The estimate's weights, bytes.
+const OBJECT_BYTES: u64 = 1024;
+const LIST_BYTES: u64 = 32;
+const STRING_BYTES: u64 = 32;
+const SCALAR_BYTES: u64 = 16;
+
+struct Estimate<'a>(&'a std::cell::Cell<u64>);
+
+impl Estimate<'_> {
+    fn add(&self, n: u64) {
+        self.0.set(self.0.get().saturating_add(n));
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Estimate<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Estimate<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        self.add(SCALAR_BYTES);
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        self.add(SCALAR_BYTES);
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        self.add(SCALAR_BYTES);
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        self.add(SCALAR_BYTES);
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.add(SCALAR_BYTES);
+        Ok(())
+    }
+    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+        self.add(STRING_BYTES + s.len() as u64);
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.add(LIST_BYTES);
+        while seq.next_element_seed(Estimate(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.add(OBJECT_BYTES);
+        // A key is a field name (nothing) or a map's key (a string).
+        while map.next_key_seed(Estimate(self.0))?.is_some() {
+            map.next_value_seed(Estimate(self.0))?;
+        }
+        Ok(())
+    }
+}
+
 /// The head of a results file: its tag and version, the rest skipped.
 /// JSON that is no object has neither (`Missing`), as an old untagged
 /// file (a bare list of targets) has.
@@ -465,6 +546,23 @@ mod tests {
         // In an untagged file, a version twice is the legacy reader's.
         let old = r#"{"schema_version":1,"schema_version":2,"device":"x"}"#;
         assert!(matches!(read(old), Err(ReadError::Untagged)));
+    }
+
+    #[test]
+    fn the_typed_estimate_weighs_shapes_not_bytes() {
+        let drives = format!(
+            "[{}]",
+            vec![r#"{"name":"","capacity_bytes":0}"#; 1000].join(",")
+        );
+        let n = typed_estimate(drives.as_bytes()).unwrap();
+        assert!(n > 1000 * OBJECT_BYTES, "{n}");
+        let notes = format!("[{}]", vec![r#""a""#; 1000].join(","));
+        assert_eq!(
+            typed_estimate(notes.as_bytes()).unwrap(),
+            LIST_BYTES + 1000 * 33
+        );
+        assert!(typed_estimate(b"{\"a\":1e400}").is_err());
+        assert!(typed_estimate(b"[1] x").is_err());
     }
 
     #[test]
