@@ -80,19 +80,8 @@ fn fixture() -> &'static Fixture {
             r#"{"schema_version":1,"dmi":{"product_serial":"LONG1"},"cpu_count":1,"storcert_version":"0"}"#,
         )
         .unwrap();
-        let key = dir.path().join("k.key");
-        ok(&common::storcert(&["keygen", "-s", s(&key)]));
-        let bundle = dir.path().join("long.tar.zst");
-        let (create_kib, o) = peak_rss_kib(&[
-            "bundle",
-            "create",
-            s(&res),
-            "-o",
-            s(&bundle),
-            "-k",
-            s(&key),
-        ]);
-        ok(&o);
+        let (bundle, create_kib) = signed(&res, dir.path(), "long.tar.zst");
+        let key = dir.path().join("long.tar.zst.key");
         Fixture {
             timeline_bytes: std::fs::metadata(&timeline).unwrap().len(),
             _dir: dir,
@@ -101,6 +90,17 @@ fn fixture() -> &'static Fixture {
             create_kib,
         }
     })
+}
+
+/// The results folder `res` as a bundle `name` in `dir`, signed by a new
+/// key `dir/NAME.key`, and the peak RSS of `bundle create`.
+fn signed(res: &std::path::Path, dir: &std::path::Path, name: &str) -> (PathBuf, u64) {
+    let key = dir.join(format!("{name}.key"));
+    ok(&common::storcert(&["keygen", "-s", s(&key)]));
+    let bundle = dir.join(name);
+    let (kib, o) = peak_rss_kib(&["bundle", "create", s(res), "-o", s(&bundle), "-k", s(&key)]);
+    ok(&o);
+    (bundle, kib)
 }
 
 fn ok(o: &std::process::Output) -> String {
@@ -277,11 +277,7 @@ fn a_padded_result_is_read_in_bounded_memory() {
     ok(&o);
     rss_under_limit("report of a padded result", kib);
     assert!(std::fs::read_to_string(&html).unwrap().contains("PAD1"));
-    let key = dir.path().join("k.key");
-    ok(&common::storcert(&["keygen", "-s", s(&key)]));
-    let bundle = dir.path().join("pad.tar.zst");
-    let (kib, o) = peak_rss_kib(&["bundle", "create", s(&res), "-o", s(&bundle), "-k", s(&key)]);
-    ok(&o);
+    let (bundle, kib) = signed(&res, dir.path(), "pad.tar.zst");
     rss_under_limit("bundle create of a padded result", kib);
     let (kib, o) = peak_rss_kib(&["compare", s(&bundle), s(&bundle)]);
     assert!(ok(&o).contains("20x"));
@@ -293,7 +289,7 @@ fn a_padded_result_is_read_in_bounded_memory() {
 /// bounded, but each element became a typed value of hundreds of bytes:
 /// `report` of the bundle took 389 MB and `compare` of four copies 1.4 GB.
 /// What the values would take is now estimated from the shape and bounded
-/// (64 MiB a bundle); past it the file is named as not read.
+/// (256 MiB a bundle); past it the file is named as not read.
 #[test]
 fn tiny_elements_of_a_legitimate_shape_are_bounded_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -313,18 +309,7 @@ fn tiny_elements_of_a_legitimate_shape_are_bounded_too() {
             .len()
             < 16 << 20
     );
-    let key = dir.path().join("k.key");
-    ok(&common::storcert(&["keygen", "-s", s(&key)]));
-    let bundle = dir.path().join("tiny.tar.zst");
-    ok(&common::storcert(&[
-        "bundle",
-        "create",
-        s(&res),
-        "-o",
-        s(&bundle),
-        "-k",
-        s(&key),
-    ]));
+    let (bundle, _) = signed(&res, dir.path(), "tiny.tar.zst");
     let html = dir.path().join("r.html");
     let (kib, o) = peak_rss_kib(&["report", s(&bundle), "-o", s(&html)]);
     ok(&o);

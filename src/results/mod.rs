@@ -199,7 +199,7 @@ impl Artefact {
 pub fn typed_estimate(data: &[u8]) -> Result<u64, serde_json::Error> {
     let total = std::cell::Cell::new(0u64);
     let mut de = serde_json::Deserializer::from_slice(data);
-    serde::de::DeserializeSeed::deserialize(Estimate(&total), &mut de)?;
+    serde::de::DeserializeSeed::deserialize(Estimate(&total, false), &mut de)?;
     de.end()?;
     Ok(total.get())
 }
@@ -210,7 +210,10 @@ const LIST_BYTES: u64 = 32;
 const STRING_BYTES: u64 = 32;
 const SCALAR_BYTES: u64 = 16;
 
-struct Estimate<'a>(&'a std::cell::Cell<u64>);
+/// The running total, and whether this value is an element of a list: a
+/// list in a list may be a struct written as an array (serde reads a
+/// struct from its fields in order), priced as one.
+struct Estimate<'a>(&'a std::cell::Cell<u64>, bool);
 
 impl Estimate<'_> {
     fn add(&self, n: u64) {
@@ -257,15 +260,15 @@ impl<'de> serde::de::Visitor<'de> for Estimate<'_> {
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.add(LIST_BYTES);
-        while seq.next_element_seed(Estimate(self.0))?.is_some() {}
+        self.add(if self.1 { OBJECT_BYTES } else { LIST_BYTES });
+        while seq.next_element_seed(Estimate(self.0, true))?.is_some() {}
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         self.add(OBJECT_BYTES);
         // A key is a field name (nothing) or a map's key (a string).
-        while map.next_key_seed(Estimate(self.0))?.is_some() {
-            map.next_value_seed(Estimate(self.0))?;
+        while map.next_key_seed(Estimate(self.0, false))?.is_some() {
+            map.next_value_seed(Estimate(self.0, false))?;
         }
         Ok(())
     }
@@ -318,6 +321,10 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
             version: HeadField::Missing,
         };
         let mut version_twice = false;
+        // What the head passes over is read as strictly as whole JSON
+        // (numbers in range, real characters, serde_json's depth limit),
+        // and kept as nothing: serde's IgnoredAny skips those checks.
+        let skipped = std::cell::Cell::new(0);
         while let Some(key) = map.next_key::<String>()? {
             match &*key {
                 TAG if !matches!(head.tag, HeadField::Missing) => {
@@ -333,7 +340,7 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                 // is read by its own type, as it always was.
                 "schema_version" if !matches!(head.version, HeadField::Missing) => {
                     version_twice = true;
-                    map.next_value::<Checked>()?;
+                    map.next_value_seed(Estimate(&skipped, false))?;
                 }
                 "schema_version" => {
                     head.version = map.next_value::<Scalar>()?.into_field(|s| match s {
@@ -342,7 +349,7 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                     })
                 }
                 _ => {
-                    map.next_value::<Checked>()?;
+                    map.next_value_seed(Estimate(&skipped, false))?;
                 }
             }
         }
@@ -352,8 +359,8 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
         Ok(head)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Head, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Head, A::Error> {
+        serde::de::Visitor::visit_seq(Estimate(&std::cell::Cell::new(0), false), seq)?;
         Self::not_object()
     }
 
@@ -432,61 +439,13 @@ impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
     fn visit_unit<E>(self) -> Result<Scalar, E> {
         Ok(Scalar::Other("null"))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
+        serde::de::Visitor::visit_seq(Estimate(&std::cell::Cell::new(0), false), seq)?;
         Ok(Scalar::Other("a list"))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
-        while map.next_entry::<Checked, Checked>()?.is_some() {}
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
+        serde::de::Visitor::visit_map(Estimate(&std::cell::Cell::new(0), false), map)?;
         Ok(Scalar::Other("an object"))
-    }
-}
-
-/// A value the head passes over, read as strictly as a whole
-/// `serde_json::Value` would be (numbers in range, strings of real
-/// characters, nesting within serde_json's limit) and kept as nothing:
-/// serde's `IgnoredAny` skips without those checks.
-struct Checked;
-
-impl<'de> Deserialize<'de> for Checked {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Checked, D::Error> {
-        d.deserialize_any(CheckedVisitor)
-    }
-}
-
-struct CheckedVisitor;
-
-impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
-    type Value = Checked;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_unit<E>(self) -> Result<Checked, E> {
-        Ok(Checked)
-    }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
-        while seq.next_element::<Checked>()?.is_some() {}
-        Ok(Checked)
-    }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        while map.next_entry::<Checked, Checked>()?.is_some() {}
-        Ok(Checked)
     }
 }
 
@@ -556,6 +515,9 @@ mod tests {
         );
         let n = typed_estimate(drives.as_bytes()).unwrap();
         assert!(n > 1000 * OBJECT_BYTES, "{n}");
+        // A struct written as an array, in a list: priced as an object.
+        let arrays = format!("[{}]", vec![r#"["",null,0]"#; 1000].join(","));
+        assert!(typed_estimate(arrays.as_bytes()).unwrap() > 1000 * OBJECT_BYTES);
         let notes = format!("[{}]", vec![r#""a""#; 1000].join(","));
         assert_eq!(
             typed_estimate(notes.as_bytes()).unwrap(),
