@@ -20,8 +20,9 @@ use anyhow::{bail, Context, Result};
 use super::contents::{Contents, FileReader, Holding};
 use super::summary::{self, Summary};
 use super::system::SystemIdentity;
+use super::unpack::MAX_UNPACKED;
 use super::unpack::RATIO_FLOOR;
-use super::unpack::{Limits, MAX_ENTRIES, MAX_LONG_NAME, MAX_META, MAX_RATIO, MAX_UNPACKED};
+use super::unpack::{Limits, MAX_ENTRIES, MAX_KEPT_META, MAX_LONG_NAME, MAX_META, MAX_RATIO};
 use super::{pretty, Manifest, ManifestEntry, MANIFEST, MANIFEST_SCHEMA, RESULTS_PREFIX};
 use super::{SUMMARY, SYSTEM, ZSTD_LEVEL};
 
@@ -297,14 +298,16 @@ fn within_reader_limits(
     summary_json: &[u8],
     system_json: &[u8],
 ) -> Result<()> {
-    for (what, len) in [
-        (MANIFEST, pretty(manifest).len()),
-        (SUMMARY, summary_json.len()),
-        (SYSTEM, system_json.len()),
+    // A report keeps the summary and system identity whole, at most
+    // MAX_KEPT_META of each.
+    for (what, len, most) in [
+        (MANIFEST, pretty(manifest).len(), MAX_META),
+        (SUMMARY, summary_json.len(), MAX_KEPT_META),
+        (SYSTEM, system_json.len(), MAX_KEPT_META),
     ] {
-        if len as u64 > MAX_META {
+        if len as u64 > most {
             bail!(
-                "{}: its {what} would be {len} bytes, more than a bundle's reader takes ({MAX_META})",
+                "{}: its {what} would be {len} bytes, more than a bundle's reader takes ({most})",
                 dir.display()
             );
         }
@@ -725,8 +728,8 @@ mod tests {
             format!("{e:#}").contains("its manifest.json would be"),
             "{e:#}"
         );
-        // The system identity is kept whole by a report.
-        let e = fits(&short, &vec![b' '; MAX_META as usize + 1]).unwrap_err();
+        // The system identity is kept whole by a report, at most 4 MiB.
+        let e = fits(&short, &vec![b' '; MAX_KEPT_META as usize + 1]).unwrap_err();
         assert!(
             format!("{e:#}").contains("its system.json would be"),
             "{e:#}"

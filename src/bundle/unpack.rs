@@ -64,6 +64,9 @@ pub struct Budget {
 pub const RATIO_FLOOR: u64 = 32 << 20;
 /// The largest manifest or summary read into memory.
 pub const MAX_META: u64 = 16 << 20;
+/// The most of a bundle's summary or system identity a report or a
+/// comparison holds (`bundle create` makes none larger).
+pub const MAX_KEPT_META: u64 = 4 << 20;
 /// zstd's window: 2^24 = 16 MiB (storcert writes level 10, a 4 MiB window);
 /// a frame asking for more is refused instead of allocated.
 const WINDOW_LOG_MAX: u32 = 24;
@@ -192,8 +195,8 @@ pub enum UnpackError {
     Duplicate { path: String },
     #[error("archive: {MANIFEST} is not the first entry")]
     ManifestNotFirst,
-    #[error("archive: {path} is larger than {MAX_META} bytes")]
-    MetaTooLarge { path: String },
+    #[error("archive: {path} is larger than {limit} bytes")]
+    MetaTooLarge { path: String, limit: u64 },
     #[error("{MANIFEST}: {0}")]
     Manifest(serde_json::Error),
     #[error("{MANIFEST}: lists {path} twice")]
@@ -462,8 +465,12 @@ pub fn unpack_into<R: Read>(
         }
         let streamed = stream.wants(&path);
         let kept = !streamed && keep(&path);
-        if kept && (size > limits.max_kept || (super::is_meta(&path) && size > MAX_META)) {
-            return Err(UnpackError::MetaTooLarge { path });
+        let limit = match super::is_meta(&path) {
+            true => limits.max_kept.min(MAX_META),
+            false => limits.max_kept,
+        };
+        if kept && size > limit {
+            return Err(UnpackError::MetaTooLarge { path, limit });
         }
         let mut data = Vec::new();
         if kept {
@@ -535,6 +542,7 @@ fn read_meta<R: Read>(
     if size > MAX_META {
         return Err(UnpackError::MetaTooLarge {
             path: path.to_string(),
+            limit: MAX_META,
         });
     }
     let mut data = Vec::with_capacity(size as usize);

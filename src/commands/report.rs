@@ -16,7 +16,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The most of a bundle's summary or system identity held in memory.
-const KEPT: u64 = 4 << 20;
+const KEPT: u64 = crate::bundle::unpack::MAX_KEPT_META;
 
 /// A results folder, or a bundle read (and verified, given a key).
 pub enum Opened {
