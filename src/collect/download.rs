@@ -1,6 +1,8 @@
 //! Downloads of stored bundles and their signatures, and a stored
 //! bundle's report page.
 
+use tokio::sync::OwnedSemaphorePermit;
+
 use super::pace::{chunked, paced, Pace};
 use super::*;
 
@@ -32,8 +34,6 @@ impl IntoResponse for Busy {
         Refusal(StatusCode::SERVICE_UNAVAILABLE, self.0).retry_after("2")
     }
 }
-
-type OwnedSemaphorePermit = tokio::sync::OwnedSemaphorePermit;
 
 /// Serves a bundle or a signature, only of a bundle in the index (one
 /// that verified here): nothing else in a shared store is reachable.
