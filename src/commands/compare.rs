@@ -15,14 +15,16 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub fn run(a: CompareArgs) -> ExitCode {
-    let mut runs: Vec<(String, Contents)> = Vec::new();
+    // One run's contents at a time: what the comparison keeps of each is
+    // its points, so inputs add no more than their points to what is held.
+    let mut comparer = compare::Comparer::default();
     // A comparison plots no timeline: none is held, however many runs.
     let holding = Holding {
         timelines: false,
         ..Holding::BUNDLE
     };
     for input in &a.inputs {
-        let contents = match open(input, a.pubkey.as_deref(), &a.limits, holding) {
+        let contents: Contents = match open(input, a.pubkey.as_deref(), &a.limits, holding) {
             Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
                 Ok(c) => c,
                 Err(e) => return fail(format!("{}: {e:#}", dir.display())),
@@ -46,10 +48,9 @@ pub fn run(a: CompareArgs) -> ExitCode {
                 crate::util::text::printable(why, 300)
             );
         }
-        runs.push((input.display().to_string(), contents));
+        comparer.add(&input.display().to_string(), &contents);
     }
-    let borrowed: Vec<(String, &Contents)> = runs.iter().map(|(n, c)| (n.clone(), c)).collect();
-    let c = compare::compare(&borrowed);
+    let c = comparer.finish();
     if c.loads.is_empty() {
         return fail("no ACT log in these inputs");
     }

@@ -283,11 +283,31 @@ fn spare_key(s: &Option<SpareArea>) -> (bool, u64) {
 
 /// The comparison of the ACT runs in `runs` (a name and its contents each).
 pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
-    // (drive, workload, spare key) → devices, spare, points.
-    type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
-    let mut groups: BTreeMap<(String, String, (bool, u64)), Group> = BTreeMap::new();
-    let mut left_out = Vec::new();
+    let mut comparer = Comparer::default();
     for (source, c) in runs {
+        comparer.add(source, c);
+    }
+    comparer.finish()
+}
+
+/// (drive, workload, spare key) → devices, spare, points.
+type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
+
+/// A comparison made a run at a time: what it keeps of each is its points,
+/// so a reader can let each run's contents go before reading the next.
+#[derive(Default)]
+pub struct Comparer {
+    sources: Vec<String>,
+    groups: BTreeMap<(String, String, (bool, u64)), Group>,
+    left_out: Vec<String>,
+}
+
+impl Comparer {
+    /// The ACT runs of one source.
+    pub fn add(&mut self, source: &str, c: &Contents) {
+        let (groups, left_out) = (&mut self.groups, &mut self.left_out);
+        let source = source.to_string();
+        self.sources.push(source.clone());
         let known = drives(c);
         let (owned, confirmations) = search_logs(c);
         let mut trials = 0;
@@ -365,33 +385,37 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
             ));
         }
     }
-    let mut loads = Vec::new();
-    for ((drive, workload, _), (devices, spare, mut rows)) in groups {
-        rows.sort_by(|a, b| {
-            a.load
-                .total_cmp(&b.load)
-                .then_with(|| a.source.cmp(&b.source))
-                .then_with(|| a.log.cmp(&b.log))
-        });
-        let (highest, notes) =
-            highest_passing(&rows.iter().map(|p| (p.load, p.pass)).collect::<Vec<_>>());
-        loads.push(LoadTable {
-            drive,
-            devices,
-            workload,
+
+    /// The comparison of every run added.
+    pub fn finish(self) -> Comparison {
+        let mut loads = Vec::new();
+        for ((drive, workload, _), (devices, spare, mut rows)) in self.groups {
+            rows.sort_by(|a, b| {
+                a.load
+                    .total_cmp(&b.load)
+                    .then_with(|| a.source.cmp(&b.source))
+                    .then_with(|| a.log.cmp(&b.log))
+            });
+            let (highest, notes) =
+                highest_passing(&rows.iter().map(|p| (p.load, p.pass)).collect::<Vec<_>>());
+            loads.push(LoadTable {
+                drive,
+                devices,
+                workload,
+                spare,
+                rows,
+                highest_passing_load: highest,
+                notes,
+            });
+        }
+        let spare = spare_tables(&loads);
+        Comparison {
+            schema_version: SCHEMA_VERSION,
+            sources: self.sources,
+            loads,
             spare,
-            rows,
-            highest_passing_load: highest,
-            notes,
-        });
-    }
-    let spare = spare_tables(&loads);
-    Comparison {
-        schema_version: SCHEMA_VERSION,
-        sources: runs.iter().map(|(s, _)| s.clone()).collect(),
-        loads,
-        spare,
-        left_out,
+            left_out: self.left_out,
+        }
     }
 }
 

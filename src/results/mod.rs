@@ -199,25 +199,79 @@ impl Artefact {
 pub fn typed_estimate(data: &[u8]) -> Result<u64, serde_json::Error> {
     let total = std::cell::Cell::new(0u64);
     let mut de = serde_json::Deserializer::from_slice(data);
-    serde::de::DeserializeSeed::deserialize(Estimate(&total, false), &mut de)?;
+    serde::de::DeserializeSeed::deserialize(Estimate::root(&total), &mut de)?;
     de.end()?;
     Ok(total.get())
 }
 
-/// The estimate's weights, bytes.
-const OBJECT_BYTES: u64 = 1024;
+/// The estimate's weights, bytes. An object is priced as the largest
+/// results struct (a disk, some 1 KB) twice over: a list of them grows by
+/// doubling, so holds up to twice what it fills.
+const OBJECT_BYTES: u64 = 2048;
 const LIST_BYTES: u64 = 32;
 const STRING_BYTES: u64 = 32;
+/// A string's own place in a list (a `String` is three words), twice over.
+const STRING_IN_LIST_BYTES: u64 = 48;
 const SCALAR_BYTES: u64 = 16;
 
-/// The running total, and whether this value is an element of a list: a
-/// list in a list may be a struct written as an array (serde reads a
-/// struct from its fields in order), priced as one.
-struct Estimate<'a>(&'a std::cell::Cell<u64>, bool);
+/// Objects priced by the field they sit under rather than as the largest
+/// struct: the many small structs of a real machine's results (thirty
+/// SMART attributes a SATA drive, a probe per passthrough path tried).
+/// Sound because a field's name fixes its type: no results type keeps a
+/// map of objects (whose keys would be data, not field names), and an
+/// unknown field is skipped without being kept. Every field of these
+/// names, in every results type, must be of these types (or lists of
+/// them, or options): tests/typed_estimate.rs reads each shape and counts.
+const SMALL_OBJECTS: [(&str, u64); 8] = [
+    ("attributes", price_of::<inventory::AtaAttribute>()),
+    ("probes", price_of::<inventory::Probe>()),
+    ("readings", price_of::<inventory::WriteCacheReading>()),
+    ("write_cache", price_of::<inventory::WriteCache>()),
+    ("health", price_of::<inventory::Health>()),
+    ("ata", price_of::<inventory::AtaHealth>()),
+    ("nvme", price_of::<inventory::NvmeHealth>()),
+    ("scsi", price_of::<inventory::ScsiHealth>()),
+];
 
-impl Estimate<'_> {
+/// A struct's price: its size, rounded up to the allocator's 16 bytes,
+/// and as much again for the list it sits in, which grows by doubling.
+const fn price_of<T>() -> u64 {
+    (std::mem::size_of::<T>() as u64).div_ceil(16) * 16 * 2
+}
+
+/// The price of an object under the field `name`.
+fn object_price_under(name: &str) -> u64 {
+    SMALL_OBJECTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(OBJECT_BYTES, |(_, p)| *p)
+}
+
+/// The running total; whether this value is an element of a list (a list
+/// in a list may be a struct written as an array, which serde reads from
+/// its fields in order, priced as one); what an object here is priced at;
+/// and, for a key, where to leave the price of the value it names.
+#[derive(Clone, Copy)]
+struct Estimate<'a> {
+    total: &'a std::cell::Cell<u64>,
+    in_list: bool,
+    object: u64,
+    key: Option<&'a std::cell::Cell<u64>>,
+}
+
+impl<'a> Estimate<'a> {
+    /// A whole document, every object priced as the largest struct.
+    fn root(total: &'a std::cell::Cell<u64>) -> Estimate<'a> {
+        Estimate {
+            total,
+            in_list: false,
+            object: OBJECT_BYTES,
+            key: None,
+        }
+    }
+
     fn add(&self, n: u64) {
-        self.0.set(self.0.get().saturating_add(n));
+        self.total.set(self.total.get().saturating_add(n));
     }
 }
 
@@ -256,19 +310,51 @@ impl<'de> serde::de::Visitor<'de> for Estimate<'_> {
         Ok(())
     }
     fn visit_str<E>(self, s: &str) -> Result<(), E> {
-        self.add(STRING_BYTES + s.len() as u64);
+        let slot = if self.in_list {
+            STRING_IN_LIST_BYTES
+        } else {
+            0
+        };
+        self.add(slot + STRING_BYTES + s.len() as u64);
+        if let Some(price) = self.key {
+            price.set(object_price_under(s));
+        }
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.add(if self.1 { OBJECT_BYTES } else { LIST_BYTES });
-        while seq.next_element_seed(Estimate(self.0, true))?.is_some() {}
+        self.add(if self.in_list {
+            self.object
+        } else {
+            LIST_BYTES
+        });
+        while seq
+            .next_element_seed(Estimate {
+                in_list: true,
+                key: None,
+                ..self
+            })?
+            .is_some()
+        {}
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.add(OBJECT_BYTES);
-        // A key is a field name (nothing) or a map's key (a string).
-        while map.next_key_seed(Estimate(self.0, false))?.is_some() {
-            map.next_value_seed(Estimate(self.0, false))?;
+        self.add(self.object);
+        // A key is a field name (nothing) or a map's key (a string); it
+        // prices the object it names.
+        let price = std::cell::Cell::new(OBJECT_BYTES);
+        let key = Estimate {
+            total: self.total,
+            in_list: false,
+            object: OBJECT_BYTES,
+            key: Some(&price),
+        };
+        while map.next_key_seed(key)?.is_some() {
+            map.next_value_seed(Estimate {
+                total: self.total,
+                in_list: false,
+                object: price.replace(OBJECT_BYTES),
+                key: None,
+            })?;
         }
         Ok(())
     }
@@ -340,7 +426,7 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                 // is read by its own type, as it always was.
                 "schema_version" if !matches!(head.version, HeadField::Missing) => {
                     version_twice = true;
-                    map.next_value_seed(Estimate(&skipped, false))?;
+                    map.next_value_seed(Estimate::root(&skipped))?;
                 }
                 "schema_version" => {
                     head.version = map.next_value::<Scalar>()?.into_field(|s| match s {
@@ -349,7 +435,7 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
                     })
                 }
                 _ => {
-                    map.next_value_seed(Estimate(&skipped, false))?;
+                    map.next_value_seed(Estimate::root(&skipped))?;
                 }
             }
         }
@@ -360,7 +446,7 @@ impl<'de> serde::de::Visitor<'de> for HeadVisitor {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Head, A::Error> {
-        serde::de::Visitor::visit_seq(Estimate(&std::cell::Cell::new(0), false), seq)?;
+        serde::de::Visitor::visit_seq(Estimate::root(&std::cell::Cell::new(0)), seq)?;
         Self::not_object()
     }
 
@@ -440,11 +526,11 @@ impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
         Ok(Scalar::Other("null"))
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
-        serde::de::Visitor::visit_seq(Estimate(&std::cell::Cell::new(0), false), seq)?;
+        serde::de::Visitor::visit_seq(Estimate::root(&std::cell::Cell::new(0)), seq)?;
         Ok(Scalar::Other("a list"))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Scalar, A::Error> {
-        serde::de::Visitor::visit_map(Estimate(&std::cell::Cell::new(0), false), map)?;
+        serde::de::Visitor::visit_map(Estimate::root(&std::cell::Cell::new(0)), map)?;
         Ok(Scalar::Other("an object"))
     }
 }
@@ -508,6 +594,28 @@ mod tests {
     }
 
     #[test]
+    fn an_object_is_priced_as_the_largest_results_struct_in_a_list() {
+        use std::mem::size_of;
+        let largest = [
+            size_of::<inventory::Disk>(),
+            size_of::<inventory::PhysicalDrive>(),
+            size_of::<inventory::Controller>(),
+            size_of::<health::DriveHealth>(),
+            size_of::<act::LogAnalysis>(),
+            size_of::<heartbeat::Heartbeat>(),
+            size_of::<stream::JobResult>(),
+            size_of::<policy::Finding>(),
+            size_of::<Artefact>(),
+        ];
+        for size in largest {
+            assert!(2 * size as u64 <= OBJECT_BYTES, "{size}");
+        }
+        for (name, price) in SMALL_OBJECTS {
+            assert!(price < OBJECT_BYTES, "{name}: {price}");
+        }
+    }
+
+    #[test]
     fn the_typed_estimate_weighs_shapes_not_bytes() {
         let drives = format!(
             "[{}]",
@@ -521,8 +629,19 @@ mod tests {
         let notes = format!("[{}]", vec![r#""a""#; 1000].join(","));
         assert_eq!(
             typed_estimate(notes.as_bytes()).unwrap(),
-            LIST_BYTES + 1000 * 33
+            LIST_BYTES + 1000 * (STRING_IN_LIST_BYTES + STRING_BYTES + 1)
         );
+        // Under a field of a small type, an object is priced as that type.
+        let attributes = format!(
+            r#"{{"attributes":[{}]}}"#,
+            vec![r#"{"id":1}"#; 1000].join(",")
+        );
+        let n = typed_estimate(attributes.as_bytes()).unwrap();
+        let small = price_of::<inventory::AtaAttribute>();
+        assert!(n >= 1000 * small && n < 1000 * OBJECT_BYTES / 16, "{n}");
+        // What sits beneath it is priced by its own field.
+        let nested = r#"{"x":{"attributes":{"y":{}}}}"#;
+        assert!(typed_estimate(nested.as_bytes()).unwrap() > 2 * OBJECT_BYTES);
         assert!(typed_estimate(b"{\"a\":1e400}").is_err());
         assert!(typed_estimate(b"[1] x").is_err());
     }
