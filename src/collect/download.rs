@@ -3,7 +3,7 @@
 
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::pace::{chunked, paced, Pace};
+use super::pace::{paced, Pace};
 use super::*;
 
 /// Downloads and report pages served at once from one client address.
@@ -100,23 +100,11 @@ pub(super) async fn download(
     let opened = tokio::fs::File::open(&copy.path).await;
     drop(copy);
     match (got, opened) {
-        (Ok(Some((_, stored))), Ok(file)) if stored == sha => {
+        (Ok(Some((size, stored))), Ok(file)) if stored == sha => {
             // The slots go with the body, which must be taken at the pace
             // of every slow answer: a reader that stops gives them back.
-            let chunks = futures_util::stream::unfold(file, |mut f| async move {
-                use tokio::io::AsyncReadExt;
-                let mut buf = vec![0u8; 256 << 10];
-                match f.read(&mut buf).await {
-                    Ok(0) => None,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        Some((Ok(bytes::Bytes::from(buf)), f))
-                    }
-                    Err(e) => Some((Err(e), f)),
-                }
-            });
-            let pace = Pace::new(c.cfg.export_stall, c.cfg.request_timeout);
-            let body = paced(Box::pin(chunks), pace, turn);
+            let pace = Pace::for_size(c.cfg.export_stall, c.cfg.request_timeout, size);
+            let body = paced(file_chunks(file), pace, turn);
             (headers, axum::body::Body::from_stream(body)).into_response()
         }
         (Ok(Some(_)), Err(e)) => internal(e.into()).into_response(),
@@ -168,37 +156,93 @@ pub(super) async fn bundle_report(
         Ok(None) => return not_found("no such bundle"),
         Err(e) => return internal(e).into_response(),
     }
-    let limits = bundle::Limits {
-        max_kept: bundle::unpack::MAX_META,
-        ..c.cfg.limits.clone()
+    // The page goes to a private file of its own and is streamed from
+    // it: sixteen slow readers of 15 MB pages held 270 MB when each page
+    // was held whole until taken.
+    let page = Incoming {
+        path: c.incoming_path(),
     };
-    let path = incoming.path.clone();
-    let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<Vec<u8>>> {
-        let file = std::fs::File::open(&path)?;
-        let mut u = bundle::unpack::unpack(std::io::BufReader::new(file), &limits, |p| {
-            p == "results/report.html"
-        })?;
-        Ok(u.files.remove("results/report.html"))
+    let (limits, from, to) = (
+        c.cfg.limits.clone(),
+        incoming.path.clone(),
+        page.path.clone(),
+    );
+    let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<std::fs::File>> {
+        let file = std::fs::File::open(&from)?;
+        let mut out = PageFile {
+            path: to,
+            file: None,
+        };
+        bundle::unpack::unpack_into(std::io::BufReader::new(file), &limits, |_| false, &mut out)?;
+        Ok(out.file)
     })
     .await;
+    drop((incoming, page));
     match read {
-        Ok(Ok(Some(html))) => (
-            [
-                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (
-                    header::CONTENT_SECURITY_POLICY,
-                    "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
-                ),
-            ],
-            axum::body::Body::from_stream(paced(
-                chunked(html),
-                Pace::new(c.cfg.export_stall, c.cfg.request_timeout),
-                turn,
-            )),
-        )
-            .into_response(),
+        Ok(Ok(Some(file))) => {
+            let size = file.metadata().map_or(0, |m| m.len());
+            let pace = Pace::for_size(c.cfg.export_stall, c.cfg.request_timeout, size);
+            (
+                [
+                    (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                    (
+                        header::CONTENT_SECURITY_POLICY,
+                        "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+                    ),
+                ],
+                axum::body::Body::from_stream(paced(
+                    file_chunks(tokio::fs::File::from_std(file)),
+                    pace,
+                    turn,
+                )),
+            )
+                .into_response()
+        }
         Ok(Ok(None)) => not_found("this bundle carries no report"),
         Ok(Err(e)) => internal(e).into_response(),
         Err(e) => internal(e.into()).into_response(),
+    }
+}
+
+/// A file's bytes as a body, a chunk at a time.
+fn file_chunks(
+    file: tokio::fs::File,
+) -> std::pin::Pin<Box<dyn futures_util::Stream<Item = std::io::Result<bytes::Bytes>> + Send>> {
+    Box::pin(futures_util::stream::unfold(file, |mut f| async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 256 << 10];
+        match f.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(bytes::Bytes::from(buf)), f))
+            }
+            Err(e) => Some((Err(e), f)),
+        }
+    }))
+}
+
+/// A bundle's report page, written to a private file as it is unpacked
+/// (created 0600, never through a link) and opened for reading.
+struct PageFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl bundle::unpack::Stream for PageFile {
+    fn wants(&self, path: &str) -> bool {
+        path == "results/report.html"
+    }
+    fn read(&mut self, _: &str, data: &mut dyn std::io::Read) -> std::io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o600)
+            .open(&self.path)?;
+        std::io::copy(data, &mut out)?;
+        self.file = Some(std::fs::File::open(&self.path)?);
+        Ok(())
     }
 }

@@ -36,6 +36,15 @@ impl Pace {
         }
     }
 
+    /// For a body of `size` bytes: the request timeout, or as long as a
+    /// reader at `MIN_RATE` takes after its stall, if longer. A large
+    /// bundle taken at a steady pace is never cut for its size (a
+    /// 256 MiB bundle at 200 KiB/s takes 22 minutes).
+    pub fn for_size(stall: Duration, timeout: Duration, size: u64) -> Pace {
+        let at_pace = stall + Duration::from_secs(size.div_ceil(MIN_RATE));
+        Pace::new(stall, timeout.max(at_pace))
+    }
+
     /// Why a reader that has taken `taken` bytes in `waited` of its own
     /// time (the time the body waited for it, never the server's time
     /// making the next chunk) is too slow, if it is.
@@ -103,20 +112,52 @@ where
     })
 }
 
-/// `data` in chunks a slow reader is measured by.
-pub(super) fn chunked(data: Vec<u8>) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Unpin {
-    let data = Bytes::from(data);
-    let chunks: Vec<_> = (0..data.len())
-        .step_by(64 << 10)
-        .map(|at| Ok(data.slice(at..(at + (64 << 10)).min(data.len()))))
-        .collect();
-    futures_util::stream::iter(chunks)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use futures_util::StreamExt;
+
+    /// `data` in chunks a slow reader is measured by.
+    fn chunked(data: Vec<u8>) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Unpin {
+        let data = Bytes::from(data);
+        let chunks: Vec<_> = (0..data.len())
+            .step_by(64 << 10)
+            .map(|at| Ok(data.slice(at..(at + (64 << 10)).min(data.len()))))
+            .collect();
+        futures_util::stream::iter(chunks)
+    }
+
+    #[test]
+    fn a_large_body_taken_at_a_steady_pace_outlasts_the_request_timeout() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (stall, timeout, size) =
+                (Duration::from_secs(10), Duration::from_secs(600), 256 << 20);
+            let before = tokio::time::Instant::now();
+            let pace = Pace::for_size(stall, timeout, size);
+            let by_timeout = Pace::new(stall, timeout);
+            // 200 KiB/s takes the whole bundle in 1,311 s: never behind,
+            // and within its deadline, where the request timeout alone
+            // would have cut it at 600 s.
+            assert!(by_timeout.until < before + Duration::from_secs(601));
+            assert!(pace.until >= before + Duration::from_secs(1311));
+            for second in 1..=1311u64 {
+                let taken = (second * (200 << 10)).min(size);
+                let waited = Duration::from_secs(second);
+                assert_eq!(pace.behind(taken, waited), None, "cut at {second} s");
+            }
+            // At the pace itself, 64 KiB/s, it ends before its deadline.
+            assert!(pace.until >= before + stall + Duration::from_secs(size / MIN_RATE));
+            // A reader below the pace is still cut.
+            assert!(pace.behind(1 << 20, Duration::from_secs(100)).is_some());
+            // A small body keeps the request timeout.
+            let small = Pace::for_size(stall, timeout, 1 << 20);
+            assert!(small.until < before + Duration::from_secs(601));
+        });
+    }
 
     #[test]
     fn a_body_taken_below_the_rate_ends_in_an_error_and_gives_back_its_slots() {
