@@ -969,3 +969,79 @@ fn vm_rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap()
 }
+
+/// The third review's leftover page: a client gone while the bundle was
+/// unpacking, before its report page, left the page's private file behind
+/// for good (the request's guard had already run), and its slots free for
+/// the next while the unpacking went on. The unpacking now owns both: when
+/// it ends, nothing of the request is left.
+#[test]
+fn a_report_page_abandoned_mid_unpack_leaves_nothing_behind() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "127.0.0.1:0", &[]);
+    let res = lab.path("res-abandon");
+    std::fs::create_dir_all(&res).unwrap();
+    // Noise that sorts before the page in the archive and takes a while
+    // to unpack and hash, however fast the machine.
+    let mut noise = vec![0u8; 48 << 20];
+    storcert::util::random::Rng::seeded(13).fill(&mut noise, 100);
+    std::fs::write(res.join("a.bin"), &noise).unwrap();
+    std::fs::write(res.join("report.html"), "<p>page</p>".repeat(1000)).unwrap();
+    let b = signed(&lab, &res, "abandon.tar.zst");
+    upload(&c, &b);
+    let size = std::fs::metadata(&b).unwrap().len();
+    let sha = storcert::bundle::sha256_hex(&std::fs::read(&b).unwrap());
+    let incoming = walkdir(lab.dir.path())
+        .into_iter()
+        .find(|p| p.is_dir() && p.to_string_lossy().ends_with(".incoming"))
+        .expect("the collector's incoming folder");
+    let parts = || -> Vec<(PathBuf, u64)> {
+        std::fs::read_dir(&incoming)
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                Some((e.path(), e.metadata().ok()?.len()))
+            })
+            .collect()
+    };
+    assert!(parts().is_empty(), "{:?}", parts());
+    let report =
+        format!("GET /bundles/{sha}/report HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    // Gone as soon as the bundle's copy is whole, while it unpacks.
+    let mut s = connect_from(A1, c.addr, None);
+    s.write_all(report.as_bytes()).unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !parts().iter().any(|(_, n)| *n == size) {
+        assert!(
+            Instant::now() < until,
+            "the copy never appeared: {:?}",
+            parts()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(s);
+    // Whatever the unpacking had made is gone when it ends.
+    let until = Instant::now() + Duration::from_secs(120);
+    while !parts().is_empty() {
+        assert!(Instant::now() < until, "left behind: {:?}", parts());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // And the page is served whole to a reader that stays.
+    let (code, page) = exchange(connect_from(A2, c.addr, None), &report, b"");
+    assert_eq!(code, 200);
+    assert_eq!(page, "<p>page</p>".repeat(1000));
+    assert!(parts().is_empty(), "{:?}", parts());
+}
+
+/// Every path under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        }
+        out.push(p);
+    }
+    out
+}

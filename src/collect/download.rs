@@ -158,28 +158,38 @@ pub(super) async fn bundle_report(
     }
     // The page goes to a private file of its own and is streamed from
     // it: sixteen slow readers of 15 MB pages held 270 MB when each page
-    // was held whole until taken.
+    // was held whole until taken. The unpacking owns the copies and the
+    // slots: a client gone meanwhile leaves nothing behind when it ends,
+    // and nothing unpacks beyond the slots.
     let page = Incoming {
         path: c.incoming_path(),
     };
-    let (limits, from, to) = (
-        c.cfg.limits.clone(),
-        incoming.path.clone(),
-        page.path.clone(),
-    );
-    let read = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<std::fs::File>> {
-        let file = std::fs::File::open(&from)?;
-        let mut out = PageFile {
-            path: to,
-            file: None,
-        };
-        bundle::unpack::unpack_into(std::io::BufReader::new(file), &limits, |_| false, &mut out)?;
-        Ok(out.file)
+    let limits = c.cfg.limits.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let unpacked = (|| -> anyhow::Result<PageFile> {
+            let file = std::fs::File::open(&incoming.path)?;
+            let mut out = PageFile::new(&page.path);
+            bundle::unpack::unpack_into(
+                std::io::BufReader::new(file),
+                &limits,
+                |_| false,
+                &mut out,
+            )?;
+            Ok(out)
+        })();
+        drop((incoming, page));
+        (unpacked, turn)
     })
     .await;
-    drop((incoming, page));
     match read {
-        Ok(Ok(Some(file))) => {
+        Ok((
+            Ok(PageFile {
+                file: Some(file),
+                too_large: false,
+                ..
+            }),
+            turn,
+        )) => {
             let size = file.metadata().map_or(0, |m| m.len());
             let pace = Pace::for_size(c.cfg.export_stall, c.cfg.request_timeout, size);
             (
@@ -198,8 +208,17 @@ pub(super) async fn bundle_report(
             )
                 .into_response()
         }
-        Ok(Ok(None)) => not_found("this bundle carries no report"),
-        Ok(Err(e)) => internal(e).into_response(),
+        Ok((
+            Ok(PageFile {
+                too_large: true, ..
+            }),
+            _,
+        )) => not_found(&format!(
+            "this bundle's report is over {} MiB: download the bundle",
+            MAX_PAGE >> 20
+        )),
+        Ok((Ok(_), _)) => not_found("this bundle carries no report"),
+        Ok((Err(e), _)) => internal(e).into_response(),
         Err(e) => internal(e.into()).into_response(),
     }
 }
@@ -222,11 +241,27 @@ fn file_chunks(
     }))
 }
 
+/// The largest report page served (as a report holds a bundle's
+/// metadata: `bundle::unpack::MAX_META`).
+const MAX_PAGE: u64 = bundle::unpack::MAX_META;
+
 /// A bundle's report page, written to a private file as it is unpacked
-/// (created 0600, never through a link) and opened for reading.
+/// (created 0600, never through a link) and opened for reading; one over
+/// `MAX_PAGE` is not written past it, and said to be too large.
 struct PageFile {
     path: PathBuf,
     file: Option<std::fs::File>,
+    too_large: bool,
+}
+
+impl PageFile {
+    fn new(path: &std::path::Path) -> PageFile {
+        PageFile {
+            path: path.to_path_buf(),
+            file: None,
+            too_large: false,
+        }
+    }
 }
 
 impl bundle::unpack::Stream for PageFile {
@@ -234,6 +269,7 @@ impl bundle::unpack::Stream for PageFile {
         path == "results/report.html"
     }
     fn read(&mut self, _: &str, data: &mut dyn std::io::Read) -> std::io::Result<()> {
+        use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
         let mut out = std::fs::OpenOptions::new()
             .write(true)
@@ -241,7 +277,8 @@ impl bundle::unpack::Stream for PageFile {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .mode(0o600)
             .open(&self.path)?;
-        std::io::copy(data, &mut out)?;
+        let copied = std::io::copy(&mut data.take(MAX_PAGE + 1), &mut out)?;
+        self.too_large = copied > MAX_PAGE;
         self.file = Some(std::fs::File::open(&self.path)?);
         Ok(())
     }
