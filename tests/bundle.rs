@@ -641,7 +641,7 @@ fn a_stage_that_measured_nothing_is_not_called_failed() {
         .summary
         .tests
         .iter()
-        .filter(|t| !t.measured)
+        .filter(|t| !t.measured())
         .map(|t| t.name.as_str())
         .collect();
     assert_eq!(unmeasured.len(), 1, "{:?}", c.summary.tests);

@@ -306,7 +306,16 @@ fn a_run_over_several_drives_judges_each_drive_on_its_own_share() {
     assert_eq!(verdict("/dev/sda"), storcert::results::Verdict::Pass);
     assert_eq!(verdict("/dev/sdb"), storcert::results::Verdict::Fail);
     assert_eq!(s.verdict, storcert::results::Verdict::Fail);
-    let names: Vec<(&str, bool)> = s.tests.iter().map(|t| (t.name.as_str(), t.pass)).collect();
+    let names: Vec<(&str, bool)> = s
+        .tests
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.verdict == storcert::results::Verdict::Pass,
+            )
+        })
+        .collect();
     assert_eq!(
         names,
         [

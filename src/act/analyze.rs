@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-pub use crate::results::act::{Analysis, Failure, HistTable, SliceRow, Verdict};
+pub use crate::results::act::{ActVerdict, Analysis, Failure, HistTable, SliceRow};
 use crate::results::act::{DeviceVerdict, LogAnalysis, ANALYSIS_SCHEMA};
 
 /// act_latency.py's options.
@@ -1077,7 +1077,7 @@ impl Slicer {
         head: &Head,
         opts: &Options,
         slice: u64,
-        verdict: Verdict,
+        verdict: ActVerdict,
     ) -> Result<Analysis, AnalyzeError> {
         // At the end of the file, readline() gives "".
         if matches!(self.state, SliceState::InDump { .. }) {

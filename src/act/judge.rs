@@ -19,7 +19,7 @@
 //! at the first contradiction rather than being guessed at.
 
 use super::histogram::N_BUCKETS;
-use crate::results::act::{Failure, Verdict};
+use crate::results::act::{ActVerdict, Failure};
 
 /// The histogram ACT's criteria judge.
 pub const JUDGED: &str = "reads";
@@ -325,7 +325,7 @@ impl Judge {
 }
 
 /// Judges a log by ACT's criteria; never fails to answer.
-pub fn judge(text: &str) -> Verdict {
+pub fn judge(text: &str) -> ActVerdict {
     judge_histograms(text, &[JUDGED.to_string()])
         .pop()
         .expect("one verdict per name")
@@ -358,7 +358,7 @@ impl Judge {
 /// ACT's criteria applied to each histogram of `names` in a log, in one
 /// pass over it: "reads", and in a run over several drives each drive's
 /// own share ("/dev/sdb-reads"). A verdict per name, in order.
-pub fn judge_histograms(text: &str, names: &[String]) -> Vec<Verdict> {
+pub fn judge_histograms(text: &str, names: &[String]) -> Vec<ActVerdict> {
     let mut judges = Judges::new(names);
     for line in text.lines() {
         judges.line(line);
@@ -507,7 +507,7 @@ impl Judges {
     }
 
     /// A verdict per name, once the whole log is read.
-    pub fn verdicts(mut self) -> Vec<Verdict> {
+    pub fn verdicts(mut self) -> Vec<ActVerdict> {
         self.end_dump();
         let in_reports = self.in_reports;
         self.judges
@@ -519,7 +519,7 @@ impl Judges {
 
 impl Judge {
     /// The verdict once the whole log is read.
-    fn verdict(mut self, in_reports: bool) -> Verdict {
+    fn verdict(mut self, in_reports: bool) -> ActVerdict {
         let j = &mut self;
         let name = j.name.clone();
         j.finish_report();
@@ -574,7 +574,7 @@ impl Judge {
             Some(s) if s != u64::MAX && last >= s => s,
             _ => last,
         };
-        Verdict {
+        ActVerdict {
             pass: j.failures.is_empty() && j.problems.is_empty(),
             criteria: format!(
                 "{name}, in every slice of {}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
@@ -637,7 +637,7 @@ mod tests {
         s + tail
     }
 
-    fn reasons(v: &Verdict) -> Vec<String> {
+    fn reasons(v: &ActVerdict) -> Vec<String> {
         v.failures
             .iter()
             .map(|f| format!("slice {}: {}", f.slice, f.rule))
@@ -831,7 +831,7 @@ mod tests {
             .map(|n| n.to_string())
             .collect();
         let v = judge_histograms(&text, &names);
-        let errors = |v: &Verdict| v.problems.iter().any(|p| p.contains("I/O error"));
+        let errors = |v: &ActVerdict| v.problems.iter().any(|p| p.contains("I/O error"));
         assert!(errors(&v[0]) && errors(&v[2]) && !errors(&v[1]), "{v:?}");
         assert!(v[1].pass, "{:?}", v[1].problems);
         // One malformed setting line of a megabyte is quoted in 80

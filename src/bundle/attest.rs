@@ -126,10 +126,10 @@ impl TestLists {
             failed: Vec::new(),
         };
         for t in &summary.tests {
-            let list = match (t.pass, t.measured) {
-                (true, _) => &mut lists.passed,
-                (false, false) => &mut lists.warned,
-                (false, true) => &mut lists.failed,
+            let list = match t.verdict {
+                Verdict::Pass => &mut lists.passed,
+                Verdict::Untested => &mut lists.warned,
+                _ => &mut lists.failed,
             };
             list.push(t.name.clone());
         }
@@ -144,7 +144,7 @@ impl TestLists {
             summary
                 .tests
                 .iter()
-                .filter(|t| t.pass == pass)
+                .filter(|t| (t.verdict == Verdict::Pass) == pass)
                 .map(|t| t.name.clone())
                 .collect()
         };

@@ -3,7 +3,7 @@
 //! drive and the bundle's verdict.
 
 use crate::results::act::SearchResult;
-use crate::results::run::Journal;
+use crate::results::run::{Journal, StageState};
 use crate::results::verdict::Judgement;
 use crate::results::{Artefact, Verdict};
 
@@ -18,17 +18,20 @@ type PerDevice = Vec<Vec<(String, String)>>;
 
 fn judge(s: &mut Summary, pd: &mut PerDevice, name: String, j: Judgement) {
     pd.push(j.per_device);
-    let pass = j.verdict == Verdict::Pass;
-    let measured = j.verdict != Verdict::Untested;
-    if !pass && measured {
+    // A test passes, fails, or measured nothing: anything else a
+    // judgement can say (incomplete, interrupted) is not a pass.
+    let verdict = match j.verdict {
+        Verdict::Pass | Verdict::Untested => j.verdict,
+        _ => Verdict::Fail,
+    };
+    if verdict == Verdict::Fail {
         s.reasons.push(format!("{name}: {}", j.detail));
     }
     s.tests.push(TestVerdict {
         name,
-        pass,
+        verdict,
         detail: j.detail,
         devices: j.devices,
-        measured,
     });
 }
 
@@ -59,7 +62,7 @@ fn search_devices(search: &SearchResult, c: &Contents) -> Vec<String> {
 /// A stage that failed outright (no result file to judge) fails the run;
 /// its note says why.
 fn failed_stages(s: &mut Summary, pd: &mut PerDevice, j: &Journal, targets: &[String]) {
-    for st in j.stages.iter().filter(|st| st.state == "failed") {
+    for st in j.stages.iter().filter(|st| st.state == StageState::Failed) {
         let devices = targets
             .iter()
             .filter(|t| st.id.ends_with(t.rsplit('/').next().unwrap_or(t)))
@@ -272,13 +275,13 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             .tests
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.measured && t.devices.iter().any(|x| names_same(&d.device, x)))
+            .filter(|(_, t)| t.measured() && t.devices.iter().any(|x| names_same(&d.device, x)))
             .collect();
         // A test's own words for this drive where it has them, else its
         // whole detail; each test once.
         d.reasons = mine
             .iter()
-            .filter(|(_, t)| !t.pass)
+            .filter(|(_, t)| t.verdict != Verdict::Pass)
             .map(|(i, t)| {
                 let own: Vec<&str> = pd[*i]
                     .iter()
@@ -310,7 +313,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     // streaming measured the others: the run cannot pass on them. (A run
     // of policy and health alone judges what it tracked, not workloads.)
     let drive_tests = s.tests.iter().any(|t| {
-        t.measured
+        t.measured()
             && !t.devices.is_empty()
             && (t.name.starts_with("act-")
                 || (t.name.starts_with("stream") && !t.name.starts_with("stream-fs")))
@@ -324,7 +327,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     } else {
         Vec::new()
     };
-    s.verdict = if s.tests.iter().any(|t| t.measured && !t.pass) {
+    s.verdict = if s.tests.iter().any(|t| t.verdict == Verdict::Fail) {
         Verdict::Fail
     } else if targets.as_ref().is_some_and(|t| t.is_empty()) {
         // A run that found no drive to test (all behind a controller
@@ -337,7 +340,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         s.reasons
             .push("the run recorded no drives under test (no targets.json)".into());
         Verdict::Incomplete
-    } else if !s.tests.iter().any(|t| t.measured) {
+    } else if !s.tests.iter().any(|t| t.measured()) {
         s.reasons.push("no test results in the bundle".into());
         Verdict::Incomplete
     } else if !untested.is_empty() {
@@ -678,14 +681,17 @@ mod scope_tests {
             .iter()
             .find(|t| t.name.starts_with("health"))
             .unwrap();
-        assert!(!health.measured && !health.pass, "{health:?}");
+        assert_eq!(health.verdict, Verdict::Untested, "{health:?}");
         assert!(health.detail.contains("not measured"));
         let policy = s
             .tests
             .iter()
             .find(|t| t.name.starts_with("policy"))
             .unwrap();
-        assert!(policy.pass && policy.detail.contains("2 finding(s) about the machine"));
+        assert!(
+            policy.verdict == Verdict::Pass
+                && policy.detail.contains("2 finding(s) about the machine")
+        );
         // The policy passed; the health stage measured nothing: a pass,
         // with no drive judged on health.
         assert_eq!(s.verdict, Verdict::Pass, "{:?}", s.reasons);
@@ -696,7 +702,12 @@ mod scope_tests {
         // A summary with the field omitted (measured) still reads.
         let t: TestVerdict =
             serde_json::from_str(r#"{"name":"x","pass":true,"detail":"","devices":[]}"#).unwrap();
-        assert!(t.measured);
+        assert_eq!(t.verdict, Verdict::Pass);
+        let t: TestVerdict = serde_json::from_str(
+            r#"{"name":"x","pass":false,"detail":"","devices":[],"measured":true}"#,
+        )
+        .unwrap();
+        assert_eq!(t.verdict, Verdict::Fail);
         let json = serde_json::to_string(&health).unwrap();
         assert!(json.contains("\"measured\":false"), "{json}");
     }

@@ -152,7 +152,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
         tests += &format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&t.name),
-            verdict(Verdict::of(t.pass)),
+            verdict(t.verdict),
             esc(&t.detail)
         );
     }

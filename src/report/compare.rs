@@ -345,7 +345,7 @@ impl Comparer {
             // share; a run on one drive: its verdict.
             let shares: Vec<(
                 Vec<String>,
-                &crate::results::act::Verdict,
+                &crate::results::act::ActVerdict,
                 crate::results::verdict::Judgement,
             )> = if a.per_device.is_empty() {
                 vec![(a.devices.clone(), &a.analysis.verdict, a.judgement())]

@@ -362,7 +362,7 @@ pub fn render(r: &Report) -> String {
             out,
             "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             esc(&t.name),
-            verdict(Verdict::of(t.pass)),
+            verdict(t.verdict),
             esc(&t.detail)
         );
     }

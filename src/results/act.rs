@@ -218,8 +218,11 @@ pub struct Failure {
     pub percent: f64,
 }
 
+/// The judge's reading of an ACT log's histograms: whether every slice
+/// kept within the limits, and where it did not. (`results::Verdict` is
+/// the word a summary gives; this is how a log earned it.)
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct ActVerdict {
     pub pass: bool,
     pub criteria: String,
     /// Microsecond logs have no bucket edge at 1/8/64 ms: the nearest
@@ -247,7 +250,7 @@ pub struct Analysis {
     pub scale: String,
     pub slice_seconds: u64,
     pub histograms: Vec<HistTable>,
-    pub verdict: Verdict,
+    pub verdict: ActVerdict,
     /// The text act_latency.py would print.
     #[serde(skip)]
     pub text: String,
@@ -308,11 +311,11 @@ pub struct LogAnalysis {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceVerdict {
     pub device: String,
-    pub verdict: Verdict,
+    pub verdict: ActVerdict,
 }
 
 /// A verdict's reasons, one line: its problems, then each failing slice.
-pub fn verdict_reasons(v: &Verdict) -> String {
+pub fn verdict_reasons(v: &ActVerdict) -> String {
     v.problems
         .iter()
         .cloned()

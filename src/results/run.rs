@@ -21,12 +21,24 @@ pub struct Target {
     pub file_size: u64,
 }
 
+/// Where a stage stands in the journal.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StageState {
+    Running,
+    Done,
+    Failed,
+    /// A word this version does not know (a journal from a later one):
+    /// neither done nor failed, so the stage runs again.
+    #[serde(other)]
+    Unknown,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct StageRecord {
     pub id: String,
-    /// "running", "done" or "failed". A "running" stage found on start was
-    /// interrupted and runs again.
-    pub state: String,
+    /// A "running" stage found on start was interrupted and runs again.
+    pub state: StageState,
     pub destructive: bool,
     pub attempts: u32,
     pub started_at: String,

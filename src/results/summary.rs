@@ -29,18 +29,67 @@ pub struct DriveVerdict {
     pub act_load_passed: Option<f64>,
 }
 
+/// One test's verdict: pass, fail, or untested (a test that measured
+/// nothing, as a health stage that found no drive to track: neither a
+/// pass nor a failure).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "TestVerdictJson", into = "TestVerdictJson")]
 pub struct TestVerdict {
     /// "act-storage 10x (results/act-10x.log)", "stream (results/stream.json)", ...
     pub name: String,
-    pub pass: bool,
+    /// `Pass`, `Fail` or `Untested`.
+    pub verdict: super::Verdict,
     pub detail: String,
     pub devices: Vec<String>,
-    /// False for a test that measured nothing (a health stage that found
-    /// no drive to track): neither a pass nor a failure.
+}
+
+/// A test's verdict as summary.json writes it, as every bundle signed so
+/// far has it: `pass`, and `measured` where it is false.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestVerdictJson {
+    name: String,
+    pass: bool,
+    detail: String,
+    devices: Vec<String>,
     #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub measured: bool,
+    measured: bool,
+}
+
+impl From<TestVerdictJson> for TestVerdict {
+    fn from(t: TestVerdictJson) -> TestVerdict {
+        use super::Verdict;
+        TestVerdict {
+            name: t.name,
+            verdict: match (t.pass, t.measured) {
+                (true, _) => Verdict::Pass,
+                (false, true) => Verdict::Fail,
+                (false, false) => Verdict::Untested,
+            },
+            detail: t.detail,
+            devices: t.devices,
+        }
+    }
+}
+
+impl From<TestVerdict> for TestVerdictJson {
+    fn from(t: TestVerdict) -> TestVerdictJson {
+        use super::Verdict;
+        TestVerdictJson {
+            name: t.name,
+            pass: t.verdict == Verdict::Pass,
+            detail: t.detail,
+            devices: t.devices,
+            measured: t.verdict != Verdict::Untested,
+        }
+    }
+}
+
+impl TestVerdict {
+    /// Whether it measured something (passed or failed).
+    pub fn measured(&self) -> bool {
+        self.verdict != super::Verdict::Untested
+    }
 }
 
 fn yes() -> bool {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-pub use crate::results::run::{Journal, StageRecord};
+pub use crate::results::run::{Journal, StageRecord, StageState};
 use crate::results::Artefact;
 use crate::util::fs::write_durably;
 
@@ -73,7 +73,7 @@ impl Journal {
     }
 
     pub fn is_done(&self, id: &str) -> bool {
-        self.get(id).is_some_and(|s| s.state == "done")
+        self.get(id).is_some_and(|s| s.state == StageState::Done)
     }
 
     /// Marks a stage started (again); when an earlier attempt was
@@ -82,7 +82,7 @@ impl Journal {
         let mut interrupted = false;
         let rec = match self.stages.iter_mut().find(|s| s.id == id) {
             Some(r) => {
-                if r.state == "running" {
+                if r.state == StageState::Running {
                     r.interrupted_seconds += r.seconds_done;
                     interrupted = true;
                 }
@@ -91,7 +91,7 @@ impl Journal {
             None => {
                 self.stages.push(StageRecord {
                     id: id.into(),
-                    state: String::new(),
+                    state: StageState::Running,
                     destructive,
                     attempts: 0,
                     started_at: String::new(),
@@ -103,7 +103,7 @@ impl Journal {
                 self.stages.last_mut().expect("just pushed")
             }
         };
-        rec.state = "running".into();
+        rec.state = StageState::Running;
         rec.attempts += 1;
         rec.started_at = now();
         rec.seconds_done = 0;
@@ -121,7 +121,11 @@ impl Journal {
 
     pub fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError> {
         if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
-            r.state = if ok { "done" } else { "failed" }.into();
+            r.state = if ok {
+                StageState::Done
+            } else {
+                StageState::Failed
+            };
             r.finished_at = Some(now());
             r.note = note.into();
         }
