@@ -81,6 +81,9 @@ pub struct Report {
     pub provenance: Provenance,
     /// Health was read before and after (a health diff is in the results).
     pub health_compared: bool,
+    /// The drives whose health the diff compared (none: it measured
+    /// nothing, and the report must not say nothing changed).
+    pub health_tracked: usize,
     /// Whether the results hold a policy check (`findings` empty then
     /// means none was found, not none was looked for).
     pub policy_checked: bool,
@@ -102,7 +105,9 @@ pub enum Provenance {
 impl Report {
     /// What the health section says when it has no change to show.
     pub fn health_note(&self) -> &'static str {
-        if self.health_compared {
+        if self.health_compared && self.health_tracked == 0 {
+            "Health was read before and after the tests, but no drive's health was tracked, so no change could be seen."
+        } else if self.health_compared {
             "Health was read before and after the tests: nothing changed."
         } else {
             "No health snapshots were taken (the run had no health stage), so no change could be seen."
@@ -151,6 +156,7 @@ impl Report {
             spare: Vec::new(),
             provenance: Provenance::Results,
             health_compared: false,
+            health_tracked: 0,
             policy_checked: false,
         };
         for item in &c.items {
@@ -177,6 +183,7 @@ impl Report {
                 }),
                 Artefact::HealthDiff(d) => {
                     r.health_compared = true;
+                    r.health_tracked += d.drives.len() + d.unmatched.len();
                     for dd in &d.drives {
                         for ch in &dd.changes {
                             r.health.push(HealthChange {

@@ -214,4 +214,30 @@ mod tests {
         assert_eq!(fence("a ``` b"), "````");
         assert_eq!(fence("plain"), "```");
     }
+
+    #[test]
+    fn a_health_stage_that_tracked_no_drive_is_not_said_to_have_seen_no_change() {
+        let diff = |drives: &str| {
+            let mut files = std::collections::BTreeMap::new();
+            files.insert(
+                "health-diff.json".to_string(),
+                format!(
+                    r#"{{"artefact":"health-diff","schema_version":1,"seconds":1,"drives":[{drives}],"unmatched":[],"degraded":false}}"#
+                )
+                .into_bytes(),
+            );
+            plain(&crate::report::Report::build(
+                "r",
+                Default::default(),
+                &files,
+            ))
+        };
+        let none = diff("");
+        assert!(none.contains("no drive's health was tracked"), "{none}");
+        assert!(!none.contains("nothing changed"), "{none}");
+        let one = diff(
+            r#"{"drive":"/dev/sda","changes":[],"degraded":false,"endurance":null,"temperature_c":null}"#,
+        );
+        assert!(one.contains("nothing changed"), "{one}");
+    }
 }
