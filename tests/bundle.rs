@@ -719,7 +719,10 @@ fn crafted_archives_signed_by_a_trusted_key_are_refused() {
     let big = vec![5u8; 4 << 20];
     let listed: &[(&str, &[u8])] = &[("summary.json", summary), ("results/x", b"x")];
     let m = manifest(listed, 0);
-    let repeated = manifest(&[("results/big", &big), ("summary.json", summary)], 100_000);
+    let repeated = manifest(&[("results/big", &big), ("summary.json", summary)], 1_000);
+    // As many listings as an archive holds entries: refused as they are
+    // read, before any is looked at.
+    let listed_past = manifest(&[("results/big", &big), ("summary.json", summary)], 100_000);
     let cases: Vec<(&str, Vec<u8>)> = vec![
         (
             "written one way",
@@ -784,6 +787,17 @@ fn crafted_archives_signed_by_a_trusted_key_are_refused() {
             raw_archive(
                 &[
                     ("manifest.json", &repeated),
+                    ("results/big", &big),
+                    ("summary.json", summary),
+                ],
+                &[],
+            ),
+        ),
+        (
+            "more than 100000 files listed",
+            raw_archive(
+                &[
+                    ("manifest.json", &listed_past),
                     ("results/big", &big),
                     ("summary.json", summary),
                 ],

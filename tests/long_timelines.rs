@@ -289,7 +289,7 @@ fn a_padded_result_is_read_in_bounded_memory() {
 /// bounded, but each element became a typed value of hundreds of bytes:
 /// `report` of the bundle took 389 MB and `compare` of four copies 1.4 GB.
 /// What the values would take is now estimated from the shape and bounded
-/// (96 MiB a bundle); past it the file is named as not read.
+/// (64 MiB a bundle); past it the file is named as not read.
 #[test]
 fn tiny_elements_of_a_legitimate_shape_are_bounded_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -358,4 +358,110 @@ fn tiny_elements_just_under_the_bound_are_read_within_the_limit() {
     let (kib, o) = peak_rss_kib(&["compare", s(&bundle), s(&bundle), s(&bundle), s(&bundle)]);
     assert!(ok(&o).contains("20x"));
     rss_under_limit("compare of four copies just under the typed bound", kib);
+}
+
+/// A bundle made by hand, as an attacker would: `manifest` first (made to
+/// list the other files when `None`), then `files`, in a zstd tar.
+fn by_hand(path: &std::path::Path, manifest: Option<Vec<u8>>, files: &[(&str, Vec<u8>)]) {
+    let manifest = manifest.unwrap_or_else(|| {
+        let listed: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(p, d)| {
+                serde_json::json!({"path": p, "sha256": storcert::bundle::sha256_hex(d), "size": d.len()})
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({"schema_version": 1, "storcert_version": "0", "files": listed}))
+            .unwrap()
+    });
+    let out = std::fs::File::create(path).unwrap();
+    let mut tar = tar::Builder::new(zstd::Encoder::new(out, 3).unwrap().auto_finish());
+    for (p, d) in std::iter::once(&("manifest.json", manifest)).chain(files) {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(d.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, p, d.as_slice()).unwrap();
+    }
+    tar.finish().unwrap();
+}
+
+/// The fourth review's bundles made of metadata: a 16 MiB manifest of
+/// 1.2 million files written as arrays (a 317 KB bundle) took every reader
+/// to 300 MiB before the number of files was checked; a 4 MiB summary of
+/// one-letter reasons took `report` to 100 MiB (a 16 MiB one `bundle
+/// verify` to 277 MiB). The manifest's files are now counted as they are
+/// read, and a summary's values bounded before they are made.
+#[test]
+fn a_bundle_of_oversized_metadata_is_refused_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries = 1_000_000;
+    let manifest = format!(
+        r#"{{"schema_version":1,"storcert_version":"0","files":[{}]}}"#,
+        (0..entries)
+            .map(|i| format!(r#"["{i:x}","",0]"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let many = dir.path().join("many.tar.zst");
+    by_hand(&many, Some(manifest.into_bytes()), &[]);
+    let (kib, o) = peak_rss_kib(&["report", s(&many), "-o", s(&dir.path().join("m.html"))]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("more than 100000 files listed"), "{err}");
+    rss_under_limit("report of a million files listed", kib);
+
+    let reasons = vec![r#""a""#; (4 << 20) / 4 - 100].join(",");
+    let summary = format!(
+        r#"{{"schema_version":1,"verdict":"fail","reasons":[{reasons}],"machine":{{}},"drives":[],"tests":[],"loads_reached":{{}},"configuration":{{}}}}"#
+    );
+    assert!(summary.len() < 4 << 20);
+    let big = dir.path().join("summary.tar.zst");
+    by_hand(&big, None, &[("summary.json", summary.into_bytes())]);
+    let (kib, o) = peak_rss_kib(&["report", s(&big), "-o", s(&dir.path().join("s.html"))]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the summary makes more values than a reader holds"),
+        "{err}"
+    );
+    println!(
+        "report of a 4 MiB summary of one-letter reasons: peak RSS {} MiB",
+        kib / 1024
+    );
+    assert!(kib < 60 << 10, "{kib} KiB");
+}
+
+/// The fourth review's run notes: a million one-letter notes, just under
+/// the typed bound, took `report` to 157 MiB (the report copied them all,
+/// and printed them) and `compare` of two to 103 MiB. The bound is now
+/// 64 MiB of the estimate and a report shows the first thousand notes.
+#[test]
+fn a_million_run_notes_are_read_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let res = dir.path().join("results");
+    std::fs::create_dir_all(res.join("act")).unwrap();
+    std::fs::copy(LOG, res.join("act/d-20x.log")).unwrap();
+    let notes = |n: usize| {
+        format!(
+            r#"{{"artefact":"run-notes","schema_version":1,"profile":"p","source":"s","starts":1,"stages":[],"notes":[{}]}}"#,
+            vec![r#""a""#; n].join(",")
+        )
+    };
+    let estimate = |n| storcert::results::typed_estimate(notes(n).as_bytes()).unwrap();
+    let per_note = estimate(2) - estimate(1);
+    let n = ((Holding::BUNDLE.json_typed - estimate(0) - (64 << 10)) / per_note) as usize;
+    std::fs::write(res.join("run-notes.json"), notes(n)).unwrap();
+    let (bundle, _) = signed(&res, dir.path(), "notes.tar.zst");
+    let html = dir.path().join("r.html");
+    let (kib, o) = peak_rss_kib(&["report", s(&bundle), "-o", s(&html)]);
+    ok(&o);
+    rss_under_limit(&format!("report of {n} run notes"), kib);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("and {} more notes", n - 1000)),
+        "not said"
+    );
+    let (kib, o) = peak_rss_kib(&["compare", s(&bundle), s(&bundle)]);
+    assert!(ok(&o).contains("20x"));
+    rss_under_limit(&format!("compare of two with {n} run notes"), kib);
 }

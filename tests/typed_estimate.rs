@@ -133,9 +133,9 @@ fn the_estimate_is_never_below_what_a_read_takes_and_reads_real_jbods_whole() {
     let bound = Holding::BUNDLE.json_typed;
     println!("1,000 SATA drives: {jbod} of the {bound} a bundle's reader holds");
     assert!(
-        2 * jbod < bound,
-        "a 2,000-drive JBOD's inventory and health ({}) are not read whole ({bound})",
-        2 * jbod
+        jbod * 3 / 2 < bound,
+        "a 1,500-drive JBOD's inventory and health ({}) are not read whole ({bound})",
+        jbod * 3 / 2
     );
 
     // What an attacker would write: drives of two fields (each a struct of

@@ -294,7 +294,10 @@ pub fn open(text: &str, key: &PublicKey) -> Result<Statement, EnvelopeError> {
             &ed25519_dalek::Signature::from_bytes(&raw),
         )
         .map_err(|_| EnvelopeError::SignatureMismatch)?;
-    let st: Statement = serde_json::from_slice(&payload).map_err(EnvelopeError::Statement)?;
+    // It carries a summary: bounded as a summary is, before it is made.
+    let st: Statement =
+        crate::results::summary::bounded_json(&payload, 2 * Summary::MAX_TYPED, "statement")
+            .map_err(EnvelopeError::Statement)?;
     if st.statement_type != STATEMENT_TYPE || st.predicate_type != PREDICATE_TYPE {
         return Err(EnvelopeError::NotTestResult);
     }

@@ -52,7 +52,39 @@ pub struct ManifestEntry {
 pub struct Manifest {
     pub schema_version: u32,
     pub storcert_version: String,
+    #[serde(deserialize_with = "at_most_entries")]
     pub files: Vec<ManifestEntry>,
+}
+
+/// A manifest's files, refused past what an archive may hold
+/// (`unpack::MAX_ENTRIES`) as they are read: 16 MiB of entries written as
+/// arrays made 1.2 million entries and took every reader to 300 MiB before
+/// their number was checked.
+fn at_most_entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ManifestEntry>, D::Error> {
+    struct Entries;
+    impl<'de> serde::de::Visitor<'de> for Entries {
+        type Value = Vec<ManifestEntry>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of files")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut files = Vec::new();
+            while let Some(f) = seq.next_element()? {
+                if files.len() as u64 >= unpack::MAX_ENTRIES {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {} files listed",
+                        unpack::MAX_ENTRIES
+                    )));
+                }
+                files.push(f);
+            }
+            Ok(files)
+        }
+    }
+    d.deserialize_seq(Entries)
 }
 
 pub use crate::util::sha256_hex;
@@ -404,9 +436,8 @@ pub fn verify_keeping<R: Read + Seek>(
     if second.sha256_hex() != sha256 {
         return Err(VerifyError::Changed);
     }
-    let summary: Summary =
-        serde_json::from_slice(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
-            .map_err(VerifyError::Summary)?;
+    let summary = Summary::from_json(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
+        .map_err(VerifyError::Summary)?;
     if summary != statement.predicate.storcert.summary {
         return Err(VerifyError::SummaryDiffers);
     }

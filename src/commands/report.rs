@@ -123,7 +123,7 @@ pub fn open(
             ))
         })
         .and_then(|d| {
-            serde_json::from_slice(d)
+            crate::results::summary::Summary::from_json(d)
                 .map(Box::new)
                 .map_err(|e| could_not(format!("{}: summary.json: {e}", input.display())))
         })?;

@@ -102,6 +102,9 @@ pub enum Provenance {
     NotVerified,
 }
 
+/// The run's notes a report shows at most.
+const MAX_NOTES_SHOWN: usize = 1000;
+
 impl Report {
     /// What the health section says when it has no change to show.
     pub fn health_note(&self) -> &'static str {
@@ -206,7 +209,17 @@ impl Report {
                     }
                 }
                 Artefact::RunNotes(n) => {
-                    r.notes.extend(n.notes.iter().cloned());
+                    // A run writes a handful; a page of a million says
+                    // nothing more, and its copy doubled a report's memory.
+                    r.notes
+                        .extend(n.notes.iter().take(MAX_NOTES_SHOWN).cloned());
+                    if n.notes.len() > MAX_NOTES_SHOWN {
+                        r.notes.push(format!(
+                            "... and {} more notes of the run, not shown (see {})",
+                            n.notes.len() - MAX_NOTES_SHOWN,
+                            item.path
+                        ));
+                    }
                     if n.starts > 1 {
                         r.notes.push(format!(
                             "the run was started {} times (resumed after interruptions)",

@@ -222,7 +222,7 @@ const SCALAR_BYTES: u64 = 16;
 /// unknown field is skipped without being kept. Every field of these
 /// names, in every results type, must be of these types (or lists of
 /// them, or options): tests/typed_estimate.rs reads each shape and counts.
-const SMALL_OBJECTS: [(&str, u64); 8] = [
+const SMALL_OBJECTS: [(&str, u64); 9] = [
     ("attributes", price_of::<inventory::AtaAttribute>()),
     ("probes", price_of::<inventory::Probe>()),
     ("readings", price_of::<inventory::WriteCacheReading>()),
@@ -231,6 +231,7 @@ const SMALL_OBJECTS: [(&str, u64); 8] = [
     ("ata", price_of::<inventory::AtaHealth>()),
     ("nvme", price_of::<inventory::NvmeHealth>()),
     ("scsi", price_of::<inventory::ScsiHealth>()),
+    ("tests", price_of::<summary::TestVerdict>()),
 ];
 
 /// A struct's price: its size, rounded up to the allocator's 16 bytes,

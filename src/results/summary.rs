@@ -115,3 +115,34 @@ pub struct Summary {
     /// Inputs that set the expectations (policy, configs): path → SHA-256.
     pub configuration: BTreeMap<String, String>,
 }
+
+impl Summary {
+    /// The most a summary's typed values may take by `typed_estimate`: a
+    /// 2,400-drive machine's summary makes some 12 MiB; the worst shape
+    /// at this bound (a list of one-letter reasons) some 22 MB.
+    pub const MAX_TYPED: u64 = 32 << 20;
+
+    /// A summary from a bundle's bytes, its typed values bounded before
+    /// they are made (a 16 MiB list of one-letter reasons took `bundle
+    /// verify` to 277 MiB).
+    pub fn from_json(data: &[u8]) -> Result<Summary, serde_json::Error> {
+        bounded_json(data, Self::MAX_TYPED, "summary")
+    }
+}
+
+/// `data` read as a `T` if `typed_estimate` says its values take at most
+/// `max` bytes; else an error naming `what` and the bound.
+pub fn bounded_json<T: serde::de::DeserializeOwned>(
+    data: &[u8],
+    max: u64,
+    what: &str,
+) -> Result<T, serde_json::Error> {
+    let n = super::typed_estimate(data)?;
+    if n > max {
+        return Err(<serde_json::Error as serde::de::Error>::custom(format!(
+            "the {what} makes more values than a reader holds ({} MiB)",
+            max >> 20
+        )));
+    }
+    serde_json::from_slice(data)
+}
