@@ -2,7 +2,6 @@
 //! host or date) and one page per bundle. Server-rendered, no scripts, no
 //! external assets.
 
-use crate::results::Verdict;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
@@ -11,6 +10,7 @@ use super::fleet::{self, Waivers};
 use super::index::{CohortKey, Record, RowFilter};
 use super::{SearchQuery, Shared};
 use crate::export::DriveRow;
+use crate::report::html::verdict;
 
 /// HTML-escaped, with control and bidi characters shown escaped (a
 /// machine's text cannot reorder or hide what a page says).
@@ -36,15 +36,6 @@ fn page(title: &str, body: &str) -> Html<String> {
          <title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>\n",
         esc(title)
     ))
-}
-
-fn verdict(v: Verdict) -> String {
-    let v = v.as_str();
-    format!(
-        "<span class=\"verdict v-{0}\">{1}</span>",
-        esc(v),
-        esc(&v.to_uppercase())
-    )
 }
 
 fn machine(r: &Record) -> String {

@@ -14,7 +14,9 @@ fn esc(s: &str) -> String {
     crate::util::text::html_escape(s)
 }
 
-fn verdict(v: Verdict) -> String {
+/// A verdict as a badge (the pages' `v-*` classes colour it): the
+/// report's and the collector's pages show it alike.
+pub(crate) fn verdict(v: Verdict) -> String {
     let v = v.as_str();
     format!(
         "<span class=\"verdict v-{0}\">{1}</span>",
