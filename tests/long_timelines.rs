@@ -465,3 +465,57 @@ fn a_million_run_notes_are_read_within_the_limit() {
     assert!(ok(&o).contains("20x"));
     rss_under_limit(&format!("compare of two with {n} run notes"), kib);
 }
+
+/// The fifth review's policy findings: one finding whose `actual` is 16
+/// million `&` (a 988-byte bundle) made an 80 MB HTML page and took
+/// `report` to 218 MiB, each `&` written as `&amp;`. A value a report
+/// shows is now cut as the text formats cut it (500 characters), and a
+/// report shows at most a thousand findings, saying how many more.
+#[test]
+fn a_finding_that_escapes_to_five_times_its_size_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let finding = |actual: &str| {
+        format!(
+            r#"{{"severity":"fail","rule":"r","device":"/dev/sda","check":"c","expected":"e","actual":"{actual}","fix":null}}"#
+        )
+    };
+    let policy = |findings: Vec<String>| {
+        format!(
+            r#"{{"artefact":"policy","schema_version":1,"checks":1,"pass":false,"findings":[{}]}}"#,
+            findings.join(",")
+        )
+        .into_bytes()
+    };
+    // Made by hand, as the review made it: `bundle create` refuses a
+    // summary that would quote such a finding.
+    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
+    let amp = dir.path().join("amp.tar.zst");
+    let one = policy(vec![finding(&"&".repeat(15 << 20))]);
+    by_hand(
+        &amp,
+        None,
+        &[
+            ("summary.json", summary.clone()),
+            ("results/policy.json", one),
+        ],
+    );
+    let html = dir.path().join("r.html");
+    let (kib, o) = peak_rss_kib(&["report", s(&amp), "-o", s(&html)]);
+    ok(&o);
+    rss_under_limit("report of a finding of 15 MiB of &", kib);
+    let page = std::fs::metadata(&html).unwrap().len();
+    println!("its page: {page} bytes");
+    assert!(page < 1 << 20, "a page of {page} bytes");
+
+    let many = dir.path().join("many.tar.zst");
+    let findings = policy(vec![finding("&&&"); 5000]);
+    by_hand(
+        &many,
+        None,
+        &[("summary.json", summary), ("results/policy.json", findings)],
+    );
+    let (_, o) = peak_rss_kib(&["report", s(&many), "-o", s(&html)]);
+    ok(&o);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("and 4000 more policy findings"), "not said");
+}

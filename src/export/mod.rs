@@ -402,6 +402,16 @@ fn act_of(
 /// matching each drive against the inventory costs drives × disks).
 pub const MAX_ROWS: usize = 4096;
 
+/// The characters of one identity field of a row (a name, a serial, a
+/// tag). The bundle's fields are copied into each of its rows: a 7 KB
+/// bundle of 4,096 drives whose tag and profile held 40,000 characters
+/// each took the collector to 358 MiB and its index to 1.6 GB.
+pub const MAX_FIELD_CHARS: usize = 256;
+
+fn clip(s: &str) -> String {
+    crate::util::text::cut(s, MAX_FIELD_CHARS).into_owned()
+}
+
 /// The rows of one verified bundle: one per drive its summary judged (at
 /// most `MAX_ROWS`).
 pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<DriveRow> {
@@ -422,30 +432,30 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
             DriveRow {
                 schema_version: SCHEMA_VERSION,
                 bundle_sha256: received.sha256.clone(),
-                bundle: received.name.clone(),
-                received_at: received.received_at.clone(),
-                signed_at: received.signed_at.clone(),
+                bundle: clip(&received.name),
+                received_at: clip(&received.received_at),
+                signed_at: clip(&received.signed_at),
                 run_verdict: summary.verdict,
-                tag: parts.notes.and_then(|n| n.tag.clone()),
-                profile: parts.notes.map(|n| n.profile.clone()),
-                machine_vendor: m.vendor.clone(),
-                machine_product: m.product.clone(),
-                machine_serial: m.serial.clone(),
-                hostname: m.hostname.clone(),
-                device: d.device.clone(),
-                model: d.model.clone(),
-                serial: d.serial.clone(),
-                wwn: d.wwn.clone(),
-                firmware: d.firmware.clone(),
+                tag: parts.notes.and_then(|n| n.tag.as_deref().map(clip)),
+                profile: parts.notes.map(|n| clip(&n.profile)),
+                machine_vendor: m.vendor.as_deref().map(clip),
+                machine_product: m.product.as_deref().map(clip),
+                machine_serial: m.serial.as_deref().map(clip),
+                hostname: m.hostname.as_deref().map(clip),
+                device: clip(&d.device),
+                model: d.model.as_deref().map(clip),
+                serial: d.serial.as_deref().map(clip),
+                wwn: d.wwn.as_deref().map(clip),
+                firmware: d.firmware.as_deref().map(clip),
                 capacity_bytes: disk.map(|k| k.capacity_bytes).filter(|c| *c > 0),
                 transport: disk.and_then(|k| {
                     serde_json::to_value(k.transport)
                         .ok()
                         .and_then(|v| v.as_str().map(String::from))
                 }),
-                controller,
-                controller_firmware,
-                slot,
+                controller: controller.as_deref().map(clip),
+                controller_firmware: controller_firmware.as_deref().map(clip),
+                slot: slot.as_deref().map(clip),
                 verdict: d.verdict,
                 reasons: d.reasons.clone(),
                 act_load_passed: d.act_load_passed,
@@ -591,5 +601,52 @@ mod tests {
         .unwrap();
         assert!(health_of(Some(&snap), "/dev/sdd", &Some("C".into())).is_none());
         assert!(health_of(Some(&snap), "/dev/sdd", &None).is_some());
+    }
+
+    #[test]
+    fn a_bundle_field_copied_into_every_row_is_clipped() {
+        let long = "t".repeat(40_000);
+        let mut files = BTreeMap::new();
+        files.insert(
+            "run-notes.json".to_string(),
+            artefact(
+                "run-notes",
+                serde_json::json!({"profile": long, "source": "s", "tag": long,
+                                   "starts": 1, "notes": [], "stages": []}),
+            ),
+        );
+        let c = Contents::read(&files);
+        assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
+        let summary = Summary {
+            machine: crate::bundle::summary::Machine {
+                hostname: Some(long.clone()),
+                ..Default::default()
+            },
+            drives: vec![
+                DriveVerdict {
+                    device: long.clone(),
+                    serial: Some(long.clone()),
+                    ..DriveVerdict::default()
+                };
+                100
+            ],
+            ..Summary::default()
+        };
+        let rows = rows(&Received::default(), &summary, &c);
+        assert_eq!(rows.len(), 100);
+        let json = serde_json::to_string(&rows).unwrap();
+        assert!(json.len() < 100 * 4 * 2000, "{} bytes", json.len());
+        let r = &rows[0];
+        for field in [
+            r.tag.as_deref(),
+            r.profile.as_deref(),
+            r.hostname.as_deref(),
+            r.serial.as_deref(),
+            Some(r.device.as_str()),
+        ] {
+            let field = field.unwrap();
+            assert_eq!(field.chars().count(), MAX_FIELD_CHARS + 1, "{field}");
+            assert!(field.ends_with('…'));
+        }
     }
 }

@@ -102,8 +102,10 @@ pub enum Provenance {
     NotVerified,
 }
 
-/// The run's notes a report shows at most.
-const MAX_NOTES_SHOWN: usize = 1000;
+/// The run's notes, policy findings and health changes a report shows at
+/// most, each: a run makes a handful, and a page of a million says nothing
+/// more while its copies and its page multiply what a bundle holds.
+const MAX_SHOWN: usize = 1000;
 
 impl Report {
     /// What the health section says when it has no change to show.
@@ -162,13 +164,22 @@ impl Report {
             health_tracked: 0,
             policy_checked: false,
         };
+        let mut health_not_shown = 0usize;
         for item in &c.items {
             match &item.artefact {
                 Artefact::System(sys) => r.system = Some(sys.clone()),
                 Artefact::Provision(p) => r.spare.push(p.clone()),
                 Artefact::Policy(p) => {
                     r.policy_checked = true;
-                    r.findings.extend(p.findings.iter().cloned())
+                    let room = MAX_SHOWN.saturating_sub(r.findings.len());
+                    r.findings.extend(p.findings.iter().take(room).cloned());
+                    if p.findings.len() > room {
+                        r.notes.push(format!(
+                            "... and {} more policy findings, not shown (see {})",
+                            p.findings.len() - room,
+                            item.path
+                        ));
+                    }
                 }
                 Artefact::Stream(st) => r.streams.push(StreamSection {
                     path: item.path.clone(),
@@ -189,6 +200,10 @@ impl Report {
                     r.health_tracked += d.drives.len() + d.unmatched.len();
                     for dd in &d.drives {
                         for ch in &dd.changes {
+                            if r.health.len() == MAX_SHOWN {
+                                health_not_shown += 1;
+                                continue;
+                            }
                             r.health.push(HealthChange {
                                 drive: dd.drive.clone(),
                                 what: ch.what.clone(),
@@ -211,12 +226,11 @@ impl Report {
                 Artefact::RunNotes(n) => {
                     // A run writes a handful; a page of a million says
                     // nothing more, and its copy doubled a report's memory.
-                    r.notes
-                        .extend(n.notes.iter().take(MAX_NOTES_SHOWN).cloned());
-                    if n.notes.len() > MAX_NOTES_SHOWN {
+                    r.notes.extend(n.notes.iter().take(MAX_SHOWN).cloned());
+                    if n.notes.len() > MAX_SHOWN {
                         r.notes.push(format!(
                             "... and {} more notes of the run, not shown (see {})",
-                            n.notes.len() - MAX_NOTES_SHOWN,
+                            n.notes.len() - MAX_SHOWN,
                             item.path
                         ));
                     }
@@ -230,6 +244,11 @@ impl Report {
                 // Shown below (ACT analyses) or not shown (records).
                 _ => {}
             }
+        }
+        if health_not_shown > 0 {
+            r.notes.push(format!(
+                "... and {health_not_shown} more health changes, not shown (see the health diff)"
+            ));
         }
         // What could not be read is said, never left out quietly.
         for (path, why) in &c.unreadable {

@@ -48,6 +48,18 @@ pub fn json_printable(json: &str) -> String {
     out
 }
 
+/// The characters of one value a report shows (a table cell, a reason, a
+/// note), in every format: past them, "…".
+pub const CELL_CHARS: usize = 500;
+
+/// `s` cut to `max_chars` characters (then "…"); `s` itself when shorter.
+pub fn cut(s: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max_chars) {
+        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..at])),
+        None => std::borrow::Cow::Borrowed(s),
+    }
+}
+
 /// `s` with each unprintable character written as `\u{..}`, cut to
 /// `max_chars` characters (then "…").
 pub fn printable(s: &str, max_chars: usize) -> String {
@@ -86,7 +98,7 @@ pub fn printable_lines(s: &str) -> String {
 /// characters that start emphasis, code, links, images or a tag escaped
 /// so it can add no line, heading or formatting of its own.
 pub fn inline(v: &str, md: bool) -> String {
-    let v = printable(v, 500);
+    let v = printable(v, CELL_CHARS);
     if !md {
         return v;
     }
