@@ -324,6 +324,14 @@ fn tiny_elements_of_a_legitimate_shape_are_bounded_too() {
     rss_under_limit("compare of four copies of tiny elements", kib);
 }
 
+/// How many elements `file(n)` may hold for its typed estimate to stay
+/// just under what a bundle's reader holds (64 KiB short of it).
+fn just_under_the_bound(file: impl Fn(usize) -> String) -> usize {
+    let estimate = |n| storcert::results::typed_estimate(file(n).as_bytes()).unwrap();
+    let each = estimate(2) - estimate(1);
+    ((Holding::BUNDLE.json_typed - estimate(0) - (64 << 10)) / each) as usize
+}
+
 /// The same shape just under the bound (issue 29, the third review):
 /// read whole, as a real machine of that many drives would be. At the
 /// old bound (256 MiB of the estimate) `report` held some 190 MB, and
@@ -341,9 +349,7 @@ fn tiny_elements_just_under_the_bound_are_read_within_the_limit() {
             vec![drive; n].join(",")
         )
     };
-    let estimate = |n| storcert::results::typed_estimate(snapshot(n).as_bytes()).unwrap();
-    let per_drive = estimate(2) - estimate(1);
-    let n = ((Holding::BUNDLE.json_typed - estimate(0) - (64 << 10)) / per_drive) as usize;
+    let n = just_under_the_bound(snapshot);
     std::fs::write(res.join("health-before.json"), snapshot(n)).unwrap();
     let (bundle, _) = signed(&res, dir.path(), "under.tar.zst");
     let html = dir.path().join("r.html");
@@ -447,9 +453,7 @@ fn a_million_run_notes_are_read_within_the_limit() {
             vec![r#""a""#; n].join(",")
         )
     };
-    let estimate = |n| storcert::results::typed_estimate(notes(n).as_bytes()).unwrap();
-    let per_note = estimate(2) - estimate(1);
-    let n = ((Holding::BUNDLE.json_typed - estimate(0) - (64 << 10)) / per_note) as usize;
+    let n = just_under_the_bound(notes);
     std::fs::write(res.join("run-notes.json"), notes(n)).unwrap();
     let (bundle, _) = signed(&res, dir.path(), "notes.tar.zst");
     let html = dir.path().join("r.html");

@@ -107,6 +107,19 @@ pub enum Provenance {
 /// more while its copies and its page multiply what a bundle holds.
 const MAX_SHOWN: usize = 1000;
 
+/// Adds to `shown` the first of `all` that fit within `MAX_SHOWN`; past
+/// them, the note that says how many more `what` there are, and where.
+fn show_some<T: Clone>(shown: &mut Vec<T>, all: &[T], what: &str, path: &str) -> Option<String> {
+    let room = MAX_SHOWN.saturating_sub(shown.len());
+    shown.extend(all.iter().take(room).cloned());
+    (all.len() > room).then(|| {
+        format!(
+            "... and {} more {what}, not shown (see {path})",
+            all.len() - room
+        )
+    })
+}
+
 impl Report {
     /// What the health section says when it has no change to show.
     pub fn health_note(&self) -> &'static str {
@@ -171,15 +184,9 @@ impl Report {
                 Artefact::Provision(p) => r.spare.push(p.clone()),
                 Artefact::Policy(p) => {
                     r.policy_checked = true;
-                    let room = MAX_SHOWN.saturating_sub(r.findings.len());
-                    r.findings.extend(p.findings.iter().take(room).cloned());
-                    if p.findings.len() > room {
-                        r.notes.push(format!(
-                            "... and {} more policy findings, not shown (see {})",
-                            p.findings.len() - room,
-                            item.path
-                        ));
-                    }
+                    let more =
+                        show_some(&mut r.findings, &p.findings, "policy findings", &item.path);
+                    r.notes.extend(more);
                 }
                 Artefact::Stream(st) => r.streams.push(StreamSection {
                     path: item.path.clone(),
@@ -226,14 +233,8 @@ impl Report {
                 Artefact::RunNotes(n) => {
                     // A run writes a handful; a page of a million says
                     // nothing more, and its copy doubled a report's memory.
-                    r.notes.extend(n.notes.iter().take(MAX_SHOWN).cloned());
-                    if n.notes.len() > MAX_SHOWN {
-                        r.notes.push(format!(
-                            "... and {} more notes of the run, not shown (see {})",
-                            n.notes.len() - MAX_SHOWN,
-                            item.path
-                        ));
-                    }
+                    let more = show_some(&mut r.notes, &n.notes, "notes of the run", &item.path);
+                    r.notes.extend(more);
                     if n.starts > 1 {
                         r.notes.push(format!(
                             "the run was started {} times (resumed after interruptions)",
