@@ -225,8 +225,9 @@ fn fleet_bundle_by(lab: &Lab, key: &Path, name: &str, machine: usize, drives: us
 }
 
 /// A signed bundle of one machine with `drives` untested drives behind
-/// one controller whose name and firmware are 4,000 characters each: an
-/// export of this one bundle is megabytes (what a large fleet's is).
+/// one controller whose name and firmware are 4,000 characters each (a
+/// row keeps 256 of each): an export of some thousands of them is
+/// megabytes (what a large fleet's is).
 fn wide_bundle(lab: &Lab, name: &str, drives: usize) -> PathBuf {
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -245,7 +246,7 @@ fn wide_bundle(lab: &Lab, name: &str, drives: usize) -> PathBuf {
             let mut d = disk.clone();
             d["name"] = format!("nvme{n}n1").into();
             d["dev_path"] = format!("/dev/nvme{n}n1").into();
-            d["serial"] = format!("WIDE-{n:05}").into();
+            d["serial"] = format!("WIDE-{name}-{n:05}").into();
             d["controller"] = pci.clone();
             d
         })
@@ -562,9 +563,11 @@ fn sockets(pid: u32) -> usize {
 fn exports_are_not_held_by_readers_that_never_read() {
     let lab = Lab::new();
     let c = Collector::start(&lab, "127.0.0.1:0", &["--export-stall", "5s"]);
-    // One machine of 700 drives: an export of over 5 MB, more than a
-    // socket that is never read takes in.
-    upload(&c, &wide_bundle(&lab, "wide.tar.zst", 700));
+    // Four machines of 700 drives: an export of over 2 MiB, four times
+    // what the server's send buffer and a socket never read take in.
+    for n in 0..4 {
+        upload(&c, &wide_bundle(&lab, &format!("wide-{n}.tar.zst"), 700));
+    }
     let idle = sockets(c.child.id());
     let get = "GET /api/export.jsonl HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut stuck = Vec::new();
@@ -586,8 +589,8 @@ fn exports_are_not_held_by_readers_that_never_read() {
         b"",
     );
     assert_eq!(code, 200);
-    assert_eq!(csv.lines().count(), 700, "{}", &csv[..200.min(csv.len())]);
-    assert!(csv.len() > 5 << 20, "an export of {} bytes", csv.len());
+    assert_eq!(csv.lines().count(), 2800, "{}", &csv[..200.min(csv.len())]);
+    assert!(csv.len() > 2 << 20, "an export of {} bytes", csv.len());
     // The stuck ones end once they have taken nothing for the stall:
     // their address may export again, though its sockets are still open.
     let until = Instant::now() + Duration::from_secs(60);
