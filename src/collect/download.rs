@@ -270,13 +270,7 @@ impl bundle::unpack::Stream for PageFile {
     }
     fn read(&mut self, _: &str, data: &mut dyn std::io::Read) -> std::io::Result<()> {
         use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .mode(0o600)
-            .open(&self.path)?;
+        let mut out = super::store::create_private_blocking(&self.path)?;
         let copied = std::io::copy(&mut data.take(MAX_PAGE + 1), &mut out)?;
         self.too_large = copied > MAX_PAGE;
         self.file = Some(std::fs::File::open(&self.path)?);

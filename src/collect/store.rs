@@ -15,13 +15,24 @@ use object_store::{path::Path as ObjPath, ObjectStore, ObjectStoreExt};
 /// A new file only this user can read, created without following a link
 /// (a body arriving, a copy from the store).
 pub async fn create_private(path: &std::path::Path) -> std::io::Result<tokio::fs::File> {
-    tokio::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o600)
+    tokio::fs::OpenOptions::from(private_options())
         .open(path)
         .await
+}
+
+/// `create_private` on a blocking thread (a page as its bundle unpacks).
+pub fn create_private_blocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    private_options().open(path)
+}
+
+fn private_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600);
+    o
 }
 
 #[derive(Clone)]
