@@ -778,20 +778,30 @@ fn bandwidth_statistics_are_fios_on_fios_own_completions() {
     // one line per I/O, timed from the job's start.
     let clat = std::fs::read_to_string(tmp.path().join("w_clat.1.log")).unwrap();
     let mut windows = Vec::new();
-    let mut ios = 0;
+    let mut done_at = Vec::new();
     for line in clat.lines() {
         let f: Vec<u64> = line.split(',').map(|x| x.trim().parse().unwrap()).collect();
         storcert::stream::add_to_window(&mut windows, Duration::from_millis(f[0]), f[3]);
-        ios += 1;
+        done_at.push(f[0]);
     }
-    assert_eq!(ios, 640, "one line per I/O");
+    assert_eq!(done_at.len(), 640, "one line per I/O");
     let runtime = Duration::from_millis(w["runtime"].as_u64().unwrap());
     let samples = storcert::stream::bw_samples(&windows, runtime);
     let (min, max, mean, dev) = storcert::results::stream::fio_stats(&samples);
     let fio = |k: &str| w[k].as_f64().unwrap();
+    // fio times its samples from a helper thread and divides by the time
+    // that really passed; storcert cuts the log on a fixed grid. Where the
+    // completions came steadily the two agree to an I/O at each window
+    // edge (80 I/Os of 64 KiB a window at 10 MiB/s). Where a busy machine
+    // held fio back, the completions bunch up and the two grids may each
+    // catch a different bunch: the test allows what the log itself shows,
+    // the spread between the fullest and the emptiest half second.
+    let one_io = 64.0 / 0.5;
+    let unsteady = one_io * half_second_spread(&done_at) as f64;
     println!(
         "fio: min {} max {} mean {:.1} dev {:.1} n {}; storcert on fio's completions: \
-         min {min:.0} max {max:.0} mean {mean:.1} dev {dev:.1} n {}",
+         min {min:.0} max {max:.0} mean {mean:.1} dev {dev:.1} n {}; completions unsteady by \
+         {unsteady} KiB/s",
         fio("bw_min"),
         fio("bw_max"),
         fio("bw_mean"),
@@ -799,15 +809,37 @@ fn bandwidth_statistics_are_fios_on_fios_own_completions() {
         fio("bw_samples"),
         samples.len()
     );
-    // A window edge may fall either side of one 64 KiB I/O (fio times its
-    // samples from its helper thread, the log to the millisecond): 1 of
-    // the 80 I/Os of a window at 10 MiB/s.
-    let one_io = 64.0 / 0.5;
+    let edges = 2.0 * one_io + unsteady;
     assert!((fio("bw_samples") - samples.len() as f64).abs() <= 1.0);
-    assert!((fio("bw_mean") - mean).abs() <= one_io, "mean {mean}");
-    assert!((fio("bw_min") - min).abs() <= 2.0 * one_io, "min {min}");
-    assert!((fio("bw_max") - max).abs() <= 2.0 * one_io, "max {max}");
-    assert!((fio("bw_dev") - dev).abs() <= 2.0 * one_io, "dev {dev}");
+    assert!(
+        (fio("bw_mean") - mean).abs() <= one_io + unsteady / samples.len() as f64,
+        "mean {mean}"
+    );
+    assert!((fio("bw_min") - min).abs() <= edges, "min {min}");
+    assert!((fio("bw_max") - max).abs() <= edges, "max {max}");
+    assert!((fio("bw_dev") - dev).abs() <= edges, "dev {dev}");
+}
+
+/// How many more I/Os the fullest half second of a run completed than the
+/// emptiest, over every half second that starts at a completion and ends
+/// before the last: 0 or 1 where the completions came steadily.
+fn half_second_spread(done_at_ms: &[u64]) -> usize {
+    let mut sorted = done_at_ms.to_vec();
+    sorted.sort_unstable();
+    let last = *sorted.last().unwrap();
+    let (mut fewest, mut most) = (usize::MAX, 0);
+    let mut end = 0;
+    for (start, &t) in sorted.iter().enumerate() {
+        if t + 500 > last {
+            break;
+        }
+        while end < sorted.len() && sorted[end] < t + 500 {
+            end += 1;
+        }
+        fewest = fewest.min(end - start);
+        most = most.max(end - start);
+    }
+    most.saturating_sub(fewest)
 }
 
 /// fio's JSON output, once fio succeeded.
