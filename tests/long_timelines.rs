@@ -523,3 +523,118 @@ fn a_finding_that_escapes_to_five_times_its_size_is_cut() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("and 4000 more policy findings"), "not said");
 }
+
+/// The number of ACT logs in a bundle, found by reading: each log was
+/// judged, kept and drawn, and each file that could not be read became a
+/// failing test and a note. 99,000 files of one line ("ACT version")
+/// took `report` to 126 MiB with an 8 MB page (each unjudgeable log held
+/// a whole analysis's room); 20,000 copies of a real log to 169 MiB with
+/// a 28 MB page. A reader now judges and keeps at most 1,024 logs and
+/// 32 MiB of analyses, names the rest as not judged (they fail), and
+/// names the first thousand unreadable files and counts the others.
+#[test]
+fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
+    let html = dir.path().join("r.html");
+    // An attacker pads a bundle past the compression ratio a reader
+    // allows; the test raises the ratio instead.
+    let report = |bundle: &std::path::Path| {
+        let (kib, o) =
+            peak_rss_kib(&["report", "--max-ratio", "100000", s(bundle), "-o", s(&html)]);
+        ok(&o);
+        (kib, std::fs::read_to_string(&html).unwrap())
+    };
+    let bundle = |name: &str, n: usize, log: &[u8]| {
+        let paths: Vec<String> = (0..n)
+            .map(|i| format!("results/act/d{i}-20x.log"))
+            .collect();
+        let mut files = vec![("summary.json", summary.clone())];
+        files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
+        let path = dir.path().join(name);
+        by_hand(&path, None, &files);
+        path
+    };
+
+    let unjudgeable = bundle("one-line.tar.zst", 99_000, b"ACT version 6.6\n");
+    let (kib, page) = report(&unjudgeable);
+    rss_under_limit("report of 99,000 one-line ACT logs", kib);
+    println!("its page: {} bytes", page.len());
+    assert!(page.len() < 1 << 20, "a page of {} bytes", page.len());
+    assert!(page.contains("and 98000 more files not read"), "not said");
+
+    let real = std::fs::read(LOG).unwrap();
+    let many = bundle("many.tar.zst", 1100, &real);
+    let (kib, page) = report(&many);
+    rss_under_limit("report of 1,100 real ACT logs", kib);
+    assert_eq!(
+        page.matches("not judged: the ACT logs before it are all a reader judges (1024)")
+            .count(),
+        76
+    );
+
+    // Logs whose analyses are the largest a log makes (128 drives, 1,500
+    // slices of an hour): the memory their analyses take bounds them
+    // before their count does.
+    let large = bundle("large.tar.zst", 10, &largest_log(128, 1500));
+    let (kib, page) = report(&large);
+    rss_under_limit("report of ten of the largest ACT analyses", kib);
+    let not_judged = page
+        .matches("not judged: the ACT logs before it take all the memory")
+        .count();
+    println!(
+        "its page: {} bytes; {not_judged} logs not judged",
+        page.len()
+    );
+    assert!((1..10).contains(&not_judged), "{not_judged}");
+    assert!(page.len() < 8 << 20, "a page of {} bytes", page.len());
+}
+
+/// An ACT log of `drives` drives and `slices` reports of an hour each, in
+/// the fixture's format: its analysis lists every slice of every drive.
+fn largest_log(drives: usize, slices: u64) -> Vec<u8> {
+    use std::fmt::Write;
+    let fixture = std::fs::read_to_string(LOG).unwrap();
+    let devices: Vec<String> = (0..drives).map(|i| format!("/dev/d{i}")).collect();
+    let mut log: String = fixture[..fixture.find("HISTOGRAM NAMES").unwrap()]
+        .lines()
+        .filter(|l| !l.starts_with("/dev/loop0 size"))
+        .map(|l| match l {
+            "device-names: /dev/loop0" => format!("device-names: {}\n", devices.join(",")),
+            "num-devices: 1" => format!("num-devices: {drives}\n"),
+            "report-interval-sec: 2" => "report-interval-sec: 3600\n".into(),
+            "test-duration-sec: 24" => format!("test-duration-sec: {}\n", 3600 * slices),
+            l => format!("{l}\n"),
+        })
+        .collect();
+    for d in &devices {
+        writeln!(
+            log,
+            "{d} size = 2147483648 bytes, 16384 large blocks, minimum IO size = 512 bytes"
+        )
+        .unwrap();
+    }
+    let names: Vec<String> = std::iter::once("reads".to_string())
+        .chain(devices.iter().map(|d| format!("{d}-reads")))
+        .chain(
+            ["large-block-reads", "large-block-writes", "txn-reads"]
+                .iter()
+                .map(|s| s.to_string()),
+        )
+        .collect();
+    write!(log, "\nHISTOGRAM NAMES\n{}\n\n", names.join("\n")).unwrap();
+    for k in 1..=slices {
+        writeln!(log, "after {} sec:", 3600 * k).unwrap();
+        for n in &names {
+            writeln!(
+                log,
+                "{n} ({} total)\n (00: {:010}) (01: {k:010}) (04: {k:010}) (07: {k:010})",
+                1000 * k,
+                1000 * k - 3 * k
+            )
+            .unwrap();
+        }
+        log.push('\n');
+    }
+    log.into_bytes()
+}

@@ -38,9 +38,15 @@ pub struct Contents {
     /// → SHA-256.
     pub configuration: BTreeMap<String, String>,
     /// Results files that could not be read, and why: never judged as
-    /// passing by being left out.
+    /// passing by being left out. The first `NAMED_UNREADABLE` of them.
     pub unreadable: Vec<(String, String)>,
+    /// How many more could not be read: counted, not named.
+    pub more_unreadable: usize,
 }
+
+/// The unreadable files named one by one: each is a failing test of the
+/// summary and a row of the page, and a hostile bundle may hold 100,000.
+pub const NAMED_UNREADABLE: usize = 1000;
 
 /// "results/act/x.log" → ("results/act/", "x.log").
 fn split(path: &str) -> (&str, &str) {
@@ -59,7 +65,9 @@ pub enum FileRead {
     /// An ACT log (a line "ACT version" anywhere, as act_latency.py looks
     /// that far too, so blank lines in front cannot hide a log from
     /// judgement), judged as it passed; the timeline is named later.
-    Log(Box<Result<LogAnalysis, AnalyzeError>>),
+    /// (An analysis is large and boxed; a log that could not be judged,
+    /// which a hostile bundle may hold 100,000 of, takes its error alone.)
+    Log(Result<Box<LogAnalysis>, AnalyzeError>),
     /// A JSON file, whole.
     Json(Vec<u8>),
     /// A per-second timeline (`*.jsonl`), read whole into a bounded
@@ -92,6 +100,15 @@ pub struct Holding {
     /// Whether timelines are read at all: a reader that plots none (a
     /// summary, a comparison) passes over them without a word.
     pub timelines: bool,
+    /// The ACT logs judged and kept: each is an analysis in memory, a
+    /// test of the summary and a section of the page.
+    pub logs: usize,
+    /// What the kept analyses may take, by `typed_estimate` of their
+    /// JSON: a log's analysis grows with its slices and drives (a log of
+    /// 128 drives and 1,500 hourly slices makes one of 400 KB), which its
+    /// count alone does not bound. A log past either bound is named as
+    /// not judged: it cannot pass by being left out.
+    pub analyses: u64,
 }
 
 impl Holding {
@@ -107,6 +124,12 @@ impl Holding {
         json_typed: 64 << 20,
         seconds: 64 * POINTS,
         timelines: true,
+        // A run of 16 drives at four loads makes 64 logs, a load search
+        // on each of 24 drives some 240: four times that.
+        logs: 1024,
+        // Some 20,000 analyses of a day's log of one drive (1.5 KB of
+        // JSON each), or 40 of the largest a log can make.
+        analyses: 32 << 20,
     };
     /// For this machine's own results folder.
     pub const UNBOUNDED: Holding = Holding {
@@ -114,6 +137,8 @@ impl Holding {
         json_typed: u64::MAX,
         seconds: usize::MAX,
         timelines: true,
+        logs: usize::MAX,
+        analyses: u64::MAX,
     };
 }
 
@@ -245,7 +270,7 @@ impl FileReader {
             if let Some(t) = &thinned {
                 left.seconds += t.len();
             }
-            return FileRead::Log(Box::new(log.analysis));
+            return kept_log(log.analysis, left);
         }
         match self.kind {
             Kind::Json if self.over => FileRead::NotRead(
@@ -278,6 +303,35 @@ impl FileReader {
         r.push(data, left);
         r.finish(left)
     }
+}
+
+/// A log's judgement, kept if `left` still has room for it. One that could
+/// not be judged is kept too: it is a line of the summary, and the
+/// unreadable files a report names are bounded (`NAMED_UNREADABLE`).
+fn kept_log(judged: Result<LogAnalysis, AnalyzeError>, left: &mut Holding) -> FileRead {
+    let analysis = match judged {
+        Ok(a) => a,
+        Err(e) => return FileRead::Log(Err(e)),
+    };
+    if left.logs == 0 {
+        return FileRead::NotRead(format!(
+            "not judged: the ACT logs before it are all a reader judges ({})",
+            Holding::BUNDLE.logs
+        ));
+    }
+    let estimate = serde_json::to_vec(&analysis)
+        .ok()
+        .and_then(|json| crate::results::typed_estimate(&json).ok())
+        .unwrap_or(u64::MAX);
+    if estimate > left.analyses {
+        return FileRead::NotRead(
+            "not judged: the ACT logs before it take all the memory a reader keeps for analyses"
+                .into(),
+        );
+    }
+    left.logs -= 1;
+    left.analyses -= estimate;
+    FileRead::Log(Ok(Box::new(analysis)))
 }
 
 /// Reads a bundle's results as its archive is unpacked
@@ -508,7 +562,7 @@ impl Contents {
                     .to_string_lossy()
                     .into_owned()
             });
-            match *judged {
+            match judged.map(|a| *a) {
                 Ok(mut a) => {
                     a.timeline = timeline;
                     if let Some((claim_at, old)) = claim {
@@ -585,6 +639,10 @@ impl Contents {
                     c.timelines.insert(item.path.clone(), thinned);
                 }
             }
+        }
+        if c.unreadable.len() > NAMED_UNREADABLE {
+            c.more_unreadable = c.unreadable.len() - NAMED_UNREADABLE;
+            c.unreadable.truncate(NAMED_UNREADABLE);
         }
         c
     }
@@ -673,6 +731,62 @@ mod hostile {
 
     fn analysis_of(data: &[u8], name: &str) -> Vec<u8> {
         Artefact::from(analyze::judge_log(data, name, name, None).unwrap()).to_json()
+    }
+
+    #[test]
+    fn every_unreadable_file_fails_the_run_though_a_thousand_are_named() {
+        let files: Vec<(String, Vec<u8>)> = (0..NAMED_UNREADABLE + 5)
+            .map(|i| (format!("act/d{i:05}.log"), b"ACT version 6.6\n".to_vec()))
+            .collect();
+        let files: Vec<(&str, Vec<u8>)> =
+            files.iter().map(|(p, d)| (p.as_str(), d.clone())).collect();
+        let s = verdict(&files);
+        assert_eq!(s.verdict, Verdict::Fail);
+        let unreadable: Vec<_> = s
+            .tests
+            .iter()
+            .filter(|t| t.name.starts_with("unreadable ("))
+            .collect();
+        assert_eq!(unreadable.len(), NAMED_UNREADABLE + 1);
+        assert!(unreadable.iter().all(|t| t.verdict == Verdict::Fail));
+        assert_eq!(unreadable[0].name, "unreadable (results/act/d00000.log)");
+        assert_eq!(
+            unreadable[NAMED_UNREADABLE].name,
+            "unreadable (5 more files)"
+        );
+    }
+
+    #[test]
+    fn logs_past_a_readers_bound_are_named_not_judged() {
+        let pass = log("storcert-us-20x.log");
+        let mut left = Holding {
+            logs: 2,
+            ..Holding::BUNDLE
+        };
+        let reads: BTreeMap<String, FileRead> = ["a", "b", "c"]
+            .iter()
+            .map(|n| {
+                let path = format!("act/{n}-20x.log");
+                let read = FileReader::read(&path, &pass, &mut left);
+                (path, read)
+            })
+            .collect();
+        let c = Contents::from_reads(reads, "results/");
+        assert_eq!(c.analyses().count(), 2);
+        assert_eq!(c.unreadable.len(), 1);
+        assert_eq!(c.unreadable[0].0, "act/c-20x.log");
+        assert!(c.unreadable[0].1.starts_with("not judged"));
+        // The room left for analyses is what the two took.
+        assert!(left.analyses < Holding::BUNDLE.analyses);
+        let mut full = Holding {
+            analyses: 1000,
+            ..Holding::BUNDLE
+        };
+        let FileRead::NotRead(why) = FileReader::read("act/d-20x.log", &pass, &mut full) else {
+            panic!("judged past the bound");
+        };
+        assert!(why.contains("all the memory"), "{why}");
+        assert_eq!(full.analyses, 1000);
     }
 
     #[test]

@@ -215,15 +215,30 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         }
         judge(&mut s, &mut pd, name, j);
     }
-    for (path, why) in &c.unreadable {
+    // The unreadable files named one by one, then how many more: every
+    // one fails the run.
+    let more = (c.more_unreadable > 0).then(|| {
+        (
+            format!("{} more files", c.more_unreadable),
+            format!(
+                "not named one by one: the first {} are",
+                crate::bundle::contents::NAMED_UNREADABLE
+            ),
+        )
+    });
+    let named = c
+        .unreadable
+        .iter()
+        .map(|(path, why)| (format!("{}{path}", c.prefix), why.clone()));
+    for (what, why) in named.chain(more) {
         judge(
             &mut s,
             &mut pd,
-            format!("unreadable ({}{path})", c.prefix),
+            format!("unreadable ({what})"),
             Judgement {
                 per_device: Vec::new(),
                 verdict: Verdict::Fail,
-                detail: why.clone(),
+                detail: why,
                 devices: Vec::new(),
             },
         );
