@@ -107,6 +107,9 @@ fn act_table(out: &mut String, a: &ActSection, idx: usize) {
     }
 }
 
+/// The report as one self-contained page: the verdict and its reasons
+/// first, the comparison and spare area where there are any, then a
+/// section per kind of result.
 pub fn render(r: &Report) -> String {
     let s = &r.summary;
     let mut out = String::new();
@@ -143,6 +146,20 @@ pub fn render(r: &Report) -> String {
     if !r.spare.is_empty() {
         spare_area(&mut out, &r.spare);
     }
+    machine_section(&mut out, r);
+    drives_section(&mut out, r);
+    policy_section(&mut out, r);
+    act_section(&mut out, r);
+    stream_section(&mut out, r);
+    health_section(&mut out, r);
+    tests_section(&mut out, r);
+    out.push_str("</section></body></html>\n");
+    out
+}
+
+/// The machine: the summary's identity, and the system's where recorded.
+fn machine_section(out: &mut String, r: &Report) {
+    let s = &r.summary;
     out.push_str("<section id=\"machine\"><h2>Machine</h2><table>");
     let m = &s.machine;
     let mut row = |k: &str, v: Option<String>| {
@@ -180,7 +197,11 @@ pub fn render(r: &Report) -> String {
         row("image", sys.image_build_id.clone());
     }
     out.push_str("</table></section>");
+}
 
+/// One row a drive: identity, verdict, the highest ACT load passed, why.
+fn drives_section(out: &mut String, r: &Report) {
+    let s = &r.summary;
     out.push_str("<section id=\"drives\"><h2>Drives</h2><table><thead><tr><th class=\"l\">device</th><th class=\"l\">model</th>\
                   <th class=\"l\">serial</th><th class=\"l\">WWN</th><th class=\"l\">firmware</th><th>verdict</th>\
                   <th>ACT passed</th><th class=\"l\">why</th></tr></thead><tbody>");
@@ -200,7 +221,10 @@ pub fn render(r: &Report) -> String {
         );
     }
     out.push_str("</tbody></table></section>");
+}
 
+/// The policy's findings, or why there are none.
+fn policy_section(out: &mut String, r: &Report) {
     out.push_str("<section id=\"policy\"><h2>Policy findings</h2>");
     if r.findings.is_empty() {
         out.push_str(if r.policy_checked {
@@ -227,7 +251,10 @@ pub fn render(r: &Report) -> String {
         out.push_str("</tbody></table>");
     }
     out.push_str("</section>");
+}
 
+/// Each ACT log's slices, failures and plots.
+fn act_section(out: &mut String, r: &Report) {
     out.push_str("<section id=\"act\"><h2>ACT</h2>");
     if r.act.is_empty() {
         out.push_str("<p>No ACT run in these results.</p>");
@@ -244,7 +271,7 @@ pub fn render(r: &Report) -> String {
             a.analysis.histograms.first().map_or(0, |h| h.slices.len()),
             a.analysis.slice_seconds
         );
-        act_table(&mut out, a, i);
+        act_table(out, a, i);
         for f in &a.analysis.verdict.failures {
             let _ = write!(
                 out,
@@ -282,11 +309,14 @@ pub fn render(r: &Report) -> String {
             ));
         }
         if !a.timeline.is_empty() {
-            timeline_charts(&mut out, a, i);
+            timeline_charts(out, a, i);
         }
     }
     out.push_str("</section>");
+}
 
+/// Each streaming run's passes and bandwidth per second.
+fn stream_section(out: &mut String, r: &Report) {
     out.push_str("<section id=\"stream\"><h2>Streaming</h2>");
     if r.streams.is_empty() {
         out.push_str("<p>No streaming run in these results.</p>");
@@ -322,7 +352,10 @@ pub fn render(r: &Report) -> String {
         ));
     }
     out.push_str("</section>");
+}
 
+/// What changed in the drives' health, and the endurance projection.
+fn health_section(out: &mut String, r: &Report) {
     out.push_str("<section id=\"health\"><h2>Health</h2>");
     if r.health.is_empty() && r.endurance.is_empty() {
         let _ = write!(out, "<p id=\"health-note\">{}</p>", esc(r.health_note()));
@@ -359,7 +392,11 @@ pub fn render(r: &Report) -> String {
         out.push_str("</tbody></table>");
     }
     out.push_str("</section>");
+}
 
+/// Every test of the summary, then the run's notes.
+fn tests_section(out: &mut String, r: &Report) {
+    let s = &r.summary;
     out.push_str("<section id=\"tests\"><h2>Every test</h2><table><thead><tr><th class=\"l\">test</th><th>result</th><th class=\"l\">detail</th></tr></thead><tbody>");
     for t in &s.tests {
         let _ = write!(
@@ -378,8 +415,6 @@ pub fn render(r: &Report) -> String {
         }
         out.push_str("</ul>");
     }
-    out.push_str("</section></body></html>\n");
-    out
 }
 
 /// The comparison across loads and spare area: the headline, a plot of
