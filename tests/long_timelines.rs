@@ -562,6 +562,13 @@ fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
     println!("its page: {} bytes", page.len());
     assert!(page.len() < 1 << 20, "a page of {} bytes", page.len());
     assert!(page.contains("and 98000 more files not read"), "not said");
+    let (_, o) = peak_rss_kib(&["compare", "--max-ratio", "100000", s(&unjudgeable)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("and 98000 more files not read, not named one by one"),
+        "compare did not say: {}",
+        &err[err.len().saturating_sub(500)..]
+    );
 
     let real = std::fs::read(LOG).unwrap();
     let many = bundle("many.tar.zst", 1100, &real);
@@ -588,6 +595,70 @@ fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
     );
     assert!((1..10).contains(&not_judged), "{not_judged}");
     assert!(page.len() < 8 << 20, "a page of {} bytes", page.len());
+}
+
+/// The sixth review's logs that carry their weight outside the analysis's
+/// JSON: a log that cannot be judged whose error quoted a megabyte of
+/// control characters five times over (40 of them, a 2 KB bundle, took
+/// `report` to 405 MiB and `compare` to 220 MiB), and a passing log whose
+/// configuration lines of a megabyte were echoed into the text a report
+/// holds twice and Markdown prints whole (20 of them, an 8 KB bundle:
+/// `report` 559 MiB, Markdown 859 MiB with a 280 MB page). An error is
+/// now cut as it is kept and only the first thousand are kept, an echoed
+/// line is cut at 16 KiB, and the text counts in the analyses' bound.
+#[test]
+fn act_logs_heavy_outside_their_analysis_are_read_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
+    let bundle = |name: &str, n: usize, log: &[u8]| {
+        let paths: Vec<String> = (0..n)
+            .map(|i| format!("results/act/d{i}-20x.log"))
+            .collect();
+        let mut files = vec![("summary.json", summary.clone())];
+        files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
+        let path = dir.path().join(name);
+        by_hand(&path, None, &files);
+        path
+    };
+    let mut quoted = b"ACT version \x01".to_vec();
+    quoted.extend(std::iter::repeat_n(1u8, 999_000));
+    quoted.push(b'\n');
+    let fixture = std::fs::read_to_string(LOG).unwrap();
+    let pad: String = (0..7)
+        .map(|i| format!("pad-{i}: {}\n", "a".repeat(1_000_000)))
+        .collect();
+    let padded = fixture.replacen("max-lag-sec: 10\n", &format!("max-lag-sec: 10\n{pad}"), 1);
+    for (what, b) in [
+        (
+            "40 logs quoting a megabyte in their error",
+            bundle("quoted.tar.zst", 40, &quoted),
+        ),
+        (
+            "20 logs of megabyte configuration lines",
+            bundle("padded.tar.zst", 20, padded.as_bytes()),
+        ),
+    ] {
+        for format in ["html", "md"] {
+            let out = dir.path().join(format!("r.{format}"));
+            let (kib, o) = peak_rss_kib(&[
+                "report",
+                "--max-ratio",
+                "100000",
+                "--format",
+                format,
+                s(&b),
+                "-o",
+                s(&out),
+            ]);
+            ok(&o);
+            rss_under_limit(&format!("report --format {format} of {what}"), kib);
+            let page = std::fs::metadata(&out).unwrap().len();
+            println!("its page: {page} bytes");
+            assert!(page < 4 << 20, "a page of {page} bytes");
+        }
+        let (kib, _) = peak_rss_kib(&["compare", "--max-ratio", "100000", s(&b), s(&b)]);
+        rss_under_limit(&format!("compare of two bundles of {what}"), kib);
+    }
 }
 
 /// An ACT log of `drives` drives and `slices` reports of an hour each, in

@@ -614,11 +614,18 @@ fn bucket_value(line: &str, b: usize) -> Result<Option<u64>, AnalyzeError> {
 fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
     let mut l = first.trim();
     while !l.is_empty() {
-        let _ = writeln!(out, "{l}");
+        // act_latency.py echoes a line whole; a configuration line is
+        // short (128 device paths of 128 characters at most), and one of
+        // a megabyte would be held, shown and printed whole in every
+        // format.
+        let _ = writeln!(out, "{}", crate::util::text::cut(l, ECHO_CHARS));
         l = f.readline().trim();
     }
     let _ = writeln!(out);
 }
+
+/// The most characters of a configuration line the analysis echoes.
+const ECHO_CHARS: usize = 16 << 10;
 
 /// What act_latency.py reads from the start of a log before its slices:
 /// the text printed so far and the tables' shape.

@@ -9,7 +9,7 @@
 //! an ACT log with no saved analysis beside it is analysed here, once,
 //! with the same function a run uses right after the log is written.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use crate::act::analyze::{self, AnalyzeError, LogReader};
@@ -109,6 +109,11 @@ pub struct Holding {
     /// count alone does not bound. A log past either bound is named as
     /// not judged: it cannot pass by being left out.
     pub analyses: u64,
+    /// The reasons kept whole (cut to `CELL_CHARS`) of logs that could not
+    /// be judged: an error quotes the log, and a hostile bundle may hold
+    /// 100,000 logs of a megabyte. Past them a log's reason is one
+    /// sentence saying so; it is still named and still fails.
+    pub reasons: usize,
 }
 
 impl Holding {
@@ -130,6 +135,7 @@ impl Holding {
         // Some 20,000 analyses of a day's log of one drive (1.5 KB of
         // JSON each), or 40 of the largest a log can make.
         analyses: 32 << 20,
+        reasons: NAMED_UNREADABLE,
     };
     /// For this machine's own results folder.
     pub const UNBOUNDED: Holding = Holding {
@@ -139,6 +145,7 @@ impl Holding {
         timelines: true,
         logs: usize::MAX,
         analyses: u64::MAX,
+        reasons: usize::MAX,
     };
 }
 
@@ -270,6 +277,10 @@ impl FileReader {
             if let Some(t) = &thinned {
                 left.seconds += t.len();
             }
+            // Nor is a log JSON: what it held as JSON goes back too.
+            if self.kind == Kind::Json && !self.over {
+                left.json_bytes += self.json.len() as u64;
+            }
             return kept_log(log.analysis, left);
         }
         match self.kind {
@@ -311,7 +322,17 @@ impl FileReader {
 fn kept_log(judged: Result<LogAnalysis, AnalyzeError>, left: &mut Holding) -> FileRead {
     let analysis = match judged {
         Ok(a) => a,
-        Err(e) => return FileRead::Log(Err(e)),
+        Err(_) if left.reasons == 0 => {
+            return FileRead::Log(Err(AnalyzeError(
+                "its reason is not kept: the unreadable logs before it hold all a reader keeps"
+                    .into(),
+            )))
+        }
+        Err(e) => {
+            left.reasons -= 1;
+            let why = crate::util::text::cut(&e.0, crate::util::text::CELL_CHARS).into_owned();
+            return FileRead::Log(Err(AnalyzeError(why)));
+        }
     };
     if left.logs == 0 {
         return FileRead::NotRead(format!(
@@ -319,10 +340,14 @@ fn kept_log(judged: Result<LogAnalysis, AnalyzeError>, left: &mut Holding) -> Fi
             Holding::BUNDLE.logs
         ));
     }
+    // The text act_latency.py would print is not in the JSON (it is made
+    // again from the analysis when shown) but is held beside it.
     let estimate = serde_json::to_vec(&analysis)
         .ok()
         .and_then(|json| crate::results::typed_estimate(&json).ok())
-        .unwrap_or(u64::MAX);
+        .map_or(u64::MAX, |e| {
+            e.saturating_add(analysis.analysis.text.len() as u64)
+        });
     if estimate > left.analyses {
         return FileRead::NotRead(
             "not judged: the ACT logs before it take all the memory a reader keeps for analyses"
@@ -543,11 +568,17 @@ impl Contents {
             false
         });
         c.unreadable.extend(unreadable);
+        // Looked up by folder and log name: a bundle may hold thousands of
+        // claims and a hundred thousand logs, and a scan for each is
+        // minutes of CPU.
+        let claims: HashMap<(&str, &str), usize> = saved
+            .iter()
+            .enumerate()
+            .map(|(n, (at, a))| ((split(at).0, a.log.as_str()), n))
+            .collect();
         for (path, judged) in logs {
             let (dir, name) = split(&path);
-            let claim = saved
-                .iter()
-                .find(|(at, a)| split(at).0 == dir && a.log == name);
+            let claim = claims.get(&(dir, name)).map(|&n| &saved[n]);
             let timeline_name = name.replace(".log", ".timeline.jsonl");
             let timeline = claim
                 .and_then(|(_, a)| a.timeline.clone())
@@ -591,16 +622,19 @@ impl Contents {
             }
         }
         // A claim no log answered (its log is not an ACT log) is named.
+        let judged: HashSet<(String, String)> = c
+            .items
+            .iter()
+            .filter_map(|i| match &i.artefact {
+                Artefact::ActAnalysis(a) => Some((split(&i.path).0.to_string(), a.log.clone())),
+                _ => None,
+            })
+            .collect();
+        let named: HashSet<String> = c.unreadable.iter().map(|(p, _)| p.clone()).collect();
         for (at, a) in &saved {
             let dir = split(at).0;
-            let answered = c.items.iter().any(|i| {
-                matches!(&i.artefact, Artefact::ActAnalysis(x) if x.log == a.log && split(&i.path).0 == dir)
-            });
-            if !answered
-                && !c
-                    .unreadable
-                    .iter()
-                    .any(|(p, _)| p == &format!("{dir}{}", a.log))
+            if !judged.contains(&(dir.to_string(), a.log.clone()))
+                && !named.contains(&format!("{dir}{}", a.log))
             {
                 c.unreadable.push((
                     at.clone(),
@@ -615,11 +649,7 @@ impl Contents {
                 // Its own log: "act/x.json" is the run of "act/x.log".
                 let (dir, name) = split(&item.path);
                 let stem = name.strip_suffix(".json").unwrap_or(name);
-                let judged = c.items.iter().any(|i| {
-                    matches!(&i.artefact, Artefact::ActAnalysis(a)
-                        if split(&i.path).0 == dir && a.log.strip_suffix(".log") == Some(stem))
-                });
-                if !judged {
+                if !judged.contains(&(dir.to_string(), format!("{stem}.log"))) {
                     c.unreadable.push((
                         item.path.clone(),
                         "an ACT run whose log is not in the results: its latency was not judged"
@@ -787,6 +817,51 @@ mod hostile {
         };
         assert!(why.contains("all the memory"), "{why}");
         assert_eq!(full.analyses, 1000);
+    }
+
+    #[test]
+    fn an_unjudgeable_logs_reason_is_cut_and_only_so_many_kept() {
+        let mut quoted = b"ACT version \x01".to_vec();
+        quoted.extend(std::iter::repeat_n(1u8, 100_000));
+        quoted.push(b'\n');
+        let mut left = Holding {
+            reasons: 1,
+            ..Holding::BUNDLE
+        };
+        let FileRead::Log(Err(first)) = FileReader::read("act/a.log", &quoted, &mut left) else {
+            panic!("judged");
+        };
+        assert!(first.0.chars().count() <= crate::util::text::CELL_CHARS + 1);
+        let FileRead::Log(Err(second)) = FileReader::read("act/b.log", &quoted, &mut left) else {
+            panic!("judged");
+        };
+        assert!(
+            second.0.starts_with("its reason is not kept"),
+            "{}",
+            second.0
+        );
+    }
+
+    #[test]
+    fn a_log_under_a_json_name_gives_back_the_json_room() {
+        let pass = log("storcert-us-20x.log");
+        let mut left = Holding {
+            json_bytes: pass.len() as u64 + 100,
+            ..Holding::BUNDLE
+        };
+        assert!(matches!(
+            FileReader::read("act/a.json", &pass, &mut left),
+            FileRead::Log(Ok(_))
+        ));
+        // More than the room the log left, were it not given back.
+        let json = format!(
+            r#"{{"artefact":"no-such-kind","schema_version":1,"pad":"{}"}}"#,
+            "a".repeat(1000)
+        );
+        assert!(matches!(
+            FileReader::read("b.json", json.as_bytes(), &mut left),
+            FileRead::Json(_)
+        ));
     }
 
     #[test]

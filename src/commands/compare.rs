@@ -48,6 +48,13 @@ pub fn run(a: CompareArgs) -> ExitCode {
                 crate::util::text::printable(why, 300)
             );
         }
+        if contents.more_unreadable > 0 {
+            eprintln!(
+                "storcert compare: {}: and {} more files not read, not named one by one",
+                input.display(),
+                contents.more_unreadable
+            );
+        }
         comparer.add(&input.display().to_string(), &contents);
     }
     let c = comparer.finish();
