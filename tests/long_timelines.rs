@@ -535,7 +535,6 @@ fn a_finding_that_escapes_to_five_times_its_size_is_cut() {
 #[test]
 fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
     let html = dir.path().join("r.html");
     // An attacker pads a bundle past the compression ratio a reader
     // allows; the test raises the ratio instead.
@@ -546,13 +545,8 @@ fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
         (kib, std::fs::read_to_string(&html).unwrap())
     };
     let bundle = |name: &str, n: usize, log: &[u8]| {
-        let paths: Vec<String> = (0..n)
-            .map(|i| format!("results/act/d{i}-20x.log"))
-            .collect();
-        let mut files = vec![("summary.json", summary.clone())];
-        files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
         let path = dir.path().join(name);
-        by_hand(&path, None, &files);
+        logs_by_hand(&path, n, log);
         path
     };
 
@@ -609,15 +603,9 @@ fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
 #[test]
 fn act_logs_heavy_outside_their_analysis_are_read_within_the_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
     let bundle = |name: &str, n: usize, log: &[u8]| {
-        let paths: Vec<String> = (0..n)
-            .map(|i| format!("results/act/d{i}-20x.log"))
-            .collect();
-        let mut files = vec![("summary.json", summary.clone())];
-        files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
         let path = dir.path().join(name);
-        by_hand(&path, None, &files);
+        logs_by_hand(&path, n, log);
         path
     };
     let mut quoted = b"ACT version \x01".to_vec();
@@ -708,4 +696,16 @@ fn largest_log(drives: usize, slices: u64) -> Vec<u8> {
         log.push('\n');
     }
     log.into_bytes()
+}
+
+/// A bundle made by hand of an empty failing summary and `n` copies of
+/// `log` as ACT logs of the results.
+fn logs_by_hand(path: &std::path::Path, n: usize, log: &[u8]) {
+    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
+    let paths: Vec<String> = (0..n)
+        .map(|i| format!("results/act/d{i}-20x.log"))
+        .collect();
+    let mut files = vec![("summary.json", summary)];
+    files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
+    by_hand(path, None, &files);
 }
