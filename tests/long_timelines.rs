@@ -32,6 +32,9 @@ const LOG: &str = concat!(
 /// Two days, one second a line.
 const SECONDS: u64 = 2 * 86_400;
 
+/// A bundle's summary that says nothing but fail, for bundles made by hand.
+const EMPTY_SUMMARY: &[u8] = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#;
+
 /// Every command here stays under this, whatever the bundle.
 const RSS_LIMIT_KIB: u64 = 100 * 1024;
 
@@ -492,7 +495,7 @@ fn a_finding_that_escapes_to_five_times_its_size_is_cut() {
     };
     // Made by hand, as the review made it: `bundle create` refuses a
     // summary that would quote such a finding.
-    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
+    let summary = EMPTY_SUMMARY.to_vec();
     let amp = dir.path().join("amp.tar.zst");
     let one = policy(vec![finding(&"&".repeat(15 << 20))]);
     by_hand(
@@ -530,7 +533,7 @@ fn a_finding_that_escapes_to_five_times_its_size_is_cut() {
 /// took `report` to 126 MiB with an 8 MB page (each unjudgeable log held
 /// a whole analysis's room); 20,000 copies of a real log to 169 MiB with
 /// a 28 MB page. A reader now judges and keeps at most 1,024 logs and
-/// 32 MiB of analyses, names the rest as not judged (they fail), and
+/// 16 MiB of analyses, names the rest as not judged (they fail), and
 /// names the first thousand unreadable files and counts the others.
 #[test]
 fn a_bundle_of_many_act_logs_is_read_within_the_limit() {
@@ -616,7 +619,33 @@ fn act_logs_heavy_outside_their_analysis_are_read_within_the_limit() {
         .map(|i| format!("pad-{i}: {}\n", "a".repeat(1_000_000)))
         .collect();
     let padded = fixture.replacen("max-lag-sec: 10\n", &format!("max-lag-sec: 10\n{pad}"), 1);
+    // The seventh review's: 500 configuration lines of 16 KiB of DEL,
+    // each written as six characters when escaped (`report` Markdown
+    // 268 MiB, a 196 MB page); 410,000 device names on one line (121 MiB).
+    let del_lines: String = (0..500)
+        .map(|i| format!("pad-{i}: {}\n", "\u{7f}".repeat(16 << 10)))
+        .collect();
+    let escaped = fixture.replacen(
+        "max-lag-sec: 10\n",
+        &format!("max-lag-sec: 10\n{del_lines}"),
+        1,
+    );
+    let names = fixture
+        .replacen(
+            "device-names: /dev/loop0",
+            &format!("device-names: {}", vec!["a"; 410_000].join(",")),
+            1,
+        )
+        .replacen("num-devices: 1", "num-devices: 2", 1);
     for (what, b) in [
+        (
+            "6 logs of 500 lines of 16 KiB of DEL",
+            bundle("del.tar.zst", 6, escaped.as_bytes()),
+        ),
+        (
+            "a log of 410,000 device names",
+            bundle("names.tar.zst", 1, names.as_bytes()),
+        ),
         (
             "40 logs quoting a megabyte in their error",
             bundle("quoted.tar.zst", 40, &quoted),
@@ -647,6 +676,28 @@ fn act_logs_heavy_outside_their_analysis_are_read_within_the_limit() {
         let (kib, _) = peak_rss_kib(&["compare", "--max-ratio", "100000", s(&b), s(&b)]);
         rss_under_limit(&format!("compare of two bundles of {what}"), kib);
     }
+    // A string of the wrong type, which serde quoted whole and escaped in
+    // the error a reader kept: 16 MB of DEL took `report` and `compare`
+    // to 214 MiB from a 910-byte bundle.
+    let notes = format!(
+        r#"{{"artefact":"run-notes","schema_version":1,"starts":"{}"}}"#,
+        "\u{7f}".repeat(16_000_000)
+    );
+    let wrong = dir.path().join("wrong.tar.zst");
+    by_hand(
+        &wrong,
+        None,
+        &[
+            ("summary.json", EMPTY_SUMMARY.to_vec()),
+            ("results/x.json", notes.into_bytes()),
+        ],
+    );
+    let out = dir.path().join("w.html");
+    let (kib, o) = peak_rss_kib(&["report", "--max-ratio", "100000", s(&wrong), "-o", s(&out)]);
+    ok(&o);
+    rss_under_limit("report of a wrong-typed string of 16 MB of DEL", kib);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(page.contains("a string of more than 1 MiB"), "not said");
 }
 
 /// An ACT log of `drives` drives and `slices` reports of an hour each, in
@@ -701,11 +752,10 @@ fn largest_log(drives: usize, slices: u64) -> Vec<u8> {
 /// A bundle made by hand of an empty failing summary and `n` copies of
 /// `log` as ACT logs of the results.
 fn logs_by_hand(path: &std::path::Path, n: usize, log: &[u8]) {
-    let summary = br#"{"schema_version":1,"verdict":"fail","reasons":[],"machine":{},"drives":[],"tests":[],"loads_reached":{},"configuration":{}}"#.to_vec();
     let paths: Vec<String> = (0..n)
         .map(|i| format!("results/act/d{i}-20x.log"))
         .collect();
-    let mut files = vec![("summary.json", summary)];
+    let mut files = vec![("summary.json", EMPTY_SUMMARY.to_vec())];
     files.extend(paths.iter().map(|p| (p.as_str(), log.to_vec())));
     by_hand(path, None, &files);
 }

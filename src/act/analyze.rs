@@ -54,11 +54,14 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
     let mut count = None;
     for line in text.lines().take(200) {
         if let Some(d) = line.strip_prefix("device-names: ") {
-            names = d.trim().to_string();
+            names = crate::util::text::cut(d.trim(), 4096).into_owned();
+            // One past ACT's most is enough to fail the log for it; a
+            // hostile line of a megabyte names 400,000.
             devices = d
                 .split([',', ' '])
                 .filter(|s| !s.is_empty())
-                .map(String::from)
+                .take(crate::act::config::MAX_STORAGE_DEVICES + 1)
+                .map(|s| crate::util::text::cut(s, 4096).into_owned())
                 .collect();
         } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
             reads = r.trim().parse::<f64>().ok();
@@ -445,8 +448,7 @@ impl LogReader {
                 if body.devices.len() > crate::act::config::MAX_STORAGE_DEVICES {
                     analysis.verdict.pass = false;
                     analysis.verdict.problems.push(format!(
-                        "the log names {} drives, more than ACT's {}",
-                        body.devices.len(),
+                        "the log names more drives than ACT's {}",
                         crate::act::config::MAX_STORAGE_DEVICES
                     ));
                 }
@@ -464,7 +466,11 @@ impl LogReader {
                             verdict,
                         })
                         .collect(),
-                    devices: body.devices,
+                    devices: {
+                        let mut d = body.devices;
+                        d.truncate(crate::act::config::MAX_STORAGE_DEVICES);
+                        d
+                    },
                     load: body.load,
                     timeline: None,
                     engine: body.engine,
@@ -618,7 +624,14 @@ fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
         // short (128 device paths of 128 characters at most), and one of
         // a megabyte would be held, shown and printed whole in every
         // format.
-        let _ = writeln!(out, "{}", crate::util::text::cut(l, ECHO_CHARS));
+        // Written printable, so what the report escapes later is no
+        // longer than what the analyses' bound counted; and no more of a
+        // header than a real one's many times over.
+        let room = ECHO_TOTAL.saturating_sub(out.len());
+        if room > 0 {
+            let shown = crate::util::text::printable(l, ECHO_CHARS);
+            let _ = writeln!(out, "{}", crate::util::text::cut(&shown, room));
+        }
         l = f.readline().trim();
     }
     let _ = writeln!(out);
@@ -626,6 +639,10 @@ fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
 
 /// The most characters of a configuration line the analysis echoes.
 const ECHO_CHARS: usize = 16 << 10;
+
+/// The most of a log's header the analysis echoes, in bytes: a real one
+/// is under 4 KB, 128 drives' paths included.
+const ECHO_TOTAL: usize = 32 << 10;
 
 /// What act_latency.py reads from the start of a log before its slices:
 /// the text printed so far and the tables' shape.
@@ -684,14 +701,11 @@ impl Head {
         if line.is_empty() {
             return err(format!("{} ACT version not found", opts.log));
         }
-        let version = line
-            .split(' ')
-            .nth(2)
-            .map(str::trim)
-            .unwrap_or("")
-            .to_string();
+        // Read whole, kept cut: "6." and a million zeros is 6.0.
+        let whole = line.split(' ').nth(2).map(str::trim).unwrap_or("");
+        let version = crate::util::text::printable(whole, 32);
         let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
-        let numeric: f64 = version.parse().map_err(|_| {
+        let numeric: f64 = whole.parse().map_err(|_| {
             AnalyzeError(format!(
                 "{} ACT version {version:?} is not a number",
                 opts.log
@@ -1355,6 +1369,61 @@ mod tests {
         assert!(most < 64 << 10, "{most}");
         let a = r.finish().analysis.unwrap();
         assert_eq!(a.analysis.histograms[0].slices.len(), 55);
+    }
+
+    /// The seventh review's headers: 410,000 device names on one line,
+    /// a version of a million digits, 500 configuration lines of 16 KiB
+    /// of DEL. What the analysis keeps of a header is bounded whatever it
+    /// holds, and still fails the log where it should.
+    #[test]
+    fn what_an_analysis_keeps_of_a_header_is_bounded() {
+        let fixture = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-us-20x.log"
+        ))
+        .unwrap();
+        let many = vec!["a"; 410_000].join(",");
+        let (devices, _) = act_log_setup(&format!("device-names: {many}\nnum-devices: 2\n"));
+        assert_eq!(devices.len(), crate::act::config::MAX_STORAGE_DEVICES + 1);
+        let named = fixture
+            .replacen(
+                "device-names: /dev/loop0",
+                &format!("device-names: {many}"),
+                1,
+            )
+            .replacen("num-devices: 1", "num-devices: 2", 1);
+        let a = judge_log(named.as_bytes(), "d.log", "d.log", None).unwrap();
+        assert_eq!(a.devices.len(), crate::act::config::MAX_STORAGE_DEVICES);
+        assert!(
+            !a.analysis.verdict.pass,
+            "more drives than ACT's is no pass"
+        );
+
+        let digits = fixture.replacen(
+            "ACT version 6.6",
+            &format!("ACT version 6.{}", "0".repeat(1_000_000)),
+            1,
+        );
+        let a = judge_log(digits.as_bytes(), "d.log", "d.log", None).unwrap();
+        assert!(a.analysis.act_version.chars().count() <= 33);
+        assert!(
+            a.analysis.text.len() < 64 << 10,
+            "{}",
+            a.analysis.text.len()
+        );
+
+        let pad: String = (0..500)
+            .map(|i| format!("pad-{i}: {}\n", "\u{7f}".repeat(16 << 10)))
+            .collect();
+        let padded = fixture.replacen("max-lag-sec: 10\n", &format!("max-lag-sec: 10\n{pad}"), 1);
+        let a = judge_log(padded.as_bytes(), "d.log", "d.log", None).unwrap();
+        assert!(a.analysis.verdict.pass, "{:?}", a.analysis.verdict);
+        assert!(
+            a.analysis.text.len() < 64 << 10,
+            "{}",
+            a.analysis.text.len()
+        );
+        assert!(!a.analysis.text.contains('\u{7f}'), "echoed unprintable");
     }
 
     #[test]

@@ -132,10 +132,8 @@ impl Judge {
         self.settings.interval.unwrap_or(1).max(1)
     }
 
+    /// One line of the header, made printable and cut (`header_view`).
     fn header_line(&mut self, line: &str) {
-        // A line quoted in a problem is cut short: a log of one huge line
-        // costs its reading, not its copies.
-        let line = &crate::util::text::printable(line, 80);
         let set = |key: &str, slot: &mut Option<u64>| -> Option<String> {
             let Ok(v) = setting(line, key)? else {
                 return Some(format!("a malformed {key} line \"{line}\""));
@@ -478,8 +476,10 @@ impl Judges {
             return;
         }
         if !self.in_reports {
+            // Made once for every judge: a log of 128 drives has 129.
+            let line = header_view(line);
             for j in judges.iter_mut() {
-                j.header_line(line);
+                j.header_line(&line);
             }
             return;
         }
@@ -602,6 +602,12 @@ impl Judge {
             slice_seconds: slice,
         }
     }
+}
+
+/// A header line as the judges read it: printable and cut short, as a
+/// line quoted in a problem costs its reading, not its copies.
+fn header_view(line: &str) -> String {
+    crate::util::text::printable(line, 80)
 }
 
 #[cfg(test)]

@@ -298,14 +298,20 @@ type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
 #[derive(Default)]
 pub struct Comparer {
     sources: Vec<String>,
-    groups: BTreeMap<(String, String, (bool, u64)), Group>,
+    groups: BTreeMap<GroupKey, Group>,
+    /// Each group's devices, to look up: a bundle's logs may name
+    /// 130,000, and a scan of the group's list for each is minutes.
+    named: std::collections::HashSet<(GroupKey, String)>,
     left_out: Vec<String>,
 }
+
+/// A group of points: drive, workload, spare area.
+type GroupKey = (String, String, (bool, u64));
 
 impl Comparer {
     /// The ACT runs of one source.
     pub fn add(&mut self, source: &str, c: &Contents) {
-        let (groups, left_out) = (&mut self.groups, &mut self.left_out);
+        let (groups, named, left_out) = (&mut self.groups, &mut self.named, &mut self.left_out);
         let source = source.to_string();
         self.sources.push(source.clone());
         let known = drives(c);
@@ -360,10 +366,10 @@ impl Comparer {
                 let pass = judgement.verdict == crate::results::Verdict::Pass;
                 let key = (drive, a.workload.clone(), spare_key(&spare));
                 let g = groups
-                    .entry(key)
+                    .entry(key.clone())
                     .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
                 for d in &devices {
-                    if !g.0.contains(d) {
+                    if named.insert((key.clone(), d.clone())) {
                         g.0.push(d.clone());
                     }
                 }

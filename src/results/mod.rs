@@ -190,12 +190,17 @@ impl Artefact {
     }
 }
 
+/// The longest string a results file may hold, in bytes.
+pub const MAX_STRING: usize = 1 << 20;
+
 /// What the typed values read from a JSON file may take in memory, in
 /// bytes, estimated from its shape alone (without keeping anything): an
 /// object as the largest results struct it could become, a string as a
 /// `String`, a list as a `Vec`, anything else as a word or two. Bounding
 /// the bytes of JSON is not enough: 16 MiB of `{"name":"","capacity_bytes":0}`
 /// is half a million drives of several hundred bytes each.
+///
+/// A string longer than `MAX_STRING` is an error of data (`is_data`).
 pub fn typed_estimate(data: &[u8]) -> Result<u64, serde_json::Error> {
     let total = std::cell::Cell::new(0u64);
     let mut de = serde_json::Deserializer::from_slice(data);
@@ -310,7 +315,16 @@ impl<'de> serde::de::Visitor<'de> for Estimate<'_> {
         self.add(SCALAR_BYTES);
         Ok(())
     }
-    fn visit_str<E>(self, s: &str) -> Result<(), E> {
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
+        // No result holds a string of a megabyte; serde quotes a string
+        // of the wrong type whole in its error, escaped to six times its
+        // size, and a reader keeps that error.
+        if s.len() > MAX_STRING {
+            return Err(E::custom(format!(
+                "a string of more than {} MiB",
+                MAX_STRING >> 20
+            )));
+        }
         let slot = if self.in_list {
             STRING_IN_LIST_BYTES
         } else {
@@ -548,6 +562,19 @@ mod tests {
 
     fn read(json: &str) -> Result<Artefact, ReadError> {
         Artefact::from_json(json.as_bytes())
+    }
+
+    /// serde quotes a string of the wrong type whole in its error,
+    /// escaped: 16 MB of DEL made a 96 MB error a reader kept (seventh
+    /// review). No results file holds a string of a megabyte.
+    #[test]
+    fn a_string_of_more_than_a_megabyte_is_refused_before_it_is_read() {
+        let ok = format!(r#"{{"a":"{}"}}"#, "x".repeat(MAX_STRING));
+        assert!(typed_estimate(ok.as_bytes()).is_ok());
+        let long = format!(r#"{{"a":"{}"}}"#, "\u{7f}".repeat(MAX_STRING + 1));
+        let e = typed_estimate(long.as_bytes()).unwrap_err();
+        assert!(e.is_data(), "{e}");
+        assert!(e.to_string().len() < 100, "{e}");
     }
 
     #[test]
