@@ -959,7 +959,15 @@ fn slow_readers_of_large_report_pages_do_not_hold_their_pages_in_memory() {
         "sixteen stuck readers of a {} byte page: the collector holds {held} KiB more",
         page.len()
     );
-    assert!(held < 48 << 10, "sixteen stuck readers took {held} KiB");
+    // Holding the pages took 16 times 12 MB; streaming them takes 25 MB
+    // on a quiet machine and up to 54 MB on a busy one (the allocator
+    // keeps what the unpacking threads freed): half of what the pages
+    // would take tells the two apart on any machine.
+    let pages_held = 16 * page.len() as u64 / 1024;
+    assert!(
+        held < pages_held / 2,
+        "sixteen stuck readers took {held} KiB (their pages are {pages_held} KiB)"
+    );
     drop(stuck);
 }
 

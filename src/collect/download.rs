@@ -165,7 +165,13 @@ pub(super) async fn bundle_report(
         path: c.incoming_path(),
     };
     let limits = c.cfg.limits.clone();
+    // A few at a time, whatever the machine's pace: what each holds while
+    // it unpacks does not add up with the readers.
+    let Ok(unpacking) = c.page_unpacks.clone().acquire_owned().await else {
+        return internal(anyhow::anyhow!("the collector is stopping")).into_response();
+    };
     let read = tokio::task::spawn_blocking(move || {
+        let _unpacking = unpacking;
         let unpacked = (|| -> anyhow::Result<PageFile> {
             let file = std::fs::File::open(&incoming.path)?;
             let mut out = PageFile::new(&page.path);
