@@ -12,7 +12,7 @@
 //! on a partition storcert provisioned is matched to the drive under it,
 //! with that partition's spare area.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -149,14 +149,15 @@ struct Drives {
     serials: BTreeMap<String, String>,
     /// Test path (drive or partition) → the drive.
     disks: BTreeMap<String, String>,
-    spares: Vec<ProvisionedSpare>,
+    /// By partition: a bundle may hold thousands, and every device of
+    /// every log is looked up.
+    spares: HashMap<String, Vec<ProvisionedSpare>>,
 }
 
 /// A spare partition a run provisioned: it applies to the logs under the
 /// same folder (a phase's `phase-N/`, or the whole run).
 struct ProvisionedSpare {
     folder: String,
-    partition: String,
     disk: String,
     spare: SpareArea,
 }
@@ -174,7 +175,7 @@ fn drives(c: &Contents) -> Drives {
     let mut d = Drives {
         serials: BTreeMap::new(),
         disks: BTreeMap::new(),
-        spares: Vec::new(),
+        spares: HashMap::new(),
     };
     for item in &c.items {
         match &item.artefact {
@@ -203,16 +204,19 @@ fn drives(c: &Contents) -> Drives {
                         .find("provision/")
                         .map_or("", |i| &item.path[..i])
                         .to_string();
-                    d.spares.push(ProvisionedSpare {
-                        folder,
-                        partition: dev_path(&k.partition),
-                        disk: p.device.clone(),
-                        spare: SpareArea {
-                            spare_pct: p.spare_pct,
-                            factory_spare_pct: p.factory_spare_pct,
-                            total_spare_pct: p.total_spare_pct,
-                        },
-                    });
+                    let partition = dev_path(&k.partition);
+                    d.spares
+                        .entry(partition)
+                        .or_default()
+                        .push(ProvisionedSpare {
+                            folder,
+                            disk: p.device.clone(),
+                            spare: SpareArea {
+                                spare_pct: p.spare_pct,
+                                factory_spare_pct: p.factory_spare_pct,
+                                total_spare_pct: p.total_spare_pct,
+                            },
+                        });
                 }
             }
             _ => {}
@@ -227,8 +231,10 @@ impl Drives {
     fn of(&self, log: &str, device: &str) -> (String, Option<SpareArea>) {
         let spare = self
             .spares
-            .iter()
-            .filter(|s| log.starts_with(&s.folder) && s.partition == device)
+            .get(device)
+            .into_iter()
+            .flatten()
+            .filter(|s| log.starts_with(&s.folder))
             .max_by_key(|s| s.folder.len());
         if let Some(s) = spare {
             return (drive_name(&self.serials, &s.disk), Some(s.spare.clone()));
@@ -301,7 +307,7 @@ pub struct Comparer {
     groups: BTreeMap<GroupKey, Group>,
     /// Each group's devices, to look up: a bundle's logs may name
     /// 130,000, and a scan of the group's list for each is minutes.
-    named: std::collections::HashSet<(GroupKey, String)>,
+    named: HashMap<GroupKey, HashSet<String>>,
     left_out: Vec<String>,
 }
 
@@ -368,8 +374,11 @@ impl Comparer {
                 let g = groups
                     .entry(key.clone())
                     .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
+                // The key once a group, not once a device: a drive's name
+                // may be 128 long paths joined.
+                let seen = named.entry(key).or_default();
                 for d in &devices {
-                    if named.insert((key.clone(), d.clone())) {
+                    if seen.insert(d.clone()) {
                         g.0.push(d.clone());
                     }
                 }
