@@ -620,13 +620,13 @@ fn bucket_value(line: &str, b: usize) -> Result<Option<u64>, AnalyzeError> {
 fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
     let mut l = first.trim();
     while !l.is_empty() {
-        // act_latency.py echoes a line whole; a configuration line is
-        // short (128 device paths of 128 characters at most), and one of
-        // a megabyte would be held, shown and printed whole in every
-        // format.
-        // Written printable, so what the report escapes later is no
-        // longer than what the analyses' bound counted; and no more of a
-        // header than a real one's many times over.
+        // act_latency.py echoes a line whole. A real configuration line
+        // is short (128 device paths of 128 characters at most); a
+        // hostile one of a megabyte would be held, shown and printed in
+        // every format. So each is written printable (what a report
+        // escapes later is no longer than what the analyses' bound
+        // counted) and cut, and no more of a header than a real one's
+        // many times over is kept.
         let room = ECHO_TOTAL.saturating_sub(out.len());
         if room > 0 {
             let shown = crate::util::text::printable(l, ECHO_CHARS);

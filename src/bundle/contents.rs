@@ -689,6 +689,17 @@ impl Contents {
         c
     }
 
+    /// The line that says how many unreadable files are not named, when
+    /// some are not: a report's note, and `compare`'s.
+    pub fn unnamed_unreadable(&self) -> Option<String> {
+        (self.more_unreadable > 0).then(|| {
+            format!(
+                "and {} more files not read, not named one by one",
+                self.more_unreadable
+            )
+        })
+    }
+
     /// The ACT analyses, each with the path of the log it judged.
     pub fn analyses(&self) -> impl Iterator<Item = (String, &LogAnalysis)> {
         self.items.iter().filter_map(|i| match &i.artefact {

@@ -48,12 +48,8 @@ pub fn run(a: CompareArgs) -> ExitCode {
                 crate::util::text::printable(why, 300)
             );
         }
-        if contents.more_unreadable > 0 {
-            eprintln!(
-                "storcert compare: {}: and {} more files not read, not named one by one",
-                input.display(),
-                contents.more_unreadable
-            );
+        if let Some(more) = contents.unnamed_unreadable() {
+            eprintln!("storcert compare: {}: {more}", input.display());
         }
         comparer.add(&input.display().to_string(), &contents);
     }

@@ -255,12 +255,8 @@ impl Report {
         for (path, why) in &c.unreadable {
             r.notes.push(format!("{path}: {why}"));
         }
-        if c.more_unreadable > 0 {
-            r.notes.push(format!(
-                "... and {} more files not read, not named one by one",
-                c.more_unreadable
-            ));
-        }
+        r.notes
+            .extend(c.unnamed_unreadable().map(|more| format!("... {more}")));
         for item in &c.items {
             if let Artefact::ActAnalysis(a) = &item.artefact {
                 let timeline = c.timelines.get(&item.path).cloned().unwrap_or_default();
