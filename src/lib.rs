@@ -2,26 +2,28 @@
 //! docs/ for the formats it reads and writes.
 
 pub mod act;
-pub mod blockdev;
 pub mod bundle;
 pub mod cli;
 #[cfg(feature = "collector")]
 pub mod collect;
 pub mod commands;
-pub mod engine;
 pub mod export;
 pub mod fuzz;
 pub mod health;
-pub mod input;
 pub mod inventory;
 pub mod output;
-pub mod passthrough;
 pub mod policy;
 pub mod provision;
 pub mod report;
-pub mod results;
 pub mod run;
 pub mod safety;
 pub mod stream;
 pub mod upload;
-pub mod util;
+
+// The lower layers are crates of their own (crates/); they are named
+// here as the modules they were, so a path reads the same from any layer.
+pub use storcert_device::{blockdev, passthrough};
+pub use storcert_engine as engine;
+pub use storcert_results as results;
+pub use storcert_util as util;
+pub use storcert_util::input;

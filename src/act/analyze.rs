@@ -1190,38 +1190,6 @@ impl Slicer {
     }
 }
 
-impl Analysis {
-    /// The verdict as people read it, printed after the table.
-    pub fn verdict_text(&self) -> String {
-        let mut s = String::new();
-        let v = &self.verdict;
-        let _ = writeln!(
-            s,
-            "\nverdict: {} ({})",
-            if v.pass { "PASS" } else { "FAIL" },
-            v.criteria
-        );
-        if let Some(n) = &v.note {
-            let _ = writeln!(s, "note: {n}");
-        }
-        for p in &v.problems {
-            let _ = writeln!(s, "  {p}");
-        }
-        for f in &v.failures {
-            let _ = writeln!(
-                s,
-                "  slice {} of {}: {:.2}% {} (rule: {})",
-                f.slice,
-                f.histogram,
-                f.percent,
-                f.rule.split(" must").next().unwrap_or(""),
-                f.rule
-            );
-        }
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{act_log_setup, judge_log, LogReader};

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use super::summary::Machine;
 pub use crate::results::system::{Dmi, SystemIdentity};
 
 /// Where the image records its build id (written by scripts/build-image).
@@ -17,62 +16,50 @@ fn read_trim(path: &Path) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-impl SystemIdentity {
-    /// Reads the running machine (`root` is "/" except in tests).
-    pub fn probe(root: &Path) -> SystemIdentity {
-        let dmi_dir = root.join("sys/class/dmi/id");
-        let d = |name: &str| read_trim(&dmi_dir.join(name));
-        let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .and_then(|l| l.split_once(':'))
-            .map(|(_, v)| v.trim().to_string());
-        let cpu_count = cpuinfo
-            .lines()
-            .filter(|l| l.starts_with("processor"))
-            .count();
-        let memory_bytes = std::fs::read_to_string(root.join("proc/meminfo"))
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find_map(|l| l.strip_prefix("MemTotal:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            })
-            .map(|kb| kb * 1024);
-        SystemIdentity {
-            schema_version: crate::results::system::SCHEMA_VERSION,
-            dmi: Dmi {
-                sys_vendor: d("sys_vendor"),
-                product_name: d("product_name"),
-                product_serial: d("product_serial"),
-                product_uuid: d("product_uuid"),
-                board_vendor: d("board_vendor"),
-                board_name: d("board_name"),
-                board_serial: d("board_serial"),
-                chassis_serial: d("chassis_serial"),
-                bios_vendor: d("bios_vendor"),
-                bios_version: d("bios_version"),
-                bios_date: d("bios_date"),
-            },
-            cpu_model,
-            cpu_count,
-            memory_bytes,
-            kernel: read_trim(&root.join("proc/sys/kernel/osrelease")),
-            hostname: read_trim(&root.join("proc/sys/kernel/hostname")),
-            storcert_version: env!("CARGO_PKG_VERSION").to_string(),
-            image_build_id: read_trim(&root.join(IMAGE_BUILD_ID.trim_start_matches('/'))),
-        }
-    }
-
-    pub fn machine(&self) -> Machine {
-        Machine {
-            vendor: self.dmi.sys_vendor.clone(),
-            product: self.dmi.product_name.clone(),
-            serial: self.dmi.product_serial.clone(),
-            uuid: self.dmi.product_uuid.clone(),
-            hostname: self.hostname.clone(),
-        }
+/// Reads the running machine (`root` is "/" except in tests).
+pub fn probe(root: &Path) -> SystemIdentity {
+    let dmi_dir = root.join("sys/class/dmi/id");
+    let d = |name: &str| read_trim(&dmi_dir.join(name));
+    let cpuinfo = std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string());
+    let cpu_count = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
+    let memory_bytes = std::fs::read_to_string(root.join("proc/meminfo"))
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024);
+    SystemIdentity {
+        schema_version: crate::results::system::SCHEMA_VERSION,
+        dmi: Dmi {
+            sys_vendor: d("sys_vendor"),
+            product_name: d("product_name"),
+            product_serial: d("product_serial"),
+            product_uuid: d("product_uuid"),
+            board_vendor: d("board_vendor"),
+            board_name: d("board_name"),
+            board_serial: d("board_serial"),
+            chassis_serial: d("chassis_serial"),
+            bios_vendor: d("bios_vendor"),
+            bios_version: d("bios_version"),
+            bios_date: d("bios_date"),
+        },
+        cpu_model,
+        cpu_count,
+        memory_bytes,
+        kernel: read_trim(&root.join("proc/sys/kernel/osrelease")),
+        hostname: read_trim(&root.join("proc/sys/kernel/hostname")),
+        storcert_version: env!("CARGO_PKG_VERSION").to_string(),
+        image_build_id: read_trim(&root.join(IMAGE_BUILD_ID.trim_start_matches('/'))),
     }
 }
 
@@ -99,7 +86,7 @@ mod tests {
             "MemTotal:       1024 kB\n",
         )
         .unwrap();
-        let s = SystemIdentity::probe(root.path());
+        let s = probe(root.path());
         assert_eq!(s.dmi.sys_vendor.as_deref(), Some("Dell Inc."));
         assert_eq!(s.dmi.product_serial.as_deref(), Some("7XYZ123"));
         assert_eq!(s.dmi.product_uuid, None, "blank values are absent");

@@ -106,7 +106,7 @@ fn storage_config_as_given(
 
 fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {
     Ok(RunOptions {
-        engine: r.engine.engine,
+        engine: r.engine.kind(),
         null_latency: r.engine.null_model()?,
         max_errors: r.max_errors,
         io_timeout: Duration::from_secs(r.io_timeout),
@@ -238,7 +238,7 @@ fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) ->
 }
 
 fn prep(a: ActPrepArgs) -> ExitCode {
-    if a.engine == crate::engine::EngineKind::Null {
+    if a.engine == crate::cli::EngineChoice::Null {
         return fail(
             "prep",
             "--engine null writes nothing, so it cannot zero or salt a drive",
@@ -262,7 +262,7 @@ fn prep(a: ActPrepArgs) -> ExitCode {
             Ok(d) => d,
             Err(e) => return fail("prep", format!("{e:#}")),
         };
-        let mut engine = match crate::engine::open(a.engine, 64) {
+        let mut engine = match crate::engine::open(a.engine.into(), 64) {
             Ok(e) => e,
             Err(e) => return fail("prep", format!("open the I/O engine: {e}")),
         };
@@ -391,7 +391,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         out_dir: a.out.clone(),
     };
     let opts = RunOptions {
-        engine: a.engine.engine,
+        engine: a.engine.kind(),
         null_latency,
         ..RunOptions::default()
     };

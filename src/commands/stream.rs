@@ -75,7 +75,7 @@ pub fn run(a: StreamArgs) -> ExitCode {
         Ok(m) => m,
         Err(e) => return fail(e),
     };
-    if a.verify && a.engine.engine == crate::engine::EngineKind::Null {
+    if a.verify && a.engine.engine == crate::cli::EngineChoice::Null {
         return fail("--verify reads back what was written; the null engine writes nothing");
     }
     let size = match a.size.as_deref().map(parse_size).transpose() {
@@ -104,7 +104,7 @@ pub fn run(a: StreamArgs) -> ExitCode {
         passes: passes.clone(),
         verify: a.verify,
         direct: !a.buffered,
-        engine: a.engine.engine,
+        engine: a.engine.kind(),
         null_latency,
         seed: a
             .seed

@@ -29,8 +29,23 @@ pub fn now() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-impl Journal {
-    pub fn new(dir: &Path, profile_name: &str, digest: &str, source: &str) -> Journal {
+/// What the run does with its journal: the record is an artefact of the
+/// results layer; keeping it on disk is the run's.
+pub trait JournalFile: Sized {
+    fn new(dir: &Path, profile_name: &str, digest: &str, source: &str) -> Self;
+    fn load(dir: &Path) -> Result<Option<Self>, JournalError>;
+    fn save(&self) -> Result<(), JournalError>;
+    fn get(&self, id: &str) -> Option<&StageRecord>;
+    fn is_done(&self, id: &str) -> bool;
+    /// Marks a stage started (again); when an earlier attempt was
+    /// interrupted, returns the seconds it had done (as last journalled).
+    fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError>;
+    fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError>;
+    fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError>;
+}
+
+impl JournalFile for Journal {
+    fn new(dir: &Path, profile_name: &str, digest: &str, source: &str) -> Journal {
         Journal {
             schema_version: crate::results::run::JOURNAL_SCHEMA,
             profile_name: profile_name.into(),
@@ -44,7 +59,7 @@ impl Journal {
         }
     }
 
-    pub fn load(dir: &Path) -> Result<Option<Journal>, JournalError> {
+    fn load(dir: &Path) -> Result<Option<Journal>, JournalError> {
         let path = dir.join(FILE);
         match std::fs::read(&path) {
             Ok(bytes) => match serde_json::from_slice::<Journal>(&bytes) {
@@ -59,7 +74,7 @@ impl Journal {
         }
     }
 
-    pub fn save(&self) -> Result<(), JournalError> {
+    fn save(&self) -> Result<(), JournalError> {
         write_durably(&self.path, Artefact::from(self.clone()).to_json()).map_err(|err| {
             JournalError::Io {
                 path: self.path.clone(),
@@ -68,17 +83,15 @@ impl Journal {
         })
     }
 
-    pub fn get(&self, id: &str) -> Option<&StageRecord> {
+    fn get(&self, id: &str) -> Option<&StageRecord> {
         self.stages.iter().find(|s| s.id == id)
     }
 
-    pub fn is_done(&self, id: &str) -> bool {
+    fn is_done(&self, id: &str) -> bool {
         self.get(id).is_some_and(|s| s.state == StageState::Done)
     }
 
-    /// Marks a stage started (again); when an earlier attempt was
-    /// interrupted, returns the seconds it had done (as last journalled).
-    pub fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError> {
+    fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError> {
         let mut interrupted = false;
         let rec = match self.stages.iter_mut().find(|s| s.id == id) {
             Some(r) => {
@@ -112,14 +125,14 @@ impl Journal {
         Ok(earlier)
     }
 
-    pub fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError> {
+    fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError> {
         if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
             r.seconds_done = seconds;
         }
         self.save()
     }
 
-    pub fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError> {
+    fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError> {
         if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
             r.state = if ok {
                 StageState::Done

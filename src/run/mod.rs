@@ -23,7 +23,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use sha2::Digest;
 
-use self::journal::Journal;
+use self::journal::{Journal, JournalFile};
 use self::profile::Profile;
 use crate::act::config::{IndexConfig, StorageConfig};
 use crate::inventory::{self, model::Inventory, Roots, ScanOptions};
@@ -1075,7 +1075,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
             String::new()
         }
     ));
-    let system = crate::bundle::system::SystemIdentity::probe(Path::new("/"));
+    let system = crate::bundle::system::probe(Path::new("/"));
     let ctx = Ctx {
         profile: p,
         dir: dir.clone(),

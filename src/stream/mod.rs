@@ -57,35 +57,21 @@ pub struct Spec {
     pub seed: u64,
 }
 
-impl Latency {
-    fn of(h: &Hdr<u64>) -> Latency {
-        if h.is_empty() {
-            return Latency::default();
-        }
-        Latency {
-            n: h.len(),
-            min_ns: h.min(),
-            max_ns: h.max(),
-            mean_ns: h.mean(),
-            stddev_ns: h.stdev(),
-            percentiles: PERCENTILES
-                .iter()
-                .map(|&p| (p, h.value_at_percentile(p)))
-                .collect(),
-        }
+/// A job's completion latencies as the results give them.
+fn latency_of(h: &Hdr<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
     }
-}
-
-impl StreamResult {
-    pub fn failed(&self) -> bool {
-        self.passes.iter().any(|p| {
-            p.jobs.iter().any(|j| j.error.is_some())
-                || p.verify.as_ref().is_some_and(|v| v.bad_blocks > 0)
-        })
-    }
-
-    pub fn interrupted(&self) -> bool {
-        self.passes.iter().any(|p| p.interrupted)
+    Latency {
+        n: h.len(),
+        min_ns: h.min(),
+        max_ns: h.max(),
+        mean_ns: h.mean(),
+        stddev_ns: h.stdev(),
+        percentiles: PERCENTILES
+            .iter()
+            .map(|&p| (p, h.value_at_percentile(p)))
+            .collect(),
     }
 }
 
@@ -485,7 +471,7 @@ fn run_pass(
                     0.0
                 },
                 iops: if j.ios > 0 { j.ios as f64 / secs } else { 0.0 },
-                clat: Latency::of(&j.clat),
+                clat: latency_of(&j.clat),
                 bw_per_sec: j.bw.clone(),
                 bw_samples: bw_samples(&j.windows, runtime),
                 fio: j.fio.finish(),

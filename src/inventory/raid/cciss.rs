@@ -319,7 +319,7 @@ mod tests {
     use crate::inventory::capture;
     use crate::inventory::raid::bench::{inquiry, lab_bound_to, opened, roots_answering, write};
     use crate::inventory::{scan, ScanOptions};
-    use crate::passthrough::ata::tests::identify_page;
+    use crate::passthrough::ata::fixtures::identify_page;
     use crate::passthrough::cciss::*;
     use crate::passthrough::tape::{Command, Exchange, Reply};
     use std::path::Path;

@@ -206,7 +206,7 @@ pub(crate) fn need_len(op: &'static str, buf: &[u8], need: usize) -> Result<(), 
 }
 
 /// Lower-case hex of a byte string, as identifiers (WWN, EUI-64) are shown.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     struct Hex<'a>(&'a [u8]);
     impl fmt::Display for Hex<'_> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -33,3 +33,16 @@ pub struct Dmi {
 }
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+impl SystemIdentity {
+    /// The machine as the summary names it.
+    pub fn machine(&self) -> crate::summary::Machine {
+        crate::summary::Machine {
+            vendor: self.dmi.sys_vendor.clone(),
+            product: self.dmi.product_name.clone(),
+            serial: self.dmi.product_serial.clone(),
+            uuid: self.dmi.product_uuid.clone(),
+            hostname: self.hostname.clone(),
+        }
+    }
+}

@@ -290,12 +290,12 @@ pub fn smart_return_status(dev: &dyn ScsiPath) -> Result<SmartStatus, Passthroug
     ))
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
+/// Byte fixtures for tests here and in the layers above (the RAID
+/// families' tests play IDENTIFY pages through their own passthroughs).
+#[doc(hidden)]
+pub mod fixtures {
     /// Builds an IDENTIFY page the way a drive fills it.
-    pub(crate) fn identify_page(model: &str, serial: &str, fw: &str, wce: bool) -> Vec<u8> {
+    pub fn identify_page(model: &str, serial: &str, fw: &str, wce: bool) -> Vec<u8> {
         let mut b = vec![0u8; 512];
         let mut put_str = |first_word: usize, words: usize, s: &str| {
             let padded = format!("{s:<width$}", width = words * 2);
@@ -324,6 +324,12 @@ pub(crate) mod tests {
         set(217, 1);
         b
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::identify_page;
+    use super::*;
 
     #[test]
     fn decodes_identify() {

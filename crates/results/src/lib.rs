@@ -177,7 +177,7 @@ impl Artefact {
             // goes into a signed summary.
             None => Err(ReadError::BadHead(format!(
                 "unknown artefact kind {:?}",
-                crate::util::text::printable(&kind, 60)
+                storcert_util::text::printable(&kind, 60)
             ))),
         }
     }
@@ -497,7 +497,7 @@ enum Scalar {
 impl Scalar {
     fn into_field<T>(self, pick: impl FnOnce(Scalar) -> Option<T>) -> HeadField<T> {
         let what = match &self {
-            Scalar::Str(s) => format!("{:?}", crate::util::text::printable(s, 40)),
+            Scalar::Str(s) => format!("{:?}", storcert_util::text::printable(s, 40)),
             Scalar::Unsigned(n) => n.to_string(),
             Scalar::Other(w) => w.to_string(),
         };

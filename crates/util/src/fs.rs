@@ -24,7 +24,7 @@ pub fn write_secret(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> 
 pub fn create_temporary(path: &Path, mode: u32) -> std::io::Result<(std::fs::File, PathBuf)> {
     use std::os::unix::fs::OpenOptionsExt;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let mut rng = crate::util::random::Rng::from_entropy();
+    let mut rng = crate::random::Rng::from_entropy();
     loop {
         let tmp = path.with_file_name(format!(".{name}.{:016x}.tmp", rng.next_u64()));
         match std::fs::OpenOptions::new()

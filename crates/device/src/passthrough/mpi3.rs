@@ -387,7 +387,7 @@ pub fn scsi_io_command(ioc: u8, handle: u16, cdb: &[u8], len: usize) -> (Vec<u8>
 
 /// The data-in buffer of a SCSI IO that completed without a reply frame
 /// (the firmware's usual answer to success), for fixtures.
-#[cfg(test)]
+#[doc(hidden)]
 pub fn status_reply(data: &[u8], len: usize) -> Vec<u8> {
     let mut din = vec![0u8; REPLY_BUF_LEN + SENSE_BUF_LEN];
     din[0] = REPLY_TYPE_STATUS;
@@ -398,7 +398,7 @@ pub fn status_reply(data: &[u8], len: usize) -> Vec<u8> {
 
 /// The data-in buffer of a SCSI IO answered with a reply frame: IOC
 /// status, SCSI status and sense, for fixtures.
-#[cfg(test)]
+#[doc(hidden)]
 pub fn frame_reply(ioc_status: u16, scsi_status: u8, sense: &[u8], len: usize) -> Vec<u8> {
     let mut din = vec![0u8; REPLY_BUF_LEN + SENSE_BUF_LEN + len];
     din[0] = REPLY_TYPE_ADDRESS;

@@ -222,7 +222,7 @@ impl Engine for NullEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::AlignedBuf;
+    use crate::AlignedBuf;
 
     fn req(tag: u64) -> Request {
         Request {

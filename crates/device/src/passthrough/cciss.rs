@@ -683,7 +683,7 @@ pub fn wwid_hex(w: u64) -> Option<String> {
 }
 
 /// The big-endian list length a report's header gives (for a fixture).
-#[cfg(test)]
+#[doc(hidden)]
 pub fn report_header(list_bytes: u32, format: u8) -> [u8; 8] {
     let mut h = [0u8; 8];
     h[..4].copy_from_slice(&list_bytes.to_be_bytes());

@@ -73,9 +73,7 @@ pub trait Engine {
     fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()>;
 }
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     /// io_uring, falling back to threads if the kernel refuses it

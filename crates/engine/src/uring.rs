@@ -322,7 +322,7 @@ const RING_TIMER_FROM: Duration = Duration::from_micros(200);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::AlignedBuf;
+    use crate::AlignedBuf;
     use std::io::Write;
     use std::os::fd::AsRawFd;
 

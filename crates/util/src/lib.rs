@@ -4,6 +4,7 @@
 
 pub mod fs;
 pub mod glob;
+pub mod input;
 pub mod random;
 pub mod size;
 pub mod text;

@@ -311,6 +311,21 @@ impl FsResult {
     }
 }
 
+impl StreamResult {
+    /// A job failed or verification found bad blocks.
+    pub fn failed(&self) -> bool {
+        self.passes.iter().any(|p| {
+            p.jobs.iter().any(|j| j.error.is_some())
+                || p.verify.as_ref().is_some_and(|v| v.bad_blocks > 0)
+        })
+    }
+
+    /// A pass was stopped before its end.
+    pub fn interrupted(&self) -> bool {
+        self.passes.iter().any(|p| p.interrupted)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

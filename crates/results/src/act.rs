@@ -495,6 +495,39 @@ impl RunResult {
     }
 }
 
+impl Analysis {
+    /// The verdict as people read it, printed after the table.
+    pub fn verdict_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let v = &self.verdict;
+        let _ = writeln!(
+            s,
+            "\nverdict: {} ({})",
+            if v.pass { "PASS" } else { "FAIL" },
+            v.criteria
+        );
+        if let Some(n) = &v.note {
+            let _ = writeln!(s, "note: {n}");
+        }
+        for p in &v.problems {
+            let _ = writeln!(s, "  {p}");
+        }
+        for f in &v.failures {
+            let _ = writeln!(
+                s,
+                "  slice {} of {}: {:.2}% {} (rule: {})",
+                f.slice,
+                f.histogram,
+                f.percent,
+                f.rule.split(" must").next().unwrap_or(""),
+                f.rule
+            );
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -535,12 +568,12 @@ mod tests {
             "read_spikes": {"seconds": [], "period_s": null, "threshold": null}
         }))
         .unwrap();
-        assert_eq!(r.judgement().verdict, crate::results::Verdict::Pass);
+        assert_eq!(r.judgement().verdict, crate::Verdict::Pass);
         assert!(r.read_spikes.threshold.is_nan());
         r.devices[0].write_errors = 2;
         r.devices[0].first_errors = vec!["write at 4096: EIO".into()];
         let j = r.judgement();
-        assert_eq!(j.verdict, crate::results::Verdict::Fail);
+        assert_eq!(j.verdict, crate::Verdict::Fail);
         assert_eq!(
             j.detail,
             "completed with /dev/sdb: 0 read and 2 write errors, first: write at 4096: EIO"
