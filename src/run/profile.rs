@@ -581,6 +581,69 @@ impl Profile {
             plan.progress_interval =
                 Duration::from_secs(Self::duration("progress_interval", i)?.max(1));
         }
+        self.validate_devices(&mut plan)?;
+        if let Some(p) = &self.policy {
+            if p.file.is_some() == p.inline.is_some() {
+                return bad("policy", "give exactly one of file or inline".into());
+            }
+            if let Some(f) = &p.file {
+                crate::policy::Policy::from_file(f)
+                    .map_err(|e| ("policy.file".into(), e.to_string()))?;
+            }
+            if let Some(t) = &p.inline {
+                crate::policy::Policy::parse(t, "policy.inline")
+                    .map_err(|e| ("policy.inline".into(), e.to_string()))?;
+            }
+        }
+        if let Some(pr) = &self.provision {
+            if !(pr.spare_pct > 0.0 && pr.spare_pct < 90.0) {
+                return bad(
+                    "provision.spare_pct",
+                    format!("{} is not a percentage between 0 and 90", pr.spare_pct),
+                );
+            }
+            if self.devices.scratch.is_some() {
+                return bad("provision", "a scratch file cannot be provisioned".into());
+            }
+        }
+        self.validate_act(&mut plan)?;
+        self.validate_phases(&mut plan)?;
+        self.validate_stream(&mut plan)?;
+        if self.read_only {
+            if self.provision.is_some() {
+                return bad("provision", "contradicts read_only = true".into());
+            }
+            if self.act.is_some() {
+                return bad("act", "contradicts read_only = true (ACT writes)".into());
+            }
+            if !self.phases.is_empty() {
+                return bad("phase", "contradicts read_only = true (ACT writes)".into());
+            }
+            if self.devices.scratch.is_some() {
+                return bad("devices.scratch", "contradicts read_only = true".into());
+            }
+        }
+        self.validate_upload(&mut plan)?;
+        if let Some(b) = &self.time_budget {
+            let budget = Self::duration("time_budget", b)?;
+            plan.time_budget = Some(Duration::from_secs(budget));
+            let need = plan.timed_seconds();
+            if need > budget {
+                return bad(
+                    "time_budget",
+                    format!(
+                        "{b} is less than the timed stages need ({})",
+                        humantime::format_duration(Duration::from_secs(need))
+                    ),
+                );
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Which devices: a scratch file, a selection, or paths.
+    fn validate_devices(&self, plan: &mut Plan) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
         let d = &self.devices;
         match (&d.scratch, d.select.as_deref()) {
             (Some(s), _) => {
@@ -617,30 +680,13 @@ impl Profile {
                 return bad("devices.paths", format!("{p}: no such device"));
             }
         }
-        if let Some(p) = &self.policy {
-            if p.file.is_some() == p.inline.is_some() {
-                return bad("policy", "give exactly one of file or inline".into());
-            }
-            if let Some(f) = &p.file {
-                crate::policy::Policy::from_file(f)
-                    .map_err(|e| ("policy.file".into(), e.to_string()))?;
-            }
-            if let Some(t) = &p.inline {
-                crate::policy::Policy::parse(t, "policy.inline")
-                    .map_err(|e| ("policy.inline".into(), e.to_string()))?;
-            }
-        }
-        if let Some(pr) = &self.provision {
-            if !(pr.spare_pct > 0.0 && pr.spare_pct < 90.0) {
-                return bad(
-                    "provision.spare_pct",
-                    format!("{} is not a percentage between 0 and 90", pr.spare_pct),
-                );
-            }
-            if d.scratch.is_some() {
-                return bad("provision", "a scratch file cannot be provisioned".into());
-            }
-        }
+        Ok(())
+    }
+
+    /// The ACT stages: prep, storage loads, search, index.
+    fn validate_act(&self, plan: &mut Plan) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
+        let d = &self.devices;
         if let Some(a) = &self.act {
             if a.wide && a.storage.is_empty() {
                 return bad("act.wide", "needs storage entries to run wide".into());
@@ -672,6 +718,14 @@ impl Profile {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The phases (each a spare area with its own loads), and what they
+    /// cannot share a profile with.
+    fn validate_phases(&self, plan: &mut Plan) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
+        let d = &self.devices;
         for (i, ph) in self.phases.iter().enumerate() {
             let k = format!("phase[{i}]");
             if !(ph.spare_pct >= 0.0 && ph.spare_pct < 90.0) {
@@ -725,6 +779,12 @@ impl Profile {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The streaming suite.
+    fn validate_stream(&self, plan: &mut Plan) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
         if let Some(s) = &self.stream {
             if s.size.is_some() && s.percent.is_some() {
                 return bad("stream", "give size or percent, not both".into());
@@ -827,20 +887,12 @@ impl Profile {
                 verify: s.verify,
             });
         }
-        if self.read_only {
-            if self.provision.is_some() {
-                return bad("provision", "contradicts read_only = true".into());
-            }
-            if self.act.is_some() {
-                return bad("act", "contradicts read_only = true (ACT writes)".into());
-            }
-            if !self.phases.is_empty() {
-                return bad("phase", "contradicts read_only = true (ACT writes)".into());
-            }
-            if self.devices.scratch.is_some() {
-                return bad("devices.scratch", "contradicts read_only = true".into());
-            }
-        }
+        Ok(())
+    }
+
+    /// Where results go and with what credentials.
+    fn validate_upload(&self, plan: &mut Plan) -> Result<(), (String, String)> {
+        let bad = |k: &str, m: String| Err((k.to_string(), m));
         if let Some(u) = &self.upload {
             if u.to.is_empty() {
                 return bad("upload.to", "names no target".into());
@@ -886,21 +938,7 @@ impl Profile {
             }
             plan.upload = Some(up);
         }
-        if let Some(b) = &self.time_budget {
-            let budget = Self::duration("time_budget", b)?;
-            plan.time_budget = Some(Duration::from_secs(budget));
-            let need = plan.timed_seconds();
-            if need > budget {
-                return bad(
-                    "time_budget",
-                    format!(
-                        "{b} is less than the timed stages need ({})",
-                        humantime::format_duration(Duration::from_secs(need))
-                    ),
-                );
-            }
-        }
-        Ok(plan)
+        Ok(())
     }
 }
 
