@@ -3,6 +3,7 @@
 //! drive and the bundle's verdict.
 
 use crate::results::act::SearchResult;
+use crate::results::inventory::Inventory;
 use crate::results::run::{Journal, StageState};
 use crate::results::verdict::Judgement;
 use crate::results::{Artefact, Verdict};
@@ -96,17 +97,34 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         ..Summary::default()
     };
     let mut pd = PerDevice::new();
-    // A search's trial logs are its own business (failing the loads above
-    // the highest passing one is how a search works).
-    let owned: Vec<&str> = c
-        .items
-        .iter()
-        .filter_map(|i| match &i.artefact {
-            Artefact::ActSearch(r) => Some(r),
-            _ => None,
-        })
-        .flat_map(|r| r.trials.iter().map(|t| t.log.as_str()))
-        .collect();
+    let run = judge_items(&mut s, &mut pd, c);
+    judge_searches(&mut s, &mut pd, c);
+    judge_act_logs(&mut s, &mut pd, c);
+    judge_unreadable(&mut s, &mut pd, c);
+    if let Some(j) = run.journal {
+        failed_stages(
+            &mut s,
+            &mut pd,
+            j,
+            run.targets.as_deref().unwrap_or_default(),
+        );
+    }
+    s.drives = drive_verdicts(&s, &pd, run.inventory, run.targets.as_deref());
+    s.verdict = overall_verdict(&mut s, &run);
+    s
+}
+
+/// What a run's own records say: its inventory, the drives it set out to
+/// test, its journal.
+struct RunRecords<'c> {
+    inventory: Option<&'c Inventory>,
+    targets: Option<Vec<String>>,
+    journal: Option<&'c Journal>,
+}
+
+/// Judges every artefact that is a test on its own, and keeps the run's
+/// records (one of each: a second is a failure, not guessed between).
+fn judge_items<'c>(s: &mut Summary, pd: &mut PerDevice, c: &'c Contents) -> RunRecords<'c> {
     let mut inventory = None;
     let mut targets: Option<Vec<String>> = None;
     let mut journal = None;
@@ -121,8 +139,8 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                 if !seen.insert(item.artefact.kind()) =>
             {
                 judge(
-                    &mut s,
-                    &mut pd,
+                    s,
+                    pd,
                     format!("duplicate ({path})"),
                     Judgement {
                         per_device: Vec::new(),
@@ -140,11 +158,20 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             // Every other kind that is a test on its own says so itself.
             other => {
                 if let Some((name, j)) = other.judgement() {
-                    judge(&mut s, &mut pd, format!("{name} ({path})"), j);
+                    judge(s, pd, format!("{name} ({path})"), j);
                 }
             }
         }
     }
+    RunRecords {
+        inventory,
+        targets,
+        journal,
+    }
+}
+
+/// Each ACT search, judged with the logs of its trials.
+fn judge_searches(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
     for item in &c.items {
         if let Artefact::ActSearch(r) = &item.artefact {
             let devices = search_devices(r, c);
@@ -168,16 +195,27 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                 r.judgement(devices)
             };
             if let (Some(l), false, None) = (r.highest_passing_load, null, &broken) {
-                reach(&mut s, &j.devices, l);
+                reach(s, &j.devices, l);
             }
-            judge(
-                &mut s,
-                &mut pd,
-                format!("act-search ({}{})", c.prefix, item.path),
-                j,
-            );
+            judge(s, pd, format!("act-search ({}{})", c.prefix, item.path), j);
         }
     }
+}
+
+/// Each ACT log that is not a search's trial: a run over several drives
+/// judges each drive on its own share.
+fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
+    // A search's trial logs are its own business (failing the loads above
+    // the highest passing one is how a search works).
+    let owned: Vec<&str> = c
+        .items
+        .iter()
+        .filter_map(|i| match &i.artefact {
+            Artefact::ActSearch(r) => Some(r),
+            _ => None,
+        })
+        .flat_map(|r| r.trials.iter().map(|t| t.log.as_str()))
+        .collect();
     for (log, a) in c.analyses() {
         // Only a trial's own log (named as storcert names trials) is the
         // search's business; any other log is judged on its own.
@@ -202,21 +240,24 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
                     a.share_judgement(d)
                 };
                 if let (Verdict::Pass, Some(l)) = (own.verdict, a.load) {
-                    reach(&mut s, &own.devices, l);
+                    reach(s, &own.devices, l);
                 }
-                judge(&mut s, &mut pd, format!("{name} {}", d.device), own);
+                judge(s, pd, format!("{name} {}", d.device), own);
             }
             j.devices = Vec::new();
-            judge(&mut s, &mut pd, format!("{name} all drives"), j);
+            judge(s, pd, format!("{name} all drives"), j);
             continue;
         }
         if let (Verdict::Pass, Some(l)) = (j.verdict, a.load) {
-            reach(&mut s, &j.devices, l);
+            reach(s, &j.devices, l);
         }
-        judge(&mut s, &mut pd, name, j);
+        judge(s, pd, name, j);
     }
-    // The unreadable files named one by one, then how many more: every
-    // one fails the run.
+}
+
+/// The unreadable files named one by one, then how many more: every one
+/// fails the run.
+fn judge_unreadable(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
     let more = (c.more_unreadable > 0).then(|| {
         (
             format!("{} more files", c.more_unreadable),
@@ -232,8 +273,8 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         .map(|(path, why)| (format!("{}{path}", c.prefix), why.clone()));
     for (what, why) in named.chain(more) {
         judge(
-            &mut s,
-            &mut pd,
+            s,
+            pd,
             format!("unreadable ({what})"),
             Judgement {
                 per_device: Vec::new(),
@@ -243,10 +284,16 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             },
         );
     }
-    if let Some(j) = journal {
-        failed_stages(&mut s, &mut pd, j, targets.as_deref().unwrap_or_default());
-    }
-    // Drives: the inventory's, or else every device a test named.
+}
+
+/// Each drive's verdict: the inventory's drives (or else every device a
+/// test named), less those the run did not set out to test.
+fn drive_verdicts(
+    s: &Summary,
+    pd: &PerDevice,
+    inventory: Option<&Inventory>,
+    targets: Option<&[String]>,
+) -> Vec<DriveVerdict> {
     let mut drives: Vec<DriveVerdict> = match inventory {
         Some(inv) => inv
             .disks
@@ -264,7 +311,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     };
     // A run names what it tested: the other disks of the machine are
     // not part of its verdict.
-    if let Some(targets) = &targets {
+    if let Some(targets) = targets {
         drives.retain(|d| targets.iter().any(|t| names_same(&d.device, t)));
         for t in targets {
             if !drives.iter().any(|d| names_same(&d.device, t)) {
@@ -323,7 +370,12 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             .find(|(k, _)| names_same(&d.device, k))
             .map(|(_, v)| *v);
     }
-    s.drives = drives;
+    drives
+}
+
+/// The run's verdict, and the reasons it is incomplete.
+fn overall_verdict(s: &mut Summary, run: &RunRecords) -> Verdict {
+    let targets = &run.targets;
     // A drive the run set out to test that no test measured, where ACT or
     // streaming measured the others: the run cannot pass on them. (A run
     // of policy and health alone judges what it tracked, not workloads.)
@@ -342,14 +394,14 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
     } else {
         Vec::new()
     };
-    s.verdict = if s.tests.iter().any(|t| t.verdict == Verdict::Fail) {
+    if s.tests.iter().any(|t| t.verdict == Verdict::Fail) {
         Verdict::Fail
     } else if targets.as_ref().is_some_and(|t| t.is_empty()) {
         // A run that found no drive to test (all behind a controller
         // without a driver) passes nothing, whatever else it checked.
         s.reasons.push("the run had no drive to test".into());
         Verdict::Incomplete
-    } else if journal.is_some() && targets.is_none() {
+    } else if run.journal.is_some() && targets.is_none() {
         // A run names its drives before it tests any: one that did not
         // stopped before (or its folder lost the file).
         s.reasons
@@ -366,8 +418,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         Verdict::Incomplete
     } else {
         Verdict::Pass
-    };
-    s
+    }
 }
 
 /// "trial-03-2x.log", "trial-12-1.5x.log": a search's trial, as `act
