@@ -1395,6 +1395,19 @@ fn run_stages(
         return Ok(ending);
     }
     // Notes of this and earlier starts go into the results and the report.
+    write_notes_and_report(ctx, opts)?;
+
+    let (spool, spooled) = bundle_and_spool(ctx, opts, &system, &mut ending)?;
+    if let Some(up) = &p.plan.upload {
+        upload_spooled(ctx, up, &spool, &spooled, &mut ending)?;
+    }
+    Ok(ending)
+}
+
+/// The run's notes (of this and earlier starts) and its report, into the
+/// results folder.
+fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<()> {
+    let p = ctx.profile;
     let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let journal_copy = ctx.journal().clone();
     ctx.write(
@@ -1410,8 +1423,19 @@ fn run_stages(
         },
     )?;
     crate::report::write_for_results(&ctx.dir).context("report")?;
+    Ok(())
+}
 
-    // Bundle and spool: the results are safe on disk before any upload.
+/// Bundles and signs the results and puts the bundle in the spool: the
+/// results are safe on disk before any upload. Returns the spool and the
+/// spooled bundle's path, and fills in `ending`'s verdict and bundle.
+fn bundle_and_spool(
+    ctx: &Ctx,
+    opts: &Options,
+    system: &crate::bundle::system::SystemIdentity,
+    ending: &mut Ending,
+) -> Result<(crate::upload::spool::Spool, PathBuf)> {
+    let p = ctx.profile;
     let spool_dir = p
         .bundle
         .spool
@@ -1420,7 +1444,7 @@ fn run_stages(
         .unwrap_or_else(|| ctx.dir.parent().unwrap_or(Path::new(".")).join("spool"));
     let spool = crate::upload::spool::Spool::open(&spool_dir)?;
     let key = signing_key(ctx, opts)?;
-    let bundle_name = format!("{}.tar.zst", run_id(ctx, &system));
+    let bundle_name = format!("{}.tar.zst", run_id(ctx, system));
     let out = ctx
         .dir
         .parent()
@@ -1437,51 +1461,62 @@ fn run_stages(
     ending.bundle_sha256 = Some(created.sha256.clone());
     // The board moves the run to finished now; its bundle follows.
     ctx.last_heartbeat(Some((bundle_name.clone(), created.summary.verdict)));
+    Ok((spool, spooled))
+}
 
-    if let Some(up) = &p.plan.upload {
-        let deadline = up.deadline;
-        let clients = upload_clients(p)?;
-        let until = Instant::now() + deadline;
-        // Pending bundles of earlier runs go first; a bundle leaves the
-        // spool once every target confirmed it.
-        let queue = spool.pending()?;
-        let mut delivered_to = Vec::new();
-        let done = crate::upload::drain::drain(
-            &queue,
-            &clients,
-            Some(&spool),
-            until,
-            &ctx.console,
-            &mut |a| match &a.outcome {
-                crate::upload::Outcome::Confirmed { status, .. } => {
-                    ctx.console.say(&format!(
-                        "{}: delivered to {} ({status})",
-                        a.bundle.display(),
-                        a.to
-                    ));
-                    if a.bundle == spooled {
-                        delivered_to.push(a.to.clone());
-                    }
+/// Sends the spool's pending bundles (earlier runs' first) to the
+/// profile's collectors until the upload deadline; a bundle leaves the
+/// spool once every target confirmed it.
+fn upload_spooled(
+    ctx: &Ctx,
+    up: &profile::UploadPlan,
+    spool: &crate::upload::spool::Spool,
+    spooled: &Path,
+    ending: &mut Ending,
+) -> Result<()> {
+    let p = ctx.profile;
+    let deadline = up.deadline;
+    let clients = upload_clients(p)?;
+    let until = Instant::now() + deadline;
+    // Pending bundles of earlier runs go first; a bundle leaves the
+    // spool once every target confirmed it.
+    let queue = spool.pending()?;
+    let mut delivered_to = Vec::new();
+    let done = crate::upload::drain::drain(
+        &queue,
+        &clients,
+        Some(spool),
+        until,
+        &ctx.console,
+        &mut |a| match &a.outcome {
+            crate::upload::Outcome::Confirmed { status, .. } => {
+                ctx.console.say(&format!(
+                    "{}: delivered to {} ({status})",
+                    a.bundle.display(),
+                    a.to
+                ));
+                if a.bundle == spooled {
+                    delivered_to.push(a.to.clone());
                 }
-                crate::upload::Outcome::Rejected(why)
-                | crate::upload::Outcome::RefusedBundle(why)
-                | crate::upload::Outcome::GaveUp(why) => {
-                    ctx.note(format!(
-                        "upload of {} to {}: {why}; kept in the spool",
-                        a.bundle.display(),
-                        a.to
-                    ));
-                }
-            },
-        )?;
-        ending.delivered_to = delivered_to;
-        for d in done {
-            if let Some(e) = d.confirm_error {
-                bail!("{}: {e}", d.bundle.display());
             }
+            crate::upload::Outcome::Rejected(why)
+            | crate::upload::Outcome::RefusedBundle(why)
+            | crate::upload::Outcome::GaveUp(why) => {
+                ctx.note(format!(
+                    "upload of {} to {}: {why}; kept in the spool",
+                    a.bundle.display(),
+                    a.to
+                ));
+            }
+        },
+    )?;
+    ending.delivered_to = delivered_to;
+    for d in done {
+        if let Some(e) = d.confirm_error {
+            bail!("{}: {e}", d.bundle.display());
         }
     }
-    Ok(ending)
+    Ok(())
 }
 
 #[cfg(test)]
