@@ -3,17 +3,16 @@
 //! open-loop io_uring scheduler, ACT-format logs, the act_latency.py
 //! analysis with a verdict, and the search for the highest passing load.
 
-pub mod analyze;
-pub mod config;
 pub mod device;
-pub mod histogram;
 pub mod index;
-pub mod judge;
 pub mod prep;
 pub mod runner;
 pub mod search;
 pub mod storage;
-pub mod timeline;
+
+// What is read rather than run (the configuration, the histograms, the
+// log's analysis and judge) is the judging layer's.
+pub use storcert_judge::act::{analyze, config, histogram, judge, timeline};
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

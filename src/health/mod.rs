@@ -511,3 +511,43 @@ mod tests {
         assert_eq!(e.summary, "3.20 TB/day = 4.00 DWPD");
     }
 }
+
+#[cfg(test)]
+mod wide_numbers {
+    use std::collections::BTreeMap;
+
+    use crate::bundle::contents::Contents;
+    use crate::results::Artefact;
+
+    #[test]
+    fn an_nvme_drive_s_u128_counters_read_back() {
+        // NVMe counts bytes written in u128; a tagged inventory and health
+        // snapshot holding one must read back (the lab's NVMe drive did not).
+        let mut inv: crate::results::inventory::Inventory = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/qemu-lab/inventory.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let nvme = inv
+            .disks
+            .iter_mut()
+            .find_map(|d| d.health.as_mut()?.nvme.as_mut())
+            .expect("the lab fixture has an NVMe drive with health");
+        nvme.bytes_written = 1 << 100;
+        let snap = crate::health::snapshot(&inv);
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("inventory.json".to_string(), Artefact::from(inv).to_json()),
+            (
+                "health-before.json".to_string(),
+                Artefact::from(snap).to_json(),
+            ),
+        ]
+        .into();
+        let c = Contents::read(&files);
+        assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
+        assert_eq!(c.items.len(), 2);
+    }
+}

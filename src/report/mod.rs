@@ -372,3 +372,51 @@ pub fn write_for_results(dir: &Path) -> Result<()> {
     crate::util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::act::analyze;
+    use crate::results::Artefact;
+
+    fn log(name: &str) -> Vec<u8> {
+        let logs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs/");
+        std::fs::read(format!("{logs}{name}")).unwrap()
+    }
+
+    #[test]
+    fn a_crafted_analysis_renders_without_panicking() {
+        let pass = log("storcert-us-20x.log");
+        let mut a = analyze::judge_log(&pass, "a.log", "a.log", None).unwrap();
+        let h = &mut a.analysis.histograms[0];
+        h.slices[0].overs.truncate(1);
+        h.slices[0].overs[0] = f64::NAN;
+        h.thresholds.push(99);
+        a.analysis
+            .verdict
+            .failures
+            .push(crate::results::act::Failure {
+                histogram: h.name.clone(),
+                slice: h.slices[0].slice,
+                rule: "> 1 ms must be < 5%".into(),
+                percent: f64::INFINITY,
+            });
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("a.log".to_string(), pass.clone()),
+            ("a.analysis.json".to_string(), Artefact::from(a).to_json()),
+            ("a.timeline.jsonl".to_string(), b"{\"t\":5}\n".to_vec()),
+        ]
+        .into();
+        let r = crate::report::Report::build("t", Default::default(), &files);
+        assert_eq!(r.act.len(), 1);
+        crate::report::html::render(&r);
+        crate::report::text::markdown(&r);
+        let spikes = crate::act::timeline::find_spikes(
+            &(0..30u64)
+                .map(|i| (30 - i, if i % 5 == 0 { 90.0 } else { 1.0 }))
+                .collect::<Vec<_>>(),
+        );
+        assert!(spikes.period_s.is_none_or(|p| p < 30));
+    }
+}

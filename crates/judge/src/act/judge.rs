@@ -19,7 +19,7 @@
 //! at the first contradiction rather than being guessed at.
 
 use super::histogram::N_BUCKETS;
-use crate::results::act::{ActVerdict, Failure};
+use storcert_results::act::{ActVerdict, Failure};
 
 /// The histogram ACT's criteria judge.
 pub const JUDGED: &str = "reads";
@@ -436,7 +436,7 @@ impl Judges {
         let judges = &mut self.judges;
         let line = raw.trim_end();
         if line.ends_with("- test stopped") {
-            let quoted = crate::util::text::printable(line.trim(), 120);
+            let quoted = storcert_util::text::printable(line.trim(), 120);
             for j in judges.iter_mut() {
                 j.stopped.get_or_insert_with(|| quoted.clone());
             }
@@ -449,7 +449,7 @@ impl Judges {
             // ACT's wording names the device: "ERROR: reading DEV: ...".
             // A drive's own judge counts its own errors; the run's all.
             let device = what.split(": ").next().unwrap_or("");
-            let quoted = crate::util::text::printable(line, 160);
+            let quoted = storcert_util::text::printable(line, 160);
             for j in judges.iter_mut() {
                 let own = j.name == JUDGED || j.name.strip_suffix("-reads") == Some(device);
                 if own {
@@ -607,7 +607,7 @@ impl Judge {
 /// A header line as the judges read it: printable and cut short, as a
 /// line quoted in a problem costs its reading, not its copies.
 fn header_view(line: &str) -> String {
-    crate::util::text::printable(line, 80)
+    storcert_util::text::printable(line, 80)
 }
 
 #[cfg(test)]

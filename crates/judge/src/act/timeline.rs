@@ -2,7 +2,7 @@
 //! periodic latency spikes can be seen, and the dominant spike period found.
 
 use super::histogram::{LatencyHistogram, Scale};
-pub use crate::results::act::{Second, Spikes};
+pub use storcert_results::act::{Second, Spikes};
 
 pub struct Timeline {
     current: u64,

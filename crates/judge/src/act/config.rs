@@ -134,7 +134,7 @@ impl Default for IndexConfig {
 }
 
 fn read_config(path: &Path) -> Result<String, ConfigError> {
-    let bytes = crate::input::read_text(path)
+    let bytes = storcert_util::input::read_text(path)
         .map(String::into_bytes)
         .map_err(|e| ConfigError {
             origin: path.display().to_string(),

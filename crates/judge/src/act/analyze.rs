@@ -5,8 +5,8 @@
 
 use std::fmt::Write as _;
 
-pub use crate::results::act::{ActVerdict, Analysis, Failure, HistTable, SliceRow};
-use crate::results::act::{DeviceVerdict, LogAnalysis, ANALYSIS_SCHEMA};
+pub use storcert_results::act::{ActVerdict, Analysis, Failure, HistTable, SliceRow};
+use storcert_results::act::{DeviceVerdict, LogAnalysis, ANALYSIS_SCHEMA};
 
 /// act_latency.py's options.
 #[derive(Debug, Clone)]
@@ -54,14 +54,14 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
     let mut count = None;
     for line in text.lines().take(200) {
         if let Some(d) = line.strip_prefix("device-names: ") {
-            names = crate::util::text::cut(d.trim(), 4096).into_owned();
+            names = storcert_util::text::cut(d.trim(), 4096).into_owned();
             // One past ACT's most is enough to fail the log for it; a
             // hostile line of a megabyte names 400,000.
             devices = d
                 .split([',', ' '])
                 .filter(|s| !s.is_empty())
                 .take(crate::act::config::MAX_STORAGE_DEVICES + 1)
-                .map(|s| crate::util::text::cut(s, 4096).into_owned())
+                .map(|s| storcert_util::text::cut(s, 4096).into_owned())
                 .collect();
         } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
             reads = r.trim().parse::<f64>().ok();
@@ -629,8 +629,8 @@ fn echo_section(f: &mut Lines<'_>, out: &mut String, first: &str) {
         // many times over is kept.
         let room = ECHO_TOTAL.saturating_sub(out.len());
         if room > 0 {
-            let shown = crate::util::text::printable(l, ECHO_CHARS);
-            let _ = writeln!(out, "{}", crate::util::text::cut(&shown, room));
+            let shown = storcert_util::text::printable(l, ECHO_CHARS);
+            let _ = writeln!(out, "{}", storcert_util::text::cut(&shown, room));
         }
         l = f.readline().trim();
     }
@@ -703,7 +703,7 @@ impl Head {
         }
         // Read whole, kept cut: "6." and a million zeros is 6.0.
         let whole = line.split(' ').nth(2).map(str::trim).unwrap_or("");
-        let version = crate::util::text::printable(whole, 32);
+        let version = storcert_util::text::printable(whole, 32);
         let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
         let numeric: f64 = whole.parse().map_err(|_| {
             AnalyzeError(format!(
@@ -1198,7 +1198,7 @@ mod tests {
     fn two_drive_log() -> String {
         std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+            "/../../tests/fixtures/act/logs/storcert-ms-2dev.log"
         ))
         .unwrap()
     }
@@ -1208,7 +1208,7 @@ mod tests {
     /// analysis: the reader keeps nothing of where the bytes were cut.
     #[test]
     fn a_log_read_in_pieces_is_judged_as_the_whole() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act");
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/act");
         let mut seen = 0;
         for dir in ["logs", "verdicts"] {
             for e in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
@@ -1347,7 +1347,7 @@ mod tests {
     fn what_an_analysis_keeps_of_a_header_is_bounded() {
         let fixture = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-us-20x.log"
+            "/../../tests/fixtures/act/logs/storcert-us-20x.log"
         ))
         .unwrap();
         let many = vec!["a"; 410_000].join(",");

@@ -2,14 +2,14 @@
 //! (`Contents`), each judged by its own `judgement()`, then one row per
 //! drive and the bundle's verdict.
 
-use crate::results::act::SearchResult;
-use crate::results::inventory::Inventory;
-use crate::results::run::{Journal, StageState};
-use crate::results::verdict::Judgement;
-use crate::results::{Artefact, Verdict};
+use storcert_results::act::SearchResult;
+use storcert_results::inventory::Inventory;
+use storcert_results::run::{Journal, StageState};
+use storcert_results::verdict::Judgement;
+use storcert_results::{Artefact, Verdict};
 
 use super::contents::Contents;
-pub use crate::results::summary::{DriveVerdict, Machine, Summary, TestVerdict};
+pub use storcert_results::summary::{DriveVerdict, Machine, Summary, TestVerdict};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -178,12 +178,12 @@ fn judge_searches(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
             // A search on the null engine (storcert's own test) qualifies
             // no drive.
             let null = c.analyses().any(|(log, a)| {
-                a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE)
+                a.engine.as_deref() == Some(storcert_results::act::NULL_ENGINE)
                     && r.trials.iter().any(|t| same_log(&log, &t.log))
             });
             let broken = search_claims(r, c);
             let j = if null {
-                crate::results::act::null_engine_judgement(devices)
+                storcert_results::act::null_engine_judgement(devices)
             } else if let Some(why) = &broken {
                 Judgement {
                     verdict: Verdict::Fail,
@@ -234,8 +234,8 @@ fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
             // share, and ACT's rule over all of them is the run's (it
             // fails the bundle, not one drive).
             for d in &a.per_device {
-                let own = if a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE) {
-                    crate::results::act::null_engine_judgement(vec![d.device.clone()])
+                let own = if a.engine.as_deref() == Some(storcert_results::act::NULL_ENGINE) {
+                    storcert_results::act::null_engine_judgement(vec![d.device.clone()])
                 } else {
                     a.share_judgement(d)
                 };
@@ -263,7 +263,7 @@ fn judge_unreadable(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
             format!("{} more files", c.more_unreadable),
             format!(
                 "not named one by one: the first {} are",
-                crate::bundle::contents::NAMED_UNREADABLE
+                crate::contents::NAMED_UNREADABLE
             ),
         )
     });
@@ -423,7 +423,7 @@ fn overall_verdict(s: &mut Summary, run: &RunRecords) -> Verdict {
 
 /// "trial-03-2x.log", "trial-12-1.5x.log": a search's trial, as `act
 /// search` names them.
-pub(crate) fn is_trial_log(path: &str) -> bool {
+pub fn is_trial_log(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let Some(rest) = name.strip_prefix("trial-") else {
         return false;
@@ -443,7 +443,7 @@ pub(crate) fn is_trial_log(path: &str) -> bool {
 /// the results, and its highest passing load must be a trial that passed.
 /// None when the search holds.
 fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
-    let fresh = |t: &crate::results::act::Trial| {
+    let fresh = |t: &storcert_results::act::Trial| {
         c.analyses()
             .find(|(log, _)| is_trial_log(log) && same_log(log, &t.log))
             .map(|(_, a)| a.analysis.verdict.pass)
@@ -458,7 +458,7 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
                     "trial {} ({}x): its log {} is not in the results",
                     i + 1,
                     t.load,
-                    crate::util::text::printable(&t.log, 120)
+                    storcert_util::text::printable(&t.log, 120)
                 ))
             }
             Some(false) if t.result == "passing" => {
@@ -486,7 +486,7 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
 
 /// A log in the bundle ("results/act/search-sdb/trial-2.log") and the path
 /// a search recorded for it: the same when their last two components agree.
-pub(crate) fn same_log(in_bundle: &str, recorded: &str) -> bool {
+pub fn same_log(in_bundle: &str, recorded: &str) -> bool {
     fn tail(p: &str) -> Vec<&str> {
         p.rsplit('/').take(2).collect()
     }
@@ -533,9 +533,9 @@ mod scope_tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::results::health::Diff;
-    use crate::results::policy::{Finding, Report, Severity};
-    use crate::results::run::{Target, Targets, TARGETS_SCHEMA};
+    use storcert_results::health::Diff;
+    use storcert_results::policy::{Finding, Report, Severity};
+    use storcert_results::run::{Target, Targets, TARGETS_SCHEMA};
 
     fn finding(disk: Option<&str>, device: &str, severity: Severity, machine: bool) -> Finding {
         Finding {
@@ -554,7 +554,7 @@ mod scope_tests {
 
     fn summary_of(findings: Vec<Finding>, health_drives: usize) -> Summary {
         let policy = Report {
-            schema_version: crate::results::policy::SCHEMA_VERSION,
+            schema_version: storcert_results::policy::SCHEMA_VERSION,
             checks: 9,
             pass: !findings.iter().any(|f| f.severity == Severity::Fail),
             findings,
@@ -639,7 +639,7 @@ mod scope_tests {
 
         // A run's folder without its targets.json (a run cut short, or
         // from before the run wrote one first): never a pass either.
-        let journal = crate::results::run::Journal {
+        let journal = storcert_results::run::Journal {
             schema_version: 1,
             profile_name: "p".into(),
             profile_digest: "d".into(),
@@ -664,7 +664,7 @@ mod scope_tests {
 
     fn reach_pass() -> Report {
         Report {
-            schema_version: crate::results::policy::SCHEMA_VERSION,
+            schema_version: storcert_results::policy::SCHEMA_VERSION,
             checks: 1,
             pass: true,
             findings: vec![finding(

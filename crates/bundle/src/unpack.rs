@@ -416,7 +416,7 @@ pub fn unpack_into<R: Read>(
         let path = std::str::from_utf8(&raw_name)
             .map_err(|_| UnpackError::EntryNameNotUtf8)?
             .to_string();
-        let shown = || crate::util::text::printable(&path, 200);
+        let shown = || storcert_util::text::printable(&path, 200);
         if entry.header().entry_type() != tar::EntryType::Regular {
             return Err(UnpackError::NotRegularFile { path: shown() });
         }
@@ -590,7 +590,7 @@ mod tests {
                 .iter()
                 .map(|(p, d)| super::super::ManifestEntry {
                     path: p.to_string(),
-                    sha256: crate::util::sha256_hex(d),
+                    sha256: storcert_util::sha256_hex(d),
                     size: d.len() as u64,
                 })
                 .collect(),

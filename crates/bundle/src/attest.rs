@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::minisign::{key_id_hex, PublicKey, SecretKey};
-use super::summary::Summary;
-use crate::results::Verdict;
+use storcert_results::summary::Summary;
+use storcert_results::Verdict;
 
 pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
@@ -296,7 +296,7 @@ pub fn open(text: &str, key: &PublicKey) -> Result<Statement, EnvelopeError> {
         .map_err(|_| EnvelopeError::SignatureMismatch)?;
     // It carries a summary: bounded as a summary is, before it is made.
     let st: Statement =
-        crate::results::summary::bounded_json(&payload, 2 * Summary::MAX_TYPED, "statement")
+        storcert_results::summary::bounded_json(&payload, 2 * Summary::MAX_TYPED, "statement")
             .map_err(EnvelopeError::Statement)?;
     if st.statement_type != STATEMENT_TYPE || st.predicate_type != PREDICATE_TYPE {
         return Err(EnvelopeError::NotTestResult);

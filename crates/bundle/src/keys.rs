@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use super::minisign::{PublicKey, SecretKey};
-use crate::util::fs::{write_durably, write_secret};
+use storcert_util::fs::{write_durably, write_secret};
 
 pub fn public_key_path(secret: &Path) -> PathBuf {
     let mut name = secret.file_name().unwrap_or_default().to_os_string();
@@ -47,11 +47,11 @@ pub fn make_key(secret: &Path, force: bool) -> anyhow::Result<SecretKey> {
 }
 
 pub fn read_secret_key(path: &Path) -> anyhow::Result<SecretKey> {
-    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
+    let text = storcert_util::input::read_text(path).with_context(|| path.display().to_string())?;
     SecretKey::parse_file(&text).with_context(|| path.display().to_string())
 }
 
 pub fn read_public_keys(path: &Path) -> anyhow::Result<Vec<PublicKey>> {
-    let text = crate::input::read_text(path).with_context(|| path.display().to_string())?;
+    let text = storcert_util::input::read_text(path).with_context(|| path.display().to_string())?;
     PublicKey::parse_many(&text).with_context(|| path.display().to_string())
 }
