@@ -451,6 +451,44 @@ fn a_search_is_judged_by_its_result_not_by_its_failing_trials() {
     assert_eq!(sm.drives[0].act_load_passed, Some(20.0));
 }
 
+/// A folder that recorded no machine (standalone `act` results) makes a
+/// bundle and a report that name none: never the machine that packs or
+/// reads it, which may be any machine (this one has a hostname).
+#[test]
+fn a_folder_without_its_machine_names_none_not_the_packers() {
+    let t = tempfile::tempdir().unwrap();
+    let r = results(t.path());
+    std::fs::remove_file(r.join("system.json")).unwrap();
+    assert!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname").is_ok_and(|h| !h.trim().is_empty())
+    );
+    let out = t.path().join("b.tar.zst");
+    let made = storcert(&[
+        "bundle",
+        "create",
+        s(&r),
+        "-o",
+        s(&out),
+        "--unsigned",
+        "--json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_str(&ok(&made)).unwrap();
+    assert_eq!(
+        summary["machine"],
+        serde_json::json!({"vendor": null, "product": null, "serial": null, "uuid": null, "hostname": null}),
+        "{summary:#}"
+    );
+    let err = String::from_utf8_lossy(&made.stderr);
+    assert!(
+        err.contains("has no system.json: the bundle names no machine"),
+        "{err}"
+    );
+    let packed = bundle::create(&r).unwrap();
+    assert_eq!(packed.summary.machine.hostname, None);
+    let page = storcert::report::for_results(&r).unwrap();
+    assert_eq!(page.summary.machine.hostname, None);
+}
+
 /// A bundle made by storcert 0.1 before results files were tagged: every
 /// artefact kind of a run (prep, storage, search, stream, policy, health,
 /// inventory, journal, notes), signed by that version.

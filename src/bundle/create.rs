@@ -252,7 +252,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
             size,
         });
     }
-    let system = recorded_system.unwrap_or_else(|| crate::bundle::system::probe(Path::new("/")));
+    let system = recorded_system.unwrap_or_else(crate::bundle::system::unrecorded);
     let summary = summary::summarise(
         system.machine(),
         &Contents::from_reads(reads, RESULTS_PREFIX),

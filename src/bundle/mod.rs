@@ -25,8 +25,8 @@ pub struct Created {
 
 /// Packs the results folder `dir` in memory (`create_signed` writes a
 /// bundle of any size to a file instead). The machine's identity is
-/// `dir`'s `system.json` when the run recorded one, else the running
-/// machine's.
+/// `dir`'s `system.json` when the run recorded one; else the bundle names
+/// no machine.
 pub fn create(dir: &Path) -> Result<Created> {
     let (bytes, packed) = create::prepare(dir)?.write(Vec::new())?;
     Ok(Created {

@@ -16,6 +16,18 @@ fn read_trim(path: &Path) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// The identity of a results folder that recorded none (the results of a
+/// standalone `act` or `stream` command): it names no machine. A bundle
+/// and a report speak for the machine the results were made on, which
+/// whoever packs or reads them later cannot know; only `storcert run`,
+/// on that machine, records it (`system.json`).
+pub fn unrecorded() -> SystemIdentity {
+    SystemIdentity {
+        schema_version: crate::results::system::SCHEMA_VERSION,
+        ..SystemIdentity::default()
+    }
+}
+
 /// Reads the running machine (`root` is "/" except in tests).
 pub fn probe(root: &Path) -> SystemIdentity {
     let dmi_dir = root.join("sys/class/dmi/id");

@@ -48,6 +48,13 @@ fn create(a: BundleCreateArgs) -> ExitCode {
         Ok(k) => k,
         Err(e) => return fail(CMD, format!("--key {e:#}")),
     };
+    if !a.dir.join(bundle::SYSTEM).exists() {
+        eprintln!(
+            "{CMD}: {} has no {}: the bundle names no machine (storcert run records one)",
+            a.dir.display(),
+            bundle::SYSTEM
+        );
+    }
     let created = match create_signed(&a.dir, &a.output, key.as_ref()) {
         Ok(c) => c,
         Err(e) => return fail(CMD, format!("{e:#}")),

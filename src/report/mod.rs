@@ -337,7 +337,7 @@ pub fn for_results(dir: &Path) -> Result<Report> {
     let system = files
         .get(crate::bundle::SYSTEM)
         .and_then(|d| serde_json::from_slice::<SystemIdentity>(d).ok())
-        .unwrap_or_else(|| crate::bundle::system::probe(Path::new("/")));
+        .unwrap_or_else(crate::bundle::system::unrecorded);
     let contents = Contents::read_in(&files, crate::bundle::RESULTS_PREFIX);
     let summary = summarise(system.machine(), &contents);
     let title = dir
