@@ -447,6 +447,77 @@ fn battery_rules_by_family() {
     );
 }
 
+/// Policy asks a controller's family what it can read and how its
+/// settings are changed, never its name: the lab's MegaRAID controller
+/// read as each family in turn gets that family's answers.
+#[test]
+fn a_family_is_asked_for_its_battery_and_its_fixes() {
+    use storcert::inventory::Battery;
+    let as_family = |family: &str| {
+        let mut inv = inventory();
+        let raid = inv
+            .controllers
+            .iter_mut()
+            .find_map(|c| c.raid.as_mut())
+            .unwrap();
+        raid.family = family.into();
+        raid.battery = Some(Battery {
+            present: true,
+            state: None,
+            healthy: None,
+        });
+        raid.virtual_drives[0].cache_policy[0].default = "WB RA Direct".into();
+        inv
+    };
+    let fell_back = |inv: &Inventory| {
+        check_inv("", inv)
+            .into_iter()
+            .find(|f| f.check == "effective write policy")
+            .unwrap()
+    };
+    let write = |inv: &Inventory| check_inv("[[virtual_drive]]\nwrite = \"WB\"\n", inv);
+    // MegaRAID: storcli's commands.
+    let mega = as_family("megaraid");
+    assert_eq!(
+        fell_back(&mega).fix.as_deref(),
+        Some("check the battery or CacheVault: storcli /cX/bbu show, /cX/cv show")
+    );
+    assert_eq!(
+        write(&mega)[0].fix.as_deref(),
+        Some("storcli /cX/v0 set wrcache=wb")
+    );
+    // Smart Array (and a family this build does not know): no public tool.
+    for family in ["cciss", "some-future-family"] {
+        let inv = as_family(family);
+        assert_eq!(fell_back(&inv).fix, None, "{family}");
+        let fix = write(&inv)[0].fix.clone().unwrap();
+        assert!(
+            fix.contains(&format!(
+                "the {family} interface storcert reads has no public way"
+            )),
+            "{fix}"
+        );
+    }
+    // Batteries: an HBA family has none to judge; MPI3 cannot read one.
+    let battery = "[[controller]]\nbattery = \"healthy\"\n";
+    let judged = |inv: &Inventory| {
+        check_inv(battery, inv)
+            .into_iter()
+            .filter(|f| f.check == "cache battery")
+            .map(|f| f.actual)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        judged(&as_family("megaraid")),
+        ["fitted, health unknown (no state given)"]
+    );
+    assert!(judged(&as_family("mpt3sas")).is_empty());
+    assert_eq!(
+        judged(&as_family("mpi3mr")),
+        ["unknown (the controller's family does not report it)"]
+    );
+}
+
 #[test]
 fn drive_rules_judge_the_physical_drives_behind_a_controller() {
     let mut inv = inventory();

@@ -13,6 +13,18 @@ use crate::passthrough::{scsi, PassthroughError};
 pub struct MegaRaid;
 
 impl Family for MegaRaid {
+    fn virtual_drive_fix(&self, vd: u32, setting: &str, value: &str) -> Option<String> {
+        (!setting.is_empty()).then(|| format!("storcli /cX/v{vd} set {setting}={value}"))
+    }
+
+    fn write_through_fix(&self) -> Option<String> {
+        Some("check the battery or CacheVault: storcli /cX/bbu show, /cX/cv show".into())
+    }
+
+    fn drive_cache_fix(&self) -> String {
+        "storcli /cX/vN set pdcache=".into()
+    }
+
     fn name(&self) -> &'static str {
         "megaraid"
     }

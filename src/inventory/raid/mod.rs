@@ -58,6 +58,26 @@ pub trait Family: Sync {
     /// device among `disks`. Without `probe` (`inventory --no-probe`) it
     /// sends nothing: what sysfs says, or nothing at all.
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool);
+    /// What it can say of a cache's battery, for the policy's battery
+    /// rule.
+    fn battery(&self) -> BatteryReach {
+        BatteryReach::Reads
+    }
+    /// The command that sets a virtual drive's `setting` (a storcli
+    /// property name, "" where none) to `value`, for a finding's fix. By
+    /// default: that the interface storcert reads cannot change it.
+    fn virtual_drive_fix(&self, _vd: u32, _setting: &str, _value: &str) -> Option<String> {
+        Some(no_public_tool(self.name()))
+    }
+    /// What to check when a virtual drive fell back to write-through.
+    fn write_through_fix(&self) -> Option<String> {
+        None
+    }
+    /// The start of the command that sets the cache of a drive behind it
+    /// (the wanted "on" or "off" follows).
+    fn drive_cache_fix(&self) -> String {
+        drive_cache_by_vendor_tool(self.name())
+    }
     /// How it sets a cache policy, for the plan a fix prints.
     fn cache_policy_method(&self) -> &'static str {
         "none"
@@ -74,6 +94,55 @@ pub trait Family: Sync {
             family: self.name(),
         })
     }
+}
+
+/// What a family can say of a controller's cache battery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatteryReach {
+    /// It reads the battery (or CacheVault) where the controller has one.
+    Reads,
+    /// Its controllers are HBAs: no cache to protect, nothing to judge.
+    NoCache,
+    /// It cannot read batteries (MPI3's interface has no such page): a
+    /// battery rule is told "unknown".
+    Unreadable,
+}
+
+fn no_public_tool(family: &str) -> String {
+    format!(
+        "set it with the controller's own tool: the {family} interface storcert reads has no public way to change it"
+    )
+}
+
+fn drive_cache_by_vendor_tool(family: &str) -> String {
+    format!("set the drive cache with the {family} vendor's tool: ")
+}
+
+/// `virtual_drive_fix` of the family named `family` (one this build does
+/// not know, as a replayed inventory may name, gets the default wording).
+pub fn virtual_drive_fix(family: &str, vd: u32, setting: &str, value: &str) -> Option<String> {
+    match self::family(family) {
+        Some(f) => f.virtual_drive_fix(vd, setting, value),
+        None => Some(no_public_tool(family)),
+    }
+}
+
+/// `write_through_fix` of the family named `family`.
+pub fn write_through_fix(family: &str) -> Option<String> {
+    self::family(family).and_then(|f| f.write_through_fix())
+}
+
+/// `drive_cache_fix` of the family named `family`.
+pub fn drive_cache_fix(family: &str) -> String {
+    match self::family(family) {
+        Some(f) => f.drive_cache_fix(),
+        None => drive_cache_by_vendor_tool(family),
+    }
+}
+
+/// `battery` of the family named `family`.
+pub fn battery_reach(family: &str) -> BatteryReach {
+    self::family(family).map_or(BatteryReach::Reads, |f| f.battery())
 }
 
 /// Every family storcert reads.

@@ -11,7 +11,7 @@
 //! pages, which storcert does not send; they are listed as unsupported,
 //! never guessed.
 
-use super::{ask_the_drive, physical_drive, Family};
+use super::{ask_the_drive, physical_drive, BatteryReach, Family};
 use crate::inventory::model::*;
 use crate::inventory::sysfs::{list_dir, opt_attr};
 use crate::inventory::Roots;
@@ -20,6 +20,10 @@ use crate::passthrough::mpi3::{self, Mpi3Node, Mpi3Path};
 pub struct Mpi3mr;
 
 impl Family for Mpi3mr {
+    fn battery(&self) -> BatteryReach {
+        BatteryReach::Unreadable
+    }
+
     fn name(&self) -> &'static str {
         "mpi3mr"
     }

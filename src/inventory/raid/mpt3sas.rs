@@ -10,7 +10,7 @@
 //! with an sg node: each is asked itself through SG_IO like any disk and
 //! listed among the controller's physical drives (not with --no-probe).
 
-use super::{ask_the_drive, host_devices, physical_drive, Family};
+use super::{ask_the_drive, host_devices, physical_drive, BatteryReach, Family};
 use crate::inventory::model::*;
 use crate::inventory::sysfs::opt_attr;
 use crate::inventory::Roots;
@@ -19,6 +19,10 @@ use crate::passthrough::tape::Device;
 pub struct Mpt3sas;
 
 impl Family for Mpt3sas {
+    fn battery(&self) -> BatteryReach {
+        BatteryReach::NoCache
+    }
+
     fn name(&self) -> &'static str {
         "mpt3sas"
     }

@@ -2,6 +2,7 @@
 //! settings, its cache's battery, and each of its virtual drives.
 
 use super::*;
+use crate::inventory::raid::{self, BatteryReach};
 
 /// One controller, its battery and its virtual drives.
 pub(super) fn check_controller(
@@ -90,7 +91,7 @@ fn check_controller_battery(
     // has no cache to protect (no RAID family, an HBA, a controller
     // with neither cache nor battery); "unknown" where its family
     // could not read it, or cannot read batteries (MPI3).
-    let claimed = crate::inventory::raid::FAMILIES.iter().any(|f| f.claims(c));
+    let claimed = raid::FAMILIES.iter().any(|f| f.claims(c));
     let battery_says: Option<Result<Option<&crate::inventory::Battery>, String>> = match &c.raid {
         None if claimed => Some(Err(format!(
             "unknown (the controller could not be read{})",
@@ -100,8 +101,8 @@ fn check_controller_battery(
                 .unwrap_or_default()
         ))),
         None => None,
-        Some(r) if r.family == "mpt3sas" => None,
-        Some(r) if r.family == "mpi3mr" => Some(Ok(None)),
+        Some(r) if raid::battery_reach(&r.family) == BatteryReach::NoCache => None,
+        Some(r) if raid::battery_reach(&r.family) == BatteryReach::Unreadable => Some(Ok(None)),
         Some(r) if r.cache_mb == 0 && r.battery.as_ref().is_none_or(|b| !b.present) => None,
         Some(r) => Some(Ok(r.battery.as_ref())),
     };
@@ -264,15 +265,7 @@ fn check_virtual_drive(
                     Some(a) => format!("{a} ({source}{note})"),
                     None => "unknown".into(),
                 },
-                fix: if mr.family == "megaraid" {
-                    (!storcli.is_empty())
-                        .then(|| format!("storcli /cX/v{} set {storcli}={value}", vd.id))
-                } else {
-                    Some(format!(
-                        "set it with the controller's own tool: the {} interface storcert reads has no public way to change it",
-                        mr.family
-                    ))
-                },
+                fix: raid::virtual_drive_fix(&mr.family, vd.id, storcli, &value),
                 action: (!storcli.is_empty() && storcli != "pdcache" && can_set(&mr.family)).then(
                     || Action::VirtualDrive {
                         family: mr.family.clone(),
@@ -310,9 +303,7 @@ fn check_virtual_drive(
                 check: "effective write policy".into(),
                 expected: format!("{configured}, as configured"),
                 actual: format!("WT ({source}): the controller fell back to write-through; {why}"),
-                fix: (mr.family == "megaraid").then(|| {
-                    "check the battery or CacheVault: storcli /cX/bbu show, /cX/cv show".to_string()
-                }),
+                fix: raid::write_through_fix(&mr.family),
                 action: None,
             });
         }

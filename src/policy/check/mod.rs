@@ -310,10 +310,7 @@ fn drives_behind_controllers(inv: &Inventory) -> Vec<(Disk, String, String)> {
                 pd.model.as_deref().unwrap_or("?"),
                 pd.serial.as_deref().unwrap_or("?")
             );
-            let fix = match r.family.as_str() {
-                "megaraid" => "storcli /cX/vN set pdcache=".to_string(),
-                f => format!("set the drive cache with the {f} vendor's tool: "),
-            };
+            let fix = crate::inventory::raid::drive_cache_fix(&r.family);
             out.push((d, label, fix));
         }
     }
