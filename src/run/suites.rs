@@ -1,0 +1,574 @@
+//! The suites a run carries out on its drives: ACT (storage, index,
+//! search; wide over several drives or one at a time), the phases that
+//! vary the spare area, and the streaming suite.
+
+use super::*;
+
+/// One ACT workload run on one target, its log, result, timeline and
+/// analysis in the results folder, progress to the console.
+pub(super) fn act_run(
+    ctx: &Ctx,
+    key: &str,
+    w: &dyn crate::act::Workload,
+    base: &str,
+    total_s: u64,
+) -> Result<String> {
+    let files = crate::act::Files {
+        log: Some(ctx.path(&format!("{base}.log"))),
+        timeline: Some(ctx.path(&format!("{base}.timeline.jsonl"))),
+        json: Some(ctx.path(&format!("{base}.json"))),
+    };
+    if let Some(dir) = ctx.path(base).parent() {
+        crate::util::fs::create_dir_durably(dir)?;
+    }
+    let mut last_save = Instant::now();
+    let mut progress = |secs: u64, rate: f64, over: f64| {
+        ctx.console.update_act(key, secs, total_s, rate, over);
+        if last_save.elapsed() > Duration::from_secs(10) {
+            last_save = Instant::now();
+            let _ = ctx.journal().progress(key, secs);
+        }
+    };
+    let ran = crate::act::run_to_files(
+        w,
+        &crate::act::RunOptions::default(),
+        &ctx.stop,
+        &files,
+        &mut progress,
+    );
+    ctx.console.end(key);
+    let ran = ran?;
+    if let Some(e) = ran.analysis_error {
+        ctx.note(format!("[{key}] {e}"));
+    }
+    let result = ran.result;
+    use crate::act::runner::Outcome;
+    let errors = result.device_errors();
+    match &result.outcome {
+        Outcome::Completed if errors.is_empty() => {
+            Ok(format!("max lag {:.1} ms", result.max_lag_ms))
+        }
+        Outcome::Completed => Err(anyhow!("{}", errors.join("; "))),
+        Outcome::Interrupted => Ok("interrupted".into()),
+        Outcome::DeviceErrors { errors: n } => Err(anyhow!(
+            "stopped after {n} device errors: {}",
+            errors.join("; ")
+        )),
+        Outcome::StuckIo { device, seconds } => Err(anyhow!(
+            "an I/O on {device} did not complete in {seconds} s"
+        )),
+        Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
+    }
+}
+
+/// One drive's ACT configuration (storage or index) for `plan`, `secs`.
+pub(super) fn drive_config<C: crate::act::config::RunConfig>(
+    t: &Target,
+    plan: &profile::TimedPlan,
+    secs: u64,
+) -> Result<C> {
+    plan.act_config(vec![t.path.clone()], t.file_size, secs, "profile")
+        .map_err(|e| anyhow!("{e}"))
+}
+
+/// One ACT storage run over all `targets` at once (a profile's `wide`
+/// mode): the load is per drive, as in ACT, so the rates are the load's
+/// times the number of drives; rates the entry gives are ACT's totals.
+pub(super) fn wide_storage_config(
+    targets: &[Target],
+    plan: &profile::TimedPlan,
+) -> Result<StorageConfig> {
+    let devices = targets.iter().map(|t| t.path.clone()).collect();
+    plan.act_config(devices, 0, plan.secs, "profile")
+        .map_err(|e| anyhow!("{e}"))
+}
+
+/// How long the kernel is given to list a provisioned partition.
+pub(super) const PARTITION_WAIT: Duration = Duration::from_secs(30);
+pub(super) const PARTITION_POLL: Duration = Duration::from_millis(200);
+
+/// Each target's storcert partition as the kernel lists it, asking the
+/// kernel to re-read the tables of those not yet listed until `wait` is
+/// over.
+pub(super) fn wait_for_partitions(targets: &[&Target], wait: Duration) -> Vec<Option<PathBuf>> {
+    let start = Instant::now();
+    let mut found: Vec<Option<PathBuf>> = vec![None; targets.len()];
+    loop {
+        for (t, f) in targets.iter().zip(found.iter_mut()) {
+            if f.is_none() {
+                let disk = Path::new(&t.disk);
+                *f = crate::provision::provisioned_partition(disk);
+                if f.is_none() {
+                    if let Ok(file) = std::fs::File::open(disk) {
+                        let _ = crate::blockdev::reread_partitions(&file);
+                    }
+                }
+            }
+        }
+        if found.iter().all(Option::is_some) || start.elapsed() >= wait {
+            return found;
+        }
+        std::thread::sleep(PARTITION_POLL);
+    }
+}
+
+/// Runs `f` for every target at once, one thread each.
+pub(super) fn each_parallel(
+    targets: &[Target],
+    f: impl Fn(&Target) -> Result<()> + Sync,
+) -> Result<()> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = targets.iter().map(|t| s.spawn(|| f(t))).collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow!("a stage thread panicked")))
+        })
+    })
+}
+
+/// The stage ids of a phase's ACT runs on `t`.
+pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
+    let mut ids: Vec<String> = ph
+        .storage
+        .iter()
+        .map(|tl| {
+            if ph.wide {
+                format!("{}act {} wide", ph.id, tl.name)
+            } else {
+                format!("{}act {} {}", ph.id, tl.name, t.label)
+            }
+        })
+        .collect();
+    if ph.search.is_some() {
+        ids.push(format!("{}act search {}", ph.id, t.label));
+    }
+    ids
+}
+
+pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> {
+    let p = ctx.profile;
+    let dir = &ph.folder;
+    if !ph.folder.is_empty() {
+        // A resumed run does not set up again the spare area of a phase
+        // whose every ACT run is done (a later phase may have changed it).
+        targets.retain(|t| {
+            !phase_act_ids(ph, t)
+                .iter()
+                .all(|id| ctx.journal().is_done(id))
+        });
+    }
+    match ph.spare {
+        SpareSetting::AsItIs => {}
+        SpareSetting::Remove => {
+            let remove_id = |t: &Target| format!("{}remove partition {}", ph.id, t.label);
+            // Drives that carry storcert's partition now (or whose removal
+            // an earlier start began).
+            let carrying: Vec<String> = targets
+                .iter()
+                .filter(|t| {
+                    t.file_size == 0
+                        && (crate::safety::storcert_partition(Path::new(&t.disk)).is_some()
+                            || ctx.journal().get(&remove_id(t)).is_some())
+                })
+                .map(|t| t.label.clone())
+                .collect();
+            each_parallel(targets, |t| {
+                if !carrying.contains(&t.label) {
+                    return Ok(());
+                }
+                ctx.stage(&remove_id(t), true, || {
+                    if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
+                        return Ok("removed by an earlier, interrupted attempt".into());
+                    }
+                    let r = crate::provision::remove(Path::new(&t.disk), true)?;
+                    if let Some(n) = r.notes.first() {
+                        bail!("{n}: whether the kernel still lists a partition is unknown");
+                    }
+                    if !r.kernel_partitions.is_empty() {
+                        bail!(
+                            "the kernel still lists {} after the table was removed",
+                            r.kernel_partitions.join(", ")
+                        );
+                    }
+                    Ok("storcert's partition removed: the whole drive is tested".into())
+                })
+            })?;
+            // A drive whose partition was not removed is not tested whole:
+            // its failed stage says why.
+            targets
+                .retain(|t| !carrying.contains(&t.label) || ctx.journal().is_done(&remove_id(t)));
+        }
+        SpareSetting::Provision(spare_pct) => {
+            // The factory spare the policy gives each drive, for the total
+            // spare area (a policy that does not load fails its own stage).
+            let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
+            let provision_id = |t: &Target| format!("{}provision {}", ph.id, t.label);
+            each_parallel(targets, |t| {
+                ctx.stage(&provision_id(t), true, || {
+                    let r = crate::provision::provision(&crate::provision::Spec {
+                        device: PathBuf::from(&t.disk),
+                        spare_pct,
+                        factory_spare_pct: policy.as_ref().and_then(|pol| {
+                            pol.factory_spare(t.model.as_deref(), t.serial.as_deref())
+                        }),
+                        discard: true,
+                    })?;
+                    ctx.write(&format!("{dir}provision/{}.json", t.label), r.clone())?;
+                    Ok(format!(
+                        "partition of {} bytes, {} spare",
+                        r.partition_size_bytes, r.spare_bytes
+                    ))
+                })
+            })?;
+            // Later stages run on the partition storcert made, never on
+            // the whole drive (that would write over the table and the
+            // spare area). The kernel may list the partition late (udev
+            // still probing the drive holds off the re-read), so it is
+            // asked again for a while; a drive whose partition never
+            // shows fails with that reason.
+            let waiting: Vec<&Target> = targets
+                .iter()
+                .filter(|t| t.file_size == 0 && ctx.journal().is_done(&provision_id(t)))
+                .collect();
+            let found = wait_for_partitions(&waiting, PARTITION_WAIT);
+            for (t, part) in waiting.iter().zip(&found) {
+                ctx.stage(
+                    &format!("{}partition {}", ph.id, t.label),
+                    false,
+                    || match part {
+                        Some(p) => Ok(format!("the kernel lists {}", p.display())),
+                        None => Err(anyhow!(
+                            "the kernel lists no partition on {} {} s after provisioning (its \
+                             table re-read every {} ms): the drive is not tested, rather than \
+                             tested whole, which would write over its spare area",
+                            t.disk,
+                            PARTITION_WAIT.as_secs(),
+                            PARTITION_POLL.as_millis()
+                        )),
+                    },
+                )?;
+            }
+            let parts: std::collections::BTreeMap<String, PathBuf> = waiting
+                .iter()
+                .zip(found)
+                .filter_map(|(t, p)| Some((t.label.clone(), p?)))
+                .collect();
+            // A drive whose provisioning failed is not tested either: its
+            // failed stage says why.
+            targets.retain_mut(|t| {
+                if t.file_size > 0 {
+                    return true;
+                }
+                match parts.get(&t.label) {
+                    Some(p) => {
+                        t.path = p.display().to_string();
+                        true
+                    }
+                    None => false,
+                }
+            });
+        }
+    }
+    if ph.prep {
+        each_parallel(targets, |t| {
+            ctx.stage(&format!("{}act prep {}", ph.id, t.label), true, || {
+                if t.file_size > 0 {
+                    // A scratch file is created at its size first.
+                    crate::act::device::Device::open(&t.path, false, t.file_size)?;
+                }
+                let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+                let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
+                let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
+                ctx.write(
+                    &format!("{dir}act/prep-{}.json", t.label),
+                    Prep {
+                        schema_version: PREP_SCHEMA,
+                        devices: vec![r],
+                    },
+                )?;
+                Ok(String::new())
+            })
+        })?;
+    }
+    if ph.wide && !ph.storage.is_empty() && !targets.is_empty() {
+        // One run over every drive, judged per drive and over all.
+        for tl in ph.storage {
+            let id = format!("{}act {} wide", ph.id, tl.name);
+            ctx.stage(&id, true, || {
+                let c = wide_storage_config(targets, tl)?;
+                act_run(ctx, &id, &c, &format!("{dir}act/wide-{}", tl.name), tl.secs)
+            })?;
+        }
+    }
+    for tl in ph.storage.iter().filter(|_| !ph.wide) {
+        each_parallel(targets, |t| {
+            let id = format!("{}act {} {}", ph.id, tl.name, t.label);
+            ctx.stage(&id, true, || {
+                let c: StorageConfig = drive_config(t, tl, tl.secs)?;
+                act_run(
+                    ctx,
+                    &id,
+                    &c,
+                    &format!("{dir}act/{}-{}", t.label, tl.name),
+                    tl.secs,
+                )
+            })
+        })?;
+    }
+    if let Some(s) = ph.search {
+        let (trial, confirm) = (s.trial_secs, s.confirm_secs);
+        each_parallel(targets, |t| {
+            ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
+                let spec = crate::act::search::SearchSpec {
+                    base: drive_config(
+                        t,
+                        &profile::TimedPlan {
+                            load: 1.0,
+                            ..Default::default()
+                        },
+                        trial,
+                    )?,
+                    max_load: s.max_load,
+                    step: s.step,
+                    trial_secs: trial,
+                    confirm_secs: confirm,
+                    out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
+                };
+                let r = crate::act::search::search(
+                    &spec,
+                    &crate::act::RunOptions::default(),
+                    &ctx.stop,
+                    &ctx.console,
+                )?;
+                ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
+                Ok(match r.highest_passing_load {
+                    Some(l) => format!("highest passing load {l}x"),
+                    None => "no load passed".into(),
+                })
+            })
+        })?;
+    }
+    Ok(())
+}
+
+/// The spare area a phase sets before its ACT runs.
+pub(super) enum SpareSetting {
+    /// Whatever the drives have (a run without a provision stage).
+    AsItIs,
+    /// storcert's partition leaving this share spare.
+    Provision(f64),
+    /// No spare partition: storcert's partition, where there is one, is
+    /// taken away.
+    Remove,
+}
+
+/// One phase: its spare area, then ACT prep, storage and search. Its
+/// files go under `folder` and its stage ids start with `id`, so phases
+/// of one run do not overwrite or resume each other.
+pub(super) struct PhaseRun<'a> {
+    folder: String,
+    id: String,
+    spare: SpareSetting,
+    prep: bool,
+    storage: &'a [profile::TimedPlan],
+    /// The storage runs over all drives at once, not one per drive.
+    wide: bool,
+    search: Option<&'a profile::SearchPlan>,
+}
+
+pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
+    let p = ctx.profile;
+    let plan = &p.plan;
+    if plan.phases.is_empty() {
+        run_phase(
+            ctx,
+            targets,
+            &PhaseRun {
+                folder: String::new(),
+                id: String::new(),
+                spare: match &p.provision {
+                    Some(pr) => SpareSetting::Provision(pr.spare_pct),
+                    None => SpareSetting::AsItIs,
+                },
+                prep: p.act.as_ref().is_some_and(|a| a.prep),
+                storage: &plan.storage,
+                wide: p.act.as_ref().is_some_and(|a| a.wide),
+                search: plan.search.as_ref(),
+            },
+        )?;
+    } else {
+        // Each phase starts from the whole drives; later stages (index,
+        // stream) run on the drives as the last phase left them.
+        let whole: Vec<Target> = targets
+            .iter()
+            .map(|t| Target {
+                path: t.disk.clone(),
+                ..t.clone()
+            })
+            .collect();
+        for (i, ph) in plan.phases.iter().enumerate() {
+            if ctx.stopped() {
+                break;
+            }
+            run_phase(
+                ctx,
+                &mut whole.clone(),
+                &PhaseRun {
+                    folder: format!("phase-{}/", i + 1),
+                    id: format!("phase {} ", i + 1),
+                    spare: if ph.spare_pct > 0.0 {
+                        SpareSetting::Provision(ph.spare_pct)
+                    } else {
+                        SpareSetting::Remove
+                    },
+                    prep: ph.prep,
+                    storage: &ph.storage,
+                    wide: ph.wide,
+                    search: ph.search.as_ref(),
+                },
+            )?;
+        }
+        // Later stages see the drives as the last phase left them: on
+        // storcert's partition where it set one.
+        let last_provisions = plan.phases.last().is_some_and(|ph| ph.spare_pct > 0.0);
+        *targets = whole
+            .into_iter()
+            .filter_map(|mut t| {
+                if last_provisions {
+                    let part = crate::provision::provisioned_partition(Path::new(&t.disk))?;
+                    t.path = part.display().to_string();
+                }
+                Some(t)
+            })
+            .collect();
+    }
+    if p.act.is_some() {
+        if let Some(ix) = &plan.index {
+            each_parallel(targets, |t| {
+                let id = format!("act index {} {}", ix.name, t.label);
+                ctx.stage(&id, true, || {
+                    let c: IndexConfig = drive_config(t, ix, ix.secs)?;
+                    act_run(
+                        ctx,
+                        &id,
+                        &c,
+                        &format!("act/index-{}-{}", t.label, ix.name),
+                        ix.secs,
+                    )
+                })
+            })?;
+        }
+    }
+    if let Some(s) = &plan.stream {
+        if !s.passes.is_empty() {
+            stream_stage(ctx, targets, s)?;
+        }
+        if let Some(fs) = &s.fs {
+            ctx.stage("stream fs", true, || {
+                let r = crate::stream::fs::run(
+                    &crate::stream::fs::FsSpec {
+                        dir: fs.dir.clone(),
+                        file_size: fs.file_size,
+                        chunk: s.bs as usize,
+                        files: fs.files,
+                        seeks: 8000,
+                    },
+                    &ctx.stop,
+                )?;
+                ctx.write("stream-fs.json", r.clone())?;
+                Ok(format!("in {}", fs.dir.display()))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The streaming passes over the drives: once, or for a burn-in again and
+/// again (`loops`, or until `duration` has gone), each loop's result kept
+/// as it ends; a loop that fails ends the burn-in.
+pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Result<()> {
+    let writes = s.passes.contains(&crate::stream::Pass::Write);
+    let burn_in = s.loops.is_some() || s.duration_secs.is_some();
+    ctx.stage("stream", writes, || {
+        let attempt = ctx.journal().get("stream").map_or(1, |r| r.attempts);
+        let until = s
+            .duration_secs
+            .map(|d| Instant::now() + Duration::from_secs(d));
+        let mut n = 0u32;
+        loop {
+            n += 1;
+            let spec = crate::stream::Spec {
+                targets: targets.iter().map(|t| t.path.clone()).collect(),
+                size: s.size,
+                percent: s.percent,
+                bs: s.bs,
+                qd: s.qd,
+                jobs: s.jobs,
+                passes: s.passes.clone(),
+                verify: s.verify,
+                direct: true,
+                engine: crate::engine::EngineKind::Auto,
+                null_latency: Default::default(),
+                seed: rand::random(),
+            };
+            let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;
+            if burn_in && ctx.stopped() {
+                // A loop cut short by a stop is no result: the stage runs
+                // again, whole, when the run resumes.
+                break;
+            }
+            // Each attempt's loops in a folder of their own: a resumed
+            // burn-in neither overwrites an earlier attempt's failed loop
+            // nor leaves it to look like this attempt's.
+            let name = if burn_in {
+                format!("stream/attempt-{attempt}/loop-{n:04}.json")
+            } else {
+                "stream.json".to_string()
+            };
+            ctx.write(&name, r.clone())?;
+            if r.failed() {
+                let why: Vec<String> = r
+                    .passes
+                    .iter()
+                    .flat_map(|p| {
+                        p.jobs.iter().filter_map(|j| {
+                            j.error.as_ref().map(|e| {
+                                format!(
+                                    "{} {}: {e}",
+                                    r.targets.get(j.target).map_or("?", |t| t.path.as_str()),
+                                    j.name
+                                )
+                            })
+                        })
+                    })
+                    .collect();
+                bail!(
+                    "a stream pass failed{}: {}",
+                    if burn_in {
+                        format!(" in loop {n}")
+                    } else {
+                        String::new()
+                    },
+                    if why.is_empty() {
+                        "verify found bad blocks".into()
+                    } else {
+                        why.join("; ")
+                    }
+                );
+            }
+            let more = match (until, s.loops) {
+                (Some(u), _) => Instant::now() < u,
+                (None, Some(l)) => n < l,
+                (None, None) => false,
+            };
+            if !more || ctx.stopped() {
+                break;
+            }
+        }
+        Ok(if burn_in {
+            format!("{n} loop(s)")
+        } else {
+            String::new()
+        })
+    })
+}
