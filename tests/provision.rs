@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
@@ -41,10 +42,21 @@ fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("p.img");
     let lo = Loop::new(&img, 1 << 30);
-    // Some data first, so discard has something to free.
-    let data = vec![0xa5u8; 64 << 20];
-    std::fs::write(&lo.dev, &data).unwrap();
+    // Some data first, so discard has something to free: synced, so it
+    // has reached the backing file before its blocks are counted (on a
+    // busy machine the device's page cache may hold all of it: 0 blocks).
+    let mut dev = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lo.dev)
+        .unwrap();
+    dev.write_all(&vec![0xa5u8; 64 << 20]).unwrap();
+    dev.sync_all().unwrap();
+    drop(dev);
     let before = std::fs::metadata(&img).unwrap().blocks();
+    assert!(
+        before >= (64 << 20) / 512,
+        "the data reached the backing file: {before} blocks"
+    );
     let (out, v) = provision(&[
         "--device",
         &lo.dev,
