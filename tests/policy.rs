@@ -298,22 +298,31 @@ fn fixes_the_safety_gate_refuses_touch_nothing() {
         .all(|f| f.outcome.starts_with("refused by the safety gate")));
 }
 
+/// The lab's MegaRAID controller, as its family read it.
+fn lab_raid(inv: &mut Inventory) -> &mut storcert::inventory::RaidController {
+    inv.controllers
+        .iter_mut()
+        .find_map(|c| c.raid.as_mut())
+        .unwrap()
+}
+
+/// A battery fitted, its health not reported.
+fn fitted_battery() -> storcert::inventory::Battery {
+    storcert::inventory::Battery {
+        present: true,
+        state: None,
+        healthy: None,
+    }
+}
+
 #[test]
 fn a_virtual_drive_that_fell_back_to_write_through_is_a_finding() {
     // The lab's virtual drives are write-through as configured: nothing.
     assert!(findings("[[drive]]\nmatch = { transport = \"nvme\" }\n").is_empty());
     // Configured write-back, running write-through (a failed battery).
     let mut inv = inventory();
-    let raid = inv
-        .controllers
-        .iter_mut()
-        .find_map(|c| c.raid.as_mut())
-        .unwrap();
-    raid.battery = Some(storcert::inventory::Battery {
-        present: true,
-        state: None,
-        healthy: None,
-    });
+    let raid = lab_raid(&mut inv);
+    raid.battery = Some(fitted_battery());
     let vd = &mut raid.virtual_drives[0];
     vd.cache_policy[0].default = "WB RA Direct".into();
     let policy = Policy::parse("", "test.toml").unwrap();
@@ -452,20 +461,11 @@ fn battery_rules_by_family() {
 /// read as each family in turn gets that family's answers.
 #[test]
 fn a_family_is_asked_for_its_battery_and_its_fixes() {
-    use storcert::inventory::Battery;
     let as_family = |family: &str| {
         let mut inv = inventory();
-        let raid = inv
-            .controllers
-            .iter_mut()
-            .find_map(|c| c.raid.as_mut())
-            .unwrap();
+        let raid = lab_raid(&mut inv);
         raid.family = family.into();
-        raid.battery = Some(Battery {
-            present: true,
-            state: None,
-            healthy: None,
-        });
+        raid.battery = Some(fitted_battery());
         raid.virtual_drives[0].cache_policy[0].default = "WB RA Direct".into();
         inv
     };
