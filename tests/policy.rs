@@ -353,11 +353,7 @@ fn check_inv(policy: &str, inv: &Inventory) -> Vec<Finding> {
 fn battery_rules_by_family() {
     let mut inv = inventory();
     let battery = |inv: &mut Inventory, b: Option<storcert::inventory::Battery>| {
-        inv.controllers
-            .iter_mut()
-            .find_map(|c| c.raid.as_mut())
-            .unwrap()
-            .battery = b;
+        lab_raid(inv).battery = b;
     };
     let healthy = "[[controller]]\nmatch = { family = \"megaraid\" }\nbattery = \"healthy\"\n";
     use storcert::inventory::Battery;
@@ -425,11 +421,7 @@ fn battery_rules_by_family() {
     assert_eq!(checks(unscoped, &inv), checks("", &inv) + 1);
     // No cache and no battery (a MegaRAID iMR): nothing to protect.
     let mut imr = inv.clone();
-    let r = imr
-        .controllers
-        .iter_mut()
-        .find_map(|c| c.raid.as_mut())
-        .unwrap();
+    let r = lab_raid(&mut imr);
     r.cache_mb = 0;
     r.battery = Some(Battery {
         present: false,
@@ -522,12 +514,7 @@ fn a_family_is_asked_for_its_battery_and_its_fixes() {
 fn drive_rules_judge_the_physical_drives_behind_a_controller() {
     let mut inv = inventory();
     // As the lab reads pd 0 through MFI pass-through today.
-    let pd = &mut inv
-        .controllers
-        .iter_mut()
-        .find_map(|c| c.raid.as_mut())
-        .unwrap()
-        .physical_drives[0];
+    let pd = &mut lab_raid(&mut inv).physical_drives[0];
     pd.model = Some("SM863".into());
     pd.serial = Some("S2ZZ0001".into());
     pd.interface = Some("SATA".into());
@@ -579,12 +566,7 @@ fn drive_rules_judge_the_physical_drives_behind_a_controller() {
         .unwrap()
         .serial
         .clone();
-    jbod.controllers
-        .iter_mut()
-        .find_map(|c| c.raid.as_mut())
-        .unwrap()
-        .physical_drives[0]
-        .serial = sata_serial;
+    lab_raid(&mut jbod).physical_drives[0].serial = sata_serial;
     assert!(check_inv(
         "[[drive]]\nmatch = { model = \"SM863\" }\nwrite_cache = \"off\"\n",
         &jbod

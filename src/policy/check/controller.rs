@@ -101,10 +101,16 @@ fn check_controller_battery(
                 .unwrap_or_default()
         ))),
         None => None,
-        Some(r) if raid::battery_reach(&r.family) == BatteryReach::NoCache => None,
-        Some(r) if raid::battery_reach(&r.family) == BatteryReach::Unreadable => Some(Ok(None)),
-        Some(r) if r.cache_mb == 0 && r.battery.as_ref().is_none_or(|b| !b.present) => None,
-        Some(r) => Some(Ok(r.battery.as_ref())),
+        Some(r) => match raid::battery_reach(&r.family) {
+            BatteryReach::NoCache => None,
+            BatteryReach::Unreadable => Some(Ok(None)),
+            BatteryReach::Reads
+                if r.cache_mb == 0 && r.battery.as_ref().is_none_or(|b| !b.present) =>
+            {
+                None
+            }
+            BatteryReach::Reads => Some(Ok(r.battery.as_ref())),
+        },
     };
     if let (Some((want, rule, severity)), Some(says)) = (
         effective(rules, "controller", m, |r| r.battery.as_ref()),
