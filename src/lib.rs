@@ -7,14 +7,12 @@ pub mod cli;
 #[cfg(feature = "collector")]
 pub mod collect;
 pub mod commands;
-pub mod export;
 pub mod fuzz;
 pub mod health;
 pub mod inventory;
 pub mod output;
 pub mod policy;
 pub mod provision;
-pub mod report;
 pub mod run;
 pub mod safety;
 pub mod stream;
@@ -24,6 +22,8 @@ pub mod upload;
 // here as the modules they were, so a path reads the same from any layer.
 pub use storcert_device::{blockdev, passthrough};
 pub use storcert_engine as engine;
+pub use storcert_report as report;
+pub use storcert_report::export;
 pub use storcert_results as results;
 pub use storcert_util as util;
 pub use storcert_util::input;

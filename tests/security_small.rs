@@ -2,7 +2,7 @@
 //! pages never pass a bundle's control or bidi characters through, a
 //! collector refuses waivers that never end or waive everything, and no
 //! upload PUT follows a redirect to another origin. (The CSV export's
-//! formula defusing is checked beside its code, in src/export/csv.rs.)
+//! formula defusing is checked beside its code, in crates/report/src/export/csv.rs.)
 
 mod common;
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-pub use crate::results::system::{Dmi, SystemIdentity};
+pub use crate::results::system::{unrecorded, Dmi, SystemIdentity};
 
 /// Where the image records its build id (written by scripts/build-image).
 pub const IMAGE_BUILD_ID: &str = "/etc/storcert-build-id";
@@ -14,18 +14,6 @@ fn read_trim(path: &Path) -> Option<String> {
     let s = std::fs::read_to_string(path).ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())
-}
-
-/// The identity of a results folder that recorded none (the results of a
-/// standalone `act` or `stream` command): it names no machine. A bundle
-/// and a report speak for the machine the results were made on, which
-/// whoever packs or reads them later cannot know; only `storcert run`,
-/// on that machine, records it (`system.json`).
-pub fn unrecorded() -> SystemIdentity {
-    SystemIdentity {
-        schema_version: crate::results::system::SCHEMA_VERSION,
-        ..SystemIdentity::default()
-    }
 }
 
 /// Reads the running machine (`root` is "/" except in tests).

@@ -4,6 +4,6 @@
 pub mod console;
 pub mod inventory_table;
 pub mod progress;
-pub mod table;
 pub mod terminal;
-pub mod units;
+// Tables and units are util's, so the report's layer can use them too.
+pub use crate::util::{table, units};

@@ -46,3 +46,15 @@ impl SystemIdentity {
         }
     }
 }
+
+/// The identity of a results folder that recorded none (the results of a
+/// standalone `act` or `stream` command): it names no machine. A bundle
+/// and a report speak for the machine the results were made on, which
+/// whoever packs or reads them later cannot know; only `storcert run`,
+/// on that machine, records it (`system.json`).
+pub fn unrecorded() -> SystemIdentity {
+    SystemIdentity {
+        schema_version: SCHEMA_VERSION,
+        ..SystemIdentity::default()
+    }
+}

@@ -1,13 +1,15 @@
-//! Helpers every stage shares and none owns: durable writes, sizes, and
-//! the random source of ACT, stream and provisioning. Nothing here knows a
-//! stage or the command line.
+//! Helpers every stage shares and none owns: durable writes, sizes, text
+//! tables and units for people, and the random source of ACT, stream and
+//! provisioning. Nothing here knows a stage or the command line.
 
 pub mod fs;
 pub mod glob;
 pub mod input;
 pub mod random;
 pub mod size;
+pub mod table;
 pub mod text;
+pub mod units;
 
 /// Lower-case hex SHA-256 of `data`.
 pub fn sha256_hex(data: &[u8]) -> String {

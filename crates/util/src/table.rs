@@ -3,7 +3,7 @@
 //! console and in a ticket. Cells hold devices' strings (a drive's model,
 //! a capture being replayed): each is made printable as it is added.
 
-use crate::util::text::printable;
+use crate::text::printable;
 
 /// The longest cell or line shown; a device string longer than this is
 /// cut (with "…").

@@ -13,12 +13,12 @@ pub mod jsonl;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::contents::Contents;
-use crate::bundle::summary::Summary;
-use crate::results::health::{DriveHealth, Snapshot};
-use crate::results::inventory::{Disk, Health, Inventory};
-use crate::results::stream::{Pass, StreamResult};
-use crate::results::{Artefact, Verdict};
+use storcert_judge::contents::Contents;
+use storcert_judge::summary::Summary;
+use storcert_results::health::{DriveHealth, Snapshot};
+use storcert_results::inventory::{Disk, Health, Inventory};
+use storcert_results::stream::{Pass, StreamResult};
+use storcert_results::{Artefact, Verdict};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -107,7 +107,7 @@ impl ActLoad {
     /// The spare area is named to the whole percent: the share a profile
     /// asked for, whatever rounding to the drive's sectors made of it.
     pub fn key(&self) -> String {
-        let load = crate::report::compare::load_text(self.load);
+        let load = crate::compare::load_text(self.load);
         match self.spare_pct {
             None => format!("act_{load}"),
             Some(s) => format!("act_{load}_op{}", s.round() as i64),
@@ -183,14 +183,14 @@ fn same(a: &Option<String>, b: &Option<String>) -> bool {
 /// What a bundle holds, found once for all its drives.
 struct Parts<'a> {
     inventory: Option<&'a Inventory>,
-    notes: Option<&'a crate::results::run::RunNotes>,
+    notes: Option<&'a storcert_results::run::RunNotes>,
     before: Option<&'a Snapshot>,
     after: Option<&'a Snapshot>,
     streams: Vec<&'a StreamResult>,
     /// The drive each tested path is on (a partition storcert made is on
     /// its disk), from the run's targets.
     disks: std::collections::BTreeMap<String, String>,
-    act: crate::report::compare::Comparison,
+    act: crate::compare::Comparison,
 }
 
 impl<'a> Parts<'a> {
@@ -202,7 +202,7 @@ impl<'a> Parts<'a> {
             after: None,
             streams: Vec::new(),
             disks: std::collections::BTreeMap::new(),
-            act: crate::report::compare::compare(&[(source.to_string(), c)]),
+            act: crate::compare::compare(&[(source.to_string(), c)]),
         };
         for item in &c.items {
             match &item.artefact {
@@ -339,11 +339,7 @@ fn stream_bw(
 
 /// The ACT figures of a drive: the comparison's tables of it (by serial,
 /// else by device path), the worst point per load and spare area.
-fn act_of(
-    cmp: &crate::report::compare::Comparison,
-    device: &str,
-    serial: &Option<String>,
-) -> Vec<ActLoad> {
+fn act_of(cmp: &crate::compare::Comparison, device: &str, serial: &Option<String>) -> Vec<ActLoad> {
     let by_serial = serial
         .as_deref()
         .map(str::trim)
@@ -409,7 +405,7 @@ pub const MAX_ROWS: usize = 4096;
 pub const MAX_FIELD_CHARS: usize = 256;
 
 fn clip(s: &str) -> String {
-    crate::util::text::cut(s, MAX_FIELD_CHARS).into_owned()
+    storcert_util::text::cut(s, MAX_FIELD_CHARS).into_owned()
 }
 
 /// The rows of one verified bundle: one per drive its summary judged (at
@@ -482,8 +478,8 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::summary::{DriveVerdict, Summary};
     use std::collections::BTreeMap;
+    use storcert_judge::summary::{DriveVerdict, Summary};
 
     fn artefact(kind: &str, body: serde_json::Value) -> Vec<u8> {
         let mut v = body;
@@ -618,7 +614,7 @@ mod tests {
         let c = Contents::read(&files);
         assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
         let summary = Summary {
-            machine: crate::bundle::summary::Machine {
+            machine: storcert_judge::summary::Machine {
                 hostname: Some(long.clone()),
                 ..Default::default()
             },

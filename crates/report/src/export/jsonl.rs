@@ -13,6 +13,6 @@ pub fn write_row(out: &mut impl Write, r: &DriveRow, waived: Option<&str>) -> st
     // What a drive said reaches a reader's terminal as text: C1, bidi and
     // invisible characters escaped inside the JSON (the same JSON).
     let line = serde_json::to_string(&v).map_err(std::io::Error::other)?;
-    out.write_all(crate::util::text::json_printable(&line).as_bytes())?;
+    out.write_all(storcert_util::text::json_printable(&line).as_bytes())?;
     out.write_all(b"\n")
 }

@@ -3,16 +3,16 @@
 use std::fmt::Write;
 
 use super::Report;
-use crate::util::text::inline;
+use storcert_util::text::inline;
 
 pub fn markdown(r: &Report) -> String {
-    crate::util::text::printable_lines(&render(r, true))
+    storcert_util::text::printable_lines(&render(r, true))
 }
 
 /// Plain text: every string from the run or the bundle (device names,
 /// serials, reasons) with its control characters escaped.
 pub fn plain(r: &Report) -> String {
-    crate::util::text::printable_lines(&render(r, false))
+    storcert_util::text::printable_lines(&render(r, false))
 }
 
 /// A Markdown code fence longer than any run of backticks in `text`, so
@@ -165,8 +165,8 @@ fn render(r: &Report, md: bool) -> String {
                 out,
                 "- {}: {} at {}/s",
                 o(&p.name),
-                crate::output::units::decimal_bytes(p.bytes),
-                crate::output::units::decimal_bytes(p.aggr_bw_bytes as u64)
+                storcert_util::units::decimal_bytes(p.bytes),
+                storcert_util::units::decimal_bytes(p.aggr_bw_bytes as u64)
             );
         }
         out.push('\n');
@@ -226,11 +226,7 @@ mod tests {
                 )
                 .into_bytes(),
             );
-            plain(&crate::report::Report::build(
-                "r",
-                Default::default(),
-                &files,
-            ))
+            plain(&crate::Report::build("r", Default::default(), &files))
         };
         let none = diff("");
         assert!(none.contains("no drive's health was tracked"), "{none}");

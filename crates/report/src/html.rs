@@ -1,24 +1,27 @@
 //! The HTML report: one page, inline CSS and SVG, nothing fetched.
 
-use crate::results::Verdict;
 use std::fmt::Write;
+use storcert_results::Verdict;
 
 use super::compare::{headline, Comparison};
 use super::plot::{line_chart, Series};
 use super::{ActSection, Report};
-use crate::act::timeline::Second;
+use storcert_judge::act::timeline::Second;
 
 /// The pages' one escaper: entities, and a bundle's control and bidi
 /// characters shown escaped; cut, as the text formats cut, to
 /// `util::text::CELL_CHARS` characters (one 16 MB finding of `&` made an
 /// 80 MB page, and a report of 218 MiB).
 fn esc(s: &str) -> String {
-    crate::util::text::html_escape(&crate::util::text::cut(s, crate::util::text::CELL_CHARS))
+    storcert_util::text::html_escape(&storcert_util::text::cut(
+        s,
+        storcert_util::text::CELL_CHARS,
+    ))
 }
 
 /// A verdict as a badge (the pages' `v-*` classes colour it): the
 /// report's and the collector's pages show it alike.
-pub(crate) fn verdict(v: Verdict) -> String {
+pub fn verdict(v: Verdict) -> String {
     let v = v.as_str();
     format!(
         "<span class=\"verdict v-{0}\">{1}</span>",
@@ -190,7 +193,7 @@ fn machine_section(out: &mut String, r: &Report) {
         );
         row(
             "memory",
-            sys.memory_bytes.map(crate::output::units::decimal_bytes),
+            sys.memory_bytes.map(storcert_util::units::decimal_bytes),
         );
         row("kernel", sys.kernel.clone());
         row("storcert", Some(sys.storcert_version.clone()));
@@ -239,7 +242,7 @@ fn policy_section(out: &mut String, r: &Report) {
             let _ = write!(
                 out,
                 "<tr><td class=\"l{}\">{}</td><td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                if f.severity == crate::results::policy::Severity::Fail { " bad" } else { "" },
+                if f.severity == storcert_results::policy::Severity::Fail { " bad" } else { "" },
                 esc(f.severity.as_str()),
                 esc(&f.device),
                 if f.machine { " <small>(the machine, not under test)</small>" } else { "" },
@@ -328,8 +331,8 @@ fn stream_section(out: &mut String, r: &Report) {
                 out,
                 "<tr><td class=\"l\">{}</td><td>{}</td><td>{}/s</td></tr>",
                 esc(&p.name),
-                crate::output::units::decimal_bytes(p.bytes),
-                crate::output::units::decimal_bytes(p.aggr_bw_bytes as u64)
+                storcert_util::units::decimal_bytes(p.bytes),
+                storcert_util::units::decimal_bytes(p.aggr_bw_bytes as u64)
             );
         }
         out.push_str("</tbody></table>");
@@ -431,7 +434,7 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         .loads
         .iter()
         .map(|t| Series {
-            name: crate::util::text::printable(
+            name: storcert_util::text::printable(
                 &format!("{}, {}", t.drive, spare_text(t.spare.as_ref())),
                 80,
             ),
@@ -563,7 +566,7 @@ pub fn comparison_page(c: &Comparison) -> String {
 
 /// The spare area of every provisioned drive: storcert's partition, the
 /// factory spare the policy named, and their total.
-fn spare_area(out: &mut String, spare: &[crate::results::provision::ProvisionResult]) {
+fn spare_area(out: &mut String, spare: &[storcert_results::provision::ProvisionResult]) {
     out.push_str(
         "<section id=\"spare\"><h2>Spare area (over-provisioning)</h2><table><thead><tr>\
          <th class=\"l\">drive</th><th class=\"l\">partition</th><th>partition size</th><th>spare</th>\
@@ -697,7 +700,7 @@ mod tests {
     fn the_timeline_plot_draws_the_run_s_seconds() {
         let log = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-us-20x.log"
+            "/../../tests/fixtures/act/logs/storcert-us-20x.log"
         ))
         .unwrap();
         // A known timeline: p99 of 0.2 ms, one second of 9 ms at t = 4.
@@ -715,7 +718,7 @@ mod tests {
             ("act/d-20x.timeline.jsonl".to_string(), tl.into_bytes()),
         ]
         .into();
-        let summary = crate::bundle::summary::Summary::default();
+        let summary = storcert_judge::summary::Summary::default();
         let r = Report::build("t", summary, &files);
         assert_eq!(r.act.len(), 1);
         assert_eq!(r.act[0].timeline.len(), 8);
@@ -753,11 +756,11 @@ mod tests {
     fn failing_act_cells_are_marked() {
         let log = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/act/logs/storcert-ms-2dev.log"
+            "/../../tests/fixtures/act/logs/storcert-ms-2dev.log"
         ))
         .unwrap();
         let files: BTreeMap<String, Vec<u8>> = [("act/x.log".to_string(), log)].into();
-        let r = Report::build("t", crate::bundle::summary::Summary::default(), &files);
+        let r = Report::build("t", storcert_judge::summary::Summary::default(), &files);
         assert!(!r.act[0].analysis.verdict.pass);
         let html = render(&r);
         // 30.80% > 1 ms, 28.70% > 8 ms, 12.97% > 64 ms: all three rules.

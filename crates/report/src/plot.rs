@@ -21,7 +21,7 @@ fn css(c: RGBColor) -> String {
 /// The pages' one escaper: entities, and a bundle's control and bidi
 /// characters shown escaped.
 fn esc(s: &str) -> String {
-    crate::util::text::html_escape(s)
+    storcert_util::text::html_escape(s)
 }
 
 /// An SVG line chart with its legend beside it (HTML, so it covers no
@@ -69,7 +69,7 @@ pub fn line_chart(
         // plotters escapes the SVG's markup but not control characters:
         // a title holding a bundle's histogram name is shown escaped.
         let [title, x_label, y_label] =
-            [title, x_label, y_label].map(crate::util::text::printable_lines);
+            [title, x_label, y_label].map(storcert_util::text::printable_lines);
         let _ = draw(&root, &title, &x_label, &y_label, series, marks, limits);
         let _ = root.present();
     }

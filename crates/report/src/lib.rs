@@ -2,8 +2,13 @@
 //! assets), and Markdown or plain text for terminals and tickets. Built
 //! from a bundle or a results folder through the same `Report` data, so
 //! the report inside every bundle and `storcert report BUNDLE` agree.
+//!
+//! This crate is the layer people read: the report, `compare`'s tables and
+//! the fleet exports. It uses the judge, the bundle's names and the
+//! results types; it cannot reach a device, an engine or the command line.
 
 pub mod compare;
+pub mod export;
 pub mod html;
 pub mod plot;
 pub mod text;
@@ -11,15 +16,15 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::act::analyze::Analysis;
-use crate::act::timeline::{spikes_of, Spikes, Thinned};
-use crate::bundle::contents::Contents;
-use crate::bundle::summary::{summarise, Summary};
-use crate::bundle::system::SystemIdentity;
-use crate::results::policy::Finding;
-use crate::results::provision::ProvisionResult;
-use crate::results::Artefact;
 use anyhow::{Context, Result};
+use storcert_judge::act::analyze::Analysis;
+use storcert_judge::act::timeline::{spikes_of, Spikes, Thinned};
+use storcert_judge::contents::Contents;
+use storcert_judge::summary::{summarise, Summary};
+use storcert_results::policy::Finding;
+use storcert_results::provision::ProvisionResult;
+use storcert_results::system::SystemIdentity;
+use storcert_results::Artefact;
 
 pub struct ActSection {
     pub path: String,
@@ -287,11 +292,11 @@ pub fn spare_cells(p: &ProvisionResult) -> [String; 6] {
         p.kernel
             .as_ref()
             .map_or("not shown by the kernel".into(), |k| k.partition.clone()),
-        crate::output::units::decimal_bytes(p.partition_size_bytes),
+        storcert_util::units::decimal_bytes(p.partition_size_bytes),
         format!(
             "{:.1}% ({})",
             p.spare_pct,
-            crate::output::units::decimal_bytes(p.spare_bytes)
+            storcert_util::units::decimal_bytes(p.spare_bytes)
         ),
         pct(p.factory_spare_pct),
         pct(p.total_spare_pct),
@@ -328,17 +333,17 @@ pub fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
 /// The typed contents of a results folder.
 pub fn contents_of_results(dir: &Path) -> Result<Contents> {
     let files = read_dir_files(dir)?;
-    Ok(Contents::read_in(&files, crate::bundle::RESULTS_PREFIX))
+    Ok(Contents::read_in(&files, storcert_bundle::RESULTS_PREFIX))
 }
 
 /// The report of a results folder (as the bundle will judge it).
 pub fn for_results(dir: &Path) -> Result<Report> {
     let files = read_dir_files(dir)?;
     let system = files
-        .get(crate::bundle::SYSTEM)
+        .get(storcert_bundle::SYSTEM)
         .and_then(|d| serde_json::from_slice::<SystemIdentity>(d).ok())
-        .unwrap_or_else(crate::bundle::system::unrecorded);
-    let contents = Contents::read_in(&files, crate::bundle::RESULTS_PREFIX);
+        .unwrap_or_else(storcert_results::system::unrecorded);
+    let contents = Contents::read_in(&files, storcert_bundle::RESULTS_PREFIX);
     let summary = summarise(system.machine(), &contents);
     let title = dir
         .file_name()
@@ -368,8 +373,8 @@ pub fn for_bundle(
 /// bundled, so every bundle carries its report).
 pub fn write_for_results(dir: &Path) -> Result<()> {
     let r = for_results(dir)?;
-    crate::util::fs::write_durably(&dir.join("report.html"), html::render(&r))?;
-    crate::util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
+    storcert_util::fs::write_durably(&dir.join("report.html"), html::render(&r))?;
+    storcert_util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
     Ok(())
 }
 
@@ -377,11 +382,14 @@ pub fn write_for_results(dir: &Path) -> Result<()> {
 mod tests {
     use std::collections::BTreeMap;
 
-    use crate::act::analyze;
-    use crate::results::Artefact;
+    use storcert_judge::act::analyze;
+    use storcert_results::Artefact;
 
     fn log(name: &str) -> Vec<u8> {
-        let logs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/act/logs/");
+        let logs = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/act/logs/"
+        );
         std::fs::read(format!("{logs}{name}")).unwrap()
     }
 
@@ -396,7 +404,7 @@ mod tests {
         a.analysis
             .verdict
             .failures
-            .push(crate::results::act::Failure {
+            .push(storcert_results::act::Failure {
                 histogram: h.name.clone(),
                 slice: h.slices[0].slice,
                 rule: "> 1 ms must be < 5%".into(),
@@ -408,11 +416,11 @@ mod tests {
             ("a.timeline.jsonl".to_string(), b"{\"t\":5}\n".to_vec()),
         ]
         .into();
-        let r = crate::report::Report::build("t", Default::default(), &files);
+        let r = crate::Report::build("t", Default::default(), &files);
         assert_eq!(r.act.len(), 1);
-        crate::report::html::render(&r);
-        crate::report::text::markdown(&r);
-        let spikes = crate::act::timeline::find_spikes(
+        crate::html::render(&r);
+        crate::text::markdown(&r);
+        let spikes = storcert_judge::act::timeline::find_spikes(
             &(0..30u64)
                 .map(|i| (30 - i, if i % 5 == 0 { 90.0 } else { 1.0 }))
                 .collect::<Vec<_>>(),

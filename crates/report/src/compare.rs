@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::bundle::contents::Contents;
-use crate::results::Artefact;
+use storcert_judge::contents::Contents;
+use storcert_results::Artefact;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -326,18 +326,18 @@ impl Comparer {
         for (log, a) in c.analyses() {
             // A search's trials are shorter runs that find a load; its
             // confirmation, at full length, is the one that qualifies it.
-            if crate::bundle::summary::is_trial_log(&log)
+            if storcert_judge::summary::is_trial_log(&log)
                 && owned
                     .iter()
-                    .any(|o| crate::bundle::summary::same_log(&log, o))
+                    .any(|o| storcert_judge::summary::same_log(&log, o))
                 && !confirmations
                     .iter()
-                    .any(|c| crate::bundle::summary::same_log(&log, c))
+                    .any(|c| storcert_judge::summary::same_log(&log, c))
             {
                 trials += 1;
                 continue;
             }
-            if a.engine.as_deref() == Some(crate::results::act::NULL_ENGINE) {
+            if a.engine.as_deref() == Some(storcert_results::act::NULL_ENGINE) {
                 left_out.push(format!(
                     "{source}: {log}: made by the null engine, which measures no drive"
                 ));
@@ -357,8 +357,8 @@ impl Comparer {
             // share; a run on one drive: its verdict.
             let shares: Vec<(
                 Vec<String>,
-                &crate::results::act::ActVerdict,
-                crate::results::verdict::Judgement,
+                &storcert_results::act::ActVerdict,
+                storcert_results::verdict::Judgement,
             )> = if a.per_device.is_empty() {
                 vec![(a.devices.clone(), &a.analysis.verdict, a.judgement())]
             } else {
@@ -369,7 +369,7 @@ impl Comparer {
             };
             for (devices, verdict, judgement) in shares {
                 let (drive, spare) = drive_of(&known, &log, &devices);
-                let pass = judgement.verdict == crate::results::Verdict::Pass;
+                let pass = judgement.verdict == storcert_results::Verdict::Pass;
                 let key = (drive, a.workload.clone(), spare_key(&spare));
                 let g = groups
                     .entry(key.clone())
@@ -436,7 +436,7 @@ impl Comparer {
 
 /// The logs of searches' trials, and of their confirmation runs.
 fn search_logs(c: &Contents) -> (Vec<String>, Vec<String>) {
-    let trials: Vec<&crate::results::act::Trial> = c
+    let trials: Vec<&storcert_results::act::Trial> = c
         .items
         .iter()
         .filter_map(|i| match &i.artefact {
@@ -605,11 +605,11 @@ pub fn worth_showing(c: &Comparison) -> bool {
 
 /// The comparison as text (`md`: Markdown tables).
 pub fn text(c: &Comparison, md: bool) -> String {
-    use crate::output::table::Table;
     use std::fmt::Write;
+    use storcert_util::table::Table;
     // Text from a run (device paths, serials, log names): one line, and in
     // Markdown no link, image or emphasis of its own.
-    let shown = |s: &str| crate::util::text::inline(s, md);
+    let shown = |s: &str| storcert_util::text::inline(s, md);
     let mut out = String::new();
     let heading = |out: &mut String, t: &str| {
         if md {
@@ -746,7 +746,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
     for l in &c.left_out {
         let _ = writeln!(out, "left out: {}", shown(l));
     }
-    crate::util::text::printable_lines(&out)
+    storcert_util::text::printable_lines(&out)
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ const SMART: &[&str] = &[
 /// bidi characters escaped (`\u{1b}`), and a leading `'` where a spreadsheet
 /// would take it for a formula.
 fn text(s: &str) -> String {
-    let safe = crate::util::text::printable(s, usize::MAX);
+    let safe = storcert_util::text::printable(s, usize::MAX);
     if runs_as_formula(s) {
         format!("'{safe}")
     } else {
@@ -199,7 +199,7 @@ impl<W: Write> Writer<W> {
                     float(a.pct_over_1ms),
                     float(a.pct_over_8ms),
                     float(a.pct_over_64ms),
-                    crate::report::compare::verdict_word(a.pass).to_lowercase(),
+                    crate::compare::verdict_word(a.pass).to_lowercase(),
                 ]),
                 None => cells.extend(std::iter::repeat_n(String::new(), ACT.len())),
             }
