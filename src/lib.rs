@@ -4,8 +4,6 @@
 pub mod act;
 pub mod bundle;
 pub mod cli;
-#[cfg(feature = "collector")]
-pub mod collect;
 pub mod commands;
 pub mod fuzz;
 pub mod health;
@@ -20,6 +18,8 @@ pub mod upload;
 
 // The lower layers are crates of their own (crates/); they are named
 // here as the modules they were, so a path reads the same from any layer.
+#[cfg(feature = "collector")]
+pub use storcert_collect as collect;
 pub use storcert_device::{blockdev, passthrough};
 pub use storcert_engine as engine;
 pub use storcert_report as report;

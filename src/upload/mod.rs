@@ -28,12 +28,8 @@ use md5::Digest as _;
 
 use crate::bundle;
 
-/// Headers of the bundle PUT.
-pub const H_SHA256: &str = "x-storcert-sha256";
-pub const H_MINISIG: &str = "x-storcert-minisig";
-pub const H_ENVELOPE: &str = "x-storcert-intoto";
-/// Set by the collector on its answers.
-pub const H_COLLECTOR: &str = "x-storcert-collector";
+/// Headers of the bundle PUT, shared with the collector.
+pub use crate::bundle::wire::{H_COLLECTOR, H_ENVELOPE, H_MINISIG, H_SHA256};
 
 #[derive(Debug, Clone)]
 pub struct Options {

@@ -14,6 +14,7 @@ pub mod attest;
 pub mod keys;
 pub mod minisign;
 pub mod unpack;
+pub mod wire;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};

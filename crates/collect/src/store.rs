@@ -94,9 +94,9 @@ impl Store {
                 let path = dir.join(key);
                 tokio::task::spawn_blocking(move || {
                     if let Some(parent) = path.parent() {
-                        crate::util::fs::create_dir_durably(parent)?;
+                        storcert_util::fs::create_dir_durably(parent)?;
                     }
-                    crate::util::fs::write_durably(&path, &data)
+                    storcert_util::fs::write_durably(&path, &data)
                 })
                 .await?
                 .with_context(|| format!("storing {key}"))
@@ -121,9 +121,9 @@ impl Store {
                 tokio::task::spawn_blocking(move || -> std::io::Result<()> {
                     use std::io::Write;
                     if let Some(parent) = dest.parent() {
-                        crate::util::fs::create_dir_durably(parent)?;
+                        storcert_util::fs::create_dir_durably(parent)?;
                     }
-                    let (mut out, tmp) = crate::util::fs::create_temporary(&dest, 0o644)?;
+                    let (mut out, tmp) = storcert_util::fs::create_temporary(&dest, 0o644)?;
                     let copied = std::io::copy(&mut std::fs::File::open(&src)?, &mut out)
                         .and_then(|_| out.flush())
                         .and_then(|()| out.sync_all())

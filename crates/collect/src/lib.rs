@@ -9,6 +9,11 @@
 //! `GET /api/bundles?q=` and `/api/bundles/SHA` (JSON),
 //! `GET /download/SHA.tar.zst[.minisig|.intoto.json]`. Nothing else of the
 //! store is reachable: no listing, no other paths.
+//!
+//! Its own crate, above the report's and the judge's: the compiler
+//! refuses it a device, an engine or the command line, and the image's
+//! binary, built without the root's `collector` feature, holds none of it
+//! (no HTTP server, SQLite or S3 client).
 
 mod admit;
 mod api;
@@ -16,6 +21,7 @@ pub mod board;
 mod download;
 pub mod exports;
 pub mod fleet;
+pub mod fuzz;
 pub mod heartbeat;
 pub mod index;
 mod pace;
@@ -28,9 +34,9 @@ use self::api::*;
 use self::download::*;
 pub use self::exports::*;
 use self::receive::*;
-pub use self::serve::serve;
 #[cfg(test)]
 use self::serve::*;
+pub use self::serve::{serve, use_ring};
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -52,10 +58,10 @@ use base64::Engine;
 use self::admit::{take, Buckets, ClientSlot};
 use self::index::{Index, PutStatus, Record};
 use self::store::Store;
-use crate::bundle::contents::{Contents, Holding, ResultsReader};
-use crate::bundle::{self, minisign::PublicKey};
-use crate::export::{self, DriveRow};
-use crate::upload::{H_COLLECTOR, H_ENVELOPE, H_MINISIG, H_SHA256};
+use storcert_bundle::wire::{H_COLLECTOR, H_ENVELOPE, H_MINISIG, H_SHA256};
+use storcert_bundle::{self as bundle, minisign::PublicKey};
+use storcert_judge::contents::{Contents, Holding, ResultsReader};
+use storcert_report::export::{self, DriveRow};
 
 pub struct Config {
     pub store: Store,
@@ -82,7 +88,7 @@ pub struct Config {
     pub body_idle_timeout: Duration,
     /// What unpacking one bundle may cost (its budget's CPU time applies
     /// to each verification).
-    pub limits: crate::bundle::Limits,
+    pub limits: storcert_bundle::Limits,
     /// Where bodies are written while they arrive and are verified.
     pub incoming: PathBuf,
     /// Known failures accepted for a while: shown as waived.
@@ -201,7 +207,7 @@ fn summary_key(sha: &str) -> String {
     format!("summaries/{sha}.json")
 }
 
-pub use crate::bundle::valid_name;
+pub use storcert_bundle::valid_name;
 
 fn is_sha(s: &str) -> bool {
     s.len() == 64
@@ -587,7 +593,7 @@ impl Collector {
         for (file, stamp) in listed {
             let Some(run) = file
                 .strip_suffix(".json")
-                .filter(|r| crate::results::heartbeat::valid_run_id(r))
+                .filter(|r| storcert_results::heartbeat::valid_run_id(r))
             else {
                 continue;
             };
@@ -665,7 +671,7 @@ impl Collector {
                     eprintln!(
                         "collect: store record {}: not shown: {}",
                         board::status_key(run),
-                        crate::util::text::printable(&e, 300)
+                        storcert_util::text::printable(&e, 300)
                     )
                 }
             }
@@ -695,7 +701,7 @@ impl Collector {
         let received = humantime::parse_rfc3339(&claim.received_at).map_err(|_| {
             BadRecord(format!(
                 "received_at {} is not an RFC 3339 time",
-                crate::util::text::printable(&format!("{:?}", claim.received_at), 60)
+                storcert_util::text::printable(&format!("{:?}", claim.received_at), 60)
             ))
         })?;
         let claim = Claim {
@@ -755,7 +761,7 @@ impl Collector {
     }
 
     fn incoming_path(&self) -> PathBuf {
-        let mut rng = crate::util::random::Rng::from_entropy();
+        let mut rng = storcert_util::random::Rng::from_entropy();
         self.cfg.incoming.join(format!(
             "{:016x}{:016x}.part",
             rng.next_u64(),

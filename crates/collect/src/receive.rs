@@ -68,7 +68,7 @@ pub(super) async fn receive_within(
             StatusCode::BAD_REQUEST,
             format!(
                 "bad bundle name {}: a plain NAME.tar.zst is expected",
-                crate::util::text::printable(&format!("{name:?}"), 220)
+                storcert_util::text::printable(&format!("{name:?}"), 220)
             ),
         ));
     }
@@ -115,7 +115,7 @@ pub(super) async fn receive_within(
             StatusCode::UNPROCESSABLE_ENTITY,
             format!(
                 "rejected: signed as {}, but uploaded as {name:?}",
-                crate::util::text::printable(&format!("{signed_name:?}"), 220)
+                storcert_util::text::printable(&format!("{signed_name:?}"), 220)
             ),
         ));
     }

@@ -24,7 +24,7 @@ impl ExportQuery {
                 index::CohortKey::parse(by).ok_or_else(|| {
                     format!(
                         "by={}: model, firmware, controller or tag",
-                        crate::util::text::printable(by, 60)
+                        storcert_util::text::printable(by, 60)
                     )
                 })?,
                 g.clone(),

@@ -26,9 +26,9 @@ use axum::Json;
 use super::admit::{has_burst, take_burst, ClientSlot};
 use super::index::PutStatus;
 use super::{board, collector_header, internal, Collector, Refusal, Shared};
-use crate::bundle::minisign;
-use crate::results::heartbeat::{self, Heartbeat};
-use crate::upload::{H_COLLECTOR, H_MINISIG};
+use storcert_bundle::minisign;
+use storcert_bundle::wire::{H_COLLECTOR, H_MINISIG};
+use storcert_results::heartbeat::{self, Heartbeat};
 
 /// How long a heartbeat's body may take to arrive: 64 KiB at most, sent
 /// at once by a machine that has it whole.
@@ -124,7 +124,7 @@ fn admit_head(c: &Collector, ip: IpAddr, run: &str, headers: &HeaderMap) -> Resu
             StatusCode::BAD_REQUEST,
             format!(
                 "bad run id {}",
-                crate::util::text::printable(&format!("{run:?}"), 220)
+                storcert_util::text::printable(&format!("{run:?}"), 220)
             ),
         ));
     }

@@ -40,7 +40,7 @@ pub(super) fn json_answer<T: serde::Serialize>(value: &T) -> Response {
     match serde_json::to_string(value) {
         Ok(text) => (
             [(header::CONTENT_TYPE, "application/json")],
-            crate::util::text::json_printable(&text),
+            storcert_util::text::json_printable(&text),
         )
             .into_response(),
         Err(e) => internal(e.into()).into_response(),
@@ -63,7 +63,7 @@ pub(super) async fn api_board(State(c): State<Shared>) -> Response {
         let Ok(j) = serde_json::to_string(r) else {
             continue;
         };
-        let j = crate::util::text::json_printable(&j).into_bytes();
+        let j = storcert_util::text::json_printable(&j).into_bytes();
         if out.len() + j.len() + 2 > API_BOARD_BYTES {
             left_out += 1;
             continue;
@@ -151,7 +151,7 @@ pub(super) async fn api_cohorts(
             StatusCode::BAD_REQUEST,
             format!(
                 "by={}: model, firmware, controller or tag",
-                crate::util::text::printable(&by_name, 60)
+                storcert_util::text::printable(&by_name, 60)
             ),
         )
         .into_response();

@@ -11,8 +11,8 @@ use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use super::board::StatusRecord;
-use crate::bundle::summary::Summary;
-use crate::export::DriveRow;
+use storcert_judge::summary::Summary;
+use storcert_report::export::DriveRow;
 
 /// The index's own layout. An index of another version is rebuilt from
 /// the store (it is a cache: every record verifies again).
@@ -38,7 +38,7 @@ pub struct Record {
 
 impl Record {
     pub fn new(
-        v: crate::bundle::Verified,
+        v: storcert_bundle::Verified,
         received_at: String,
         size: u64,
         mut rows: Vec<DriveRow>,
@@ -253,9 +253,9 @@ pub enum PutStatus {
 #[derive(Debug, Clone, Serialize)]
 pub struct StoredRun {
     pub sha256: String,
-    pub verdict: crate::results::Verdict,
+    pub verdict: storcert_results::Verdict,
     pub reasons: Vec<String>,
-    pub machine: crate::results::summary::Machine,
+    pub machine: storcert_results::summary::Machine,
 }
 
 /// A run on the board: its last status, its bundle once stored, and the

@@ -9,13 +9,13 @@ use axum::response::{Html, IntoResponse, Response};
 use super::fleet::{self, Waivers};
 use super::index::{CohortKey, Record, RowFilter};
 use super::{SearchQuery, Shared};
-use crate::export::DriveRow;
-use crate::report::html::verdict;
+use storcert_report::export::DriveRow;
+use storcert_report::html::verdict;
 
 /// HTML-escaped, with control and bidi characters shown escaped (a
 /// machine's text cannot reorder or hide what a page says).
 fn esc(s: &str) -> String {
-    crate::util::text::html_escape(s)
+    storcert_util::text::html_escape(s)
 }
 
 fn opt(s: &Option<String>) -> String {
@@ -235,7 +235,7 @@ fn stream_cell(r: &DriveRow) -> String {
 }
 
 fn smart_cell(r: &DriveRow) -> String {
-    let pair = |f: fn(&crate::export::Smart) -> Option<u64>| {
+    let pair = |f: fn(&storcert_report::export::Smart) -> Option<u64>| {
         let b = r.smart_before.as_ref().and_then(f);
         let a = r.smart_after.as_ref().and_then(f);
         match (b, a) {
@@ -760,7 +760,7 @@ fn span(secs: u64) -> String {
 /// The most progress entries a board row shows (a run may send 64).
 const BOARD_PROGRESS: usize = 8;
 
-fn progress_cell(hb: &crate::results::heartbeat::Heartbeat) -> String {
+fn progress_cell(hb: &storcert_results::heartbeat::Heartbeat) -> String {
     let mut lines: Vec<String> = hb
         .progress
         .iter()
@@ -773,7 +773,7 @@ fn progress_cell(hb: &crate::results::heartbeat::Heartbeat) -> String {
             };
             format!(
                 "{} {}{}",
-                esc(&crate::util::text::printable(&p.key, 80)),
+                esc(&storcert_util::text::printable(&p.key, 80)),
                 pct,
                 p.pct_over_1ms
                     .map(|o| format!(" · {o:.2}% &gt;1ms"))
@@ -805,13 +805,13 @@ fn notes_cell(r: &super::board::BoardRow) -> String {
         .iter()
         .rev()
         .take(3)
-        .map(|e| esc(&crate::util::text::printable(e, 200)))
+        .map(|e| esc(&storcert_util::text::printable(e, 200)))
         .collect();
     if let Some(f) = &r.foreign {
         lines.push(format!(
             "<b>{} heartbeat(s) from another key refused</b> (last: {})",
             f.refused,
-            esc(&crate::util::text::printable(&f.last_key, 16))
+            esc(&storcert_util::text::printable(&f.last_key, 16))
         ));
     }
     lines.join("<br>")
@@ -829,11 +829,12 @@ fn board_row(r: &super::board::BoardRow) -> String {
         (Some(sha), _) => format!("<a href=\"/bundles/{0}\">bundle</a>", esc(sha)),
         (None, Some(name)) => format!(
             "<small>{} (not here yet)</small>",
-            esc(&crate::util::text::printable(name, 200))
+            esc(&storcert_util::text::printable(name, 200))
         ),
         (None, None) => "–".into(),
     };
-    let cut = |s: &Option<String>, n: usize| s.as_ref().map(|s| crate::util::text::printable(s, n));
+    let cut =
+        |s: &Option<String>, n: usize| s.as_ref().map(|s| storcert_util::text::printable(s, n));
     format!(
         "<tr data-run=\"{run}\" data-state=\"{state}\"><td>{machine}<br><small>host {host} · \
          {run}</small></td><td>{tag}</td><td><span class=\"verdict v-{state}\">{state_uc}</span>\

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::DriveRow;
-use crate::results::Verdict;
+use storcert_report::export::DriveRow;
+use storcert_results::Verdict;
 
 /// One key figure of a row: its name, value, and whether more is worse.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,7 @@ pub struct Figure {
 /// A change of a health counter over the run (after − before); none for
 /// a counter that went down (reset, or read from another source): no
 /// drive heals, and a negative change would hide the others' spread.
-fn delta(r: &DriveRow, f: impl Fn(&crate::export::Smart) -> Option<u64>) -> Option<f64> {
+fn delta(r: &DriveRow, f: impl Fn(&storcert_report::export::Smart) -> Option<u64>) -> Option<f64> {
     let (b, a) = (f(r.smart_before.as_ref()?)?, f(r.smart_after.as_ref()?)?);
     (a >= b).then_some(a as f64 - b as f64)
 }
@@ -413,7 +413,7 @@ impl Waivers {
             let Some(day) = day_number(&x.expires) else {
                 return Err(format!(
                     "{at}.expires: {:?} is not a date YYYY-MM-DD (a real day, 1970 or later)",
-                    crate::util::text::printable(&x.expires, 40)
+                    storcert_util::text::printable(&x.expires, 40)
                 ));
             };
             let ahead = day.saturating_sub(today_day);
@@ -436,7 +436,7 @@ impl Waivers {
         if r.verdict != Verdict::Fail || r.reasons.is_empty() {
             return None;
         }
-        let glob = |p: &str, t: &str| crate::util::glob::matches_short(p, t).unwrap_or(false);
+        let glob = |p: &str, t: &str| storcert_util::glob::matches_short(p, t).unwrap_or(false);
         let applies: Vec<&Waiver> = self
             .waivers
             .iter()
@@ -498,7 +498,7 @@ pub fn today() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::{ActLoad, Smart};
+    use storcert_report::export::{ActLoad, Smart};
 
     fn row(serial: &str, pct: f64, write_bw: f64, verdict: Verdict) -> DriveRow {
         DriveRow {

@@ -130,7 +130,7 @@ pub async fn serve(
     // bad one is an error at start, not a listener that fails handshakes.
     let tls_config = match tls {
         Some((cert, key)) => {
-            crate::upload::tls::use_ring();
+            use_ring();
             let what = || {
                 format!(
                     "--tls-cert {} / --tls-key {}",
@@ -189,4 +189,11 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// Makes ring the process's TLS provider (the only one built in): the TLS
+/// listener and the S3 client take the process default. Idempotent. The
+/// upload client has its own call: the image's binary has no collector.
+pub fn use_ring() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

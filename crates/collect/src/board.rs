@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::index::StatusRow;
-use crate::bundle::minisign::{self, PublicKey};
-use crate::results::heartbeat::{self, Heartbeat, RunState};
+use storcert_bundle::minisign::{self, PublicKey};
+use storcert_results::heartbeat::{self, Heartbeat, RunState};
 
 /// What the store keeps per run (`status/RUN.json`): the heartbeat as it
 /// was signed, its signature, and when it arrived.
@@ -214,7 +214,7 @@ impl BoardRow {
                 .reasons
                 .iter()
                 .take(MAX_REASONS)
-                .map(|r| crate::util::text::printable(r, heartbeat::MAX_TEXT))
+                .map(|r| storcert_util::text::printable(r, heartbeat::MAX_TEXT))
                 .collect();
         }
         BoardRow {
@@ -255,9 +255,9 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::minisign::SecretKey;
-    use crate::results::summary::Machine;
-    use crate::results::Verdict;
+    use storcert_bundle::minisign::SecretKey;
+    use storcert_results::summary::Machine;
+    use storcert_results::Verdict;
 
     fn hb(run: &str, seq: u64) -> Heartbeat {
         Heartbeat {
