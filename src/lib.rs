@@ -6,13 +6,8 @@ pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod fuzz;
-pub mod health;
-pub mod inventory;
 pub mod output;
-pub mod policy;
-pub mod provision;
 pub mod run;
-pub mod safety;
 pub mod stream;
 pub mod upload;
 
@@ -20,7 +15,7 @@ pub mod upload;
 // here as the modules they were, so a path reads the same from any layer.
 #[cfg(feature = "collector")]
 pub use storcert_collect as collect;
-pub use storcert_device::{blockdev, passthrough};
+pub use storcert_device::{blockdev, health, inventory, passthrough, policy, provision, safety};
 pub use storcert_engine as engine;
 pub use storcert_report as report;
 pub use storcert_report::export;

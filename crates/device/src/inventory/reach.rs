@@ -7,8 +7,8 @@
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 
-use crate::results::inventory::{Controller, Inventory};
-use crate::results::policy::{Finding, Severity};
+use storcert_results::inventory::{Controller, Inventory};
+use storcert_results::policy::{Finding, Severity};
 
 /// The rule these findings name.
 pub const RULE: &str = "hardware reach (built in)";
@@ -118,7 +118,7 @@ pub fn findings(inv: &Inventory, log: Option<&str>, storage: Severity) -> Vec<Fi
                     Severity::Warn,
                     "kernel".into(),
                     "firmware",
-                    crate::util::text::printable(&line, 300),
+                    storcert_util::text::printable(&line, 300),
                     Some("add the firmware's package to image/firmware.list".into()),
                 ));
             }
@@ -196,9 +196,10 @@ mod tests {
 
     #[test]
     fn hidden_drives_are_the_undriven_storage_controllers_in_their_words() {
-        let mut inv: Inventory =
-            serde_json::from_str(include_str!("../../tests/fixtures/qemu-lab/inventory.json"))
-                .unwrap();
+        let mut inv: Inventory = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/qemu-lab/inventory.json"
+        ))
+        .unwrap();
         assert!(hidden_drives(&findings(&inv, Some(""), Severity::Fail)).is_empty());
         for c in &mut inv.controllers {
             if c.pci_address == "0000:00:03.0" {

@@ -7,9 +7,9 @@ use std::cmp::Ordering;
 
 use super::*;
 use crate::inventory::{Controller, Disk, Inventory, MdArray, RaidController, VirtualDrive};
-pub use crate::results::policy::{Action, Finding, Report};
-use crate::util::glob;
-use crate::util::size::parse_size;
+pub use storcert_results::policy::{Action, Finding, Report};
+use storcert_util::glob;
+use storcert_util::size::parse_size;
 
 mod controller;
 mod drive;
@@ -606,7 +606,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let pass = !findings.iter().any(|f| f.severity == Severity::Fail);
     Report {
-        schema_version: crate::results::policy::SCHEMA_VERSION,
+        schema_version: storcert_results::policy::SCHEMA_VERSION,
         checks,
         findings,
         pass,
@@ -615,7 +615,7 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
 
 /// The findings as people read them.
 pub fn render(r: &Report) -> String {
-    let mut t = crate::output::table::Table::new(&[
+    let mut t = storcert_util::table::Table::new(&[
         "SEVERITY", "DEVICE", "CHECK", "EXPECTED", "ACTUAL", "RULE",
     ]);
     for f in &r.findings {

@@ -8,12 +8,12 @@
 
 pub mod check;
 pub mod fix;
-use crate::util::glob;
+use storcert_util::glob;
 
 use std::path::Path;
 
-pub use crate::results::policy::Severity;
 use serde::{Deserialize, Serialize};
+pub use storcert_results::policy::Severity;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("{origin}:{line}:{column}: {message}")]
@@ -265,7 +265,7 @@ impl Policy {
 
     pub fn from_file(path: &Path) -> Result<Policy, PolicyError> {
         let origin = path.display().to_string();
-        let text = crate::input::read_text(path).map_err(|e| PolicyError {
+        let text = storcert_util::input::read_text(path).map_err(|e| PolicyError {
             origin: origin.clone(),
             line: 0,
             column: 0,
@@ -304,7 +304,7 @@ impl Policy {
         for (i, r) in self.drives.iter().enumerate() {
             if let Some(c) = &r.capacity {
                 for v in [&c.min, &c.max].into_iter().flatten() {
-                    crate::util::size::parse_size(v)
+                    storcert_util::size::parse_size(v)
                         .map_err(|e| bad(format!("drive[{i}].capacity: {e}")))?;
                 }
             }
@@ -414,7 +414,7 @@ mod tests {
 
     #[test]
     fn the_documented_example_parses() {
-        let text = include_str!("../../docs/policy.example.toml");
+        let text = include_str!("../../../../docs/policy.example.toml");
         let p = Policy::parse(text, "policy.example.toml").unwrap();
         assert!(!p.drives.is_empty() && !p.virtual_drives.is_empty() && !p.expects.is_empty());
     }

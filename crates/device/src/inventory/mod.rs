@@ -9,7 +9,7 @@
 
 pub mod capture;
 pub mod controllers;
-pub use crate::results::inventory as model;
+pub use storcert_results::inventory as model;
 pub mod probe;
 pub mod raid;
 pub mod reach;
@@ -357,7 +357,7 @@ fn push_reason(reasons: &mut Vec<String>, reason: &str) {
 /// systemd-boot and other loaders (and systemd-stub, so the image's
 /// single-file kernel) record the partition they were loaded from in this
 /// EFI variable (4 bytes of attributes, then UTF-16LE).
-pub(crate) fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
+pub fn read_loader_part_uuid(roots: &Roots) -> Option<String> {
     let raw =
         roots
             .read(&roots.sys.join(

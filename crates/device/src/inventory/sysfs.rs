@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{capture, Roots};
-use crate::util::text::printable;
+use storcert_util::text::printable;
 
 /// The most of an attribute kept: the kernel's sysfs attributes are at
 /// most a page, so anything longer is a replayed capture's, and would be

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::model::Controller;
 use super::sysfs::{list_dir, opt_attr};
 use super::{capture, Roots};
-use crate::util::text::printable;
+use storcert_util::text::printable;
 
 /// A controller found on the PCI bus, with its resolved sysfs path.
 pub struct FoundController {
@@ -79,7 +79,7 @@ fn builtin_name(vendor: u16, device: u16) -> (Option<&'static str>, Option<&'sta
 
 /// The image's hardware table (image/hardware.tsv): every device family
 /// the image is built to drive, named, for systems without pci.ids.
-const HARDWARE_TABLE: &str = include_str!("../../image/hardware.tsv");
+const HARDWARE_TABLE: &str = include_str!("../../../../image/hardware.tsv");
 
 /// A device's name from the hardware table: the row of its subsystem if
 /// there is one, else its ID's row that names no subsystem.
@@ -283,7 +283,7 @@ const KERNEL_ALIASES: &str = "usr/lib/storcert/kernel-modules.alias";
 #[derive(Default)]
 struct ModuleLookup {
     lists: HashMap<PathBuf, Option<String>>,
-    found: HashMap<String, Option<crate::results::inventory::ModuleFor>>,
+    found: HashMap<String, Option<storcert_results::inventory::ModuleFor>>,
 }
 
 /// The most undriven devices one scan looks a module up for: a server
@@ -297,7 +297,7 @@ impl ModuleLookup {
         &mut self,
         roots: &Roots,
         modalias: &str,
-    ) -> Option<crate::results::inventory::ModuleFor> {
+    ) -> Option<storcert_results::inventory::ModuleFor> {
         if let Some(m) = self.found.get(modalias) {
             return m.clone();
         }
@@ -315,7 +315,7 @@ impl ModuleLookup {
         &mut self,
         roots: &Roots,
         modalias: &str,
-    ) -> Option<crate::results::inventory::ModuleFor> {
+    ) -> Option<storcert_results::inventory::ModuleFor> {
         let root = roots.sys.parent().unwrap_or(Path::new("/"));
         let release = opt_attr(roots, &roots.proc.join("sys/kernel/osrelease"))?;
         let installed = root
@@ -336,7 +336,7 @@ impl ModuleLookup {
                 Some(String::from_utf8_lossy(&text).into_owned())
             });
             if let Some(name) = list.as_deref().and_then(|l| alias_match(l, modalias)) {
-                return Some(crate::results::inventory::ModuleFor { name, in_image });
+                return Some(storcert_results::inventory::ModuleFor { name, in_image });
             }
         }
         None
@@ -355,7 +355,7 @@ pub fn alias_match(aliases: &str, modalias: &str) -> Option<String> {
         let mut f = l.split_whitespace();
         (f.next()? == "alias").then_some(())?;
         let (pattern, module) = (f.next()?, f.next()?);
-        crate::util::glob::matches_short(pattern, modalias)
+        storcert_util::glob::matches_short(pattern, modalias)
             .unwrap_or(false)
             .then(|| module.to_string())
     })

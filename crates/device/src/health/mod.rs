@@ -4,11 +4,11 @@
 //! between (writes per day at the tested load against the drive's rating).
 
 use crate::inventory::{Health, Inventory};
-pub use crate::results::health::{
+pub use storcert_results::health::{
     Change, ControllerCounters, Diff, DriveDiff, DriveHealth, Endurance, Rating, Snapshot,
 };
 
-pub use crate::results::health::SCHEMA_VERSION;
+pub use storcert_results::health::SCHEMA_VERSION;
 
 fn host_written(health: Option<&Health>) -> (Option<u128>, Option<String>) {
     let Some(h) = health else {
@@ -516,17 +516,17 @@ mod tests {
 mod wide_numbers {
     use std::collections::BTreeMap;
 
-    use crate::bundle::contents::Contents;
-    use crate::results::Artefact;
+    use storcert_judge::contents::Contents;
+    use storcert_results::Artefact;
 
     #[test]
     fn an_nvme_drive_s_u128_counters_read_back() {
         // NVMe counts bytes written in u128; a tagged inventory and health
         // snapshot holding one must read back (the lab's NVMe drive did not).
-        let mut inv: crate::results::inventory::Inventory = serde_json::from_str(
+        let mut inv: storcert_results::inventory::Inventory = serde_json::from_str(
             &std::fs::read_to_string(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/qemu-lab/inventory.json"
+                "/../../tests/fixtures/qemu-lab/inventory.json"
             ))
             .unwrap(),
         )

@@ -28,8 +28,8 @@ use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::{Inventory, Roots, ScanOptions};
-use crate::bundle::unpack::{Limits, Unpacked};
 use crate::passthrough::tape::{Exchange, Failure, Missing, Tape};
+use storcert_bundle::unpack::{Limits, Unpacked};
 
 /// The capture's own description, first in the archive.
 pub const CAPTURE_JSON: &str = "capture.json";
@@ -418,7 +418,7 @@ impl Capture {
                 };
                 cuts.stopped = Some(format!(
                     "capture: {why}; it stopped asking at {op:?} {}, and all it asked after read as absent",
-                    crate::util::text::printable(path, 200)
+                    storcert_util::text::printable(path, 200)
                 ));
             }
             return absent(op);
@@ -475,7 +475,7 @@ impl Capture {
         text.push(b'\n');
         let mut entries = vec![(CAPTURE_JSON.to_string(), text)];
         entries.extend(contents);
-        crate::bundle::pack(entries)
+        storcert_bundle::pack(entries)
     }
 }
 
@@ -483,7 +483,7 @@ impl Capture {
 /// or a numbered name for a path the archive's plain-path rule refuses.
 fn archive_name(path: &str, n: usize) -> String {
     let name = format!("{FILES_PREFIX}{path}");
-    if path.starts_with('/') && crate::bundle::unpack::plain_path(&name) {
+    if path.starts_with('/') && storcert_bundle::unpack::plain_path(&name) {
         name
     } else {
         format!("{FILES_PREFIX}/by-number/{n}")
@@ -512,7 +512,7 @@ fn unpack(bytes: &[u8]) -> Result<Unpacked> {
         max_entries: 200_000,
         ..Limits::default()
     };
-    crate::bundle::unpack_bytes(bytes, &limits).context("not a capture archive")
+    storcert_bundle::unpack_bytes(bytes, &limits).context("not a capture archive")
 }
 
 fn from_unpacked(mut unpacked: Unpacked) -> Result<Replay> {
@@ -532,7 +532,7 @@ fn from_unpacked(mut unpacked: Unpacked) -> Result<Replay> {
     if json.format != FORMAT || json.schema_version != SCHEMA_VERSION {
         bail!(
             "{CAPTURE_JSON}: format {:?} version {}, this storcert reads {FORMAT:?} version {SCHEMA_VERSION}",
-            crate::util::text::printable(&json.format, 80),
+            storcert_util::text::printable(&json.format, 80),
             json.schema_version
         );
     }
@@ -548,7 +548,7 @@ fn from_unpacked(mut unpacked: Unpacked) -> Result<Replay> {
                 };
                 cuts.note(format!(
                     "capture: {} lists {} names; only the first {} were read{of_all}",
-                    crate::util::text::printable(&r.path, 200),
+                    storcert_util::text::printable(&r.path, 200),
                     l.listed,
                     l.names.len()
                 ));
@@ -562,8 +562,8 @@ fn from_unpacked(mut unpacked: Unpacked) -> Result<Replay> {
                 Some(b) => Ok(b),
                 None => Err(anyhow::anyhow!(
                     "{CAPTURE_JSON}: the contents of {} ({}) are not in the archive, or named twice",
-                    crate::util::text::printable(&r.path, 200),
-                    crate::util::text::printable(&name, 200)
+                    storcert_util::text::printable(&r.path, 200),
+                    storcert_util::text::printable(&name, 200)
                 )),
             })?;
         answers.insert((r.op, r.path), answer);

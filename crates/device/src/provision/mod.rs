@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::blockdev;
-pub use crate::results::provision::{Discard, KernelView, ProvisionResult};
+pub use storcert_results::provision::{Discard, KernelView, ProvisionResult};
 
 const MIB: u64 = 1 << 20;
 /// Discard in ranges of this size, so progress and failures are per range.
@@ -51,7 +51,7 @@ pub fn layout(size: u64, sector: u64, spare_pct: f64) -> Result<(u64, u64)> {
 }
 
 fn random_guid() -> [u8; 16] {
-    let mut rng = crate::util::random::Rng::from_entropy();
+    let mut rng = storcert_util::random::Rng::from_entropy();
     let mut g = [0u8; 16];
     g[..8].copy_from_slice(&rng.next_u64().to_le_bytes());
     g[8..].copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -208,7 +208,7 @@ pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
     let spare = size - end;
     let spare_pct = spare as f64 * 100.0 / size as f64;
     Ok(ProvisionResult {
-        schema_version: crate::results::provision::SCHEMA_VERSION,
+        schema_version: storcert_results::provision::SCHEMA_VERSION,
         device: path.display().to_string(),
         size_bytes: size,
         sector_size: sector,

@@ -397,7 +397,7 @@ pub(crate) mod bench {
     /// The lab's tree at `base`, its controller (0000:00:03.0, SCSI host
     /// 6) bound to `driver`; the controller's PCI folder.
     pub fn lab_bound_to(base: &Path, driver: &str) -> PathBuf {
-        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-lab");
+        let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/qemu-lab");
         let copied = std::process::Command::new("cp")
             .arg("-a")
             .arg(&lab)
@@ -532,7 +532,7 @@ mod tests {
     fn a_version_1_inventory_reads_into_the_neutral_model() {
         // The qemu lab's inventory as storcert 0.1 wrote it (`megaraid`).
         let inv: crate::inventory::Inventory = serde_json::from_str(include_str!(
-            "../../../tests/fixtures/qemu-lab/inventory.json"
+            "../../../../../tests/fixtures/qemu-lab/inventory.json"
         ))
         .unwrap();
         assert_eq!(inv.schema_version, 1);
