@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use crate::results::stream::{FsResult, Measure, FS_SCHEMA};
 use anyhow::{bail, Context, Result};
+pub use storcert_results::stream::{FsResult, Measure, FS_SCHEMA};
 
-use crate::util::random::Rng;
+use storcert_util::random::Rng;
 
 #[derive(Debug, Clone)]
 pub struct FsSpec {
@@ -215,7 +215,7 @@ pub fn render(r: &FsResult) -> String {
         let rate = if m.unit == "B" {
             format!(
                 "{}/s",
-                crate::output::units::decimal_bytes(m.per_sec as u64)
+                storcert_output::units::decimal_bytes(m.per_sec as u64)
             )
         } else {
             format!("{:.0}/s", m.per_sec)

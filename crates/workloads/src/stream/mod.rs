@@ -20,17 +20,17 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use hdrhistogram::Histogram as Hdr;
 
-use crate::blockdev;
-use crate::engine::{self, BufferPools, EngineKind, Request};
-use crate::output::console::Console;
-use crate::output::progress::Progress;
-pub use crate::results::stream::{
+use storcert_device::blockdev;
+use storcert_engine::{self as engine, BufferPools, EngineKind, Request};
+use storcert_output::console::Console;
+use storcert_output::progress::Progress;
+pub use storcert_results::stream::{
     CpuUsage, GroupResult, JobResult, Latency, Pass, PassResult, StreamResult, TargetInfo,
     VerifyResult,
 };
 
-use crate::results::stream::BW_AVG_MS;
-pub use crate::results::stream::SCHEMA_VERSION;
+use storcert_results::stream::BW_AVG_MS;
+pub use storcert_results::stream::SCHEMA_VERSION;
 
 /// fio's default completion latency percentiles.
 pub const PERCENTILES: [f64; 17] = [
@@ -279,7 +279,7 @@ fn run_pass(
         .map(|t| t.info.device.as_deref().and_then(diskstats::read))
         .collect();
     let mut pools = BufferPools::default();
-    let mut filler = crate::util::random::Rng::from_entropy();
+    let mut filler = storcert_util::random::Rng::from_entropy();
     let mut verify = (spec.verify && !write).then_some(VerifyResult {
         blocks_checked: 0,
         bad_blocks: 0,
@@ -569,11 +569,11 @@ mod tests {
         let windows = [mib, mib, mib, mib, 3 * mib / 10];
         let s = bw_samples(&windows, Duration::from_millis(2300));
         assert_eq!(s, vec![2048.0; 4]);
-        let (min, max, mean, dev) = crate::results::stream::fio_stats(&s);
+        let (min, max, mean, dev) = storcert_results::stream::fio_stats(&s);
         assert_eq!((min, max, mean, dev), (2048.0, 2048.0, 2048.0, 0.0));
         // Shorter than a window: no sample, as fio (and no -0.0).
         assert!(bw_samples(&[mib], Duration::from_millis(300)).is_empty());
-        let zero = crate::results::stream::fio_stats(&[]);
+        let zero = storcert_results::stream::fio_stats(&[]);
         assert_eq!(format!("{zero:?}"), "(0.0, 0.0, 0.0, 0.0)");
         // A window where nothing completed is not a sample of 0.
         assert_eq!(
@@ -581,7 +581,7 @@ mod tests {
             2
         );
         // fio's deviation is the sample deviation (n - 1).
-        let (_, _, _, dev) = crate::results::stream::fio_stats(&[1.0, 3.0]);
+        let (_, _, _, dev) = storcert_results::stream::fio_stats(&[1.0, 3.0]);
         assert!((dev - 2f64.sqrt()).abs() < 1e-12);
     }
 

@@ -74,7 +74,7 @@ fn direction(j: Option<&JobResult>, bs: u32, group_bw: f64, plus: bool) -> Value
     };
     // fio's bandwidth samples (KiB/s, one per 500 ms window) and its
     // statistics of them.
-    let (min, max, mean, dev) = crate::results::stream::fio_stats(&j.bw_samples);
+    let (min, max, mean, dev) = storcert_results::stream::fio_stats(&j.bw_samples);
     let agg = if group_bw > 0.0 && !j.bw_samples.is_empty() {
         mean * 100.0 / (group_bw / 1024.0)
     } else {

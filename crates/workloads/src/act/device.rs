@@ -8,7 +8,7 @@ use std::os::unix::fs::FileTypeExt;
 
 use anyhow::{bail, Context, Result};
 
-use crate::engine::AlignedBuf;
+use storcert_engine::AlignedBuf;
 
 pub struct Device {
     pub name: String,
@@ -47,7 +47,7 @@ impl Device {
             .unwrap_or(false);
         // A file on a filesystem without O_DIRECT (tmpfs) is used buffered,
         // and the results say so.
-        let (file, direct) = crate::blockdev::open_direct_or_buffered(
+        let (file, direct) = storcert_device::blockdev::open_direct_or_buffered(
             OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -58,7 +58,7 @@ impl Device {
         )
         .with_context(|| format!("open {name}"))?;
         let size_bytes = if is_block {
-            crate::blockdev::size_bytes(&file)
+            storcert_device::blockdev::size_bytes(&file)
                 .with_context(|| format!("{name}: size (BLKGETSIZE64)"))?
         } else {
             if file_size > 0 {
@@ -153,7 +153,7 @@ impl RecordPattern {
     }
 
     #[inline]
-    pub fn pick(&self, rng: &mut crate::util::random::Rng) -> (u64, u32) {
+    pub fn pick(&self, rng: &mut storcert_util::random::Rng) -> (u64, u32) {
         let offset = (rng.next_u64() % self.n_offsets) * self.step as u64;
         let size = if self.n_sizes == 1 {
             self.min_bytes

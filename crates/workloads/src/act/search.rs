@@ -6,18 +6,18 @@
 //! judged by ACT's rule on its log (hourly slices; a shorter trial is one
 //! slice), as any run is.
 
-use crate::output::console::Console;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use storcert_output::console::Console;
 
 use anyhow::{Context, Result};
 
 use super::config::{rates_for_load, StorageConfig};
 use super::runner::Outcome;
 use super::{run_workload, RunOptions};
-pub use crate::results::act::{SearchResult, Trial};
+pub use storcert_results::act::{SearchResult, Trial};
 
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
@@ -204,7 +204,7 @@ pub fn strategy(
             }
         };
     let result = |trials: Vec<Trial>, lo: Option<u64>, confirmed, interrupted| SearchResult {
-        schema_version: crate::results::act::SEARCH_SCHEMA,
+        schema_version: storcert_results::act::SEARCH_SCHEMA,
         highest_passing_load: lo.map(x),
         confirmed,
         reached_max: lo == Some(max) && confirmed,
@@ -259,7 +259,7 @@ pub fn strategy(
 
 /// The trial table as people read it.
 pub fn table(r: &SearchResult) -> String {
-    let mut t = crate::output::table::Table::new(&[
+    let mut t = storcert_output::table::Table::new(&[
         "TRIAL",
         "LOAD",
         "PURPOSE",

@@ -20,9 +20,9 @@ use anyhow::Result;
 use super::device::{Device, RecordPattern};
 use super::histogram::LatencyHistogram;
 use super::timeline::{self, Kind, Timeline};
-use crate::engine::{BufferPools, Completion, Engine, Request};
-pub use crate::results::act::{DeviceResult, HistSummary, Outcome, RunResult, StreamResult};
-use crate::util::random::Rng;
+use storcert_engine::{BufferPools, Completion, Engine, Request};
+pub use storcert_results::act::{DeviceResult, HistSummary, Outcome, RunResult, StreamResult};
+use storcert_util::random::Rng;
 
 /// What one stream's requests look like.
 #[derive(Debug, Clone, Copy)]
@@ -547,7 +547,7 @@ pub fn run(
         .map(|s| (s.t, s.read_p99_us))
         .collect();
     Ok(RunResult {
-        schema_version: crate::results::act::RUN_SCHEMA,
+        schema_version: storcert_results::act::RUN_SCHEMA,
         outcome,
         engine: engine.name().to_string(),
         elapsed_s: elapsed.as_secs_f64(),

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 
 use super::device::Device;
-use crate::engine::{BufferPools, Engine, Request};
-use crate::output::console::Console;
-use crate::output::progress::Progress;
-pub use crate::results::act::{PassResult, PrepResult};
-use crate::util::random::Rng;
+use storcert_engine::{BufferPools, Engine, Request};
+use storcert_output::console::Console;
+use storcert_output::progress::Progress;
+pub use storcert_results::act::{PassResult, PrepResult};
+use storcert_util::random::Rng;
 
 pub const PREP_BLOCK: u32 = 128 * 1024;
 const DEPTH: usize = 32;

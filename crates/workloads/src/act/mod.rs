@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::engine::{self, EngineKind};
 use device::Device;
 use runner::{RunResult, Sinks};
+use storcert_engine::{self as engine, EngineKind};
 
 /// How a workload run is carried out, beyond the ACT configuration.
 #[derive(Debug, Clone)]
@@ -122,7 +122,7 @@ pub fn run_workload(
 pub fn save_analysis(
     log: &std::path::Path,
     timeline: Option<&std::path::Path>,
-) -> Result<crate::results::act::LogAnalysis> {
+) -> Result<storcert_results::act::LogAnalysis> {
     let text = std::fs::read(log).with_context(|| format!("{}", log.display()))?;
     let name = log
         .file_name()
@@ -135,7 +135,7 @@ pub fn save_analysis(
     let a = analyze::judge_log(&text, &name, &name, timeline)
         .with_context(|| format!("analysing {}", log.display()))?;
     let path = analyze::analysis_path(log);
-    crate::util::fs::write_durably(&path, crate::results::Artefact::from(a.clone()).to_json())
+    storcert_util::fs::write_durably(&path, storcert_results::Artefact::from(a.clone()).to_json())
         .with_context(|| format!("{}", path.display()))?;
     Ok(a)
 }
@@ -221,8 +221,11 @@ pub fn run_to_files(
     }
     let result = result?;
     if let Some(p) = &files.json {
-        crate::util::fs::write_durably(p, crate::results::Artefact::from(result.clone()).to_json())
-            .with_context(|| format!("{}", p.display()))?;
+        storcert_util::fs::write_durably(
+            p,
+            storcert_results::Artefact::from(result.clone()).to_json(),
+        )
+        .with_context(|| format!("{}", p.display()))?;
     }
     let analysis_error = match analysed_log {
         Some(log) => save_analysis(log, files.timeline.as_deref())

@@ -3,10 +3,10 @@
 //! one plain line per drive every interval, with no control characters.
 //! Stages report through `Console::update`; nothing else prints progress.
 
-use crate::results::Verdict;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use storcert_results::Verdict;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -26,7 +26,7 @@ pub struct Console {
     lines: Mutex<BTreeMap<String, Line>>,
     /// What is in progress now, whatever shows it (bars or lines), for a
     /// run's heartbeats.
-    live: Mutex<BTreeMap<String, crate::results::heartbeat::Progress>>,
+    live: Mutex<BTreeMap<String, storcert_results::heartbeat::Progress>>,
     interval: Duration,
     stop: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -97,7 +97,7 @@ impl Console {
     }
 
     /// What is in progress now.
-    pub fn live(&self) -> Vec<crate::results::heartbeat::Progress> {
+    pub fn live(&self) -> Vec<storcert_results::heartbeat::Progress> {
         self.live
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -111,7 +111,7 @@ impl Console {
         {
             let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
             let p = live.entry(key.to_string()).or_insert_with(|| {
-                crate::results::heartbeat::Progress {
+                storcert_results::heartbeat::Progress {
                     key: key.to_string(),
                     ..Default::default()
                 }
@@ -188,8 +188,8 @@ impl Console {
         let amount = if unit == "B" {
             format!(
                 "{} of {}",
-                crate::output::units::decimal_bytes(done),
-                crate::output::units::decimal_bytes(total)
+                crate::units::decimal_bytes(done),
+                crate::units::decimal_bytes(total)
             )
         } else {
             format!("{done} s of {total} s")

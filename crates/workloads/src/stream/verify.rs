@@ -3,7 +3,7 @@
 //! whole block, so the read pass can tell lost, misdirected, stale and
 //! corrupted writes apart.
 
-use crate::util::random::Rng;
+use storcert_util::random::Rng;
 
 const MAGIC: &[u8; 8] = b"STCRTVFY";
 pub const HEADER: usize = 40;

@@ -4,7 +4,7 @@
 
 use super::table::Table;
 use super::units::decimal_bytes;
-use crate::inventory::{Controller, Disk, Inventory};
+use storcert_results::inventory::{Controller, Disk, Inventory};
 
 fn opt(v: &Option<String>) -> String {
     v.as_deref()
@@ -286,7 +286,7 @@ pub fn render(inv: &Inventory) -> String {
     if !problems.is_empty() {
         out.push('\n');
         for p in problems {
-            out.push_str(&crate::util::text::printable(&p, 1000));
+            out.push_str(&storcert_util::text::printable(&p, 1000));
             out.push('\n');
         }
     }

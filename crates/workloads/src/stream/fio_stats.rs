@@ -4,7 +4,7 @@
 //! latency distribution in fio's ns/us/ms buckets, the I/O depth at each
 //! submission, and how many I/Os each submit and reap call moved.
 
-pub use crate::results::stream::FioCounts;
+pub use storcert_results::stream::FioCounts;
 
 /// fio's FIO_IO_U_PLAT_BITS, _VAL and _NR: 64 linear bins per power of two.
 const PLAT_BITS: u32 = 6;

@@ -1,9 +1,9 @@
 //! The device's own view of a pass, from /proc/diskstats, as fio's "Disk
 //! stats" block shows it: I/Os, merges, ticks, time in queue, utilisation.
 
-pub use crate::results::stream::DiskUtil;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+pub use storcert_results::stream::DiskUtil;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
