@@ -3,7 +3,7 @@
 //! verdict on what degraded, and the endurance arithmetic of the writes in
 //! between (writes per day at the tested load against the drive's rating).
 
-use crate::inventory::{Health, Inventory};
+use crate::inventory::{AtaHealth, Health, Inventory, NvmeHealth};
 pub use storcert_results::health::{
     Change, ControllerCounters, Diff, DriveDiff, DriveHealth, Endurance, Rating, Snapshot,
 };
@@ -216,154 +216,11 @@ pub fn diff(
             continue;
         };
         let mut changes = Vec::new();
-        let count = |changes: &mut Vec<Change>,
-                     what: &str,
-                     x: Option<u128>,
-                     y: Option<u128>,
-                     worse_if_up: bool| {
-            if let (Some(x), Some(y)) = (x, y) {
-                if x != y {
-                    changes.push(Change {
-                        what: what.into(),
-                        before: x.to_string(),
-                        after: y.to_string(),
-                        degraded: worse_if_up && y > x,
-                    });
-                }
-            }
-        };
-        if let (Some(x), Some(y)) = (&b.state, &a.state) {
-            if x != y {
-                // Leaving Online, or arriving where a drive is lost or
-                // being rebuilt, is what a burn-in must not pass.
-                let degraded = x == "Online"
-                    || matches!(
-                        y.as_str(),
-                        "Offline" | "Failed" | "Rebuild" | "Unconfigured Bad"
-                    );
-                changes.push(Change {
-                    what: "state behind the controller".into(),
-                    before: x.clone(),
-                    after: y.clone(),
-                    degraded,
-                });
-            }
-        }
-        if a.behind.is_some() && b.health.is_some() && a.health.is_none() {
-            changes.push(Change {
-                what: "health through the controller".into(),
-                before: "read".into(),
-                after: "not readable".into(),
-                degraded: true,
-            });
-        }
-        let (cb, ca) = (b.controller_counters, a.controller_counters);
-        type Counter = fn(ControllerCounters) -> u32;
-        let counters: [(&str, Counter, bool); 3] = [
-            ("controller media errors", |c| c.media_errors, true),
-            ("controller other errors", |c| c.other_errors, false),
-            (
-                "controller predictive failures",
-                |c| c.predictive_failures,
-                true,
-            ),
-        ];
-        for (what, get, worse_if_up) in counters {
-            count(
-                &mut changes,
-                what,
-                cb.map(get).map(u128::from),
-                ca.map(get).map(u128::from),
-                worse_if_up,
-            );
-        }
+        state_changes(&mut changes, b, a);
+        controller_changes(&mut changes, b, a);
+        nvme_changes(&mut changes, b, a);
+        ata_changes(&mut changes, b, a);
         let (hb, ha) = (b.health.as_ref(), a.health.as_ref());
-        let nb = hb.and_then(|h| h.nvme.as_ref());
-        let na = ha.and_then(|h| h.nvme.as_ref());
-        count(
-            &mut changes,
-            "NVMe media errors",
-            nb.map(|n| n.media_errors),
-            na.map(|n| n.media_errors),
-            true,
-        );
-        count(
-            &mut changes,
-            "NVMe error log entries",
-            nb.map(|n| n.error_log_entries),
-            na.map(|n| n.error_log_entries),
-            false,
-        );
-        count(
-            &mut changes,
-            "NVMe percentage used",
-            nb.map(|n| n.percentage_used as u128),
-            na.map(|n| n.percentage_used as u128),
-            false,
-        );
-        count(
-            &mut changes,
-            "NVMe unsafe shutdowns",
-            nb.map(|n| n.unsafe_shutdowns),
-            na.map(|n| n.unsafe_shutdowns),
-            false,
-        );
-        if let (Some(x), Some(y)) = (nb, na) {
-            let new_bits = y.critical_warning & !x.critical_warning;
-            if new_bits != 0 {
-                changes.push(Change {
-                    what: "NVMe critical warning".into(),
-                    before: format!("0x{:02x}", x.critical_warning),
-                    after: format!(
-                        "0x{:02x} ({})",
-                        y.critical_warning,
-                        y.critical_warnings.join(", ")
-                    ),
-                    degraded: true,
-                });
-            }
-        }
-        let ab = hb.and_then(|h| h.ata.as_ref());
-        let aa = ha.and_then(|h| h.ata.as_ref());
-        let w = |v: Option<u64>| v.map(u128::from);
-        count(
-            &mut changes,
-            "reallocated sectors",
-            w(ab.and_then(|x| x.reallocated_sectors)),
-            w(aa.and_then(|x| x.reallocated_sectors)),
-            true,
-        );
-        count(
-            &mut changes,
-            "pending sectors",
-            w(ab.and_then(|x| x.pending_sectors)),
-            w(aa.and_then(|x| x.pending_sectors)),
-            true,
-        );
-        count(
-            &mut changes,
-            "offline uncorrectable",
-            w(ab.and_then(|x| x.offline_uncorrectable)),
-            w(aa.and_then(|x| x.offline_uncorrectable)),
-            true,
-        );
-        count(
-            &mut changes,
-            "CRC errors",
-            w(ab.and_then(|x| x.crc_errors)),
-            w(aa.and_then(|x| x.crc_errors)),
-            true,
-        );
-        if let (Some(x), Some(y)) = (hb, ha) {
-            if x.overall == "passed" && y.overall == "failed" {
-                changes.push(Change {
-                    what: "overall health".into(),
-                    before: x.overall.clone(),
-                    after: y.overall.clone(),
-                    degraded: true,
-                });
-            }
-        }
         let temps = match (
             hb.and_then(|h| h.temperature_c),
             ha.and_then(|h| h.temperature_c),
@@ -371,30 +228,12 @@ pub fn diff(
             (Some(x), Some(y)) => Some((x, y)),
             _ => None,
         };
-        let mut endurance = match (b.host_bytes_written, a.host_bytes_written) {
-            (Some(x), Some(y)) if y >= x && seconds > 0 => {
-                Some(endurance(y - x, seconds, a.capacity_bytes, rating_of(a)))
-            }
-            _ => None,
-        };
-        if let (Some(e), Some(mb), Some(ma)) = (
-            endurance.as_mut(),
-            b.media_bytes_written,
-            a.media_bytes_written,
-        ) {
-            if ma >= mb && e.host_bytes_written > 0 {
-                let wa = (ma - mb) as f64 / e.host_bytes_written as f64;
-                e.write_amplification = Some(wa);
-                e.summary
-                    .push_str(&format!("; write amplification {wa:.2}"));
-            }
-        }
         let degraded = changes.iter().any(|c| c.degraded);
         drives.push(DriveDiff {
             drive: label,
             changes,
             degraded,
-            endurance,
+            endurance: endurance_between(b, a, seconds, &rating_of),
             temperature_c: temps,
         });
     }
@@ -416,6 +255,170 @@ pub fn diff(
         unmatched,
         degraded,
     }
+}
+
+/// A counter that moved, as a change; `worse_if_up`: whether a rise
+/// degrades the drive.
+fn count(
+    changes: &mut Vec<Change>,
+    what: &str,
+    x: Option<u128>,
+    y: Option<u128>,
+    worse_if_up: bool,
+) {
+    if let (Some(x), Some(y)) = (x, y) {
+        if x != y {
+            changes.push(Change {
+                what: what.into(),
+                before: x.to_string(),
+                after: y.to_string(),
+                degraded: worse_if_up && y > x,
+            });
+        }
+    }
+}
+
+/// The drive's state behind its controller, and whether its health could
+/// still be read through it.
+fn state_changes(changes: &mut Vec<Change>, b: &DriveHealth, a: &DriveHealth) {
+    if let (Some(x), Some(y)) = (&b.state, &a.state) {
+        if x != y {
+            // Leaving Online, or arriving where a drive is lost or
+            // being rebuilt, is what a burn-in must not pass.
+            let degraded = x == "Online"
+                || matches!(
+                    y.as_str(),
+                    "Offline" | "Failed" | "Rebuild" | "Unconfigured Bad"
+                );
+            changes.push(Change {
+                what: "state behind the controller".into(),
+                before: x.clone(),
+                after: y.clone(),
+                degraded,
+            });
+        }
+    }
+    if a.behind.is_some() && b.health.is_some() && a.health.is_none() {
+        changes.push(Change {
+            what: "health through the controller".into(),
+            before: "read".into(),
+            after: "not readable".into(),
+            degraded: true,
+        });
+    }
+}
+
+/// The controller's own error counters for the drive.
+fn controller_changes(changes: &mut Vec<Change>, b: &DriveHealth, a: &DriveHealth) {
+    let (cb, ca) = (b.controller_counters, a.controller_counters);
+    type Counter = fn(ControllerCounters) -> u32;
+    let counters: [(&str, Counter, bool); 3] = [
+        ("controller media errors", |c| c.media_errors, true),
+        ("controller other errors", |c| c.other_errors, false),
+        (
+            "controller predictive failures",
+            |c| c.predictive_failures,
+            true,
+        ),
+    ];
+    for (what, get, worse_if_up) in counters {
+        count(
+            changes,
+            what,
+            cb.map(get).map(u128::from),
+            ca.map(get).map(u128::from),
+            worse_if_up,
+        );
+    }
+}
+
+/// An NVMe drive's SMART / health log counters and critical warning.
+fn nvme_changes(changes: &mut Vec<Change>, b: &DriveHealth, a: &DriveHealth) {
+    let nb = b.health.as_ref().and_then(|h| h.nvme.as_ref());
+    let na = a.health.as_ref().and_then(|h| h.nvme.as_ref());
+    type Counter = fn(&NvmeHealth) -> u128;
+    let counters: [(&str, Counter, bool); 4] = [
+        ("NVMe media errors", |n| n.media_errors, true),
+        ("NVMe error log entries", |n| n.error_log_entries, false),
+        ("NVMe percentage used", |n| n.percentage_used as u128, false),
+        ("NVMe unsafe shutdowns", |n| n.unsafe_shutdowns, false),
+    ];
+    for (what, get, worse_if_up) in counters {
+        count(changes, what, nb.map(get), na.map(get), worse_if_up);
+    }
+    if let (Some(x), Some(y)) = (nb, na) {
+        let new_bits = y.critical_warning & !x.critical_warning;
+        if new_bits != 0 {
+            changes.push(Change {
+                what: "NVMe critical warning".into(),
+                before: format!("0x{:02x}", x.critical_warning),
+                after: format!(
+                    "0x{:02x} ({})",
+                    y.critical_warning,
+                    y.critical_warnings.join(", ")
+                ),
+                degraded: true,
+            });
+        }
+    }
+}
+
+/// An ATA drive's SMART attributes that a burn-in must not see rise, and
+/// its overall assessment.
+fn ata_changes(changes: &mut Vec<Change>, b: &DriveHealth, a: &DriveHealth) {
+    let (hb, ha) = (b.health.as_ref(), a.health.as_ref());
+    let ab = hb.and_then(|h| h.ata.as_ref());
+    let aa = ha.and_then(|h| h.ata.as_ref());
+    type Attribute = fn(&AtaHealth) -> Option<u64>;
+    let attributes: [(&str, Attribute); 4] = [
+        ("reallocated sectors", |x| x.reallocated_sectors),
+        ("pending sectors", |x| x.pending_sectors),
+        ("offline uncorrectable", |x| x.offline_uncorrectable),
+        ("CRC errors", |x| x.crc_errors),
+    ];
+    for (what, get) in attributes {
+        let w = |h: Option<&AtaHealth>| h.and_then(get).map(u128::from);
+        count(changes, what, w(ab), w(aa), true);
+    }
+    if let (Some(x), Some(y)) = (hb, ha) {
+        if x.overall == "passed" && y.overall == "failed" {
+            changes.push(Change {
+                what: "overall health".into(),
+                before: x.overall.clone(),
+                after: y.overall.clone(),
+                degraded: true,
+            });
+        }
+    }
+}
+
+/// What the run wrote to the drive, against its rating; with the media's
+/// own count, the write amplification.
+fn endurance_between(
+    b: &DriveHealth,
+    a: &DriveHealth,
+    seconds: u64,
+    rating_of: &impl Fn(&DriveHealth) -> Option<Rating>,
+) -> Option<Endurance> {
+    let mut endurance = match (b.host_bytes_written, a.host_bytes_written) {
+        (Some(x), Some(y)) if y >= x && seconds > 0 => {
+            Some(endurance(y - x, seconds, a.capacity_bytes, rating_of(a)))
+        }
+        _ => None,
+    };
+    if let (Some(e), Some(mb), Some(ma)) = (
+        endurance.as_mut(),
+        b.media_bytes_written,
+        a.media_bytes_written,
+    ) {
+        if ma >= mb && e.host_bytes_written > 0 {
+            let wa = (ma - mb) as f64 / e.host_bytes_written as f64;
+            e.write_amplification = Some(wa);
+            e.summary
+                .push_str(&format!("; write amplification {wa:.2}"));
+        }
+    }
+    endurance
 }
 
 pub fn render(d: &Diff) -> String {
