@@ -211,11 +211,15 @@ fn access(what: &str, e: &std::io::Error) -> String {
     }
 }
 
-pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleared, Refusal> {
-    let refuse = |reasons: Vec<String>| Refusal {
+fn refusal(path: &Path, reasons: Vec<String>) -> Refusal {
+    Refusal {
         path: path.display().to_string(),
         reasons: reasons.join("; "),
-    };
+    }
+}
+
+pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleared, Refusal> {
+    let refuse = |reasons: Vec<String>| refusal(path, reasons);
     // A name under /dev is a device: a mistyped one must not become a new
     // file in RAM that is then "benchmarked".
     let under_dev = std::path::absolute(path)
@@ -246,38 +250,51 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
         ]));
     }
     if meta.is_file() {
-        let sig = read_signatures(path, meta.len()).map_err(|e| {
-            refuse(vec![access(
-                "read it to look for filesystem signatures",
-                &e,
-            )])
-        })?;
-        let mut overridden = Vec::new();
-        if let Some(sig) = sig {
-            match named(overrides, None, path) {
-                Some(by) => {
-                    overridden.push(format!("holds a {sig} (named by --force-destroy {by})"))
-                }
-                None => return Err(refuse(vec![format!("it holds a {sig}")])),
-            }
-        }
-        return Ok(Cleared {
-            path: path.to_path_buf(),
-            description: format!("file {}", path.display()),
-            size_bytes: meta.len(),
-            is_block_device: false,
-            overridden,
-        });
+        return check_file(path, meta.len(), overrides);
     }
     if !meta.file_type().is_block_device() {
         return Err(refuse(vec![
             "it is neither a block device nor a regular file".into(),
         ]));
     }
-    let rdev = meta.rdev();
+    check_block_device(path, meta.rdev(), roots, overrides)
+}
+
+/// A regular file: only a filesystem in it stands in the way.
+fn check_file(path: &Path, len: u64, overrides: &Overrides) -> Result<Cleared, Refusal> {
+    let sig = read_signatures(path, len).map_err(|e| {
+        refusal(
+            path,
+            vec![access("read it to look for filesystem signatures", &e)],
+        )
+    })?;
+    let mut overridden = Vec::new();
+    if let Some(sig) = sig {
+        match named(overrides, None, path) {
+            Some(by) => overridden.push(format!("holds a {sig} (named by --force-destroy {by})")),
+            None => return Err(refusal(path, vec![format!("it holds a {sig}")])),
+        }
+    }
+    Ok(Cleared {
+        path: path.to_path_buf(),
+        description: format!("file {}", path.display()),
+        size_bytes: len,
+        is_block_device: false,
+        overridden,
+    })
+}
+
+/// A block device (a disk or one of its partitions), read through the
+/// inventory: what it holds and who uses it.
+fn check_block_device(
+    path: &Path,
+    rdev: u64,
+    roots: &Roots,
+    overrides: &Overrides,
+) -> Result<Cleared, Refusal> {
     let devnum = format!("{}:{}", libc::major(rdev), libc::minor(rdev));
     let name = inventory::sysfs::name_of_devnum(roots, &devnum)
-        .ok_or_else(|| refuse(vec![format!("device {devnum} is not in sysfs")]))?;
+        .ok_or_else(|| refusal(path, vec![format!("device {devnum} is not in sysfs")]))?;
     let class = roots.sys.join("class/block").join(&name);
     let is_partition = class.join("partition").exists();
     let disk_name = if is_partition {
@@ -301,48 +318,10 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
         },
     );
     let disk = inv.disks.iter().find(|d| d.name == disk_name);
-    let mut hard = Vec::new();
-    let mut soft = Vec::new();
-    if let Some(d) = disk {
-        if d.system_disk {
-            hard.push(format!(
-                "{} holds the running system ({})",
-                d.name,
-                d.role_reasons.join(", ")
-            ));
-        }
-        let part = d.partitions.iter().find(|p| p.name == name);
-        let mounts: Vec<String> = if is_partition {
-            part.map(|p| p.mountpoints.clone()).unwrap_or_default()
-        } else {
-            d.mountpoints
-                .iter()
-                .chain(d.partitions.iter().flat_map(|p| p.mountpoints.iter()))
-                .cloned()
-                .collect()
-        };
-        if !mounts.is_empty() {
-            hard.push(format!("mounted on {}", mounts.join(", ")));
-        }
-        if d.boot_medium {
-            soft.push(format!("{} is the boot medium", d.name));
-        }
-        if !is_partition && !d.partitions.is_empty() {
-            soft.push(format!(
-                "{} has {} partition(s)",
-                d.name,
-                d.partitions.len()
-            ));
-        }
-        let holders: Vec<String> = if is_partition {
-            part.map(|p| p.holders.clone()).unwrap_or_default()
-        } else {
-            d.holders.clone()
-        };
-        if !holders.is_empty() {
-            soft.push(format!("in use by {}", holders.join(", ")));
-        }
-    }
+    let (mut hard, mut soft) = match disk {
+        Some(d) => in_use(d, &name, is_partition),
+        None => (Vec::new(), Vec::new()),
+    };
     let size = std::fs::read_to_string(class.join("size"))
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -355,34 +334,9 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
     }
     if !hard.is_empty() {
         hard.extend(soft);
-        return Err(refuse(hard));
+        return Err(refusal(path, hard));
     }
-    let mut overridden = Vec::new();
-    if !soft.is_empty() {
-        match named(overrides, disk, path) {
-            Some(by) => overridden.extend(
-                soft.into_iter()
-                    .map(|r| format!("{r} (named by --force-destroy {by})")),
-            ),
-            None => {
-                let listed = disk.and_then(|d| match d.partitions.as_slice() {
-                    [p] => Some(p.name.as_str()),
-                    _ => None,
-                });
-                soft.push(
-                    if !is_partition
-                        && storcert_partition(path).is_some()
-                        && storcert_partition_in_use(path).is_none()
-                    {
-                        spare_partition_hint(path, listed)
-                    } else {
-                        "name it with --force-destroy SERIAL to allow destroying it".into()
-                    },
-                );
-                return Err(refuse(soft));
-            }
-        }
-    }
+    let overridden = overridden_or_refused(path, disk, is_partition, soft, overrides)?;
     let description = match disk {
         Some(d) => format!(
             "{} ({} {}, serial {}, {} bytes)",
@@ -401,6 +355,89 @@ pub fn check(path: &Path, roots: &Roots, overrides: &Overrides) -> Result<Cleare
         is_block_device: true,
         overridden,
     })
+}
+
+/// What stands in the way of writing to disk `d` (or its partition
+/// `name`): hard reasons (the running system, a mount), which nothing
+/// overrides, and soft ones (the boot medium, partitions, holders), which
+/// naming the disk with --force-destroy does.
+fn in_use(d: &Disk, name: &str, is_partition: bool) -> (Vec<String>, Vec<String>) {
+    let mut hard = Vec::new();
+    let mut soft = Vec::new();
+    if d.system_disk {
+        hard.push(format!(
+            "{} holds the running system ({})",
+            d.name,
+            d.role_reasons.join(", ")
+        ));
+    }
+    let part = d.partitions.iter().find(|p| p.name == name);
+    let mounts: Vec<String> = if is_partition {
+        part.map(|p| p.mountpoints.clone()).unwrap_or_default()
+    } else {
+        d.mountpoints
+            .iter()
+            .chain(d.partitions.iter().flat_map(|p| p.mountpoints.iter()))
+            .cloned()
+            .collect()
+    };
+    if !mounts.is_empty() {
+        hard.push(format!("mounted on {}", mounts.join(", ")));
+    }
+    if d.boot_medium {
+        soft.push(format!("{} is the boot medium", d.name));
+    }
+    if !is_partition && !d.partitions.is_empty() {
+        soft.push(format!(
+            "{} has {} partition(s)",
+            d.name,
+            d.partitions.len()
+        ));
+    }
+    let holders: Vec<String> = if is_partition {
+        part.map(|p| p.holders.clone()).unwrap_or_default()
+    } else {
+        d.holders.clone()
+    };
+    if !holders.is_empty() {
+        soft.push(format!("in use by {}", holders.join(", ")));
+    }
+    (hard, soft)
+}
+
+/// The soft reasons, each overridden when --force-destroy names the disk;
+/// otherwise the refusal, with what to do about it.
+fn overridden_or_refused(
+    path: &Path,
+    disk: Option<&Disk>,
+    is_partition: bool,
+    mut soft: Vec<String>,
+    overrides: &Overrides,
+) -> Result<Vec<String>, Refusal> {
+    if soft.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(by) = named(overrides, disk, path) {
+        return Ok(soft
+            .into_iter()
+            .map(|r| format!("{r} (named by --force-destroy {by})"))
+            .collect());
+    }
+    let listed = disk.and_then(|d| match d.partitions.as_slice() {
+        [p] => Some(p.name.as_str()),
+        _ => None,
+    });
+    soft.push(
+        if !is_partition
+            && storcert_partition(path).is_some()
+            && storcert_partition_in_use(path).is_none()
+        {
+            spare_partition_hint(path, listed)
+        } else {
+            "name it with --force-destroy SERIAL to allow destroying it".into()
+        },
+    );
+    Err(refusal(path, soft))
 }
 
 /// Checks every target; all must pass before anything is written.
