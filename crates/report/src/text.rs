@@ -22,181 +22,234 @@ fn fence(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
-fn render(r: &Report, md: bool) -> String {
-    let s = &r.summary;
-    let o = |v: &str| inline(v, md);
-    let h = |level: usize, t: &str| {
-        if md {
-            format!("{} {t}\n\n", "#".repeat(level))
+/// The page being written, Markdown or plain text: headings, table rows
+/// and inline values in the one dialect.
+struct Doc {
+    md: bool,
+    out: String,
+}
+
+impl Doc {
+    /// A value from the run or the bundle, inline.
+    fn o(&self, v: &str) -> String {
+        inline(v, self.md)
+    }
+
+    fn heading(&mut self, level: usize, t: &str) {
+        if self.md {
+            let _ = write!(self.out, "{} {t}\n\n", "#".repeat(level));
         } else {
-            format!(
-                "{t}\n{}\n\n",
-                if level == 1 { "=" } else { "-" }.repeat(t.chars().count())
-            )
+            let rule = if level == 1 { "=" } else { "-" }.repeat(t.chars().count());
+            let _ = write!(self.out, "{t}\n{rule}\n\n");
         }
-    };
-    // A cell is one cell: a '|' or a line break in what a bundle says
-    // cannot add cells or rows.
-    let row = |cells: &[String]| {
+    }
+
+    /// A cell is one cell: a '|' or a line break in what a bundle says
+    /// cannot add cells or rows.
+    fn row(&mut self, cells: &[String]) {
         let cells: Vec<String> = cells
             .iter()
             .map(|c| {
                 let c = c.replace('\n', "\\n").replace('\r', "\\r");
-                if md {
+                if self.md {
                     c.replace('|', "\\|")
                 } else {
                     c
                 }
             })
             .collect();
-        if md {
-            format!("| {} |\n", cells.join(" | "))
+        if self.md {
+            let _ = writeln!(self.out, "| {} |", cells.join(" | "));
         } else {
-            format!("  {}\n", cells.join("  "))
+            let _ = writeln!(self.out, "  {}", cells.join("  "));
         }
-    };
-    let sep = |n: usize| {
-        if md {
-            format!("|{}\n", "---|".repeat(n))
-        } else {
-            String::new()
-        }
-    };
-    let mut out = h(1, &format!("storcert report: {}", o(&r.title)));
-    if let Some(line) = r.provenance.line() {
-        let _ = writeln!(out, "{}\n", if md { format!("**{line}**") } else { line });
     }
-    let _ = writeln!(
-        out,
-        "{}\n",
-        if md {
-            format!("**Verdict: {}**", s.verdict.as_str().to_uppercase())
-        } else {
-            format!("VERDICT: {}", s.verdict.as_str().to_uppercase())
+
+    fn separator(&mut self, n: usize) {
+        if self.md {
+            let _ = writeln!(self.out, "|{}", "---|".repeat(n));
         }
-    );
+    }
+}
+
+fn render(r: &Report, md: bool) -> String {
+    let mut d = Doc {
+        md,
+        out: String::new(),
+    };
+    verdict_section(&mut d, r);
+    if super::compare::worth_showing(&r.comparison) {
+        d.heading(2, "Across loads and spare area");
+        d.out += &super::compare::text(&r.comparison, md);
+    }
+    spare_section(&mut d, r);
+    drives_section(&mut d, r);
+    findings_section(&mut d, r);
+    act_sections(&mut d, r);
+    stream_sections(&mut d, r);
+    health_section(&mut d, r);
+    if !r.notes.is_empty() {
+        d.heading(2, "Run notes");
+        for n in &r.notes {
+            let n = d.o(n);
+            let _ = writeln!(d.out, "- {n}");
+        }
+    }
+    d.out
+}
+
+/// The title, where the bundle comes from, the verdict and its reasons.
+fn verdict_section(d: &mut Doc, r: &Report) {
+    let s = &r.summary;
+    let title = d.o(&r.title);
+    d.heading(1, &format!("storcert report: {title}"));
+    if let Some(line) = r.provenance.line() {
+        let line = if d.md { format!("**{line}**") } else { line };
+        let _ = writeln!(d.out, "{line}\n");
+    }
+    let verdict = s.verdict.as_str().to_uppercase();
+    let verdict = if d.md {
+        format!("**Verdict: {verdict}**")
+    } else {
+        format!("VERDICT: {verdict}")
+    };
+    let _ = writeln!(d.out, "{verdict}\n");
     for reason in &s.reasons {
-        let _ = writeln!(out, "- {}", o(reason));
+        let reason = d.o(reason);
+        let _ = writeln!(d.out, "- {reason}");
     }
     if !s.reasons.is_empty() {
-        out.push('\n');
+        d.out.push('\n');
     }
-    if super::compare::worth_showing(&r.comparison) {
-        out += &h(2, "Across loads and spare area");
-        out += &super::compare::text(&r.comparison, md);
+}
+
+fn spare_section(d: &mut Doc, r: &Report) {
+    if r.spare.is_empty() {
+        return;
     }
-    if !r.spare.is_empty() {
-        out += &h(2, "Spare area (over-provisioning)");
-        for p in &r.spare {
-            let [drive, part, size, spare, factory, total] = super::spare_cells(p).map(|c| o(&c));
-            let _ = writeln!(
-                out,
-                "- {drive}: partition {part} of {size}, spare {spare}, factory spare {factory}, total {total}"
-            );
-        }
-        out.push('\n');
+    d.heading(2, "Spare area (over-provisioning)");
+    for p in &r.spare {
+        let [drive, part, size, spare, factory, total] = super::spare_cells(p).map(|c| d.o(&c));
+        let _ = writeln!(
+            d.out,
+            "- {drive}: partition {part} of {size}, spare {spare}, factory spare {factory}, total {total}"
+        );
     }
+    d.out.push('\n');
+}
+
+/// The machine's line, then one row per drive.
+fn drives_section(d: &mut Doc, r: &Report) {
+    let s = &r.summary;
     let m = &s.machine;
-    let _ = writeln!(
-        out,
+    let machine = format!(
         "Machine: {} {}, serial {}, host {}\n",
-        o(m.vendor.as_deref().unwrap_or("–")),
-        o(m.product.as_deref().unwrap_or("")),
-        o(m.serial.as_deref().unwrap_or("–")),
-        o(m.hostname.as_deref().unwrap_or("–"))
+        d.o(m.vendor.as_deref().unwrap_or("–")),
+        d.o(m.product.as_deref().unwrap_or("")),
+        d.o(m.serial.as_deref().unwrap_or("–")),
+        d.o(m.hostname.as_deref().unwrap_or("–"))
     );
-    out += &h(2, "Drives");
-    out += &row(&["device", "model", "serial", "verdict", "ACT passed", "why"].map(String::from));
-    out += &sep(6);
-    for d in &s.drives {
-        out += &row(&[
-            o(&d.device),
-            o(d.model.as_deref().unwrap_or("–")),
-            o(d.serial.as_deref().unwrap_or("–")),
-            d.verdict.as_str().to_uppercase(),
-            d.act_load_passed
+    let _ = writeln!(d.out, "{machine}");
+    d.heading(2, "Drives");
+    d.row(&["device", "model", "serial", "verdict", "ACT passed", "why"].map(String::from));
+    d.separator(6);
+    for drive in &s.drives {
+        let cells = [
+            d.o(&drive.device),
+            d.o(drive.model.as_deref().unwrap_or("–")),
+            d.o(drive.serial.as_deref().unwrap_or("–")),
+            drive.verdict.as_str().to_uppercase(),
+            drive
+                .act_load_passed
                 .map(|l| format!("{l}x"))
                 .unwrap_or_else(|| "–".into()),
-            o(&d.reasons.join("; ")),
-        ]);
+            d.o(&drive.reasons.join("; ")),
+        ];
+        d.row(&cells);
     }
-    out.push('\n');
-    if !r.findings.is_empty() {
-        out += &h(2, "Policy findings");
-        for f in &r.findings {
-            let _ = writeln!(
-                out,
-                "- {} {}{} {}: expected {}, found {}",
-                f.severity,
-                o(&f.device),
-                if f.machine {
-                    " (the machine, not under test)"
-                } else {
-                    ""
-                },
-                o(&f.check),
-                o(&f.expected),
-                o(&f.actual)
-            );
-        }
-        out.push('\n');
+    d.out.push('\n');
+}
+
+fn findings_section(d: &mut Doc, r: &Report) {
+    if r.findings.is_empty() {
+        return;
     }
-    for a in &r.act {
-        out += &h(
-            2,
-            &format!(
-                "ACT {} {}",
-                o(&a.devices.join(", ")),
-                a.load.map(|l| format!("at {l}x")).unwrap_or_default()
-            ),
+    d.heading(2, "Policy findings");
+    for f in &r.findings {
+        let line = format!(
+            "- {} {}{} {}: expected {}, found {}",
+            f.severity,
+            d.o(&f.device),
+            if f.machine {
+                " (the machine, not under test)"
+            } else {
+                ""
+            },
+            d.o(&f.check),
+            d.o(&f.expected),
+            d.o(&f.actual)
         );
+        let _ = writeln!(d.out, "{line}");
+    }
+    d.out.push('\n');
+}
+
+fn act_sections(d: &mut Doc, r: &Report) {
+    for a in &r.act {
+        let title = format!(
+            "ACT {} {}",
+            d.o(&a.devices.join(", ")),
+            a.load.map(|l| format!("at {l}x")).unwrap_or_default()
+        );
+        d.heading(2, &title);
         // The analysis as act_latency.py prints it (names from the log
         // inside): in a fence it cannot close.
         let text = a.analysis.text.clone() + &a.analysis.verdict_text();
-        let f = if md { fence(&text) } else { String::new() };
-        let _ = writeln!(out, "{f}");
-        out += &text;
-        let _ = writeln!(out, "{f}\n");
+        let f = if d.md { fence(&text) } else { String::new() };
+        let _ = writeln!(d.out, "{f}");
+        d.out += &text;
+        let _ = writeln!(d.out, "{f}\n");
     }
+}
+
+fn stream_sections(d: &mut Doc, r: &Report) {
     for st in &r.streams {
-        out += &h(2, &format!("Streaming {}", o(&st.targets.join(", "))));
+        let title = format!("Streaming {}", d.o(&st.targets.join(", ")));
+        d.heading(2, &title);
         for p in &st.passes {
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "- {}: {} at {}/s",
-                o(&p.name),
+                d.o(&p.name),
                 storcert_util::units::decimal_bytes(p.bytes),
                 storcert_util::units::decimal_bytes(p.aggr_bw_bytes as u64)
             );
+            let _ = writeln!(d.out, "{line}");
         }
-        out.push('\n');
+        d.out.push('\n');
     }
+}
+
+fn health_section(d: &mut Doc, r: &Report) {
     if r.health.is_empty() && r.endurance.is_empty() && r.health_compared {
-        out += &h(2, "Health");
-        let _ = writeln!(out, "{}\n", r.health_note());
+        d.heading(2, "Health");
+        let _ = writeln!(d.out, "{}\n", r.health_note());
     }
-    if !r.health.is_empty() {
-        out += &h(2, "Health changes");
-        for c in &r.health {
-            let _ = writeln!(
-                out,
-                "- {} {}: {} -> {}{}",
-                o(&c.drive),
-                o(&c.what),
-                o(&c.before),
-                o(&c.after),
-                if c.degraded { " (DEGRADED)" } else { "" }
-            );
-        }
-        out.push('\n');
+    if r.health.is_empty() {
+        return;
     }
-    if !r.notes.is_empty() {
-        out += &h(2, "Run notes");
-        for n in &r.notes {
-            let _ = writeln!(out, "- {}", o(n));
-        }
+    d.heading(2, "Health changes");
+    for c in &r.health {
+        let line = format!(
+            "- {} {}: {} -> {}{}",
+            d.o(&c.drive),
+            d.o(&c.what),
+            d.o(&c.before),
+            d.o(&c.after),
+            if c.degraded { " (DEGRADED)" } else { "" }
+        );
+        let _ = writeln!(d.out, "{line}");
     }
-    out
+    d.out.push('\n');
 }
 
 #[cfg(test)]
