@@ -4,7 +4,7 @@
 
 use super::table::Table;
 use super::units::decimal_bytes;
-use storcert_results::inventory::{Controller, Disk, Inventory};
+use storcert_results::inventory::{Controller, Disk, Inventory, RaidController};
 
 fn opt(v: &Option<String>) -> String {
     v.as_deref()
@@ -140,54 +140,7 @@ pub fn render(inv: &Inventory) -> String {
     for c in &inv.controllers {
         t.line(controller_line(c));
         if let Some(mr) = &c.raid {
-            if let Some(b) = &mr.battery {
-                t.line(format!(
-                    "  battery: {}{}",
-                    match (b.present, b.healthy) {
-                        (false, _) => "none fitted",
-                        (true, Some(true)) => "healthy",
-                        (true, Some(false)) => "NOT HEALTHY",
-                        (true, None) => "fitted",
-                    },
-                    b.state
-                        .as_deref()
-                        .map(|s| format!(" ({s})"))
-                        .unwrap_or_default()
-                ));
-            }
-            for vd in &mr.virtual_drives {
-                let policies: Vec<String> = vd
-                    .cache_policy
-                    .iter()
-                    .map(|r| format!("{} ({})", r.current, r.source.trim_start_matches("MFI ")))
-                    .collect();
-                t.line(format!(
-                    "  vd{} {} {} {} cache {} disk-cache {} -> {}",
-                    vd.id,
-                    vd.raid_level,
-                    vd.state,
-                    decimal_bytes(vd.size_bytes),
-                    policies.join(" / "),
-                    vd.disk_cache_policy,
-                    vd.block_device.as_deref().unwrap_or("-"),
-                ));
-            }
-            for pd in &mr.physical_drives {
-                t.line(format!(
-                    "  pd {:#06x} slot {} {} {} {} {} {}{}",
-                    pd.id,
-                    pd.slot,
-                    pd.state.as_deref().unwrap_or("-"),
-                    pd.interface.as_deref().unwrap_or("-"),
-                    pd.model.as_deref().unwrap_or("-"),
-                    pd.serial.as_deref().unwrap_or("-"),
-                    pd.firmware.as_deref().unwrap_or("-"),
-                    pd.health
-                        .as_ref()
-                        .map(|h| format!(" health {}", h.overall))
-                        .unwrap_or_default(),
-                ));
-            }
+            raid_lines(&mut t, mr);
         }
         for (i, d) in inv.disks.iter().enumerate() {
             if d.controller.as_deref() == Some(c.pci_address.as_str()) {
@@ -204,28 +157,7 @@ pub fn render(inv: &Inventory) -> String {
             }
         }
     }
-    if !inv.md_arrays.is_empty() {
-        t.line("md arrays:".into());
-        for a in &inv.md_arrays {
-            let members: Vec<String> = a
-                .members
-                .iter()
-                .map(|m| format!("{}[{}]", m.device, m.state.join(",")))
-                .collect();
-            t.line(format!(
-                "  {} {}{} {} {} bitmap {} consistency {} degraded {} members {}",
-                a.name,
-                a.level,
-                if a.vroc { " (VROC/IMSM)" } else { "" },
-                a.state,
-                decimal_bytes(a.size_bytes),
-                a.bitmap.as_deref().unwrap_or("-"),
-                a.consistency_policy.as_deref().unwrap_or("-"),
-                a.degraded.map_or("-".into(), |d| d.to_string()),
-                members.join(" "),
-            ));
-        }
-    }
+    md_lines(&mut t, inv);
     if !inv.network_controllers.is_empty() {
         t.line("network:".into());
         for c in &inv.network_controllers {
@@ -233,6 +165,99 @@ pub fn render(inv: &Inventory) -> String {
         }
     }
     let mut out = t.render();
+    let problems = problems(inv);
+    if !problems.is_empty() {
+        out.push('\n');
+        for p in problems {
+            out.push_str(&storcert_util::text::printable(&p, 1000));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A RAID controller's battery, virtual drives and physical drives, under
+/// its line.
+fn raid_lines(t: &mut Table, mr: &RaidController) {
+    if let Some(b) = &mr.battery {
+        t.line(format!(
+            "  battery: {}{}",
+            match (b.present, b.healthy) {
+                (false, _) => "none fitted",
+                (true, Some(true)) => "healthy",
+                (true, Some(false)) => "NOT HEALTHY",
+                (true, None) => "fitted",
+            },
+            b.state
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ));
+    }
+    for vd in &mr.virtual_drives {
+        let policies: Vec<String> = vd
+            .cache_policy
+            .iter()
+            .map(|r| format!("{} ({})", r.current, r.source.trim_start_matches("MFI ")))
+            .collect();
+        t.line(format!(
+            "  vd{} {} {} {} cache {} disk-cache {} -> {}",
+            vd.id,
+            vd.raid_level,
+            vd.state,
+            decimal_bytes(vd.size_bytes),
+            policies.join(" / "),
+            vd.disk_cache_policy,
+            vd.block_device.as_deref().unwrap_or("-"),
+        ));
+    }
+    for pd in &mr.physical_drives {
+        t.line(format!(
+            "  pd {:#06x} slot {} {} {} {} {} {}{}",
+            pd.id,
+            pd.slot,
+            pd.state.as_deref().unwrap_or("-"),
+            pd.interface.as_deref().unwrap_or("-"),
+            pd.model.as_deref().unwrap_or("-"),
+            pd.serial.as_deref().unwrap_or("-"),
+            pd.firmware.as_deref().unwrap_or("-"),
+            pd.health
+                .as_ref()
+                .map(|h| format!(" health {}", h.overall))
+                .unwrap_or_default(),
+        ));
+    }
+}
+
+fn md_lines(t: &mut Table, inv: &Inventory) {
+    if inv.md_arrays.is_empty() {
+        return;
+    }
+    t.line("md arrays:".into());
+    for a in &inv.md_arrays {
+        let members: Vec<String> = a
+            .members
+            .iter()
+            .map(|m| format!("{}[{}]", m.device, m.state.join(",")))
+            .collect();
+        t.line(format!(
+            "  {} {}{} {} {} bitmap {} consistency {} degraded {} members {}",
+            a.name,
+            a.level,
+            if a.vroc { " (VROC/IMSM)" } else { "" },
+            a.state,
+            decimal_bytes(a.size_bytes),
+            a.bitmap.as_deref().unwrap_or("-"),
+            a.consistency_policy.as_deref().unwrap_or("-"),
+            a.degraded.map_or("-".into(), |d| d.to_string()),
+            members.join(" "),
+        ));
+    }
+}
+
+/// What the scan could not read, or found contradicting itself, one line
+/// each under the table.
+fn problems(inv: &Inventory) -> Vec<String> {
     let mut problems = Vec::new();
     problems.extend(inv.errors.iter().map(|e| format!("scan: {e}")));
     for c in &inv.controllers {
@@ -258,37 +283,28 @@ pub fn render(inv: &Inventory) -> String {
     }
     for d in &inv.disks {
         problems.extend(d.errors.iter().map(|e| format!("{}: {e}", d.name)));
-        if let Some(wc) = &d.write_cache {
-            if wc.disagreement {
-                let readings: Vec<String> = wc
-                    .readings
-                    .iter()
-                    .map(|r| {
-                        format!(
-                            "{}={}",
-                            r.source,
-                            match r.enabled {
-                                Some(true) => "on",
-                                Some(false) => "off",
-                                None => "?",
-                            }
-                        )
-                    })
-                    .collect();
-                problems.push(format!(
-                    "{}: write cache sources disagree: {}",
-                    d.name,
-                    readings.join(", ")
-                ));
-            }
+        if let Some(wc) = d.write_cache.as_ref().filter(|wc| wc.disagreement) {
+            let readings: Vec<String> = wc
+                .readings
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}={}",
+                        r.source,
+                        match r.enabled {
+                            Some(true) => "on",
+                            Some(false) => "off",
+                            None => "?",
+                        }
+                    )
+                })
+                .collect();
+            problems.push(format!(
+                "{}: write cache sources disagree: {}",
+                d.name,
+                readings.join(", ")
+            ));
         }
     }
-    if !problems.is_empty() {
-        out.push('\n');
-        for p in problems {
-            out.push_str(&storcert_util::text::printable(&p, 1000));
-            out.push('\n');
-        }
-    }
-    out
+    problems
 }
