@@ -10,6 +10,7 @@ use anyhow::Result;
 
 use super::profile::{PhasePlan, Profile, SearchPlan, TimedPlan};
 use super::{select_targets, Options, Target};
+use crate::inventory::Inventory;
 use crate::output::console::Console;
 
 fn secs(s: u64) -> String {
@@ -118,28 +119,51 @@ pub fn dry_run(opts: &Options) -> Result<String> {
         "dry run of profile {} ({}): nothing is written",
         p.name, opts.source
     );
-    let destroys = writes(p);
     if targets.is_empty() {
-        let reach = crate::inventory::reach::findings(
-            &inv,
-            None,
-            p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
-        );
-        let hidden = crate::inventory::reach::hidden_drives(&reach);
-        if hidden.is_empty() {
-            out.push_str(
-                "no drive to test: the profile's devices matched none the safety gate clears\n",
-            );
-        } else {
-            let why: Vec<String> = hidden.into_iter().chain(skipped).collect();
-            let _ = writeln!(
-                out,
-                "no drive to test: {}\nthe run tests nothing, and still makes and uploads a bundle that says so",
-                crate::util::text::printable(&why.join("; "), 1000)
-            );
-        }
+        out += &no_targets(p, &inv, skipped);
         return Ok(out);
     }
+    out += &targets_text(p, &targets, &inv)?;
+    let _ = writeln!(out, "\nstages, in order:");
+    for (i, s) in stages(p).iter().enumerate() {
+        let _ = writeln!(out, "  {:>2}. {s}", i + 1);
+    }
+    let plan = &p.plan;
+    let _ = writeln!(
+        out,
+        "\ntimed stages: {}{}",
+        secs(plan.timed_seconds()),
+        plan.time_budget
+            .map(|b| format!(" (time budget {})", secs(b.as_secs())))
+            .unwrap_or_default()
+    );
+    Ok(out)
+}
+
+/// Why there is no drive to test, and what the run does then.
+fn no_targets(p: &Profile, inv: &Inventory, skipped: Vec<String>) -> String {
+    let reach = crate::inventory::reach::findings(
+        inv,
+        None,
+        p.hardware.unwrap_or(crate::results::policy::Severity::Warn),
+    );
+    let hidden = crate::inventory::reach::hidden_drives(&reach);
+    if hidden.is_empty() {
+        return "no drive to test: the profile's devices matched none the safety gate clears\n"
+            .into();
+    }
+    let why: Vec<String> = hidden.into_iter().chain(skipped).collect();
+    format!(
+        "no drive to test: {}\nthe run tests nothing, and still makes and uploads a bundle that says so\n",
+        crate::util::text::printable(&why.join("; "), 1000)
+    )
+}
+
+/// The drives under test, what happens to them, and which of the safety
+/// gate's objections the profile overrides.
+fn targets_text(p: &Profile, targets: &[Target], inv: &Inventory) -> Result<String> {
+    let mut out = String::new();
+    let destroys = writes(p);
     let scratch = targets.iter().all(|t| t.file_size > 0);
     let _ = writeln!(
         out,
@@ -152,8 +176,8 @@ pub fn dry_run(opts: &Options) -> Result<String> {
     );
     let overrides =
         crate::safety::Overrides::new(&p.devices.destroy, None).map_err(|e| anyhow::anyhow!(e))?;
-    for t in &targets {
-        let _ = writeln!(out, "  {}", describe(t, &inv));
+    for t in targets {
+        let _ = writeln!(out, "  {}", describe(t, inv));
         if destroys && t.file_size == 0 {
             if let Ok(c) = crate::safety::check(
                 Path::new(&t.disk),
@@ -166,6 +190,11 @@ pub fn dry_run(opts: &Options) -> Result<String> {
             }
         }
     }
+    Ok(out)
+}
+
+/// The run's stages, in order, as one line each.
+fn stages(p: &Profile) -> Vec<String> {
     let mut steps: Vec<String> = vec!["inventory of the machine".into()];
     if let Some(pol) = &p.policy {
         steps.push(format!(
@@ -205,37 +234,7 @@ pub fn dry_run(opts: &Options) -> Result<String> {
         steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
     }
     if let Some(s) = &plan.stream {
-        if !s.passes.is_empty() {
-            steps.push(format!(
-                "stream: {} passes of {} blocks at queue depth {} ({} job(s) a drive) over {}{}{}",
-                s.passes
-                    .iter()
-                    .map(|p| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" then "),
-                block_size(s.bs),
-                s.qd,
-                s.jobs,
-                match s.size {
-                    Some(b) => crate::output::units::decimal_bytes(b),
-                    None => format!("{}% of each drive", s.percent),
-                },
-                if s.verify { ", verified" } else { "" },
-                match (s.loops, s.duration_secs) {
-                    (Some(n), _) => format!(", {n} times over"),
-                    (None, Some(d)) => format!(", again and again for {}", secs(d)),
-                    (None, None) => String::new(),
-                }
-            ));
-        }
-        if let Some(fs) = &s.fs {
-            steps.push(format!(
-                "filesystem pass in {} (a {} file, {} files; nothing is formatted)",
-                fs.dir.display(),
-                crate::output::units::decimal_bytes(fs.file_size),
-                fs.files
-            ));
-        }
+        steps.extend(stream_steps(s));
     }
     if health {
         steps.push("health snapshot again, and what changed".into());
@@ -244,19 +243,44 @@ pub fn dry_run(opts: &Options) -> Result<String> {
     if let Some(u) = &p.upload {
         steps.push(format!("upload to {}", u.to.join(", ")));
     }
-    let _ = writeln!(out, "\nstages, in order:");
-    for (i, s) in steps.iter().enumerate() {
-        let _ = writeln!(out, "  {:>2}. {s}", i + 1);
+    steps
+}
+
+/// The streaming suite's passes and its filesystem pass.
+fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
+    let mut steps = Vec::new();
+    if !s.passes.is_empty() {
+        steps.push(format!(
+            "stream: {} passes of {} blocks at queue depth {} ({} job(s) a drive) over {}{}{}",
+            s.passes
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(" then "),
+            block_size(s.bs),
+            s.qd,
+            s.jobs,
+            match s.size {
+                Some(b) => crate::output::units::decimal_bytes(b),
+                None => format!("{}% of each drive", s.percent),
+            },
+            if s.verify { ", verified" } else { "" },
+            match (s.loops, s.duration_secs) {
+                (Some(n), _) => format!(", {n} times over"),
+                (None, Some(d)) => format!(", again and again for {}", secs(d)),
+                (None, None) => String::new(),
+            }
+        ));
     }
-    let _ = writeln!(
-        out,
-        "\ntimed stages: {}{}",
-        secs(plan.timed_seconds()),
-        plan.time_budget
-            .map(|b| format!(" (time budget {})", secs(b.as_secs())))
-            .unwrap_or_default()
-    );
-    Ok(out)
+    if let Some(fs) = &s.fs {
+        steps.push(format!(
+            "filesystem pass in {} (a {} file, {} files; nothing is formatted)",
+            fs.dir.display(),
+            crate::output::units::decimal_bytes(fs.file_size),
+            fs.files
+        ));
+    }
+    steps
 }
 
 /// "1 MiB", "128 KiB": block sizes as they were given.
