@@ -328,26 +328,13 @@ pub fn verify<R: Read + Seek>(
     .map(|(v, _)| v)
 }
 
-/// `verify`, also keeping the files `keep` asks for from its unpacking
-/// pass and giving `stream` the files it wants as they pass: what a
-/// caller renders is what was verified, read once more by no one.
-#[allow(clippy::too_many_arguments)]
-pub fn verify_keeping<R: Read + Seek>(
-    mut bundle: R,
-    name: &str,
-    minisig: &str,
-    envelope: &str,
-    keys: &[PublicKey],
+/// Pass 1 of a verification: the bundle's SHA-256 (the statement's
+/// subject), its BLAKE2b-512 (what minisign signs, prehashed) and its
+/// length, read within the budget.
+fn digests<R: Read + Seek>(
+    bundle: &mut R,
     limits: &Limits,
-    keep: impl Fn(&str) -> bool,
-    stream: &mut dyn unpack::Stream,
-) -> Result<(Verified, Unpacked), VerifyError> {
-    // Both passes share one budget, its CPU counted from here.
-    let limits = &Limits {
-        budget: limits.budget.started(),
-        ..limits.clone()
-    };
-    // Pass 1: the digests minisign and the statement sign.
+) -> Result<(String, [u8; 64], u64), VerifyError> {
     let mut sha = <sha2::Sha256 as sha2::Digest>::new();
     let mut blake = <blake2::Blake2b512 as blake2::Digest>::new();
     let mut buf = vec![0u8; 256 << 10];
@@ -367,65 +354,43 @@ pub fn verify_keeping<R: Read + Seek>(
     }
     let sha256 = hex::encode(sha2::Digest::finalize(sha));
     let blake: [u8; 64] = blake2::Digest::finalize(blake).into();
-    let (info, key) = minisign::verify_minisig_prehashed(&blake, minisig, keys, || {
-        if len > MAX_LEGACY_SIGNED {
-            return Err(KeyError(format!(
-                "signature: a legacy (not prehashed) signature on a bundle over {MAX_LEGACY_SIGNED} bytes is refused"
-            )));
-        }
-        let mut all = Vec::with_capacity(len as usize);
-        bundle
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| bundle.by_ref().take(len).read_to_end(&mut all))
-            .map_err(|e| KeyError(format!("reading the bundle: {e}")))?;
-        Ok(all)
-    })?;
-    let statement = attest::open(envelope, &key)?;
-    let Some(first) = statement.subject.first() else {
-        return Err(VerifyError::NoSubject);
-    };
-    if first.digest.get("sha256") != Some(&sha256) {
-        return Err(VerifyError::OtherBundle);
-    }
-    // The name is signed twice: a renamed bundle is not the one signed.
-    if first.name != name {
+    Ok((sha256, blake, len))
+}
+
+/// The name is signed twice: a renamed bundle is not the one signed.
+fn signed_names(subject: &str, trusted_comment: &str, name: &str) -> Result<(), VerifyError> {
+    if subject != name {
         return Err(VerifyError::Renamed {
-            signed: first.name.clone(),
+            signed: subject.to_string(),
             by: "the statement's subject",
             name: name.to_string(),
         });
     }
-    if trusted_file_name(&info.trusted_comment) != Some(name) {
+    if trusted_file_name(trusted_comment) != Some(name) {
         return Err(VerifyError::Renamed {
-            signed: trusted_file_name(&info.trusted_comment)
-                .unwrap_or("")
-                .to_string(),
+            signed: trusted_file_name(trusted_comment).unwrap_or("").to_string(),
             by: "minisign's trusted comment",
             name: name.to_string(),
         });
     }
-    // Pass 2: every entry against the manifest, hashed again: the bytes
-    // unpacked must be the bytes signed (a file changed in between fails).
-    bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
-    let mut second = storcert_util::HashingReader::new(bundle.take(len));
-    let unpacked = unpack::unpack_into(&mut second, limits, |p| p == SUMMARY || keep(p), stream)?;
-    // What follows the zstd stream (nothing, once it unpacked) counts too.
-    std::io::copy(&mut second, &mut std::io::sink()).map_err(VerifyError::Io)?;
-    if second.sha256_hex() != sha256 {
-        return Err(VerifyError::Changed);
-    }
-    let summary = Summary::from_json(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
-        .map_err(VerifyError::Summary)?;
-    if summary != statement.predicate.storcert.summary {
-        return Err(VerifyError::SummaryDiffers);
-    }
+    Ok(())
+}
+
+/// The signed statement against the statement this summary makes: its
+/// result, subjects, test lists and configuration must be the summary's.
+fn statement_agrees(
+    statement: &attest::Statement,
+    summary: &Summary,
+    name: &str,
+    sha256: &str,
+) -> Result<(), VerifyError> {
     // What the statement says for verifiers that never open the summary
     // (the in-toto checker reads result and subjects only) must be what
     // the summary says.
     let expected = attest::statement(
         name,
-        &sha256,
-        &summary,
+        sha256,
+        summary,
         &statement.predicate.storcert.signed_at,
     );
     let inconsistent =
@@ -455,9 +420,9 @@ pub fn verify_keeping<R: Read + Seek>(
             "the bundle's machine and drives are listed otherwise".into(),
         );
     }
-    let signed = attest::TestLists::signed(&statement);
+    let signed = attest::TestLists::signed(statement);
     let own = attest::TestLists::signed(&expected);
-    if signed != own && signed != attest::TestLists::before_warned(&summary) {
+    if signed != own && signed != attest::TestLists::before_warned(summary) {
         for (what, signed, own) in [
             ("passedTests", &signed.passed, &own.passed),
             ("failedTests", &signed.failed, &own.failed),
@@ -474,6 +439,67 @@ pub fn verify_keeping<R: Read + Seek>(
     if statement.predicate.configuration != expected.predicate.configuration {
         return inconsistent("configuration", "its files or digests differ".into());
     }
+    Ok(())
+}
+
+/// `verify`, also keeping the files `keep` asks for from its unpacking
+/// pass and giving `stream` the files it wants as they pass: what a
+/// caller renders is what was verified, read once more by no one.
+#[allow(clippy::too_many_arguments)]
+pub fn verify_keeping<R: Read + Seek>(
+    mut bundle: R,
+    name: &str,
+    minisig: &str,
+    envelope: &str,
+    keys: &[PublicKey],
+    limits: &Limits,
+    keep: impl Fn(&str) -> bool,
+    stream: &mut dyn unpack::Stream,
+) -> Result<(Verified, Unpacked), VerifyError> {
+    // Both passes share one budget, its CPU counted from here.
+    let limits = &Limits {
+        budget: limits.budget.started(),
+        ..limits.clone()
+    };
+    // Pass 1: the digests minisign and the statement sign.
+    let (sha256, blake, len) = digests(&mut bundle, limits)?;
+    let (info, key) = minisign::verify_minisig_prehashed(&blake, minisig, keys, || {
+        if len > MAX_LEGACY_SIGNED {
+            return Err(KeyError(format!(
+                "signature: a legacy (not prehashed) signature on a bundle over {MAX_LEGACY_SIGNED} bytes is refused"
+            )));
+        }
+        let mut all = Vec::with_capacity(len as usize);
+        bundle
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| bundle.by_ref().take(len).read_to_end(&mut all))
+            .map_err(|e| KeyError(format!("reading the bundle: {e}")))?;
+        Ok(all)
+    })?;
+    let statement = attest::open(envelope, &key)?;
+    let Some(first) = statement.subject.first() else {
+        return Err(VerifyError::NoSubject);
+    };
+    if first.digest.get("sha256") != Some(&sha256) {
+        return Err(VerifyError::OtherBundle);
+    }
+    signed_names(&first.name, &info.trusted_comment, name)?;
+    // Pass 2: every entry against the manifest, hashed again: the bytes
+    // unpacked must be the bytes signed (a file changed in between fails).
+    bundle.seek(SeekFrom::Start(0)).map_err(VerifyError::Io)?;
+    let mut second = storcert_util::HashingReader::new(bundle.take(len));
+    let unpacked = unpack::unpack_into(&mut second, limits, |p| p == SUMMARY || keep(p), stream)?;
+    // What follows the zstd stream (nothing, once it unpacked) counts too.
+    std::io::copy(&mut second, &mut std::io::sink()).map_err(VerifyError::Io)?;
+    if second.sha256_hex() != sha256 {
+        return Err(VerifyError::Changed);
+    }
+    let summary = Summary::from_json(unpacked.files.get(SUMMARY).ok_or(VerifyError::NoSummary)?)
+        .map_err(VerifyError::Summary)?;
+    if summary != statement.predicate.storcert.summary {
+        return Err(VerifyError::SummaryDiffers);
+    }
+    statement_agrees(&statement, &summary, name, &sha256)?;
     let verified = Verified {
         sha256,
         key_id: key.id_hex(),
