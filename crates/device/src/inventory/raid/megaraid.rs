@@ -215,8 +215,14 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
         }
     }
 
-    // Virtual drives: the list, then each one's details, then the
-    // configuration as a second source for the cache policy.
+    read_virtual_drives(node, host, &mut out);
+    read_physical_drives(node, host, &mut out);
+    Ok(out)
+}
+
+/// Virtual drives: the list, then each one's details, then the
+/// configuration as a second source for the cache policy.
+fn read_virtual_drives(node: &MfiNode, host: u32, out: &mut RaidController) {
     let list = node
         .dcmd_read(host as u16, mfi::DCMD_LD_GET_LIST, &[], mfi::LD_LIST_LEN)
         .and_then(|raw| mfi::decode_ld_list(&raw));
@@ -238,62 +244,76 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
     match list {
         Ok(list) => {
             for entry in list {
-                let info = node
-                    .dcmd_read(
-                        host as u16,
-                        mfi::DCMD_LD_GET_INFO,
-                        &[entry.target_id],
-                        mfi::LD_INFO_LEN,
-                    )
-                    .and_then(|raw| mfi::decode_ld_info(&raw));
-                let from_cfg = config.as_ref().and_then(|c| {
-                    c.logical_drives
-                        .iter()
-                        .find(|l| l.target_id == entry.target_id)
-                        .cloned()
-                });
-                let mut readings = Vec::new();
-                let base = match &info {
-                    Ok(i) => {
-                        readings.push(reading("MFI LD_GET_INFO", &i.config));
-                        Some(i.config.clone())
-                    }
-                    Err(e) => {
-                        out.errors
-                            .push(format!("virtual drive {}: {e}", entry.target_id));
-                        None
-                    }
-                };
-                if let Some(cfg) = &from_cfg {
-                    readings.push(reading("MFI CFG_READ", cfg));
+                if let Some(vd) = read_virtual_drive(node, host, &entry, config.as_ref(), out) {
+                    out.virtual_drives.push(vd);
                 }
-                let consistent = readings
-                    .windows(2)
-                    .all(|w| w[0].current_raw == w[1].current_raw);
-                let Some(cfg) = base.or(from_cfg) else {
-                    continue;
-                };
-                out.virtual_drives.push(VirtualDrive {
-                    id: entry.target_id.into(),
-                    name: cfg.name.clone(),
-                    raid_level: cfg.raid_level(),
-                    state: mfi::ld_state_name(entry.state).into(),
-                    size_bytes: entry.size_blocks.saturating_mul(512),
-                    strip_size_bytes: cfg.strip_size_bytes(),
-                    drives: cfg.num_drives,
-                    span_depth: cfg.span_depth,
-                    access: cfg.access_name().into(),
-                    disk_cache_policy: mfi::disk_cache_policy_name(cfg.disk_cache_policy).into(),
-                    cache_policy: readings,
-                    cache_policy_consistent: consistent,
-                    block_device: None,
-                });
             }
         }
         Err(e) => out.errors.push(e.to_string()),
     }
     out.virtual_drives.sort_by_key(|vd| vd.id);
+}
 
+/// One virtual drive, its cache policy as LD_GET_INFO and the
+/// configuration each read it; none when neither could.
+fn read_virtual_drive(
+    node: &MfiNode,
+    host: u32,
+    entry: &mfi::LdListEntry,
+    config: Option<&mfi::ConfigData>,
+    out: &mut RaidController,
+) -> Option<VirtualDrive> {
+    let info = node
+        .dcmd_read(
+            host as u16,
+            mfi::DCMD_LD_GET_INFO,
+            &[entry.target_id],
+            mfi::LD_INFO_LEN,
+        )
+        .and_then(|raw| mfi::decode_ld_info(&raw));
+    let from_cfg = config.and_then(|c| {
+        c.logical_drives
+            .iter()
+            .find(|l| l.target_id == entry.target_id)
+            .cloned()
+    });
+    let mut readings = Vec::new();
+    let base = match &info {
+        Ok(i) => {
+            readings.push(reading("MFI LD_GET_INFO", &i.config));
+            Some(i.config.clone())
+        }
+        Err(e) => {
+            out.errors
+                .push(format!("virtual drive {}: {e}", entry.target_id));
+            None
+        }
+    };
+    if let Some(cfg) = &from_cfg {
+        readings.push(reading("MFI CFG_READ", cfg));
+    }
+    let consistent = readings
+        .windows(2)
+        .all(|w| w[0].current_raw == w[1].current_raw);
+    let cfg = base.or(from_cfg)?;
+    Some(VirtualDrive {
+        id: entry.target_id.into(),
+        name: cfg.name.clone(),
+        raid_level: cfg.raid_level(),
+        state: mfi::ld_state_name(entry.state).into(),
+        size_bytes: entry.size_blocks.saturating_mul(512),
+        strip_size_bytes: cfg.strip_size_bytes(),
+        drives: cfg.num_drives,
+        span_depth: cfg.span_depth,
+        access: cfg.access_name().into(),
+        disk_cache_policy: mfi::disk_cache_policy_name(cfg.disk_cache_policy).into(),
+        cache_policy: readings,
+        cache_policy_consistent: consistent,
+        block_device: None,
+    })
+}
+
+fn read_physical_drives(node: &MfiNode, host: u32, out: &mut RaidController) {
     match node
         .dcmd_read(host as u16, mfi::DCMD_PD_GET_LIST, &[], mfi::PD_LIST_LEN)
         .and_then(|raw| mfi::decode_pd_list(&raw))
@@ -316,7 +336,6 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
         }
         Err(e) => out.errors.push(e.to_string()),
     }
-    Ok(out)
 }
 
 fn read_pd(node: &MfiNode, host: u32, entry: &mfi::PdListEntry) -> PhysicalDrive {
