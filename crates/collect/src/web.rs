@@ -592,138 +592,154 @@ pub async fn cohorts_page(State(c): State<Shared>, Query(q): Query<CohortQuery>)
         Ok(f) => f,
         Err(r) => return r,
     };
-    let shown = |g: &str| {
-        if g.is_empty() {
-            "(none)".to_string()
-        } else {
-            g.to_string()
-        }
-    };
     let body = match q.group.as_deref() {
-        None => {
-            let mut rows = String::new();
-            for (co, _) in &found {
-                let figures: Vec<String> = co
-                    .figures
-                    .iter()
-                    .map(|(name, d)| format!("{}: {}", esc(name), spread(d)))
-                    .collect();
-                rows += &format!(
-                    "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}{cut}</td>\
-                     <td>{runs}</td><td>{rate}</td><td>{failed}{waived}</td><td><small>{figures}</small></td>\
-                     <td class=\"outliers\">{outliers}</td></tr>",
-                    cut = if co.truncated {
-                        format!(" <small>(newest {COHORT_ROWS} rows)</small>")
-                    } else {
-                        String::new()
-                    },
-                    by = by.name(),
-                    gq = url_part(&co.group),
-                    g = esc(&shown(&co.group)),
-                    drives = co.drives,
-                    runs = co.runs,
-                    rate = co
-                        .pass_rate()
-                        .map_or("–".into(), |r| format!("{r:.1}%")),
-                    failed = co.failed,
-                    waived = if co.waived > 0 {
-                        format!(" ({} waived)", co.waived)
-                    } else {
-                        String::new()
-                    },
-                    figures = figures.join("<br>"),
-                    outliers = co.outliers.len(),
-                );
-            }
-            format!(
-                "{}<h1>Cohorts by {}</h1><table id=\"cohorts\"><thead><tr><th>{}</th><th>Drives</th>\
-                 <th>Runs</th><th>Pass rate</th><th>Failed</th><th>Key figures</th><th>Outliers</th>\
-                 </tr></thead><tbody>{rows}</tbody></table>",
-                nav(),
-                by.name(),
-                by.name()
-            )
-        }
+        None => cohorts_table(by, &found),
         Some(group) => {
             let Some((co, rows)) = found.first().filter(|(co, _)| co.drives > 0) else {
                 return not_found(&format!("No drives in {} {group}", by.name()));
             };
-            let today = fleet::today();
-            let mut figures = String::new();
-            for (name, d) in &co.figures {
-                figures += &format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(name),
-                    d.n,
-                    fig(Some(d.min), 2),
-                    fig(Some(d.p50), 2),
-                    fig(Some(d.p90), 2),
-                    fig(Some(d.max), 2)
-                );
-            }
-            let mut outliers = String::new();
-            for o in &co.outliers {
-                outliers += &format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
-                     <td>{}</td></tr>",
-                    match serial_link(&o.serial, &o.wwn).as_str() {
-                        "–" => esc(&o.device),
-                        link => link.to_string(),
-                    },
-                    machine_link(&o.machine_serial),
-                    esc(&o.figure),
-                    fig(Some(o.value), 2),
-                    fig(Some(o.cohort_median), 2),
-                    o.score,
-                    verdict(o.verdict),
-                );
-            }
-            let mut drives = String::new();
-            for r in rows {
-                drives += &format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                     <td>{}</td><td>{}</td></tr>",
-                    esc(&r.received_at),
-                    drive_link(r),
-                    machine_link(&r.machine_serial),
-                    opt(&r.firmware),
-                    row_verdict(&c, r, &today),
-                    act_cell(r),
-                    stream_cell(r),
-                    smart_cell(r),
-                );
-            }
-            format!(
-                "{nav}<h1>{by} {g}</h1><p>{drives_n} drive(s) in {runs} run(s) · pass rate {rate} · \
-                 {failed} failed{waived}</p><p><small>Each drive counts once, by its newest run; \
-                 outliers are judged among drives of the same model.</small></p><h2>Key figures</h2><table id=\"figures\"><thead><tr>\
-                 <th>Figure</th><th>n</th><th>min</th><th>p50</th><th>p90</th><th>max</th></tr>\
-                 </thead><tbody>{figures}</tbody></table><h2>Outliers</h2><p><small>A drive more \
-                 than {score} robust deviations worse than the cohort's median (at least \
-                 {min} drives), whatever its verdict.</small></p><table id=\"outliers\"><thead><tr>\
-                 <th>Drive</th><th>Machine</th><th>Figure</th><th>Value</th><th>Cohort median</th>\
-                 <th>Score</th><th>Verdict</th></tr></thead><tbody>{outliers}</tbody></table>\
-                 <h2>Drives</h2><table id=\"drives\"><thead><tr><th>Received</th><th>Drive</th>\
-                 <th>Machine</th><th>Firmware</th><th>Verdict</th><th>ACT %&gt;1ms</th>\
-                 <th>Stream W/R MB/s</th><th>Health</th></tr></thead><tbody>{drives}</tbody></table>",
-                nav = nav(),
-                by = by.name(),
-                g = esc(&shown(group)),
-                drives_n = co.drives,
-                runs = co.runs,
-                rate = co.pass_rate().map_or("–".into(), |r| format!("{r:.1}%")),
-                failed = co.failed,
-                waived = if co.waived > 0 {
-                    format!(" ({} waived)", co.waived)
-                } else {
-                    String::new()
-                },
-                score = fleet::OUTLIER_SCORE,
-                min = fleet::MIN_COHORT,
-            )
+            cohort_page(&c, by, group, co, rows)
         }
     };
     page("storcert cohorts", &body).into_response()
+}
+
+/// A cohort's group as shown: the empty group is "(none)".
+fn shown(g: &str) -> String {
+    if g.is_empty() {
+        "(none)".to_string()
+    } else {
+        g.to_string()
+    }
+}
+
+/// Every cohort of `by`, one row each.
+fn cohorts_table(by: CohortKey, found: &[(fleet::Cohort, Vec<DriveRow>)]) -> String {
+    let mut rows = String::new();
+    for (co, _) in found {
+        let figures: Vec<String> = co
+            .figures
+            .iter()
+            .map(|(name, d)| format!("{}: {}", esc(name), spread(d)))
+            .collect();
+        rows += &format!(
+            "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}{cut}</td>\
+             <td>{runs}</td><td>{rate}</td><td>{failed}{waived}</td><td><small>{figures}</small></td>\
+             <td class=\"outliers\">{outliers}</td></tr>",
+            cut = if co.truncated {
+                format!(" <small>(newest {COHORT_ROWS} rows)</small>")
+            } else {
+                String::new()
+            },
+            by = by.name(),
+            gq = url_part(&co.group),
+            g = esc(&shown(&co.group)),
+            drives = co.drives,
+            runs = co.runs,
+            rate = co
+                .pass_rate()
+                .map_or("–".into(), |r| format!("{r:.1}%")),
+            failed = co.failed,
+            waived = if co.waived > 0 {
+                format!(" ({} waived)", co.waived)
+            } else {
+                String::new()
+            },
+            figures = figures.join("<br>"),
+            outliers = co.outliers.len(),
+        );
+    }
+    format!(
+        "{}<h1>Cohorts by {}</h1><table id=\"cohorts\"><thead><tr><th>{}</th><th>Drives</th>\
+         <th>Runs</th><th>Pass rate</th><th>Failed</th><th>Key figures</th><th>Outliers</th>\
+         </tr></thead><tbody>{rows}</tbody></table>",
+        nav(),
+        by.name(),
+        by.name()
+    )
+}
+
+/// One cohort: its key figures, its outliers and its drives.
+fn cohort_page(
+    c: &super::Collector,
+    by: CohortKey,
+    group: &str,
+    co: &fleet::Cohort,
+    rows: &[DriveRow],
+) -> String {
+    let today = fleet::today();
+    let mut figures = String::new();
+    for (name, d) in &co.figures {
+        figures += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(name),
+            d.n,
+            fig(Some(d.min), 2),
+            fig(Some(d.p50), 2),
+            fig(Some(d.p90), 2),
+            fig(Some(d.max), 2)
+        );
+    }
+    let mut outliers = String::new();
+    for o in &co.outliers {
+        outliers += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td>\
+             <td>{}</td></tr>",
+            match serial_link(&o.serial, &o.wwn).as_str() {
+                "–" => esc(&o.device),
+                link => link.to_string(),
+            },
+            machine_link(&o.machine_serial),
+            esc(&o.figure),
+            fig(Some(o.value), 2),
+            fig(Some(o.cohort_median), 2),
+            o.score,
+            verdict(o.verdict),
+        );
+    }
+    let mut drives = String::new();
+    for r in rows {
+        drives += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            esc(&r.received_at),
+            drive_link(r),
+            machine_link(&r.machine_serial),
+            opt(&r.firmware),
+            row_verdict(c, r, &today),
+            act_cell(r),
+            stream_cell(r),
+            smart_cell(r),
+        );
+    }
+    format!(
+        "{nav}<h1>{by} {g}</h1><p>{drives_n} drive(s) in {runs} run(s) · pass rate {rate} · \
+         {failed} failed{waived}</p><p><small>Each drive counts once, by its newest run; \
+         outliers are judged among drives of the same model.</small></p><h2>Key figures</h2><table id=\"figures\"><thead><tr>\
+         <th>Figure</th><th>n</th><th>min</th><th>p50</th><th>p90</th><th>max</th></tr>\
+         </thead><tbody>{figures}</tbody></table><h2>Outliers</h2><p><small>A drive more \
+         than {score} robust deviations worse than the cohort's median (at least \
+         {min} drives), whatever its verdict.</small></p><table id=\"outliers\"><thead><tr>\
+         <th>Drive</th><th>Machine</th><th>Figure</th><th>Value</th><th>Cohort median</th>\
+         <th>Score</th><th>Verdict</th></tr></thead><tbody>{outliers}</tbody></table>\
+         <h2>Drives</h2><table id=\"drives\"><thead><tr><th>Received</th><th>Drive</th>\
+         <th>Machine</th><th>Firmware</th><th>Verdict</th><th>ACT %&gt;1ms</th>\
+         <th>Stream W/R MB/s</th><th>Health</th></tr></thead><tbody>{drives}</tbody></table>",
+        nav = nav(),
+        by = by.name(),
+        g = esc(&shown(group)),
+        drives_n = co.drives,
+        runs = co.runs,
+        rate = co.pass_rate().map_or("–".into(), |r| format!("{r:.1}%")),
+        failed = co.failed,
+        waived = if co.waived > 0 {
+            format!(" ({} waived)", co.waived)
+        } else {
+            String::new()
+        },
+        score = fleet::OUTLIER_SCORE,
+        min = fleet::MIN_COHORT,
+    )
 }
 
 /// The board's script (static/board.js), served from here: the page's
