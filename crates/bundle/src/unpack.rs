@@ -368,11 +368,9 @@ pub fn unpack_into<R: Read>(
         stop: stop.clone(),
         damaged: damaged.clone(),
     };
-    let stopped = |e: std::io::Error, other: fn(std::io::Error) -> UnpackError| match stop.get() {
-        Some(s) => UnpackError::Stopped(s),
-        None if damaged.get() => UnpackError::ZstdDamaged(e),
-        None => other(e),
-    };
+    let failure = ReadFailure { stop, damaged };
+    let stopped =
+        |e: std::io::Error, other: fn(std::io::Error) -> UnpackError| failure.of(e, other);
     let mut tar = tar::Archive::new(&mut bounded);
     let mut files = BTreeMap::new();
     let mut manifest: Option<Manifest> = None;
@@ -424,86 +422,27 @@ pub fn unpack_into<R: Read>(
             return Err(UnpackError::NotPlainPath { path: shown() });
         }
         let size = entry.size();
-        let Some(m) = &manifest else {
+        if manifest.is_none() {
             if path != MANIFEST {
                 return Err(UnpackError::ManifestNotFirst);
             }
-            let data = read_meta(&mut entry, &path, size, &stop)?;
-            let m: Manifest = serde_json::from_slice(&data).map_err(UnpackError::Manifest)?;
-            for f in &m.files {
-                if !plain_path(&f.path) || f.path == MANIFEST {
-                    return Err(UnpackError::ListedNotPlain {
-                        path: f.path.clone(),
-                    });
-                }
-                if listed
-                    .insert(f.path.clone(), (f.sha256.clone(), f.size))
-                    .is_some()
-                {
-                    return Err(UnpackError::ListedTwice {
-                        path: f.path.clone(),
-                    });
-                }
-            }
+            let data = read_meta(&mut entry, &path, size, &failure.stop)?;
+            manifest = Some(read_manifest(&data, &mut listed)?);
             if keep(MANIFEST) {
                 files.insert(MANIFEST.to_string(), data);
             }
-            manifest = Some(m);
             continue;
-        };
-        let _ = m;
+        }
         if path == MANIFEST || !seen.insert(path.clone()) {
             return Err(UnpackError::Duplicate { path });
         }
-        let Some((sha256, listed_size)) = listed.get(&path) else {
+        let Some(expected) = listed.get(&path) else {
             return Err(UnpackError::Unlisted { path });
         };
-        // The size is known from the header: a lie is refused before a byte
-        // of it is read.
-        if *listed_size != size {
-            return Err(UnpackError::Mismatch { path });
-        }
-        let streamed = stream.wants(&path);
-        let kept = !streamed && keep(&path);
-        let limit = match super::is_meta(&path) {
-            true => limits.max_kept.min(MAX_META),
-            false => limits.max_kept,
-        };
-        if kept && size > limit {
-            return Err(UnpackError::MetaTooLarge { path, limit });
-        }
-        let mut data = Vec::new();
-        if kept {
-            // Reserved once from the header's size (already within the
-            // allowance or the read fails), not doubled as it grows.
-            data.reserve_exact(size.min(MAX_META) as usize);
-        }
-        let mut hashing = Hashing {
-            inner: &mut entry,
-            hasher: Sha256::new(),
-            total: 0,
-        };
-        let read = if streamed {
-            stream
-                .read(&path, &mut hashing)
-                .and_then(|()| std::io::copy(&mut hashing, &mut std::io::sink()).map(drop))
-        } else if kept {
-            hashing.read_to_end(&mut data).map(drop)
-        } else {
-            std::io::copy(&mut hashing, &mut std::io::sink()).map(drop)
-        };
-        if let Err(err) = read {
-            return Err(match stop.get() {
-                Some(s) => UnpackError::Stopped(s),
-                None if damaged.get() => UnpackError::ZstdDamaged(err),
-                None => UnpackError::Read { path, err },
-            });
-        }
-        let Hashing { hasher, total, .. } = hashing;
-        if total != size || hex::encode(hasher.finalize()) != *sha256 {
-            return Err(UnpackError::Mismatch { path });
-        }
-        if kept {
+        let data = read_entry(
+            &mut entry, &path, size, expected, &keep, limits, stream, &failure,
+        )?;
+        if let Some(data) = data {
             files.insert(path, data);
         }
     }
@@ -531,6 +470,114 @@ pub fn unpack_into<R: Read>(
         Err(e) => return Err(UnpackError::ZstdDamaged(e)),
     }
     Ok(Unpacked { files, manifest })
+}
+
+/// What a failed read means: the budget stopped it, or zstd found its
+/// stream damaged, before whatever the reader itself says.
+struct ReadFailure {
+    stop: Rc<Cell<Option<Stop>>>,
+    damaged: Rc<Cell<bool>>,
+}
+
+impl ReadFailure {
+    fn of(
+        &self,
+        e: std::io::Error,
+        other: impl FnOnce(std::io::Error) -> UnpackError,
+    ) -> UnpackError {
+        match self.stop.get() {
+            Some(s) => UnpackError::Stopped(s),
+            None if self.damaged.get() => UnpackError::ZstdDamaged(e),
+            None => other(e),
+        }
+    }
+}
+
+/// The manifest, and every file it lists by path: each a plain path,
+/// listed once, never the manifest itself.
+fn read_manifest(
+    data: &[u8],
+    listed: &mut BTreeMap<String, (String, u64)>,
+) -> Result<Manifest, UnpackError> {
+    let m: Manifest = serde_json::from_slice(data).map_err(UnpackError::Manifest)?;
+    for f in &m.files {
+        if !plain_path(&f.path) || f.path == MANIFEST {
+            return Err(UnpackError::ListedNotPlain {
+                path: f.path.clone(),
+            });
+        }
+        if listed
+            .insert(f.path.clone(), (f.sha256.clone(), f.size))
+            .is_some()
+        {
+            return Err(UnpackError::ListedTwice {
+                path: f.path.clone(),
+            });
+        }
+    }
+    Ok(m)
+}
+
+/// One listed file, read through its hash: handed to `stream` (which
+/// wants it), kept (`keep`: returned), or read past. Its size is the listed one before a
+/// byte is read, and its digest the listed one after.
+#[allow(clippy::too_many_arguments)]
+fn read_entry<E: Read>(
+    entry: &mut E,
+    path: &str,
+    size: u64,
+    (sha256, listed_size): &(String, u64),
+    keep: &impl Fn(&str) -> bool,
+    limits: &Limits,
+    stream: &mut dyn Stream,
+    failure: &ReadFailure,
+) -> Result<Option<Vec<u8>>, UnpackError> {
+    let path = path.to_string();
+    // The size is known from the header: a lie is refused before a byte
+    // of it is read.
+    if *listed_size != size {
+        return Err(UnpackError::Mismatch { path });
+    }
+    let streamed = stream.wants(&path);
+    let kept = !streamed && keep(&path);
+    let limit = match super::is_meta(&path) {
+        true => limits.max_kept.min(MAX_META),
+        false => limits.max_kept,
+    };
+    if kept && size > limit {
+        return Err(UnpackError::MetaTooLarge { path, limit });
+    }
+    let mut data = Vec::new();
+    if kept {
+        // Reserved once from the header's size (already within the
+        // allowance or the read fails), not doubled as it grows.
+        data.reserve_exact(size.min(MAX_META) as usize);
+    }
+    let mut hashing = Hashing {
+        inner: entry,
+        hasher: Sha256::new(),
+        total: 0,
+    };
+    let read = if streamed {
+        stream
+            .read(&path, &mut hashing)
+            .and_then(|()| std::io::copy(&mut hashing, &mut std::io::sink()).map(drop))
+    } else if kept {
+        hashing.read_to_end(&mut data).map(drop)
+    } else {
+        std::io::copy(&mut hashing, &mut std::io::sink()).map(drop)
+    };
+    if let Err(err) = read {
+        return Err(failure.of(err, |err| UnpackError::Read {
+            path: path.clone(),
+            err,
+        }));
+    }
+    let Hashing { hasher, total, .. } = hashing;
+    if total != size || hex::encode(hasher.finalize()) != *sha256 {
+        return Err(UnpackError::Mismatch { path });
+    }
+    Ok(kept.then_some(data))
 }
 
 fn read_meta<R: Read>(
