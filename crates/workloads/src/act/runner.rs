@@ -174,6 +174,55 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
+    let patterns = patterns(spec, devices)?;
+    let mut s = Scheduler::new(spec, patterns, devices.len());
+    let mut outcome = Outcome::Completed;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            outcome = Outcome::Interrupted;
+            break;
+        }
+        let now = Instant::now();
+        s.write_reports(now, sinks)?;
+        if s.reports >= s.total_reports {
+            break;
+        }
+        s.write_timeline(now, sinks)?;
+        if let Some(o) = s.issue_due(now, devices, engine)? {
+            outcome = o;
+            break;
+        }
+        if let Some(o) = s.reap(now, devices, engine)? {
+            outcome = o;
+            break;
+        }
+        if let Some(o) = s.stuck(devices, engine) {
+            outcome = o;
+            break;
+        }
+    }
+    let elapsed = s.start.elapsed();
+    if !s.drain(devices, engine)? && outcome == Outcome::Completed {
+        outcome = Outcome::StuckIo {
+            device: "(unknown)".into(),
+            seconds: spec.io_timeout.as_secs(),
+        };
+    }
+    for line in s.error_lines.drain(..) {
+        writeln!(sinks.log, "{line}")?;
+    }
+    if outcome == Outcome::Completed {
+        if let Some(o) = s.starved(elapsed) {
+            outcome = o;
+        }
+    }
+    write_outcome(sinks.log, &outcome, spec)?;
+    sinks.log.flush()?;
+    Ok(s.result(outcome, elapsed, devices, engine))
+}
+
+/// Each device's offsets, checked against the streams that use them.
+fn patterns(spec: &RunSpec, devices: &[Device]) -> Result<Vec<PerDevicePatterns>> {
     let lb = spec.large_block_bytes;
     let patterns: Vec<PerDevicePatterns> = devices
         .iter()
@@ -192,17 +241,17 @@ pub fn run(
             }
         })
         .collect();
+    let needs_records = spec
+        .streams
+        .iter()
+        .any(|s| matches!(s.shape, Shape::Record { .. }));
+    let needs_blocks = spec.streams.iter().any(|s| {
+        matches!(
+            s.shape,
+            Shape::LargeBlock { .. } | Shape::LargeBlockSequential
+        )
+    });
     for (d, p) in devices.iter().zip(&patterns) {
-        let needs_records = spec
-            .streams
-            .iter()
-            .any(|s| matches!(s.shape, Shape::Record { .. }));
-        let needs_blocks = spec.streams.iter().any(|s| {
-            matches!(
-                s.shape,
-                Shape::LargeBlock { .. } | Shape::LargeBlockSequential
-            )
-        });
         if needs_blocks && p.n_large_blocks == 0 || needs_records && p.records.is_none() {
             anyhow::bail!(
                 "{}: too small ({} bytes) for {}-byte large blocks",
@@ -215,96 +264,129 @@ pub fn run(
             anyhow::bail!("{}: smaller than 4 KiB", d.name);
         }
     }
-    let scale = if spec.microsecond {
-        super::histogram::Scale::Microseconds
-    } else {
-        super::histogram::Scale::Milliseconds
-    };
-    let mut hists: Vec<LatencyHistogram> = spec
-        .hist_names
-        .iter()
-        .map(|_| LatencyHistogram::new(scale))
-        .collect();
-    let max_record = patterns
-        .iter()
-        .filter_map(|p| p.records.map(|r| r.max_bytes()))
-        .max()
-        .unwrap_or(4096) as usize;
-    let mut pools = BufferPools::default();
+    Ok(patterns)
+}
 
-    let start = Instant::now();
-    let mut streams: Vec<StreamState> = spec
-        .streams
-        .iter()
-        .map(|s| StreamState {
-            spec: s.clone(),
-            interval_ns: if s.rate > 0.0 { 1e9 / s.rate } else { 0.0 },
-            issued: 0,
-            completed: 0,
-            busy: false,
-            not_before: start,
-            sequential_offset: vec![0; devices.len()],
-        })
-        .collect();
-    let mut rng = Rng::from_entropy();
-    let mut pending: Vec<Option<Pending>> = Vec::new();
-    let mut free_slots: Vec<usize> = Vec::new();
-    let mut completions: Vec<Completion> = Vec::with_capacity(256);
-    let mut timeline = Timeline::default();
-    let mut error_lines: Vec<String> = Vec::new();
-    let mut total_errors = 0u64;
-    let mut max_lag_ns = 0u64;
-    let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
-    let total_reports = (spec.duration.as_nanos() as u64)
-        .div_ceil(interval_ns)
-        .max(1);
-    let mut reports = 0u64;
-    let mut outcome = Outcome::Completed;
+/// The run's state from one turn of the loop to the next: the streams'
+/// schedules, the requests in flight, the histograms and the timeline.
+struct Scheduler<'s> {
+    spec: &'s RunSpec,
+    patterns: Vec<PerDevicePatterns>,
+    max_record: usize,
+    hists: Vec<LatencyHistogram>,
+    pools: BufferPools,
+    start: Instant,
+    streams: Vec<StreamState>,
+    rng: Rng,
+    pending: Vec<Option<Pending>>,
+    free_slots: Vec<usize>,
+    completions: Vec<Completion>,
+    timeline: Timeline,
+    error_lines: Vec<String>,
+    total_errors: u64,
+    max_lag_ns: u64,
+    interval_ns: u64,
+    total_reports: u64,
+    reports: u64,
+}
 
-    'run: loop {
-        if stop.load(Ordering::Relaxed) {
-            outcome = Outcome::Interrupted;
-            break;
+impl<'s> Scheduler<'s> {
+    fn new(spec: &'s RunSpec, patterns: Vec<PerDevicePatterns>, n_devices: usize) -> Self {
+        let scale = if spec.microsecond {
+            super::histogram::Scale::Microseconds
+        } else {
+            super::histogram::Scale::Milliseconds
+        };
+        let max_record = patterns
+            .iter()
+            .filter_map(|p| p.records.map(|r| r.max_bytes()))
+            .max()
+            .unwrap_or(4096) as usize;
+        let start = Instant::now();
+        let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
+        Scheduler {
+            spec,
+            patterns,
+            max_record,
+            hists: spec
+                .hist_names
+                .iter()
+                .map(|_| LatencyHistogram::new(scale))
+                .collect(),
+            pools: BufferPools::default(),
+            start,
+            streams: spec
+                .streams
+                .iter()
+                .map(|s| StreamState {
+                    spec: s.clone(),
+                    interval_ns: if s.rate > 0.0 { 1e9 / s.rate } else { 0.0 },
+                    issued: 0,
+                    completed: 0,
+                    busy: false,
+                    not_before: start,
+                    sequential_offset: vec![0; n_devices],
+                })
+                .collect(),
+            rng: Rng::from_entropy(),
+            pending: Vec::new(),
+            free_slots: Vec::new(),
+            completions: Vec::with_capacity(256),
+            timeline: Timeline::default(),
+            error_lines: Vec::new(),
+            total_errors: 0,
+            max_lag_ns: 0,
+            interval_ns,
+            total_reports: (spec.duration.as_nanos() as u64)
+                .div_ceil(interval_ns)
+                .max(1),
+            reports: 0,
         }
-        let now = Instant::now();
+    }
 
-        // Report blocks, each at its interval's end.
-        while reports < total_reports
-            && now >= start + Duration::from_nanos((reports + 1) * interval_ns)
+    /// Report blocks, each at its interval's end, and the progress after
+    /// each.
+    fn write_reports(&mut self, now: Instant, sinks: &mut Sinks<'_>) -> Result<()> {
+        let spec = self.spec;
+        while self.reports < self.total_reports
+            && now >= self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns)
         {
-            reports += 1;
-            for line in error_lines.drain(..) {
+            self.reports += 1;
+            for line in self.error_lines.drain(..) {
                 writeln!(sinks.log, "{line}")?;
             }
-            let secs = reports * interval_ns / 1_000_000_000;
+            let secs = self.reports * self.interval_ns / 1_000_000_000;
             writeln!(sinks.log, "after {secs} sec:")?;
-            for (name, h) in spec.hist_names.iter().zip(&hists) {
+            for (name, h) in spec.hist_names.iter().zip(&self.hists) {
                 sinks.log.write_all(h.dump(name).as_bytes())?;
             }
             writeln!(sinks.log)?;
             sinks.log.flush()?;
             if let Some(p) = sinks.progress.as_mut() {
-                let elapsed = now.duration_since(start).as_secs_f64().max(1e-9);
+                let elapsed = now.duration_since(self.start).as_secs_f64().max(1e-9);
                 let reads = spec
                     .streams
                     .iter()
                     .position(|s| s.label == "reads")
-                    .map(|i| streams[i].completed);
+                    .map(|i| self.streams[i].completed);
                 let rate = reads.map(|r| r as f64 / elapsed).unwrap_or(0.0);
                 let over = spec
                     .hist_names
                     .iter()
                     .position(|n| n == "reads")
-                    .map(|i| hists[i].pct_over_ns(1_000_000))
+                    .map(|i| self.hists[i].pct_over_ns(1_000_000))
                     .unwrap_or(0.0);
                 p(secs, rate, over);
             }
         }
-        if reports >= total_reports {
-            break;
-        }
-        let closed = timeline
-            .advance(now.duration_since(start).as_secs())
+        Ok(())
+    }
+
+    /// The seconds that closed since the last turn, into the timeline.
+    fn write_timeline(&mut self, now: Instant, sinks: &mut Sinks<'_>) -> Result<()> {
+        let closed = self
+            .timeline
+            .advance(now.duration_since(self.start).as_secs())
             .to_vec();
         if let Some(t) = sinks.timeline.as_mut() {
             for s in closed {
@@ -312,20 +394,30 @@ pub fn run(
                 writeln!(t)?;
             }
         }
+        Ok(())
+    }
 
-        // Issue every request that is due.
-        for (si, st) in streams.iter_mut().enumerate() {
-            while let Some(due) = st.due(start) {
+    /// Issues every request that is due; the outcome if a stream fell
+    /// further behind than the run allows.
+    fn issue_due(
+        &mut self,
+        now: Instant,
+        devices: &[Device],
+        engine: &mut dyn Engine,
+    ) -> Result<Option<Outcome>> {
+        let spec = self.spec;
+        let lb = spec.large_block_bytes;
+        for (si, st) in self.streams.iter_mut().enumerate() {
+            while let Some(due) = st.due(self.start) {
                 if due > now {
                     break;
                 }
                 let lag = now.duration_since(due);
                 let lag_ns = lag.as_nanos() as u64;
                 if !spec.max_lag.is_zero() && lag > spec.max_lag {
-                    outcome = Outcome::CouldNotKeepUp {
+                    return Ok(Some(Outcome::CouldNotKeepUp {
                         stream: st.spec.label.clone(),
-                    };
-                    break 'run;
+                    }));
                 }
                 // A full engine: the request waits, and its lag grows
                 // until the check above ends the run.
@@ -333,22 +425,23 @@ pub fn run(
                     break;
                 }
                 if st.spec.rate > 0.0 {
-                    max_lag_ns = max_lag_ns.max(lag_ns);
-                    timeline.lag(lag_ns);
+                    self.max_lag_ns = self.max_lag_ns.max(lag_ns);
+                    self.timeline.lag(lag_ns);
                 }
                 let dev = match st.spec.device {
                     Some(d) => d,
-                    None => (rng.next_u32() as usize) % devices.len(),
+                    None => (self.rng.next_u32() as usize) % devices.len(),
                 };
-                let p = &patterns[dev];
+                let p = &self.patterns[dev];
                 let write = st.spec.shape.is_write();
+                let pools = &mut self.pools;
                 let (offset, len, mut buf) = match st.spec.shape {
                     Shape::Record { .. } => {
-                        let (o, l) = p.records.expect("checked above").pick(&mut rng);
-                        (o, l, pools.get(max_record))
+                        let (o, l) = p.records.expect("checked above").pick(&mut self.rng);
+                        (o, l, pools.get(self.max_record))
                     }
                     Shape::LargeBlock { .. } => {
-                        let o = (rng.next_u64() % p.n_large_blocks) * lb as u64;
+                        let o = (self.rng.next_u64() % p.n_large_blocks) * lb as u64;
                         (o, lb, pools.get(lb as usize))
                     }
                     Shape::LargeBlockSequential => {
@@ -357,13 +450,17 @@ pub fn run(
                             (o + lb as u64) % (p.n_large_blocks * lb as u64);
                         (o, lb, pools.get(lb as usize))
                     }
-                    Shape::Io4k { .. } => ((rng.next_u64() % p.n_4k) * 4096, 4096, pools.get(4096)),
+                    Shape::Io4k { .. } => {
+                        ((self.rng.next_u64() % p.n_4k) * 4096, 4096, pools.get(4096))
+                    }
                 };
                 if write {
                     // Salt every write with fresh data, compress-pct shaped.
-                    rng.fill(&mut buf.as_mut_slice()[..len as usize], spec.compress_pct);
+                    self.rng
+                        .fill(&mut buf.as_mut_slice()[..len as usize], spec.compress_pct);
                 }
-                let slot = free_slots.pop().unwrap_or_else(|| {
+                let pending = &mut self.pending;
+                let slot = self.free_slots.pop().unwrap_or_else(|| {
                     pending.push(None);
                     pending.len() - 1
                 });
@@ -389,19 +486,30 @@ pub fn run(
                 }
             }
         }
-        // Sleep until the next due request or report, or a completion.
-        let next_report = start + Duration::from_nanos((reports + 1) * interval_ns);
-        let wake = next_wake(&streams, start).map_or(next_report, |d| d.min(next_report));
+        Ok(None)
+    }
+
+    /// Sleeps until the next due request or report, or a completion, and
+    /// records what completed; the outcome if device errors passed the
+    /// limit.
+    fn reap(
+        &mut self,
+        now: Instant,
+        devices: &mut [Device],
+        engine: &mut dyn Engine,
+    ) -> Result<Option<Outcome>> {
+        let next_report = self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns);
+        let wake = next_wake(&self.streams, self.start).map_or(next_report, |d| d.min(next_report));
         // At least every 100 ms, to see Ctrl-C and stuck requests.
         let until = wake.min(now + Duration::from_millis(100));
-        completions.clear();
-        engine.reap(Some(until), &mut completions)?;
-        for c in completions.drain(..) {
-            let Some(p) = pending.get_mut(c.tag as usize).and_then(Option::take) else {
+        self.completions.clear();
+        engine.reap(Some(until), &mut self.completions)?;
+        for c in self.completions.drain(..) {
+            let Some(p) = self.pending.get_mut(c.tag as usize).and_then(Option::take) else {
                 continue;
             };
-            free_slots.push(c.tag as usize);
-            let st = &mut streams[p.stream];
+            self.free_slots.push(c.tag as usize);
+            let st = &mut self.streams[p.stream];
             st.completed += 1;
             st.busy = false;
             if !st.spec.pause.is_zero() || st.spec.rate <= 0.0 {
@@ -409,12 +517,12 @@ pub fn run(
             }
             if let Some(err) = c.error() {
                 devices[p.device].record_error(c.write, c.offset, c.len, &err);
-                total_errors += 1;
-                if error_lines.len() < 100 {
+                self.total_errors += 1;
+                if self.error_lines.len() < 100 {
                     // ACT's wording: "ERROR: reading DEV: ERRNO 'STRERROR'".
                     let text = err.to_string();
                     let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-                    error_lines.push(format!(
+                    self.error_lines.push(format!(
                         "ERROR: {} {}: {} '{}' (offset {})",
                         if c.write { "writing" } else { "reading" },
                         devices[p.device].name,
@@ -423,12 +531,11 @@ pub fn run(
                         c.offset
                     ));
                 }
-                if total_errors > spec.max_errors {
-                    outcome = Outcome::DeviceErrors {
-                        errors: total_errors,
-                    };
-                    pools.put(c.buf);
-                    break 'run;
+                if self.total_errors > self.spec.max_errors {
+                    self.pools.put(c.buf);
+                    return Ok(Some(Outcome::DeviceErrors {
+                        errors: self.total_errors,
+                    }));
                 }
             } else {
                 let device_ns = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
@@ -437,154 +544,164 @@ pub fn run(
                     .saturating_duration_since(p.scheduled)
                     .as_nanos() as u64;
                 if let Some(h) = st.spec.hist {
-                    hists[h].record(device_ns);
+                    self.hists[h].record(device_ns);
                 }
                 if let Some(dh) = &st.spec.device_hists {
-                    hists[dh[p.device]].record(device_ns);
+                    self.hists[dh[p.device]].record(device_ns);
                 }
                 if let Some(h) = st.spec.txn_hist {
-                    hists[h].record(txn_ns);
+                    self.hists[h].record(txn_ns);
                 }
-                timeline.record(st.spec.kind, device_ns);
+                self.timeline.record(st.spec.kind, device_ns);
             }
-            pools.put(c.buf);
+            self.pools.put(c.buf);
         }
-
-        // A request outstanding too long: a stuck device, not a slow one.
-        if engine.in_flight() > 0 && !spec.io_timeout.is_zero() {
-            let now = Instant::now();
-            if let Some((dev, age)) = oldest_pending(&pending, now) {
-                if age > spec.io_timeout {
-                    outcome = Outcome::StuckIo {
-                        device: devices[dev].name.clone(),
-                        seconds: age.as_secs(),
-                    };
-                    break 'run;
-                }
-            }
-        }
+        Ok(None)
     }
 
-    let elapsed = start.elapsed();
-    // Let what is in flight finish (bounded), so buffers are not freed
-    // under the kernel and the devices see no aborted writes.
-    let drain_until = Instant::now() + spec.io_timeout.max(Duration::from_secs(1));
-    while engine.in_flight() > 0 && Instant::now() < drain_until {
-        completions.clear();
-        engine.reap(
-            Some(Instant::now() + Duration::from_millis(50)),
-            &mut completions,
-        )?;
-        for c in completions.drain(..) {
-            if let Some(Some(p)) = pending.get_mut(c.tag as usize).map(Option::take) {
-                if let Some(err) = c.error() {
-                    devices[p.device].record_error(c.write, c.offset, c.len, &err);
+    /// A request outstanding too long: a stuck device, not a slow one.
+    fn stuck(&self, devices: &[Device], engine: &dyn Engine) -> Option<Outcome> {
+        if engine.in_flight() == 0 || self.spec.io_timeout.is_zero() {
+            return None;
+        }
+        let (dev, age) = oldest_pending(&self.pending, Instant::now())?;
+        (age > self.spec.io_timeout).then(|| Outcome::StuckIo {
+            device: devices[dev].name.clone(),
+            seconds: age.as_secs(),
+        })
+    }
+
+    /// Lets what is in flight finish (bounded), so buffers are not freed
+    /// under the kernel and the devices see no aborted writes; false if
+    /// some never came back.
+    fn drain(&mut self, devices: &mut [Device], engine: &mut dyn Engine) -> Result<bool> {
+        let drain_until = Instant::now() + self.spec.io_timeout.max(Duration::from_secs(1));
+        while engine.in_flight() > 0 && Instant::now() < drain_until {
+            self.completions.clear();
+            engine.reap(
+                Some(Instant::now() + Duration::from_millis(50)),
+                &mut self.completions,
+            )?;
+            for c in self.completions.drain(..) {
+                if let Some(Some(p)) = self.pending.get_mut(c.tag as usize).map(Option::take) {
+                    if let Some(err) = c.error() {
+                        devices[p.device].record_error(c.write, c.offset, c.len, &err);
+                    }
                 }
             }
         }
-    }
-    if engine.in_flight() > 0 {
-        // Requests that never came back: the buffers stay allocated on
-        // purpose (the kernel may still write into them).
-        std::mem::forget(std::mem::take(&mut completions));
-        if outcome == Outcome::Completed {
-            outcome = Outcome::StuckIo {
-                device: "(unknown)".into(),
-                seconds: spec.io_timeout.as_secs(),
-            };
+        if engine.in_flight() > 0 {
+            // Requests that never came back: the buffers stay allocated on
+            // purpose (the kernel may still write into them).
+            std::mem::forget(std::mem::take(&mut self.completions));
+            return Ok(false);
         }
+        Ok(true)
     }
-    for line in error_lines.drain(..) {
-        writeln!(sinks.log, "{line}")?;
-    }
-    // A run in which requests went out on time but most never came back
-    // (a device stalling every I/O for seconds) has empty histograms and
-    // would pass act_latency.py's rules; ACT never sees this because it
-    // only watches the issue lag. Fewer than half the requests a stream
-    // should have completed is "could not keep up".
-    if outcome == Outcome::Completed {
+
+    /// A run in which requests went out on time but most never came back
+    /// (a device stalling every I/O for seconds) has empty histograms and
+    /// would pass act_latency.py's rules; ACT never sees this because it
+    /// only watches the issue lag. Fewer than half the requests a stream
+    /// should have completed is "could not keep up".
+    fn starved(&self, elapsed: Duration) -> Option<Outcome> {
         let secs = elapsed.as_secs_f64();
-        if let Some(s) = streams.iter().find(|s| {
+        let s = self.streams.iter().find(|s| {
             let expected = s.spec.rate * secs;
             expected >= 10.0 && (s.completed as f64) < expected / 2.0
-        }) {
-            outcome = Outcome::CouldNotKeepUp {
-                stream: format!(
-                    "{} ({} of {:.0} completed)",
-                    s.spec.label,
-                    s.completed,
-                    s.spec.rate * secs
-                ),
-            };
+        })?;
+        Some(Outcome::CouldNotKeepUp {
+            stream: format!(
+                "{} ({} of {:.0} completed)",
+                s.spec.label,
+                s.completed,
+                s.spec.rate * secs
+            ),
+        })
+    }
+
+    fn result(
+        mut self,
+        outcome: Outcome,
+        elapsed: Duration,
+        devices: &[Device],
+        engine: &dyn Engine,
+    ) -> RunResult {
+        self.timeline.advance(elapsed.as_secs());
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        let read_series: Vec<(u64, f64)> = self
+            .timeline
+            .seconds
+            .iter()
+            .map(|s| (s.t, s.read_p99_us))
+            .collect();
+        RunResult {
+            schema_version: storcert_results::act::RUN_SCHEMA,
+            outcome,
+            engine: engine.name().to_string(),
+            elapsed_s: elapsed.as_secs_f64(),
+            max_lag_ms: self.max_lag_ns as f64 / 1e6,
+            reports: self.reports,
+            streams: self
+                .streams
+                .iter()
+                .map(|s| StreamResult {
+                    label: s.spec.label.clone(),
+                    device: s.spec.device.map(|d| devices[d].name.clone()),
+                    asked_per_sec: s.spec.rate,
+                    issued: s.issued,
+                    completed: s.completed,
+                    achieved_per_sec: s.issued as f64 / secs,
+                })
+                .collect(),
+            histograms: self
+                .spec
+                .hist_names
+                .iter()
+                .zip(&self.hists)
+                .map(|(name, h)| summarize(name, h))
+                .collect(),
+            devices: devices
+                .iter()
+                .map(|d| DeviceResult {
+                    name: d.name.clone(),
+                    size_bytes: d.size_bytes,
+                    min_op_bytes: d.min_op_bytes,
+                    direct_io: d.direct,
+                    read_errors: d.errors.read_errors,
+                    write_errors: d.errors.write_errors,
+                    first_errors: d.errors.first.clone(),
+                })
+                .collect(),
+            read_spikes: timeline::find_spikes(&read_series),
+            timeline: self.timeline.seconds,
         }
     }
-    match &outcome {
+}
+
+/// Why the run stopped, in ACT's words where ACT has them.
+fn write_outcome(log: &mut dyn Write, outcome: &Outcome, spec: &RunSpec) -> Result<()> {
+    match outcome {
         Outcome::CouldNotKeepUp { stream } => {
-            writeln!(sinks.log, "ERROR: {stream} can't keep up")?;
-            writeln!(sinks.log, "drive(s) can't keep up - test stopped")?;
+            writeln!(log, "ERROR: {stream} can't keep up")?;
+            writeln!(log, "drive(s) can't keep up - test stopped")?;
         }
         Outcome::DeviceErrors { errors } => {
             writeln!(
-                sinks.log,
+                log,
                 "ERROR: {errors} device errors, more than the limit of {} - test stopped",
                 spec.max_errors
             )?;
         }
         Outcome::StuckIo { device, seconds } => {
             writeln!(
-                sinks.log,
+                log,
                 "ERROR: an I/O on {device} did not complete in {seconds} s - test stopped"
             )?;
         }
         _ => {}
     }
-    sinks.log.flush()?;
-    timeline.advance(elapsed.as_secs());
-    let secs = elapsed.as_secs_f64().max(1e-9);
-    let read_series: Vec<(u64, f64)> = timeline
-        .seconds
-        .iter()
-        .map(|s| (s.t, s.read_p99_us))
-        .collect();
-    Ok(RunResult {
-        schema_version: storcert_results::act::RUN_SCHEMA,
-        outcome,
-        engine: engine.name().to_string(),
-        elapsed_s: elapsed.as_secs_f64(),
-        max_lag_ms: max_lag_ns as f64 / 1e6,
-        reports,
-        streams: streams
-            .iter()
-            .map(|s| StreamResult {
-                label: s.spec.label.clone(),
-                device: s.spec.device.map(|d| devices[d].name.clone()),
-                asked_per_sec: s.spec.rate,
-                issued: s.issued,
-                completed: s.completed,
-                achieved_per_sec: s.issued as f64 / secs,
-            })
-            .collect(),
-        histograms: spec
-            .hist_names
-            .iter()
-            .zip(&hists)
-            .map(|(name, h)| summarize(name, h))
-            .collect(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceResult {
-                name: d.name.clone(),
-                size_bytes: d.size_bytes,
-                min_op_bytes: d.min_op_bytes,
-                direct_io: d.direct,
-                read_errors: d.errors.read_errors,
-                write_errors: d.errors.write_errors,
-                first_errors: d.errors.first.clone(),
-            })
-            .collect(),
-        read_spikes: timeline::find_spikes(&read_series),
-        timeline: timeline.seconds,
-    })
+    Ok(())
 }
 
 fn oldest_pending(pending: &[Option<Pending>], now: Instant) -> Option<(usize, Duration)> {
