@@ -239,27 +239,7 @@ fn run_pass(
     console: &Arc<Console>,
 ) -> Result<PassResult> {
     let write = pass == Pass::Write;
-    let mut jobs: Vec<Job> = Vec::new();
-    for (t, target) in targets.iter().enumerate() {
-        for (start, len) in regions(target.info.tested_bytes, spec.jobs, spec.bs) {
-            jobs.push(Job {
-                target: t,
-                start,
-                end: start + len,
-                next: start,
-                in_flight: 0,
-                bytes: 0,
-                ios: 0,
-                first: None,
-                last: None,
-                clat: Hdr::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
-                bw: Vec::new(),
-                windows: Vec::new(),
-                fio: fio_stats::Counter::default(),
-                error: None,
-            });
-        }
-    }
+    let mut jobs = jobs_of(spec, targets);
     // One progress line per device.
     let mut progress: Vec<Progress> = targets
         .iter()
@@ -272,62 +252,46 @@ fn run_pass(
             Progress::bytes(console, &label, t.info.tested_bytes)
         })
         .collect();
-    let mut done_per_target = vec![0u64; targets.len()];
-    let mut bad: std::collections::BTreeMap<(usize, u64), verify::Problem> = Default::default();
     let before: Vec<Option<diskstats::Counters>> = targets
         .iter()
         .map(|t| t.info.device.as_deref().and_then(diskstats::read))
         .collect();
     let mut pools = BufferPools::default();
     let mut filler = storcert_util::random::Rng::from_entropy();
-    let mut verify = (spec.verify && !write).then_some(VerifyResult {
-        blocks_checked: 0,
-        bad_blocks: 0,
-        first_bad: Vec::new(),
-    });
     let cpu_before = thread_rusage();
     let started = Instant::now();
-    let mut timeline: Vec<u64> = Vec::new();
+    let mut tally = Tally {
+        started,
+        timeline: Vec::new(),
+        done_per_target: vec![0u64; targets.len()],
+        verify: (spec.verify && !write).then_some(VerifyResult {
+            blocks_checked: 0,
+            bad_blocks: 0,
+            first_bad: Vec::new(),
+        }),
+        bad: Default::default(),
+    };
+    let fill = Fill {
+        spec,
+        write,
+        targets,
+    };
     let mut completions = Vec::new();
     let mut interrupted = false;
     loop {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
         }
-        for (j, job) in jobs.iter_mut().enumerate() {
-            let mut queued = 0;
-            while !interrupted
-                && job.error.is_none()
-                && job.in_flight < spec.qd
-                && job.next < job.end
-            {
-                let len = (job.end - job.next).min(spec.bs as u64) as u32;
-                let mut buf = pools.get(spec.bs as usize);
-                if write {
-                    let block = &mut buf.as_mut_slice()[..len as usize];
-                    if spec.verify {
-                        verify::fill(block, job.next, job.target as u32, spec.seed);
-                    } else if block[..64].iter().all(|&b| b == 0) {
-                        // A fresh buffer: random data once (fio's default),
-                        // so compressing drives see incompressible data.
-                        filler.fill(block, 100);
-                    }
-                }
-                job.first.get_or_insert_with(Instant::now);
-                engine.push(Request {
-                    fd: targets[job.target].file.as_raw_fd(),
-                    offset: job.next,
-                    len,
-                    write,
-                    buf,
-                    tag: j as u64,
-                })?;
-                job.next += len as u64;
-                job.in_flight += 1;
-                job.fio.submitted_at(job.in_flight);
-                queued += 1;
+        if !interrupted {
+            for (j, job) in jobs.iter_mut().enumerate() {
+                fill.queue(j, job, engine, &mut pools, &mut filler)?;
             }
-            job.fio.submit_call(queued);
+        } else {
+            // Nothing more is queued; fio's per-call counters still see
+            // the (empty) submission.
+            for job in jobs.iter_mut() {
+                job.fio.submit_call(0);
+            }
         }
         if engine.in_flight() == 0 {
             break;
@@ -346,82 +310,25 @@ fn run_pass(
         }
         for mut c in completions.drain(..) {
             let job = &mut jobs[c.tag as usize];
-            job.in_flight -= 1;
-            if let Some(e) = c.error() {
-                job.error.get_or_insert_with(|| {
-                    format!(
-                        "{} {} at offset {}: {e} ({} bytes done)",
-                        targets[job.target].info.path,
-                        if c.write { "write" } else { "read" },
-                        c.offset,
-                        job.bytes
-                    )
-                });
-            } else {
-                let lat = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
-                job.clat.saturating_record(lat.max(1));
-                job.fio.completed(lat);
-                job.bytes += c.len as u64;
-                job.ios += 1;
-                job.last = Some(c.completed_at);
-                let sec = c.completed_at.duration_since(started).as_secs() as usize;
-                if job.bw.len() <= sec {
-                    job.bw.resize(sec + 1, 0);
-                }
-                job.bw[sec] += c.len as u64;
-                let since_first = job.first.map_or(Duration::ZERO, |f| {
-                    c.completed_at.saturating_duration_since(f)
-                });
-                add_to_window(&mut job.windows, since_first, c.len as u64);
-                if timeline.len() <= sec {
-                    timeline.resize(sec + 1, 0);
-                }
-                timeline[sec] += c.len as u64;
-                done_per_target[job.target] += c.len as u64;
-                if let Some(v) = verify.as_mut().filter(|_| !c.write) {
-                    let block = &mut c.buf.as_mut_slice()[..c.len as usize];
-                    v.blocks_checked += 1;
-                    if let Some(problem) =
-                        verify::check(block, c.offset, job.target as u32, spec.seed)
-                    {
-                        v.bad_blocks += 1;
-                        // Keep the ten lowest (target, offset): completions
-                        // arrive out of order.
-                        bad.insert((job.target, c.offset), problem);
-                        if bad.len() > 10 {
-                            bad.pop_last();
-                        }
-                    }
-                }
-            }
+            tally.complete(job, &mut c, spec, targets);
             pools.put(c.buf);
         }
-        for (p, &d) in progress.iter_mut().zip(&done_per_target) {
+        for (p, &d) in progress.iter_mut().zip(&tally.done_per_target) {
             p.set(d);
         }
     }
-    for (p, d) in progress.into_iter().zip(done_per_target) {
+    for (p, &d) in progress.into_iter().zip(&tally.done_per_target) {
         p.finish(d);
     }
-    if let Some(v) = verify.as_mut() {
-        v.first_bad = bad
+    if let Some(v) = tally.verify.as_mut() {
+        v.first_bad = tally
+            .bad
             .iter()
             .map(|((t, off), problem)| format!("{} offset {off}: {problem}", targets[*t].info.path))
             .collect();
     }
-    // What the kernel wrote must be on the device before the read pass,
-    // and (buffered, dd-style) not still in the page cache to be read back.
     if write {
-        for t in targets {
-            // SAFETY: fsync and fadvise on an open fd.
-            if unsafe { libc::fsync(t.file.as_raw_fd()) } != 0 {
-                let e = std::io::Error::last_os_error();
-                bail!("fsync {}: {e}", t.info.path);
-            }
-            if !t.direct {
-                unsafe { libc::posix_fadvise(t.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-            }
-        }
+        sync_written(targets)?;
     }
     let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
     let last_completion_ms = jobs.iter().filter_map(|j| j.last).max().map_or(0, |l| {
@@ -443,46 +350,230 @@ fn run_pass(
     let results: Vec<JobResult> = jobs
         .iter()
         .enumerate()
-        .map(|(i, j)| {
-            let runtime = match (j.first, j.last) {
-                (Some(a), Some(b)) => b.duration_since(a),
-                _ => Duration::ZERO,
-            };
-            let secs = runtime.as_secs_f64().max(1e-9);
-            JobResult {
-                name: format!(
-                    "{}-job{}",
-                    std::path::Path::new(&targets[j.target].info.path)
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    i
-                ),
-                target: j.target,
-                offset: j.start,
-                length: j.end - j.start,
-                bytes: j.bytes,
-                ios: j.ios,
-                runtime_ms: runtime.as_millis() as u64,
-                runtime_ns: runtime.as_nanos() as u64,
-                bw_bytes: if j.bytes > 0 {
-                    j.bytes as f64 / secs
-                } else {
-                    0.0
-                },
-                iops: if j.ios > 0 { j.ios as f64 / secs } else { 0.0 },
-                clat: latency_of(&j.clat),
-                bw_per_sec: j.bw.clone(),
-                bw_samples: bw_samples(&j.windows, runtime),
-                fio: j.fio.finish(),
-                error: j.error.clone(),
-            }
-        })
+        .map(|(i, j)| job_result(i, j, targets))
         .collect();
+    Ok(PassResult {
+        pass,
+        group: group_of(&results),
+        jobs: results,
+        disks,
+        verify: tally.verify,
+        bw_timeline: tally.timeline,
+        elapsed_ms: last_completion_ms,
+        cpu: cpu_before.zip(thread_rusage()).map(|(a, b)| CpuUsage {
+            usr_ms: b.usr_ms.saturating_sub(a.usr_ms),
+            sys_ms: b.sys_ms.saturating_sub(a.sys_ms),
+            ctx: b.ctx.saturating_sub(a.ctx),
+            majf: b.majf.saturating_sub(a.majf),
+            minf: b.minf.saturating_sub(a.minf),
+        }),
+        interrupted,
+    })
+}
+
+/// Each target's region split among its jobs.
+fn jobs_of(spec: &Spec, targets: &[Opened]) -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    for (t, target) in targets.iter().enumerate() {
+        for (start, len) in regions(target.info.tested_bytes, spec.jobs, spec.bs) {
+            jobs.push(Job {
+                target: t,
+                start,
+                end: start + len,
+                next: start,
+                in_flight: 0,
+                bytes: 0,
+                ios: 0,
+                first: None,
+                last: None,
+                clat: Hdr::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
+                bw: Vec::new(),
+                windows: Vec::new(),
+                fio: fio_stats::Counter::default(),
+                error: None,
+            });
+        }
+    }
+    jobs
+}
+
+/// What queues a pass's requests.
+struct Fill<'a> {
+    spec: &'a Spec,
+    write: bool,
+    targets: &'a [Opened],
+}
+
+impl Fill<'_> {
+    /// Queues job `j`'s next blocks up to the queue depth.
+    fn queue(
+        &self,
+        j: usize,
+        job: &mut Job,
+        engine: &mut dyn engine::Engine,
+        pools: &mut BufferPools,
+        filler: &mut storcert_util::random::Rng,
+    ) -> Result<()> {
+        let spec = self.spec;
+        let mut queued = 0;
+        while job.error.is_none() && job.in_flight < spec.qd && job.next < job.end {
+            let len = (job.end - job.next).min(spec.bs as u64) as u32;
+            let mut buf = pools.get(spec.bs as usize);
+            if self.write {
+                let block = &mut buf.as_mut_slice()[..len as usize];
+                if spec.verify {
+                    verify::fill(block, job.next, job.target as u32, spec.seed);
+                } else if block[..64].iter().all(|&b| b == 0) {
+                    // A fresh buffer: random data once (fio's default),
+                    // so compressing drives see incompressible data.
+                    filler.fill(block, 100);
+                }
+            }
+            job.first.get_or_insert_with(Instant::now);
+            engine.push(Request {
+                fd: self.targets[job.target].file.as_raw_fd(),
+                offset: job.next,
+                len,
+                write: self.write,
+                buf,
+                tag: j as u64,
+            })?;
+            job.next += len as u64;
+            job.in_flight += 1;
+            job.fio.submitted_at(job.in_flight);
+            queued += 1;
+        }
+        job.fio.submit_call(queued);
+        Ok(())
+    }
+}
+
+/// What a pass counts across its jobs as they complete.
+struct Tally {
+    started: Instant,
+    /// Bytes completed in each second of the pass.
+    timeline: Vec<u64>,
+    done_per_target: Vec<u64>,
+    verify: Option<VerifyResult>,
+    /// The ten lowest (target, offset) that failed verification.
+    bad: std::collections::BTreeMap<(usize, u64), verify::Problem>,
+}
+
+impl Tally {
+    fn complete(
+        &mut self,
+        job: &mut Job,
+        c: &mut engine::Completion,
+        spec: &Spec,
+        targets: &[Opened],
+    ) {
+        job.in_flight -= 1;
+        if let Some(e) = c.error() {
+            job.error.get_or_insert_with(|| {
+                format!(
+                    "{} {} at offset {}: {e} ({} bytes done)",
+                    targets[job.target].info.path,
+                    if c.write { "write" } else { "read" },
+                    c.offset,
+                    job.bytes
+                )
+            });
+            return;
+        }
+        let lat = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
+        job.clat.saturating_record(lat.max(1));
+        job.fio.completed(lat);
+        job.bytes += c.len as u64;
+        job.ios += 1;
+        job.last = Some(c.completed_at);
+        let sec = c.completed_at.duration_since(self.started).as_secs() as usize;
+        if job.bw.len() <= sec {
+            job.bw.resize(sec + 1, 0);
+        }
+        job.bw[sec] += c.len as u64;
+        let since_first = job.first.map_or(Duration::ZERO, |f| {
+            c.completed_at.saturating_duration_since(f)
+        });
+        add_to_window(&mut job.windows, since_first, c.len as u64);
+        if self.timeline.len() <= sec {
+            self.timeline.resize(sec + 1, 0);
+        }
+        self.timeline[sec] += c.len as u64;
+        self.done_per_target[job.target] += c.len as u64;
+        if let Some(v) = self.verify.as_mut().filter(|_| !c.write) {
+            let block = &mut c.buf.as_mut_slice()[..c.len as usize];
+            v.blocks_checked += 1;
+            if let Some(problem) = verify::check(block, c.offset, job.target as u32, spec.seed) {
+                v.bad_blocks += 1;
+                // Keep the ten lowest (target, offset): completions
+                // arrive out of order.
+                self.bad.insert((job.target, c.offset), problem);
+                if self.bad.len() > 10 {
+                    self.bad.pop_last();
+                }
+            }
+        }
+    }
+}
+
+/// What the kernel wrote must be on the device before the read pass,
+/// and (buffered, dd-style) not still in the page cache to be read back.
+fn sync_written(targets: &[Opened]) -> Result<()> {
+    for t in targets {
+        // SAFETY: fsync and fadvise on an open fd.
+        if unsafe { libc::fsync(t.file.as_raw_fd()) } != 0 {
+            let e = std::io::Error::last_os_error();
+            bail!("fsync {}: {e}", t.info.path);
+        }
+        if !t.direct {
+            unsafe { libc::posix_fadvise(t.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    }
+    Ok(())
+}
+
+fn job_result(i: usize, j: &Job, targets: &[Opened]) -> JobResult {
+    let runtime = match (j.first, j.last) {
+        (Some(a), Some(b)) => b.duration_since(a),
+        _ => Duration::ZERO,
+    };
+    let secs = runtime.as_secs_f64().max(1e-9);
+    JobResult {
+        name: format!(
+            "{}-job{}",
+            std::path::Path::new(&targets[j.target].info.path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            i
+        ),
+        target: j.target,
+        offset: j.start,
+        length: j.end - j.start,
+        bytes: j.bytes,
+        ios: j.ios,
+        runtime_ms: runtime.as_millis() as u64,
+        runtime_ns: runtime.as_nanos() as u64,
+        bw_bytes: if j.bytes > 0 {
+            j.bytes as f64 / secs
+        } else {
+            0.0
+        },
+        iops: if j.ios > 0 { j.ios as f64 / secs } else { 0.0 },
+        clat: latency_of(&j.clat),
+        bw_per_sec: j.bw.clone(),
+        bw_samples: bw_samples(&j.windows, runtime),
+        fio: j.fio.finish(),
+        error: j.error.clone(),
+    }
+}
+
+/// The pass as fio's group line sums it.
+fn group_of(results: &[JobResult]) -> GroupResult {
     let bytes: u64 = results.iter().map(|j| j.bytes).sum();
     let max_rt = results.iter().map(|j| j.runtime_ms).max().unwrap_or(0);
     let max_rt_ns = results.iter().map(|j| j.runtime_ns).max().unwrap_or(0);
-    let group = GroupResult {
+    GroupResult {
         bytes,
         aggr_bw_bytes: if max_rt_ns > 0 {
             bytes as f64 * 1e9 / max_rt_ns as f64
@@ -497,24 +588,7 @@ fn run_pass(
         max_bw_bytes: results.iter().map(|j| j.bw_bytes).fold(0.0, f64::max),
         min_runtime_ms: results.iter().map(|j| j.runtime_ms).min().unwrap_or(0),
         max_runtime_ms: max_rt,
-    };
-    Ok(PassResult {
-        pass,
-        jobs: results,
-        group,
-        disks,
-        verify,
-        bw_timeline: timeline,
-        elapsed_ms: last_completion_ms,
-        cpu: cpu_before.zip(thread_rusage()).map(|(a, b)| CpuUsage {
-            usr_ms: b.usr_ms.saturating_sub(a.usr_ms),
-            sys_ms: b.sys_ms.saturating_sub(a.sys_ms),
-            ctx: b.ctx.saturating_sub(a.ctx),
-            majf: b.majf.saturating_sub(a.majf),
-            minf: b.minf.saturating_sub(a.minf),
-        }),
-        interrupted,
-    })
+    }
 }
 
 /// This thread's CPU time, context switches and faults so far.
