@@ -500,12 +500,38 @@ impl Contents {
             ..Contents::default()
         };
         let paths: BTreeSet<String> = reads.keys().cloned().collect();
+        let (logs, mut timelines) = c.take_reads(reads, prefix);
+        let saved = c.take_claims(&paths);
+        c.judge_logs(logs, &saved, &paths);
+        let judged = c.judged_logs();
+        c.name_unanswered_claims(&saved, &judged);
+        c.name_unjudged_runs(&judged);
+        c.attach_timelines(&mut timelines);
+        if c.unreadable.len() > NAMED_UNREADABLE {
+            c.more_unreadable = c.unreadable.len() - NAMED_UNREADABLE;
+            c.unreadable.truncate(NAMED_UNREADABLE);
+        }
+        c
+    }
+
+    /// Each file as what it was read as: configuration, a log to judge, a
+    /// timeline, an artefact, or unreadable. Returns the logs and the
+    /// timelines, which the artefacts decide about.
+    #[allow(clippy::type_complexity)]
+    fn take_reads(
+        &mut self,
+        reads: BTreeMap<String, FileRead>,
+        prefix: &str,
+    ) -> (
+        Vec<(String, Result<Box<LogAnalysis>, AnalyzeError>)>,
+        BTreeMap<String, Thinned>,
+    ) {
         let mut logs = Vec::new();
         let mut timelines = BTreeMap::new();
         for (path, read) in reads {
             let data = match read {
                 FileRead::Config(sha) => {
-                    c.configuration.insert(format!("{prefix}{path}"), sha);
+                    self.configuration.insert(format!("{prefix}{path}"), sha);
                     continue;
                 }
                 FileRead::Log(judged) => {
@@ -517,7 +543,7 @@ impl Contents {
                     continue;
                 }
                 FileRead::NotRead(why) => {
-                    c.unreadable.push((path, why));
+                    self.unreadable.push((path, why));
                     continue;
                 }
                 // Under act/ (a phase's phase-N/act/ too), a .log is a log
@@ -525,7 +551,7 @@ impl Contents {
                 // skipped.
                 FileRead::Other => {
                     if path.split('/').any(|c| c == "act") && path.ends_with(".log") {
-                        c.unreadable
+                        self.unreadable
                             .push((path, "not an ACT log (no \"ACT version\" line)".into()));
                     }
                     continue;
@@ -537,18 +563,25 @@ impl Contents {
                 Err(ReadError::Untagged) => match legacy(&path, &data) {
                     Some(Ok(a)) => a,
                     Some(Err(e)) => {
-                        c.unreadable.push((path, reason(&e.to_string())));
+                        self.unreadable.push((path, reason(&e.to_string())));
                         continue;
                     }
                     None => continue,
                 },
                 Err(e) => {
-                    c.unreadable.push((path, reason(&e.to_string())));
+                    self.unreadable.push((path, reason(&e.to_string())));
                     continue;
                 }
             };
-            c.items.push(Item { path, artefact });
+            self.items.push(Item { path, artefact });
         }
+        (logs, timelines)
+    }
+
+    /// Takes the saved analyses out of the items: claims to check against
+    /// their logs. One that names no file beside it, or a log not in the
+    /// results, is unreadable.
+    fn take_claims(&mut self, paths: &BTreeSet<String>) -> Vec<(String, LogAnalysis)> {
         // Every log is judged afresh, by today's rules: a saved analysis is
         // a claim about its log, never taken on trust (whoever holds the
         // signing key could write any). One without its log in the same
@@ -557,7 +590,7 @@ impl Contents {
         // the same bytes whose verdict differs is named as unreadable.
         let mut unreadable = Vec::new();
         let mut saved: Vec<(String, LogAnalysis)> = Vec::new();
-        c.items.retain(|i| {
+        self.items.retain(|i| {
             let Artefact::ActAnalysis(a) = &i.artefact else {
                 return true;
             };
@@ -579,7 +612,17 @@ impl Contents {
             }
             false
         });
-        c.unreadable.extend(unreadable);
+        self.unreadable.extend(unreadable);
+        saved
+    }
+
+    /// Judges every log, against its claim where there is one.
+    fn judge_logs(
+        &mut self,
+        logs: Vec<(String, Result<Box<LogAnalysis>, AnalyzeError>)>,
+        saved: &[(String, LogAnalysis)],
+        paths: &BTreeSet<String>,
+    ) {
         // Looked up by folder and log name: a bundle may hold thousands of
         // claims and a hundred thousand logs, and a scan for each is
         // minutes of CPU.
@@ -612,7 +655,7 @@ impl Contents {
                         let same_bytes = old.log_sha256 == a.log_sha256
                             && old.schema_version == storcert_results::act::ANALYSIS_SCHEMA;
                         if same_bytes && old.analysis.verdict.pass != a.analysis.verdict.pass {
-                            c.unreadable.push((
+                            self.unreadable.push((
                                 claim_at.clone(),
                                 format!(
                                     "says {} where its log ({}) is judged {}",
@@ -623,46 +666,59 @@ impl Contents {
                             ));
                         }
                     }
-                    c.items.push(Item {
+                    self.items.push(Item {
                         path: at,
                         artefact: Artefact::ActAnalysis(a),
                     });
                 }
-                Err(e) => c
+                Err(e) => self
                     .unreadable
                     .push((path.clone(), format!("ACT log unreadable: {e}"))),
             }
         }
-        // A claim no log answered (its log is not an ACT log) is named.
-        let judged: HashSet<(String, String)> = c
-            .items
+    }
+
+    /// The logs judged, by (folder, log name).
+    fn judged_logs(&self) -> HashSet<(String, String)> {
+        self.items
             .iter()
             .filter_map(|i| match &i.artefact {
                 Artefact::ActAnalysis(a) => Some((split(&i.path).0.to_string(), a.log.clone())),
                 _ => None,
             })
-            .collect();
-        let named: HashSet<String> = c.unreadable.iter().map(|(p, _)| p.clone()).collect();
-        for (at, a) in &saved {
+            .collect()
+    }
+
+    /// A claim no log answered (its log is not an ACT log) is named.
+    fn name_unanswered_claims(
+        &mut self,
+        saved: &[(String, LogAnalysis)],
+        judged: &HashSet<(String, String)>,
+    ) {
+        let named: HashSet<String> = self.unreadable.iter().map(|(p, _)| p.clone()).collect();
+        for (at, a) in saved {
             let dir = split(at).0;
             if !judged.contains(&(dir.to_string(), a.log.clone()))
                 && !named.contains(&format!("{dir}{}", a.log))
             {
-                c.unreadable.push((
+                self.unreadable.push((
                     at.clone(),
                     format!("the analysis of {}, which is no ACT log", reason(&a.log)),
                 ));
             }
         }
+    }
+
+    fn name_unjudged_runs(&mut self, judged: &HashSet<(String, String)>) {
         // An ACT run's result whose log is not beside it: its latency was
         // never judged, so it cannot stand for a pass.
-        for item in &c.items {
+        for item in &self.items {
             if let Artefact::ActRun(_) = &item.artefact {
                 // Its own log: "act/x.json" is the run of "act/x.log".
                 let (dir, name) = split(&item.path);
                 let stem = name.strip_suffix(".json").unwrap_or(name);
                 if !judged.contains(&(dir.to_string(), format!("{stem}.log"))) {
-                    c.unreadable.push((
+                    self.unreadable.push((
                         item.path.clone(),
                         "an ACT run whose log is not in the results: its latency was not judged"
                             .into(),
@@ -670,7 +726,12 @@ impl Contents {
                 }
             }
         }
-        for item in &c.items {
+    }
+
+    /// Each analysis gets its timeline's points (moved, not copied: a
+    /// timeline's points are some 140 KB).
+    fn attach_timelines(&mut self, timelines: &mut BTreeMap<String, Thinned>) {
+        for item in &self.items {
             if let Artefact::ActAnalysis(a) = &item.artefact {
                 let Some(t) = a.timeline.as_ref().filter(|t| plain_name(t)) else {
                     continue;
@@ -678,15 +739,10 @@ impl Contents {
                 let (dir, _) = split(&item.path);
                 // Moved, not copied: a timeline's points are some 140 KB.
                 if let Some(thinned) = timelines.remove(&format!("{dir}{t}")) {
-                    c.timelines.insert(item.path.clone(), thinned);
+                    self.timelines.insert(item.path.clone(), thinned);
                 }
             }
         }
-        if c.unreadable.len() > NAMED_UNREADABLE {
-            c.more_unreadable = c.unreadable.len() - NAMED_UNREADABLE;
-            c.unreadable.truncate(NAMED_UNREADABLE);
-        }
-        c
     }
 
     /// The line that says how many unreadable files are not named, when
