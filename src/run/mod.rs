@@ -558,8 +558,48 @@ fn run_stages(
     system: crate::bundle::system::SystemIdentity,
 ) -> Result<Ending> {
     let p = ctx.profile;
-    // The machine's identity and the inventory come first; they are cheap
-    // and read-only, so they are taken again on every start.
+    let (inv, reach) = record_machine(ctx, &system)?;
+    let mut skipped = Vec::new();
+    let mut targets = select_targets(p, &inv, &ctx.console, &mut skipped)?;
+    let hidden = inventory::reach::hidden_drives(&reach);
+    if targets.is_empty() && hidden.is_empty() {
+        bail!("no drive to test: the profile's devices matched none the safety gate clears");
+    }
+    record_targets(ctx, &targets, &hidden, skipped)?;
+    policy_stage(ctx, &inv, &targets, &reach)?;
+    if !targets.is_empty() {
+        health_and_suites(ctx, &mut targets)?;
+    }
+    let mut ending = Ending {
+        verdict: Verdict::Incomplete,
+        reasons: Vec::new(),
+        run_dir: ctx.dir.clone(),
+        bundle: None,
+        bundle_sha256: None,
+        delivered_to: Vec::new(),
+        done_action: p.done.clone(),
+    };
+    if ctx.stopped() {
+        return Ok(ending);
+    }
+    // Notes of this and earlier starts go into the results and the report.
+    write_notes_and_report(ctx, opts)?;
+
+    let (spool, spooled) = bundle_and_spool(ctx, opts, &system, &mut ending)?;
+    if let Some(up) = &p.plan.upload {
+        upload_spooled(ctx, up, &spool, &spooled, &mut ending)?;
+    }
+    Ok(ending)
+}
+
+/// The machine's identity and the inventory come first; they are cheap
+/// and read-only, so they are taken again on every start. Returns the
+/// inventory and what this system cannot drive.
+fn record_machine(
+    ctx: &Ctx,
+    system: &crate::bundle::system::SystemIdentity,
+) -> Result<(Inventory, Vec<crate::results::policy::Finding>)> {
+    let p = ctx.profile;
     ctx.write("system.json", system.clone())?;
     // In the boot image (the unit sets STORCERT_IN_IMAGE), the time from
     // kernel start to the first command sent to a device: the image's boot
@@ -599,19 +639,24 @@ fn run_stages(
             crate::util::text::printable(&f.actual, 300)
         ));
     }
-    let mut skipped = Vec::new();
-    let mut targets = select_targets(p, &inv, &ctx.console, &mut skipped)?;
-    let hidden = inventory::reach::hidden_drives(&reach);
-    if targets.is_empty() && hidden.is_empty() {
-        bail!("no drive to test: the profile's devices matched none the safety gate clears");
-    }
-    // First: a results folder always says what was under test, so a run
-    // cut short after this never reads as having tested drives it did not.
+    Ok((inv, reach))
+}
+
+/// What is under test, first: a results folder always says it, so a run
+/// cut short after this never reads as having tested drives it did not.
+/// With none, every reason is noted; otherwise the console says which,
+/// and a scratch file is made (sparse) where one is tested.
+fn record_targets(
+    ctx: &Ctx,
+    targets: &[Target],
+    hidden: &[String],
+    skipped: Vec<String>,
+) -> Result<()> {
     ctx.write(
         "targets.json",
         Targets {
             schema_version: TARGETS_SCHEMA,
-            targets: targets.clone(),
+            targets: targets.to_vec(),
         },
     )?;
     if targets.is_empty() {
@@ -625,33 +670,44 @@ fn run_stages(
             "no drive to test: {}",
             crate::util::text::printable(&why.join("; "), 1000)
         ));
-    } else {
-        if p.read_only {
-            ctx.console
-                .say("read-only profile: nothing is written but the results");
-        }
-        ctx.console.say(&format!(
-            "testing: {}",
-            targets
-                .iter()
-                .map(|t| t.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        if let Some(t) = targets.iter().find(|t| t.file_size > 0) {
-            if !Path::new(&t.path).exists() {
-                // Sparse: the scratch file takes no space until written.
-                let f = std::fs::File::create(&t.path).with_context(|| t.path.clone())?;
-                f.set_len(t.file_size)?;
-            }
+        return Ok(());
+    }
+    if ctx.profile.read_only {
+        ctx.console
+            .say("read-only profile: nothing is written but the results");
+    }
+    ctx.console.say(&format!(
+        "testing: {}",
+        targets
+            .iter()
+            .map(|t| t.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    if let Some(t) = targets.iter().find(|t| t.file_size > 0) {
+        if !Path::new(&t.path).exists() {
+            // Sparse: the scratch file takes no space until written.
+            let f = std::fs::File::create(&t.path).with_context(|| t.path.clone())?;
+            f.set_len(t.file_size)?;
         }
     }
-    if let Some(pol) = &p.policy {
+    Ok(())
+}
+
+/// The profile's policy, with what this system cannot drive; without a
+/// policy, the built-in check alone.
+fn policy_stage(
+    ctx: &Ctx,
+    inv: &Inventory,
+    targets: &[Target],
+    reach: &[crate::results::policy::Finding],
+) -> Result<()> {
+    if let Some(pol) = &ctx.profile.policy {
         ctx.stage("policy", false, || {
             let policy = load_policy(pol)?;
-            let mut report = crate::policy::check::check(&policy, &inv);
-            scope_findings(&mut report, &targets, pol.machine);
-            add_reach(&mut report, &reach);
+            let mut report = crate::policy::check::check(&policy, inv);
+            scope_findings(&mut report, targets, pol.machine);
+            add_reach(&mut report, reach);
             ctx.write("policy.json", report.clone())?;
             Ok(format!(
                 "{} checks, {} findings",
@@ -661,7 +717,7 @@ fn run_stages(
         })?;
     } else if !reach.is_empty() {
         // No policy of the profile's: the built-in check is the report.
-        ctx.write("policy.json", reach_report(&reach))?;
+        ctx.write("policy.json", reach_report(reach))?;
     } else {
         // An earlier start on this machine may have left one that no
         // longer holds.
@@ -672,54 +728,39 @@ fn run_stages(
             _ => {}
         }
     }
-    if !targets.is_empty() {
-        let health = p.health.as_ref().is_some_and(|h| h.enabled);
-        if health {
-            ctx.stage("health before", false, || {
-                ctx.write(
-                    "health-before.json",
-                    crate::health::snapshot(&tested_disks(&targets)),
-                )?;
-                Ok(String::new())
-            })?;
-        }
-        suites(ctx, &mut targets)?;
-        if health && !ctx.stopped() {
-            ctx.stage("health after", false, || {
-                let after = crate::health::snapshot(&tested_disks(&targets));
-                ctx.write("health-after.json", after.clone())?;
-                let before: crate::health::Snapshot =
-                    serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
-                let d = crate::health::diff(&before, &after, |_| None);
-                ctx.write("health-diff.json", d.clone())?;
-                Ok(if d.degraded {
-                    "a drive degraded".into()
-                } else {
-                    String::new()
-                })
-            })?;
-        }
-    }
-    let mut ending = Ending {
-        verdict: Verdict::Incomplete,
-        reasons: Vec::new(),
-        run_dir: ctx.dir.clone(),
-        bundle: None,
-        bundle_sha256: None,
-        delivered_to: Vec::new(),
-        done_action: p.done.clone(),
-    };
-    if ctx.stopped() {
-        return Ok(ending);
-    }
-    // Notes of this and earlier starts go into the results and the report.
-    write_notes_and_report(ctx, opts)?;
+    Ok(())
+}
 
-    let (spool, spooled) = bundle_and_spool(ctx, opts, &system, &mut ending)?;
-    if let Some(up) = &p.plan.upload {
-        upload_spooled(ctx, up, &spool, &spooled, &mut ending)?;
+/// The suites, between two health snapshots of the drives under test when
+/// the profile takes them.
+fn health_and_suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
+    let health = ctx.profile.health.as_ref().is_some_and(|h| h.enabled);
+    if health {
+        ctx.stage("health before", false, || {
+            ctx.write(
+                "health-before.json",
+                crate::health::snapshot(&tested_disks(targets)),
+            )?;
+            Ok(String::new())
+        })?;
     }
-    Ok(ending)
+    suites(ctx, targets)?;
+    if health && !ctx.stopped() {
+        ctx.stage("health after", false, || {
+            let after = crate::health::snapshot(&tested_disks(targets));
+            ctx.write("health-after.json", after.clone())?;
+            let before: crate::health::Snapshot =
+                serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
+            let d = crate::health::diff(&before, &after, |_| None);
+            ctx.write("health-diff.json", d.clone())?;
+            Ok(if d.degraded {
+                "a drive degraded".into()
+            } else {
+                String::new()
+            })
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
