@@ -146,8 +146,6 @@ pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
 }
 
 pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> {
-    let p = ctx.profile;
-    let dir = &ph.folder;
     if !ph.folder.is_empty() {
         // A resumed run does not set up again the spare area of a phase
         // whose every ACT run is done (a later phase may have changed it).
@@ -159,137 +157,169 @@ pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> 
     }
     match ph.spare {
         SpareSetting::AsItIs => {}
-        SpareSetting::Remove => {
-            let remove_id = |t: &Target| format!("{}remove partition {}", ph.id, t.label);
-            // Drives that carry storcert's partition now (or whose removal
-            // an earlier start began).
-            let carrying: Vec<String> = targets
-                .iter()
-                .filter(|t| {
-                    t.file_size == 0
-                        && (crate::safety::storcert_partition(Path::new(&t.disk)).is_some()
-                            || ctx.journal().get(&remove_id(t)).is_some())
-                })
-                .map(|t| t.label.clone())
-                .collect();
-            each_parallel(targets, |t| {
-                if !carrying.contains(&t.label) {
-                    return Ok(());
-                }
-                ctx.stage(&remove_id(t), true, || {
-                    if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
-                        return Ok("removed by an earlier, interrupted attempt".into());
-                    }
-                    let r = crate::provision::remove(Path::new(&t.disk), true)?;
-                    if let Some(n) = r.notes.first() {
-                        bail!("{n}: whether the kernel still lists a partition is unknown");
-                    }
-                    if !r.kernel_partitions.is_empty() {
-                        bail!(
-                            "the kernel still lists {} after the table was removed",
-                            r.kernel_partitions.join(", ")
-                        );
-                    }
-                    Ok("storcert's partition removed: the whole drive is tested".into())
-                })
-            })?;
-            // A drive whose partition was not removed is not tested whole:
-            // its failed stage says why.
-            targets
-                .retain(|t| !carrying.contains(&t.label) || ctx.journal().is_done(&remove_id(t)));
-        }
-        SpareSetting::Provision(spare_pct) => {
-            // The factory spare the policy gives each drive, for the total
-            // spare area (a policy that does not load fails its own stage).
-            let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
-            let provision_id = |t: &Target| format!("{}provision {}", ph.id, t.label);
-            each_parallel(targets, |t| {
-                ctx.stage(&provision_id(t), true, || {
-                    let r = crate::provision::provision(&crate::provision::Spec {
-                        device: PathBuf::from(&t.disk),
-                        spare_pct,
-                        factory_spare_pct: policy.as_ref().and_then(|pol| {
-                            pol.factory_spare(t.model.as_deref(), t.serial.as_deref())
-                        }),
-                        discard: true,
-                    })?;
-                    ctx.write(&format!("{dir}provision/{}.json", t.label), r.clone())?;
-                    Ok(format!(
-                        "partition of {} bytes, {} spare",
-                        r.partition_size_bytes, r.spare_bytes
-                    ))
-                })
-            })?;
-            // Later stages run on the partition storcert made, never on
-            // the whole drive (that would write over the table and the
-            // spare area). The kernel may list the partition late (udev
-            // still probing the drive holds off the re-read), so it is
-            // asked again for a while; a drive whose partition never
-            // shows fails with that reason.
-            let waiting: Vec<&Target> = targets
-                .iter()
-                .filter(|t| t.file_size == 0 && ctx.journal().is_done(&provision_id(t)))
-                .collect();
-            let found = wait_for_partitions(&waiting, PARTITION_WAIT);
-            for (t, part) in waiting.iter().zip(&found) {
-                ctx.stage(
-                    &format!("{}partition {}", ph.id, t.label),
-                    false,
-                    || match part {
-                        Some(p) => Ok(format!("the kernel lists {}", p.display())),
-                        None => Err(anyhow!(
-                            "the kernel lists no partition on {} {} s after provisioning (its \
-                             table re-read every {} ms): the drive is not tested, rather than \
-                             tested whole, which would write over its spare area",
-                            t.disk,
-                            PARTITION_WAIT.as_secs(),
-                            PARTITION_POLL.as_millis()
-                        )),
-                    },
-                )?;
-            }
-            let parts: std::collections::BTreeMap<String, PathBuf> = waiting
-                .iter()
-                .zip(found)
-                .filter_map(|(t, p)| Some((t.label.clone(), p?)))
-                .collect();
-            // A drive whose provisioning failed is not tested either: its
-            // failed stage says why.
-            targets.retain_mut(|t| {
-                if t.file_size > 0 {
-                    return true;
-                }
-                match parts.get(&t.label) {
-                    Some(p) => {
-                        t.path = p.display().to_string();
-                        true
-                    }
-                    None => false,
-                }
-            });
-        }
+        SpareSetting::Remove => remove_spare(ctx, targets, ph)?,
+        SpareSetting::Provision(spare_pct) => provision_spare(ctx, targets, ph, spare_pct)?,
     }
     if ph.prep {
-        each_parallel(targets, |t| {
-            ctx.stage(&format!("{}act prep {}", ph.id, t.label), true, || {
-                if t.file_size > 0 {
-                    // A scratch file is created at its size first.
-                    crate::act::device::Device::open(&t.path, false, t.file_size)?;
-                }
-                let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
-                let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
-                let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
-                ctx.write(
-                    &format!("{dir}act/prep-{}.json", t.label),
-                    Prep {
-                        schema_version: PREP_SCHEMA,
-                        devices: vec![r],
-                    },
-                )?;
-                Ok(String::new())
-            })
-        })?;
+        act_prep(ctx, targets, ph)?;
     }
+    act_storage(ctx, targets, ph)?;
+    if let Some(s) = ph.search {
+        act_search(ctx, targets, ph, s)?;
+    }
+    Ok(())
+}
+
+/// Takes storcert's partition off each drive that carries one, so the
+/// phase tests the whole drive; a drive whose partition stays is dropped.
+fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> {
+    let remove_id = |t: &Target| format!("{}remove partition {}", ph.id, t.label);
+    // Drives that carry storcert's partition now (or whose removal
+    // an earlier start began).
+    let carrying: Vec<String> = targets
+        .iter()
+        .filter(|t| {
+            t.file_size == 0
+                && (crate::safety::storcert_partition(Path::new(&t.disk)).is_some()
+                    || ctx.journal().get(&remove_id(t)).is_some())
+        })
+        .map(|t| t.label.clone())
+        .collect();
+    each_parallel(targets, |t| {
+        if !carrying.contains(&t.label) {
+            return Ok(());
+        }
+        ctx.stage(&remove_id(t), true, || {
+            if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
+                return Ok("removed by an earlier, interrupted attempt".into());
+            }
+            let r = crate::provision::remove(Path::new(&t.disk), true)?;
+            if let Some(n) = r.notes.first() {
+                bail!("{n}: whether the kernel still lists a partition is unknown");
+            }
+            if !r.kernel_partitions.is_empty() {
+                bail!(
+                    "the kernel still lists {} after the table was removed",
+                    r.kernel_partitions.join(", ")
+                );
+            }
+            Ok("storcert's partition removed: the whole drive is tested".into())
+        })
+    })?;
+    // A drive whose partition was not removed is not tested whole:
+    // its failed stage says why.
+    targets.retain(|t| !carrying.contains(&t.label) || ctx.journal().is_done(&remove_id(t)));
+    Ok(())
+}
+
+/// Provisions each drive with `spare_pct` spare, and moves it onto the
+/// partition the kernel lists; a drive without one is dropped.
+fn provision_spare(
+    ctx: &Ctx,
+    targets: &mut Vec<Target>,
+    ph: &PhaseRun,
+    spare_pct: f64,
+) -> Result<()> {
+    let p = ctx.profile;
+    let dir = &ph.folder;
+    // The factory spare the policy gives each drive, for the total
+    // spare area (a policy that does not load fails its own stage).
+    let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
+    let provision_id = |t: &Target| format!("{}provision {}", ph.id, t.label);
+    each_parallel(targets, |t| {
+        ctx.stage(&provision_id(t), true, || {
+            let r = crate::provision::provision(&crate::provision::Spec {
+                device: PathBuf::from(&t.disk),
+                spare_pct,
+                factory_spare_pct: policy
+                    .as_ref()
+                    .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
+                discard: true,
+            })?;
+            ctx.write(&format!("{dir}provision/{}.json", t.label), r.clone())?;
+            Ok(format!(
+                "partition of {} bytes, {} spare",
+                r.partition_size_bytes, r.spare_bytes
+            ))
+        })
+    })?;
+    // Later stages run on the partition storcert made, never on
+    // the whole drive (that would write over the table and the
+    // spare area). The kernel may list the partition late (udev
+    // still probing the drive holds off the re-read), so it is
+    // asked again for a while; a drive whose partition never
+    // shows fails with that reason.
+    let waiting: Vec<&Target> = targets
+        .iter()
+        .filter(|t| t.file_size == 0 && ctx.journal().is_done(&provision_id(t)))
+        .collect();
+    let found = wait_for_partitions(&waiting, PARTITION_WAIT);
+    for (t, part) in waiting.iter().zip(&found) {
+        ctx.stage(
+            &format!("{}partition {}", ph.id, t.label),
+            false,
+            || match part {
+                Some(p) => Ok(format!("the kernel lists {}", p.display())),
+                None => Err(anyhow!(
+                    "the kernel lists no partition on {} {} s after provisioning (its \
+                     table re-read every {} ms): the drive is not tested, rather than \
+                     tested whole, which would write over its spare area",
+                    t.disk,
+                    PARTITION_WAIT.as_secs(),
+                    PARTITION_POLL.as_millis()
+                )),
+            },
+        )?;
+    }
+    let parts: std::collections::BTreeMap<String, PathBuf> = waiting
+        .iter()
+        .zip(found)
+        .filter_map(|(t, p)| Some((t.label.clone(), p?)))
+        .collect();
+    // A drive whose provisioning failed is not tested either: its
+    // failed stage says why.
+    targets.retain_mut(|t| {
+        if t.file_size > 0 {
+            return true;
+        }
+        match parts.get(&t.label) {
+            Some(p) => {
+                t.path = p.display().to_string();
+                true
+            }
+            None => false,
+        }
+    });
+    Ok(())
+}
+
+fn act_prep(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
+    let dir = &ph.folder;
+    each_parallel(targets, |t| {
+        ctx.stage(&format!("{}act prep {}", ph.id, t.label), true, || {
+            if t.file_size > 0 {
+                // A scratch file is created at its size first.
+                crate::act::device::Device::open(&t.path, false, t.file_size)?;
+            }
+            let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+            let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
+            let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
+            ctx.write(
+                &format!("{dir}act/prep-{}.json", t.label),
+                Prep {
+                    schema_version: PREP_SCHEMA,
+                    devices: vec![r],
+                },
+            )?;
+            Ok(String::new())
+        })
+    })?;
+    Ok(())
+}
+
+/// The phase's timed ACT runs: one over every drive (wide), or one a drive.
+fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
+    let dir = &ph.folder;
     if ph.wide && !ph.storage.is_empty() && !targets.is_empty() {
         // One run over every drive, judged per drive and over all.
         for tl in ph.storage {
@@ -315,39 +345,42 @@ pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> 
             })
         })?;
     }
-    if let Some(s) = ph.search {
-        let (trial, confirm) = (s.trial_secs, s.confirm_secs);
-        each_parallel(targets, |t| {
-            ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
-                let spec = crate::act::search::SearchSpec {
-                    base: drive_config(
-                        t,
-                        &profile::TimedPlan {
-                            load: 1.0,
-                            ..Default::default()
-                        },
-                        trial,
-                    )?,
-                    max_load: s.max_load,
-                    step: s.step,
-                    trial_secs: trial,
-                    confirm_secs: confirm,
-                    out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
-                };
-                let r = crate::act::search::search(
-                    &spec,
-                    &crate::act::RunOptions::default(),
-                    &ctx.stop,
-                    &ctx.console,
-                )?;
-                ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
-                Ok(match r.highest_passing_load {
-                    Some(l) => format!("highest passing load {l}x"),
-                    None => "no load passed".into(),
-                })
+    Ok(())
+}
+
+fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchPlan) -> Result<()> {
+    let dir = &ph.folder;
+    let (trial, confirm) = (s.trial_secs, s.confirm_secs);
+    each_parallel(targets, |t| {
+        ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
+            let spec = crate::act::search::SearchSpec {
+                base: drive_config(
+                    t,
+                    &profile::TimedPlan {
+                        load: 1.0,
+                        ..Default::default()
+                    },
+                    trial,
+                )?,
+                max_load: s.max_load,
+                step: s.step,
+                trial_secs: trial,
+                confirm_secs: confirm,
+                out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
+            };
+            let r = crate::act::search::search(
+                &spec,
+                &crate::act::RunOptions::default(),
+                &ctx.stop,
+                &ctx.console,
+            )?;
+            ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
+            Ok(match r.highest_passing_load {
+                Some(l) => format!("highest passing load {l}x"),
+                None => "no load passed".into(),
             })
-        })?;
-    }
+        })
+    })?;
     Ok(())
 }
 
