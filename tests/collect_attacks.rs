@@ -920,11 +920,14 @@ fn downloads_and_report_pages_are_not_held_by_slow_readers() {
 /// page now goes out from a private file of its own, a chunk at a time:
 /// the collector holds little more for sixteen readers than for none.
 /// The slots themselves are held for as long as the pace allows (the
-/// export stall here), then given back.
+/// export stall), then given back (downloads_and_report_pages_are_not_held_by_slow_readers).
 #[test]
 fn slow_readers_of_large_report_pages_do_not_hold_their_pages_in_memory() {
     let lab = Lab::new();
-    let c = Collector::start(&lab, "127.0.0.1:0", &["--export-stall", "30s"]);
+    // The stall is long enough that no slot comes back while the sixteen
+    // readers are still being set up: each waits for its page to be
+    // unpacked, which on a busy machine took over 30 s for all of them.
+    let c = Collector::start(&lab, "127.0.0.1:0", &["--export-stall", "300s"]);
     let res = lab.path("res-page");
     std::fs::create_dir_all(&res).unwrap();
     // 12 MB of hex noise: it compresses to half, never to nothing.

@@ -49,90 +49,20 @@ pub(super) async fn receive_within(
 ) -> Result<Response, Response> {
     let ip = peer.ip();
     let headers = req.headers().clone();
-    if let Some(r) = c.unauthorised(ip, &headers, "upload --token-file") {
-        return Err(r);
-    }
-    if !take(&c.buckets, ip, c.cfg.rate_per_minute.max(1) as f64) {
-        return Err(Refusal(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "more than {} uploads a minute from {ip}",
-                c.cfg.rate_per_minute
-            ),
-        )
-        .retry_after("5"));
-    }
-    let refuse = |code, why: String| Refusal(code, why).into_response();
-    if !valid_name(&name) {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "bad bundle name {}: a plain NAME.tar.zst is expected",
-                storcert_util::text::printable(&format!("{name:?}"), 220)
-            ),
-        ));
-    }
-    let minisig = header_text(&headers, H_MINISIG).map_err(IntoResponse::into_response)?;
-    let envelope = header_text(&headers, H_ENVELOPE).map_err(IntoResponse::into_response)?;
-    let declared = match headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        Some(n) => n,
-        None => {
-            return Err(refuse(
-                StatusCode::LENGTH_REQUIRED,
-                "a Content-Length is required".into(),
-            ))
-        }
-    };
-    if declared > c.cfg.max_body {
-        return Err(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "{declared} bytes is more than --max-body {}",
-                c.cfg.max_body
-            ),
-        ));
-    }
-    // Signed by a trusted key, as far as the headers can show, before the
-    // body is read: a stranger's upload costs one small check.
-    let (signed_name, signed_sha) =
-        match bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted) {
-            Ok(s) => s,
-            Err(e) => {
-                let status = if e.is_untrusted_key() {
-                    StatusCode::FORBIDDEN
-                } else {
-                    StatusCode::UNPROCESSABLE_ENTITY
-                };
-                return Err(refuse(status, format!("rejected: {e}")));
-            }
-        };
-    if signed_name != name {
-        return Err(refuse(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "rejected: signed as {}, but uploaded as {name:?}",
-                storcert_util::text::printable(&format!("{signed_name:?}"), 220)
-            ),
-        ));
-    }
+    let head = admit(c, ip, &headers, &name)?;
     // Signatures of a bundle stored already (they are served to readers, so
     // anyone may replay them): answered from the head, the body unread.
     if c.cfg
         .index
-        .contains(&signed_sha)
+        .contains(&head.signed_sha)
         .map_err(|e| internal(e).into_response())?
     {
-        let mut r = (
+        return Ok(answer(
             StatusCode::OK,
-            Json(serde_json::json!({ "sha256": signed_sha, "status": "already stored" })),
-        )
-            .into_response();
-        r.headers_mut().insert(H_COLLECTOR, collector_header());
-        return Ok(r);
+            serde_json::json!({
+                "sha256": head.signed_sha, "status": "already stored"
+            }),
+        ));
     }
     let Some(_client_slot) = c.client_slot(ip) else {
         return Err(Refusal(
@@ -156,15 +86,16 @@ pub(super) async fn receive_within(
     let incoming = Incoming {
         path: c.incoming_path(),
     };
-    let (sha, size) = receive_body(c, req.into_body(), &incoming.path, declared)
+    let (sha, size) = receive_body(c, req.into_body(), &incoming.path, head.declared)
         .await
         .map_err(|r| r.into_response())?;
     if let Some(claimed) = headers.get(H_SHA256) {
         if claimed.as_bytes() != sha.as_bytes() {
-            return Err(refuse(
+            return Err(Refusal(
                 StatusCode::BAD_REQUEST,
                 format!("body's sha256 is {sha}, not the {H_SHA256} given"),
-            ));
+            )
+            .into_response());
         }
     }
     // Verify before storing anything, even a bundle already stored: the
@@ -173,41 +104,175 @@ pub(super) async fn receive_within(
         .verify(
             incoming.path.clone(),
             name.clone(),
-            minisig.clone(),
-            envelope.clone(),
+            head.minisig.clone(),
+            head.envelope.clone(),
             deadline,
         )
         .await
         .map_err(|e| internal(e).into_response())?
+        .map_err(verify_refusal)?;
+    let verdict = verified.summary.verdict;
+    let stored = Received {
+        sha: &sha,
+        size,
+        incoming: &incoming.path,
+        head,
+    };
+    let already = store(c, stored, verified, rows).await?;
+    if !already {
+        eprintln!("collect: stored {name} ({sha}) from {ip}: {verdict}");
+    }
+    let (code, status) = match already {
+        true => (StatusCode::OK, "already stored"),
+        false => (StatusCode::CREATED, "stored"),
+    };
+    Ok(answer(
+        code,
+        serde_json::json!({ "sha256": sha, "status": status, "verdict": verdict }),
+    ))
+}
+
+/// What the head of an upload says, once admitted.
+struct Head {
+    minisig: String,
+    envelope: String,
+    declared: u64,
+    signed_sha: String,
+}
+
+/// Everything that can be decided from the head, before a byte of the
+/// body is read: the token, the client's rate, the name, the declared
+/// length, and signatures by a trusted key over this very name. A
+/// refusal is the answer itself, as receive_within's are.
+#[allow(clippy::result_large_err)]
+fn admit(c: &Shared, ip: IpAddr, headers: &HeaderMap, name: &str) -> Result<Head, Response> {
+    if let Some(r) = c.unauthorised(ip, headers, "upload --token-file") {
+        return Err(r);
+    }
+    if !take(&c.buckets, ip, c.cfg.rate_per_minute.max(1) as f64) {
+        return Err(Refusal(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "more than {} uploads a minute from {ip}",
+                c.cfg.rate_per_minute
+            ),
+        )
+        .retry_after("5"));
+    }
+    let refuse = |code, why: String| Refusal(code, why).into_response();
+    if !valid_name(name) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "bad bundle name {}: a plain NAME.tar.zst is expected",
+                storcert_util::text::printable(&format!("{name:?}"), 220)
+            ),
+        ));
+    }
+    let minisig = header_text(headers, H_MINISIG).map_err(IntoResponse::into_response)?;
+    let envelope = header_text(headers, H_ENVELOPE).map_err(IntoResponse::into_response)?;
+    let Some(declared) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return Err(refuse(
+            StatusCode::LENGTH_REQUIRED,
+            "a Content-Length is required".into(),
+        ));
+    };
+    if declared > c.cfg.max_body {
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "{declared} bytes is more than --max-body {}",
+                c.cfg.max_body
+            ),
+        ));
+    }
+    // Signed by a trusted key, as far as the headers can show, before the
+    // body is read: a stranger's upload costs one small check.
+    let (signed_name, signed_sha) = bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted)
         .map_err(|e| {
-            // Out of time or cancelled is no verdict on the bundle: the
-            // client retries, and a spool does not set it aside.
-            if e.is_transient() {
-                return Refusal(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("could not verify it now: {e}"),
-                )
-                .retry_after("5");
-            }
-            let status = if e.is_untrusted_key() {
-                StatusCode::FORBIDDEN
-            } else {
-                StatusCode::UNPROCESSABLE_ENTITY
-            };
-            refuse(status, format!("rejected: {e}"))
-        })?;
-    // Stored already, here or by another collector sharing the store (its
-    // record is indexed once it verifies from the store; a planted record
-    // without a bundle that verifies is overwritten with this one).
+        let status = if e.is_untrusted_key() {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::UNPROCESSABLE_ENTITY
+        };
+        refuse(status, format!("rejected: {e}"))
+    })?;
+    if signed_name != name {
+        return Err(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "rejected: signed as {}, but uploaded as {name:?}",
+                storcert_util::text::printable(&format!("{signed_name:?}"), 220)
+            ),
+        ));
+    }
+    Ok(Head {
+        minisig,
+        envelope,
+        declared,
+        signed_sha,
+    })
+}
+
+/// A collector's answer: JSON, with the header that says a collector gave
+/// it (the upload client trusts a digest only from one).
+fn answer(code: StatusCode, body: serde_json::Value) -> Response {
+    let mut r = (code, Json(body)).into_response();
+    r.headers_mut().insert(H_COLLECTOR, collector_header());
+    r
+}
+
+/// A bundle that did not verify. Out of time or cancelled is no verdict on
+/// the bundle: the client retries, and a spool does not set it aside.
+fn verify_refusal(e: bundle::VerifyError) -> Response {
+    if e.is_transient() {
+        return Refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("could not verify it now: {e}"),
+        )
+        .retry_after("5");
+    }
+    let status = if e.is_untrusted_key() {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    Refusal(status, format!("rejected: {e}")).into_response()
+}
+
+/// A verified upload, waiting in its incoming file.
+struct Received<'a> {
+    sha: &'a str,
+    size: u64,
+    incoming: &'a std::path::Path,
+    head: Head,
+}
+
+/// Stores a verified bundle, its signatures and its record (the record
+/// last: its presence means the bundle is whole), unless it is stored
+/// already, here or by another collector sharing the store (its record is
+/// indexed once it verifies from the store; a planted record without a
+/// bundle that verifies is overwritten with this one). Whether it was.
+async fn store(
+    c: &Shared,
+    r: Received<'_>,
+    verified: bundle::Verified,
+    rows: Vec<DriveRow>,
+) -> Result<bool, Response> {
+    let sha = r.sha;
     let mut already = c
         .cfg
         .index
-        .contains(&sha)
+        .contains(sha)
         .map_err(|e| internal(e).into_response())?;
     if !already
         && c.cfg
             .store
-            .exists(&summary_key(&sha))
+            .exists(&summary_key(sha))
             .await
             .map_err(|e| internal(e).into_response())?
     {
@@ -217,54 +282,36 @@ pub(super) async fn receive_within(
         already = c
             .cfg
             .index
-            .contains(&sha)
+            .contains(sha)
             .map_err(|e| internal(e).into_response())?;
     }
-    let status = if already {
-        "already stored"
-    } else {
-        let key = bundle_key(&sha);
-        let stored = async {
-            c.cfg
-                .store
-                .put(&format!("{key}.minisig"), minisig.into())
-                .await?;
-            c.cfg
-                .store
-                .put(&format!("{key}.intoto.json"), envelope.into())
-                .await?;
-            c.cfg.store.put_file(&key, &incoming.path).await?;
-            let record = Record::new(
-                verified.clone(),
-                humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-                size,
-                rows,
-            );
-            let text = serde_json::to_vec_pretty(&record)?;
-            // The record last: its presence means the bundle is whole.
-            c.cfg.store.put(&summary_key(&sha), text.into()).await?;
-            c.cfg.index.insert(&record)?;
-            anyhow::Ok(())
-        };
-        stored.await.map_err(|e| internal(e).into_response())?;
-        eprintln!(
-            "collect: stored {name} ({sha}) from {ip}: {}",
-            verified.summary.verdict
+    if already {
+        return Ok(true);
+    }
+    let key = bundle_key(sha);
+    let stored = async {
+        c.cfg
+            .store
+            .put(&format!("{key}.minisig"), r.head.minisig.into())
+            .await?;
+        c.cfg
+            .store
+            .put(&format!("{key}.intoto.json"), r.head.envelope.into())
+            .await?;
+        c.cfg.store.put_file(&key, r.incoming).await?;
+        let record = Record::new(
+            verified,
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            r.size,
+            rows,
         );
-        "stored"
+        let text = serde_json::to_vec_pretty(&record)?;
+        c.cfg.store.put(&summary_key(sha), text.into()).await?;
+        c.cfg.index.insert(&record)?;
+        anyhow::Ok(())
     };
-    let code = if already {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    let mut r = (
-        code,
-        Json(serde_json::json!({ "sha256": sha, "status": status, "verdict": verified.summary.verdict })),
-    )
-        .into_response();
-    r.headers_mut().insert(H_COLLECTOR, collector_header());
-    Ok(r)
+    stored.await.map_err(|e| internal(e).into_response())?;
+    Ok(false)
 }
 
 /// The slowest average a body may arrive at, beyond its idle allowance:
