@@ -119,20 +119,7 @@ impl Head {
         argv_echo: &str,
         slice: u64,
     ) -> Result<(Head, usize), AnalyzeError> {
-        if slice < 1 {
-            return err("slice must be more than 0");
-        }
-        if opts.start_bucket >= ALL_BUCKETS {
-            return err(format!(
-                "start_bucket must be non-negative and less than {ALL_BUCKETS}"
-            ));
-        }
-        if opts.num_buckets < 1 {
-            return err("num_buckets must be more than 0");
-        }
-        if opts.every_nth < 1 {
-            return err("every_nth must be more than 0");
-        }
+        check_options(opts, slice)?;
         let mut out = String::new();
         let _ = writeln!(out, "act_latency.py {argv_echo}");
         let mut f = Lines {
@@ -140,55 +127,12 @@ impl Head {
             pos: 0,
         };
 
-        // Version.
-        let mut line = f.readline();
-        while !line.is_empty() && !line.starts_with("ACT version") {
-            line = f.readline();
-        }
-        if line.is_empty() {
-            return err(format!("{} ACT version not found", opts.log));
-        }
-        // Read whole, kept cut: "6." and a million zeros is 6.0.
-        let whole = line.split(' ').nth(2).map(str::trim).unwrap_or("");
-        let version = storcert_util::text::printable(whole, 32);
-        let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
-        let numeric: f64 = whole.parse().map_err(|_| {
-            AnalyzeError(format!(
-                "{} ACT version {version:?} is not a number",
-                opts.log
-            ))
-        })?;
-        if !(6.0..7.0).contains(&numeric) {
-            return err(format!(
-                "{} ACT version not compatible (version {version}, need 6.x)",
-                opts.log
-            ));
-        }
-
-        // Reporting interval.
-        line = f.readline();
-        while !line.is_empty() && !line.starts_with("report-interval-sec") {
-            line = f.readline();
-        }
-        if line.is_empty() {
-            return err("can't find report interval");
-        }
-        let interval: u64 = line
-            .split(' ')
-            .nth(1)
-            .map(str::trim)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| {
-                AnalyzeError(format!("bad report interval line {:?}", line.trim_end()))
-            })?;
-        if interval < 1 {
-            return err("reporting interval must be more than 0");
-        }
+        let (version, interval) = read_version_and_interval(&mut f, &mut out, opts)?;
 
         // Scale.
         let mut scale_label = " %>(ms)";
         f.seek0();
-        line = f.readline();
+        let mut line = f.readline();
         while !line.is_empty() && !line.starts_with("microsecond-histograms") {
             line = f.readline();
         }
@@ -203,43 +147,7 @@ impl Head {
         let note_at = out.len();
         let slice_time = slice.div_ceil(interval) * interval;
 
-        // Echo the configuration.
-        f.seek0();
-        line = f.readline();
-        while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
-            line = f.readline();
-        }
-        if line.is_empty() {
-            return err("can't find configuration");
-        }
-        let mut histograms = opts.histograms.clone();
-        if line.starts_with("ACT-STORAGE") || line.starts_with("ACT-INDEX") {
-            if histograms.is_empty() {
-                histograms = vec!["reads".into()];
-            }
-        } else {
-            return err("can't recognize configuration");
-        }
-        echo_section(&mut f, &mut out, line);
-        line = f.readline();
-        while !line.is_empty() && !line.starts_with("DERIVED CONFIGURATION") {
-            line = f.readline();
-        }
-        if line.is_empty() {
-            return err("can't find derived configuration");
-        }
-        echo_section(&mut f, &mut out, line);
-
-        // Echo the histogram names.
-        f.seek0();
-        line = f.readline();
-        while !line.is_empty() && line != "HISTOGRAM NAMES\n" {
-            line = f.readline();
-        }
-        if line.is_empty() {
-            return err("can't find histogram names");
-        }
-        echo_section(&mut f, &mut out, line);
+        let histograms = echo_configuration(&mut f, &mut out, opts)?;
 
         // find_max_bucket()
         let mut max_bucket = 0;
@@ -275,46 +183,8 @@ impl Head {
             })
             .collect();
 
-        // print_table_header()
-        let mut labels = String::new();
-        let mut underline_t = String::new();
-        for &i in &display {
-            let _ = write!(labels, "{:>7}", 1u64 << i);
-            underline_t.push_str(" ------");
-        }
-        if opts.extra {
-            labels.push_str("       rate");
-            underline_t.push_str(" ----------");
-        }
-        let len_table = labels.len();
-        for i in 1..hists.len() {
-            let prev = 1 + hists[i - 1].name.len();
-            if prev > len_table {
-                hists[i].pre_pad = " ".repeat(prev - len_table);
-            }
-        }
-        let mut names_out = " ".repeat(5);
-        let mut units_out = " ".repeat(5);
-        let mut labels_out = "slice".to_string();
-        let mut underline = "-".repeat(5);
-        for h in &hists {
-            let _ = write!(
-                names_out,
-                "{GAP} {:<w$}",
-                h.name,
-                w = len_table.saturating_sub(1)
-            );
-            let _ = write!(
-                units_out,
-                "{GAP}{}{:<w$}",
-                h.pre_pad,
-                scale_label,
-                w = len_table
-            );
-            let _ = write!(labels_out, "{GAP}{}{labels}", h.pre_pad);
-            let _ = write!(underline, "{GAP}{}{underline_t}", h.pre_pad);
-        }
-        let table_head = format!("{names_out}\n{units_out}\n{labels_out}\n{underline}\n");
+        let (table_head, underline) = table_header(&mut hists, &display, opts.extra, scale_label);
+
         Ok((
             Head {
                 text: out,
@@ -333,6 +203,173 @@ impl Head {
             f.pos.min(prefix.len()),
         ))
     }
+}
+
+/// act_latency.py's own argument checks.
+fn check_options(opts: &Options, slice: u64) -> Result<(), AnalyzeError> {
+    if slice < 1 {
+        return err("slice must be more than 0");
+    }
+    if opts.start_bucket >= ALL_BUCKETS {
+        return err(format!(
+            "start_bucket must be non-negative and less than {ALL_BUCKETS}"
+        ));
+    }
+    if opts.num_buckets < 1 {
+        return err("num_buckets must be more than 0");
+    }
+    if opts.every_nth < 1 {
+        return err("every_nth must be more than 0");
+    }
+    Ok(())
+}
+
+/// The log's ACT version (6.x only, echoed) and its reporting interval.
+fn read_version_and_interval(
+    f: &mut Lines<'_>,
+    out: &mut String,
+    opts: &Options,
+) -> Result<(String, u64), AnalyzeError> {
+    // Version.
+    let mut line = f.readline();
+    while !line.is_empty() && !line.starts_with("ACT version") {
+        line = f.readline();
+    }
+    if line.is_empty() {
+        return err(format!("{} ACT version not found", opts.log));
+    }
+    // Read whole, kept cut: "6." and a million zeros is 6.0.
+    let whole = line.split(' ').nth(2).map(str::trim).unwrap_or("");
+    let version = storcert_util::text::printable(whole, 32);
+    let _ = writeln!(out, "{} is ACT version {}\n", opts.log, version);
+    let numeric: f64 = whole.parse().map_err(|_| {
+        AnalyzeError(format!(
+            "{} ACT version {version:?} is not a number",
+            opts.log
+        ))
+    })?;
+    if !(6.0..7.0).contains(&numeric) {
+        return err(format!(
+            "{} ACT version not compatible (version {version}, need 6.x)",
+            opts.log
+        ));
+    }
+
+    // Reporting interval.
+    line = f.readline();
+    while !line.is_empty() && !line.starts_with("report-interval-sec") {
+        line = f.readline();
+    }
+    if line.is_empty() {
+        return err("can't find report interval");
+    }
+    let interval: u64 = line
+        .split(' ')
+        .nth(1)
+        .map(str::trim)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| AnalyzeError(format!("bad report interval line {:?}", line.trim_end())))?;
+    if interval < 1 {
+        return err("reporting interval must be more than 0");
+    }
+    Ok((version, interval))
+}
+
+/// Echoes the configuration, the derived configuration and the histogram
+/// names as the script does; returns the histograms the table shows.
+fn echo_configuration(
+    f: &mut Lines<'_>,
+    out: &mut String,
+    opts: &Options,
+) -> Result<Vec<String>, AnalyzeError> {
+    f.seek0();
+    let mut line = f.readline();
+    while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
+        line = f.readline();
+    }
+    if line.is_empty() {
+        return err("can't find configuration");
+    }
+    let mut histograms = opts.histograms.clone();
+    if line.starts_with("ACT-STORAGE") || line.starts_with("ACT-INDEX") {
+        if histograms.is_empty() {
+            histograms = vec!["reads".into()];
+        }
+    } else {
+        return err("can't recognize configuration");
+    }
+    echo_section(f, out, line);
+    line = f.readline();
+    while !line.is_empty() && !line.starts_with("DERIVED CONFIGURATION") {
+        line = f.readline();
+    }
+    if line.is_empty() {
+        return err("can't find derived configuration");
+    }
+    echo_section(f, out, line);
+
+    // Echo the histogram names.
+    f.seek0();
+    line = f.readline();
+    while !line.is_empty() && line != "HISTOGRAM NAMES\n" {
+        line = f.readline();
+    }
+    if line.is_empty() {
+        return err("can't find histogram names");
+    }
+    echo_section(f, out, line);
+    Ok(histograms)
+}
+
+/// print_table_header(): each histogram's name, unit and bucket labels
+/// over its columns; returns the head and its underline.
+fn table_header(
+    hists: &mut [Hist],
+    display: &[usize],
+    extra: bool,
+    scale_label: &str,
+) -> (String, String) {
+    // print_table_header()
+    let mut labels = String::new();
+    let mut underline_t = String::new();
+    for &i in display {
+        let _ = write!(labels, "{:>7}", 1u64 << i);
+        underline_t.push_str(" ------");
+    }
+    if extra {
+        labels.push_str("       rate");
+        underline_t.push_str(" ----------");
+    }
+    let len_table = labels.len();
+    for i in 1..hists.len() {
+        let prev = 1 + hists[i - 1].name.len();
+        if prev > len_table {
+            hists[i].pre_pad = " ".repeat(prev - len_table);
+        }
+    }
+    let mut names_out = " ".repeat(5);
+    let mut units_out = " ".repeat(5);
+    let mut labels_out = "slice".to_string();
+    let mut underline = "-".repeat(5);
+    for h in hists.iter() {
+        let _ = write!(
+            names_out,
+            "{GAP} {:<w$}",
+            h.name,
+            w = len_table.saturating_sub(1)
+        );
+        let _ = write!(
+            units_out,
+            "{GAP}{}{:<w$}",
+            h.pre_pad,
+            scale_label,
+            w = len_table
+        );
+        let _ = write!(labels_out, "{GAP}{}{labels}", h.pre_pad);
+        let _ = write!(underline, "{GAP}{}{underline_t}", h.pre_pad);
+    }
+    let table_head = format!("{names_out}\n{units_out}\n{labels_out}\n{underline}\n");
+    (table_head, underline)
 }
 
 /// Where print_latency_slices() is in its reading.
