@@ -192,15 +192,8 @@ fn admit(c: &Shared, ip: IpAddr, headers: &HeaderMap, name: &str) -> Result<Head
     }
     // Signed by a trusted key, as far as the headers can show, before the
     // body is read: a stranger's upload costs one small check.
-    let (signed_name, signed_sha) = bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted)
-        .map_err(|e| {
-        let status = if e.is_untrusted_key() {
-            StatusCode::FORBIDDEN
-        } else {
-            StatusCode::UNPROCESSABLE_ENTITY
-        };
-        refuse(status, format!("rejected: {e}"))
-    })?;
+    let (signed_name, signed_sha) =
+        bundle::check_signatures(&minisig, &envelope, &c.cfg.trusted).map_err(|e| rejected(&e))?;
     if signed_name != name {
         return Err(refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -236,6 +229,12 @@ fn verify_refusal(e: bundle::VerifyError) -> Response {
         )
         .retry_after("5");
     }
+    rejected(&e)
+}
+
+/// A bundle or its signatures refused: by a key not trusted (403), or as
+/// not what they claim to be (422).
+fn rejected(e: &bundle::VerifyError) -> Response {
     let status = if e.is_untrusted_key() {
         StatusCode::FORBIDDEN
     } else {
