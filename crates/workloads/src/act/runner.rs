@@ -302,18 +302,21 @@ impl<'s> Scheduler<'s> {
             .filter_map(|p| p.records.map(|r| r.max_bytes()))
             .max()
             .unwrap_or(4096) as usize;
+        let hists = spec
+            .hist_names
+            .iter()
+            .map(|_| LatencyHistogram::new(scale))
+            .collect();
+        let pools = BufferPools::default();
+        // The clock starts after the allocations: they are no request's lag.
         let start = Instant::now();
         let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
         Scheduler {
             spec,
             patterns,
             max_record,
-            hists: spec
-                .hist_names
-                .iter()
-                .map(|_| LatencyHistogram::new(scale))
-                .collect(),
-            pools: BufferPools::default(),
+            hists,
+            pools,
             start,
             streams: spec
                 .streams
