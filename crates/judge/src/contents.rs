@@ -18,6 +18,10 @@ use storcert_results::act::{LogAnalysis, Prep, PrepResult};
 use storcert_results::run::{Target, Targets};
 use storcert_results::{Artefact, ReadError};
 
+/// A log as it was judged in passing, by its path: the judge's analysis or
+/// why there is none.
+type JudgedLog = (String, Result<Box<LogAnalysis>, AnalyzeError>);
+
 /// One results file that was read as an artefact.
 #[derive(Debug, Clone)]
 pub struct Item {
@@ -517,15 +521,11 @@ impl Contents {
     /// Each file as what it was read as: configuration, a log to judge, a
     /// timeline, an artefact, or unreadable. Returns the logs and the
     /// timelines, which the artefacts decide about.
-    #[allow(clippy::type_complexity)]
     fn take_reads(
         &mut self,
         reads: BTreeMap<String, FileRead>,
         prefix: &str,
-    ) -> (
-        Vec<(String, Result<Box<LogAnalysis>, AnalyzeError>)>,
-        BTreeMap<String, Thinned>,
-    ) {
+    ) -> (Vec<JudgedLog>, BTreeMap<String, Thinned>) {
         let mut logs = Vec::new();
         let mut timelines = BTreeMap::new();
         for (path, read) in reads {
@@ -619,7 +619,7 @@ impl Contents {
     /// Judges every log, against its claim where there is one.
     fn judge_logs(
         &mut self,
-        logs: Vec<(String, Result<Box<LogAnalysis>, AnalyzeError>)>,
+        logs: Vec<JudgedLog>,
         saved: &[(String, LogAnalysis)],
         paths: &BTreeSet<String>,
     ) {
