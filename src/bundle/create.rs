@@ -194,7 +194,8 @@ fn open(dir: &Path, root: &OwnedFd, file: &Listed) -> Result<std::fs::File> {
 
 /// The first pass: every file hashed and read for the summary, a chunk at
 /// a time. The machine's identity is the folder's `system.json` when the
-/// run recorded one, else the running machine's.
+/// run recorded one, else an unrecorded machine's (never the machine this
+/// happens to run on).
 pub fn prepare(dir: &Path) -> Result<Prepared> {
     let root = openat(
         rustix::fs::CWD,

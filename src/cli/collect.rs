@@ -145,18 +145,15 @@ pub enum CollectAction {
     Export(CollectExportArgs),
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ExportFormatArg {
-    Csv,
-    Jsonl,
-}
-
 #[derive(Debug, Args)]
 pub struct CollectExportArgs {
     #[command(flatten)]
     pub store: CollectStoreArgs,
-    #[arg(long, value_enum, default_value = "csv")]
-    pub format: ExportFormatArg,
+    /// The table's format (docs/export-schema.md)
+    #[arg(long, default_value = crate::export::FORMATS[0].name,
+          value_parser = clap::builder::PossibleValuesParser::new(
+              crate::export::FORMATS.iter().map(|f| f.name)))]
+    pub format: String,
     /// Write here (durably, replacing it whole) instead of to standard output
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,

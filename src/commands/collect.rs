@@ -6,9 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::exit;
-use crate::cli::collect::{
-    CollectAction, CollectArgs, CollectExportArgs, CollectStoreArgs, ExportFormatArg,
-};
+use crate::cli::collect::{CollectAction, CollectArgs, CollectExportArgs, CollectStoreArgs};
 use crate::collect::{self, fleet::Waivers, index::Index, store::Store};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -246,9 +244,8 @@ fn export(a: CollectExportArgs) -> ExitCode {
         Ok(_) => {}
         Err(e) => return fail(format!("reading the store: {e:#}")),
     }
-    let format = match a.format {
-        ExportFormatArg::Csv => collect::ExportFormat::Csv,
-        ExportFormatArg::Jsonl => collect::ExportFormat::Jsonl,
+    let Some(format) = crate::export::format(&a.format) else {
+        return fail(format!("--format {}: no such export format", a.format));
     };
     let written = match &a.output {
         // Streamed into a temporary file beside it, made durable, then

@@ -44,13 +44,6 @@ impl ExportQuery {
     }
 }
 
-/// The two export formats.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum ExportFormat {
-    Csv,
-    Jsonl,
-}
-
 /// Writes the rows `f` takes to `out` in `format`, with their waivers;
 /// returns how many.
 pub fn write_export(
@@ -58,48 +51,27 @@ pub fn write_export(
     waivers: &fleet::Waivers,
     f: &index::RowFilter,
     limit: u64,
-    format: ExportFormat,
+    format: &export::Format,
     out: impl std::io::Write,
 ) -> Result<u64> {
     let today = fleet::today();
     let mut n = 0u64;
     let mut failed: Option<std::io::Error> = None;
-    match format {
-        ExportFormat::Csv => {
-            let mut w = export::csv::Writer::new(out, index.act_keys()?)?;
-            index.rows(f, limit, |r| {
-                let waived = waivers.covering(&r, &today).map(fleet::Waivers::describe);
-                match w.row(&r, waived.as_deref()) {
-                    Ok(()) => {
-                        n += 1;
-                        true
-                    }
-                    Err(e) => {
-                        failed = Some(std::io::Error::other(e));
-                        false
-                    }
-                }
-            })?;
-            w.finish()?;
+    let mut w = (format.begin)(Box::new(out), index.act_keys()?)?;
+    index.rows(f, limit, |r| {
+        let waived = waivers.covering(&r, &today).map(fleet::Waivers::describe);
+        match w.row(&r, waived.as_deref()) {
+            Ok(()) => {
+                n += 1;
+                true
+            }
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
         }
-        ExportFormat::Jsonl => {
-            let mut out = std::io::BufWriter::new(out);
-            index.rows(f, limit, |r| {
-                let waived = waivers.covering(&r, &today).map(fleet::Waivers::describe);
-                match export::jsonl::write_row(&mut out, &r, waived.as_deref()) {
-                    Ok(()) => {
-                        n += 1;
-                        true
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        false
-                    }
-                }
-            })?;
-            std::io::Write::flush(&mut out)?;
-        }
-    }
+    })?;
+    w.finish()?;
     match failed {
         Some(e) => Err(e.into()),
         None => Ok(n),
@@ -191,7 +163,7 @@ pub(super) async fn export(
     c: Shared,
     ip: IpAddr,
     q: ExportQuery,
-    format: ExportFormat,
+    format: &'static export::Format,
 ) -> Response {
     let (f, limit) = match q.filter() {
         Ok(x) => x,
@@ -249,10 +221,7 @@ pub(super) async fn export(
     // Taken at the pace every slow answer is: a reader that takes a chunk
     // just inside each stall cannot hold its turn to the request timeout.
     let body = super::pace::paced(Box::pin(body), Pace::new(stall, timeout), ());
-    let (mime, name) = match format {
-        ExportFormat::Csv => ("text/csv; charset=utf-8", "storcert-drives.csv"),
-        ExportFormat::Jsonl => ("application/jsonl; charset=utf-8", "storcert-drives.jsonl"),
-    };
+    let (mime, name) = (format.mime, format!("storcert-drives.{}", format.name));
     (
         [
             (header::CONTENT_TYPE, mime.to_string()),
@@ -266,20 +235,21 @@ pub(super) async fn export(
         .into_response()
 }
 
-pub(super) async fn export_csv(
-    State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Query(q): Query<ExportQuery>,
-) -> Response {
-    export(c, peer.ip(), q, ExportFormat::Csv).await
-}
-
-pub(super) async fn export_jsonl(
-    State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Query(q): Query<ExportQuery>,
-) -> Response {
-    export(c, peer.ip(), q, ExportFormat::Jsonl).await
+/// The route of each export format: `/api/export.<name>`.
+pub(super) fn routes(mut reads: Router<Shared>) -> Router<Shared> {
+    for format in export::FORMATS {
+        reads = reads.route(
+            &format!("/api/export.{}", format.name),
+            get(
+                move |State(c): State<Shared>,
+                      ConnectInfo(peer): ConnectInfo<SocketAddr>,
+                      Query(q): Query<ExportQuery>| {
+                    export(c, peer.ip(), q, format)
+                },
+            ),
+        );
+    }
+    reads
 }
 
 #[cfg(test)]

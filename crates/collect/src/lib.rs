@@ -841,16 +841,14 @@ pub fn router(state: Shared) -> Router {
         .route("/api/machines/{serial}", get(api_machine))
         .route("/api/drives/{id}", get(api_drive))
         .route("/api/cohorts", get(api_cohorts))
-        .route("/api/export.csv", get(export_csv))
-        .route("/api/export.jsonl", get(export_jsonl))
         .route("/board", get(web::board_page))
         .route("/api/board", get(api_board))
         .route("/static/board.js", get(web::board_script))
-        .route("/download/{file}", get(download))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            read_guard,
-        ));
+        .route("/download/{file}", get(download));
+    let reads = exports::routes(reads).layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        read_guard,
+    ));
     Router::new()
         .merge(reads)
         .route("/upload/{name}", put(receive))

@@ -180,11 +180,18 @@ pub fn url_part(s: &str) -> String {
 /// The most rows a history or cohort page reads.
 const PAGE_ROWS: u64 = 5000;
 
-fn nav() -> &'static str {
-    "<p class=\"nav\"><a href=\"/\">fleet</a> · <a href=\"/board\">live board</a> · cohorts by \
-     <a href=\"/cohorts?by=model\">model</a>, <a href=\"/cohorts?by=firmware\">firmware</a>, \
-     <a href=\"/cohorts?by=controller\">controller</a>, <a href=\"/cohorts?by=tag\">tag</a> · \
-     export <a href=\"/api/export.csv\">CSV</a>, <a href=\"/api/export.jsonl\">JSON lines</a></p>"
+fn nav() -> String {
+    let exports: Vec<String> = storcert_report::export::FORMATS
+        .iter()
+        .map(|f| format!("<a href=\"/api/export.{}\">{}</a>", f.name, f.title))
+        .collect();
+    format!(
+        "<p class=\"nav\"><a href=\"/\">fleet</a> · <a href=\"/board\">live board</a> · cohorts by \
+         <a href=\"/cohorts?by=model\">model</a>, <a href=\"/cohorts?by=firmware\">firmware</a>, \
+         <a href=\"/cohorts?by=controller\">controller</a>, <a href=\"/cohorts?by=tag\">tag</a> · \
+         export {}</p>",
+        exports.join(", ")
+    )
 }
 
 /// A number with at most `digits` decimals, "–" for none.

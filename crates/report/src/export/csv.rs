@@ -136,6 +136,16 @@ fn smart_cells(s: &Option<Smart>) -> Vec<String> {
     ]
 }
 
+pub const FORMAT: super::Format = super::Format {
+    name: "csv",
+    title: "CSV",
+    mime: "text/csv; charset=utf-8",
+    begin: |out, act_keys| {
+        let w = Writer::new(out, act_keys).map_err(std::io::Error::other)?;
+        Ok(Box::new(w))
+    },
+};
+
 /// Writes rows as CSV, the ACT groups given up front (a streamed export
 /// cannot add columns once its header is out).
 pub struct Writer<W: Write> {
@@ -212,6 +222,16 @@ impl<W: Write> Writer<W> {
         self.out
             .into_inner()
             .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+impl<W: Write> super::RowWriter for Writer<W> {
+    fn row(&mut self, r: &DriveRow, waived: Option<&str>) -> std::io::Result<()> {
+        Writer::row(self, r, waived).map_err(std::io::Error::other)
+    }
+
+    fn finish(self: Box<Self>) -> std::io::Result<()> {
+        Writer::finish(*self).map(drop)
     }
 }
 

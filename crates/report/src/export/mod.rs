@@ -22,6 +22,46 @@ use storcert_results::{Artefact, Verdict};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Writes the drive table in one format, a row at a time as the rows are
+/// read (an export is streamed, never held whole).
+pub trait RowWriter {
+    /// One row; `waived` is the waiver that covers its failure, if any.
+    fn row(&mut self, r: &DriveRow, waived: Option<&str>) -> std::io::Result<()>;
+    /// Ends the table and flushes what is buffered.
+    fn finish(self: Box<Self>) -> std::io::Result<()>;
+}
+
+/// One export format. Adding one is a file of this module with its
+/// [`RowWriter`] and a line in [`FORMATS`]: the collector's route
+/// (`/api/export.<name>`), its pages' links and `storcert collect export
+/// --format` are all made from that list.
+pub struct Format {
+    /// The value of `--format`, and the route's and file's extension.
+    pub name: &'static str,
+    /// What a link to it says.
+    pub title: &'static str,
+    /// Its media type over HTTP.
+    pub mime: &'static str,
+    /// Begins a table on `out`. `act_keys` are the ACT groups any row may
+    /// have ([`ActLoad::key`]), for a format whose columns are fixed up
+    /// front.
+    pub begin: Begin,
+}
+
+/// How a format begins a table on a writer.
+pub type Begin = for<'a> fn(
+    Box<dyn std::io::Write + 'a>,
+    Vec<String>,
+) -> std::io::Result<Box<dyn RowWriter + 'a>>;
+
+/// Every export format, the first the default.
+pub static FORMATS: &[Format] = &[csv::FORMAT, jsonl::FORMAT];
+
+/// The format called `name`, if there is one.
+pub fn format(name: &str) -> Option<&'static Format> {
+    FORMATS.iter().find(|f| f.name == name)
+}
+
 /// Which bundle a row came from, as the collector received it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Received {
@@ -509,6 +549,43 @@ mod tests {
             "clat": {"n": 0, "min_ns": 0, "max_ns": 0, "mean_ns": 0.0, "stddev_ns": 0.0,
                      "percentiles": []},
             "bw_per_sec": [], "error": null})
+    }
+
+    #[test]
+    fn every_format_is_found_by_its_name_and_writes_each_row_and_its_waiver() {
+        let mut names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FORMATS.len(), "two formats share a name");
+        assert!(format("nope").is_none());
+        let row = DriveRow {
+            schema_version: SCHEMA_VERSION,
+            device: "/dev/sdq".into(),
+            serial: Some("S3RIAL-1".into()),
+            act: vec![ActLoad {
+                load: 12.0,
+                pct_over_1ms: Some(0.5),
+                ..ActLoad::default()
+            }],
+            ..DriveRow::default()
+        };
+        for f in FORMATS {
+            // The route and file name take it as an extension.
+            assert!(f
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+            assert!(std::ptr::eq(format(f.name).unwrap(), f));
+            let mut out = Vec::new();
+            let mut w = (f.begin)(Box::new(&mut out), vec![row.act[0].key()]).unwrap();
+            w.row(&row, None).unwrap();
+            w.row(&row, Some("RMA 4411")).unwrap();
+            w.finish().unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(text.matches("S3RIAL-1").count(), 2, "{}: {text}", f.name);
+            assert_eq!(text.matches("RMA 4411").count(), 1, "{}: {text}", f.name);
+            assert!(text.contains("0.5"), "{}: {text}", f.name);
+        }
     }
 
     #[test]
