@@ -277,6 +277,10 @@ fn bad_profiles_are_refused_before_any_io() {
             "/dev/no-such-disk: no such device",
         ),
         (
+            "name = \"x\"\n[devices]\nselect = \"all\"\nkeep_scratch = true\n",
+            "devices.keep_scratch: there is no scratch file to keep",
+        ),
+        (
             "name = \"x\"\nread_only = true\n[devices]\nselect = \"all\"\n[act]\nprep = true\n",
             "contradicts read_only",
         ),
@@ -662,6 +666,16 @@ fn a_profile_s_act_config_keys_reach_the_log() {
         .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("run-"))
         .unwrap();
     let log = std::fs::read_to_string(run.join("act/scratch-500r-250w.log")).unwrap();
+    // The scratch file lived in the results root's temporary space, not
+    // where the run was started, and went when the run ended.
+    let scratch = results.join("scratch/storcert-scratch.img");
+    assert!(
+        log.contains(&format!("device-names: {}\n", scratch.display())),
+        "{log}"
+    );
+    assert!(!scratch.exists() && !results.join("scratch").exists());
+    assert!(!t.path().join("storcert-scratch.img").exists());
+    assert!(err.contains("removed the scratch file"), "{err}");
     for line in [
         "read-reqs-per-sec: 500\n",
         "write-reqs-per-sec: 250\n",
@@ -670,6 +684,36 @@ fn a_profile_s_act_config_keys_reach_the_log() {
     ] {
         assert!(log.contains(line), "{line:?} not in:\n{log}");
     }
+}
+
+/// `devices.keep_scratch`: the scratch file stays in the results root,
+/// at its size, for a user who asked to keep it.
+#[test]
+fn a_scratch_file_asked_for_is_kept() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"keep\"\n[devices]\nscratch = \"16M\"\nkeep_scratch = true\n\
+         [act]\nstorage = [{ load = \"1x\", duration = \"1s\" }]\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let out = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let scratch = results.join("scratch/storcert-scratch.img");
+    assert_eq!(
+        std::fs::metadata(&scratch).unwrap().len(),
+        16 << 20,
+        "{err}"
+    );
+    assert!(!err.contains("removed the scratch file"), "{err}");
+    assert!(!t.path().join("storcert-scratch.img").exists());
 }
 
 /// `act.wide`: one ACT run over both drives at twice the rates, whose log

@@ -43,6 +43,13 @@ const CURRENT: &str = "current";
 /// The scratch file of a profile with `devices.scratch`.
 pub const SCRATCH: &str = "storcert-scratch.img";
 
+/// Where a run under `root` keeps its scratch file: the results root's
+/// temporary space, never the folder a user happened to start it in, and
+/// outside the run's folder (which is bundled).
+pub fn scratch_path(root: &Path) -> PathBuf {
+    root.join("scratch").join(SCRATCH)
+}
+
 pub struct Options {
     pub profile: Profile,
     pub source: String,
@@ -151,6 +158,7 @@ fn open_run(root: &Path, opts: &Options, digest: &str) -> Result<(PathBuf, Journ
 /// `skipped` ("/dev/sdb: why", a refused drive with the gate's reason).
 pub(super) fn select_targets(
     p: &Profile,
+    root: &Path,
     inv: &Inventory,
     console: &Console,
     skipped: &mut Vec<String>,
@@ -161,7 +169,7 @@ pub(super) fn select_targets(
     };
     let d = &p.devices;
     if let Some(size) = p.plan.scratch_bytes {
-        let path = std::env::current_dir()?.join(SCRATCH);
+        let path = std::path::absolute(scratch_path(root))?;
         return Ok(vec![Target {
             path: path.display().to_string(),
             disk: path.display().to_string(),
@@ -536,6 +544,9 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let result = run_stages(&ctx, opts, system);
     // Stopped before a bundle (an error, a signal): the board hears so.
     ctx.last_heartbeat(None);
+    if result.is_ok() && !ctx.stopped() {
+        remove_scratch(p, &root, &console);
+    }
     console.close();
     let mut ending = result?;
     if ctx.stopped() {
@@ -552,6 +563,21 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     Ok(ending)
 }
 
+/// A finished run's scratch file goes, unless the profile keeps it; an
+/// interrupted run keeps it to resume on.
+fn remove_scratch(p: &Profile, root: &Path, console: &Console) {
+    if p.plan.scratch_bytes.is_none() || p.devices.keep_scratch {
+        return;
+    }
+    let scratch = scratch_path(root);
+    match std::fs::remove_file(&scratch) {
+        Ok(()) => console.say(&format!("removed the scratch file {}", scratch.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => console.say(&format!("could not remove {}: {e}", scratch.display())),
+    }
+    let _ = std::fs::remove_dir(scratch.parent().expect("has a parent"));
+}
+
 fn run_stages(
     ctx: &Ctx,
     opts: &Options,
@@ -560,7 +586,16 @@ fn run_stages(
     let p = ctx.profile;
     let (inv, reach) = record_machine(ctx, &system)?;
     let mut skipped = Vec::new();
-    let mut targets = select_targets(p, &inv, &ctx.console, &mut skipped)?;
+    let root = ctx.dir.parent().unwrap_or(Path::new("."));
+    let mut targets = select_targets(p, root, &inv, &ctx.console, &mut skipped)?;
+    if p.plan.scratch_bytes.is_some() {
+        let scratch = scratch_path(root);
+        crate::util::fs::create_dir_durably(scratch.parent().expect("has a parent"))?;
+        ctx.console.say(&format!(
+            "scratch file: {} (removed when the run ends)",
+            scratch.display()
+        ));
+    }
     let hidden = inventory::reach::hidden_drives(&reach);
     if targets.is_empty() && hidden.is_empty() {
         bail!("no drive to test: the profile's devices matched none the safety gate clears");

@@ -111,7 +111,7 @@ pub fn dry_run(opts: &Options) -> Result<String> {
         },
     );
     let mut skipped = Vec::new();
-    let targets = select_targets(p, &inv, &console, &mut skipped)?;
+    let targets = select_targets(p, &super::results_root(opts), &inv, &console, &mut skipped)?;
     console.close();
     let mut out = String::new();
     let _ = writeln!(

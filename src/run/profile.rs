@@ -96,9 +96,14 @@ fn default_done() -> String {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Devices {
-    /// Qualify a sparse scratch file of this size in the current folder
-    /// instead of drives.
+    /// Qualify a sparse scratch file of this size instead of drives. It
+    /// lives in the results root's `scratch/` folder while the run lasts
+    /// and is removed when the run ends (an interrupted run keeps it to
+    /// resume on).
     pub scratch: Option<String>,
+    /// Keep the scratch file when the run ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_scratch: bool,
     /// "all": every drive the safety gate clears (or, read-only, every
     /// drive); "named": only `paths`/`serials`/`models`.
     pub select: Option<String>,
@@ -645,6 +650,12 @@ impl Profile {
     fn validate_devices(&self, plan: &mut Plan) -> Result<(), (String, String)> {
         let bad = |k: &str, m: String| Err((k.to_string(), m));
         let d = &self.devices;
+        if d.keep_scratch && d.scratch.is_none() {
+            return bad(
+                "devices.keep_scratch",
+                "there is no scratch file to keep".into(),
+            );
+        }
         match (&d.scratch, d.select.as_deref()) {
             (Some(s), _) => {
                 plan.scratch_bytes = Some(
