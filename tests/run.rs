@@ -676,6 +676,13 @@ fn a_profile_s_act_config_keys_reach_the_log() {
     assert!(!scratch.exists() && !results.join("scratch").exists());
     assert!(!t.path().join("storcert-scratch.img").exists());
     assert!(err.contains("removed the scratch file"), "{err}");
+    // The answer on standard output, the progress on standard error.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("  verdict ") && said.contains("  sha256 "),
+        "{said}"
+    );
+    assert!(!err.contains("  sha256 ") && err.contains("[act "), "{err}");
     for line in [
         "read-reqs-per-sec: 500\n",
         "write-reqs-per-sec: 250\n",

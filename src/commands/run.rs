@@ -1,4 +1,5 @@
-//! `storcert run`: resolves the profile, runs it, prints the banner.
+//! `storcert run`: resolves the profile, runs it, prints the banner (on
+//! standard output; its progress goes to standard error).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -61,7 +62,11 @@ pub fn run(a: RunArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return fail(format!("{e:#}")),
     };
-    let mut lines = ending.reasons.clone();
+    let mut lines = vec![format!(
+        "verdict {}",
+        ending.verdict.as_str().to_uppercase()
+    )];
+    lines.extend(ending.reasons.iter().cloned());
     if let (Some(b), Some(sha)) = (&ending.bundle, &ending.bundle_sha256) {
         lines.push(format!("bundle {} ", b.display()));
         lines.push(format!("sha256 {sha}"));
@@ -74,7 +79,9 @@ pub fn run(a: RunArgs) -> ExitCode {
         "report {}",
         ending.run_dir.join("report.html").display()
     ));
-    eprint!("{}", console::banner(ending.verdict, &lines));
+    // The answer on standard output, the progress that led to it on
+    // standard error: `storcert run | tee verdict.txt` keeps the answer.
+    print!("{}", console::banner(ending.verdict, &lines));
     if ending.done_action != "none" {
         eprintln!(
             "storcert.done={}: the image's unit acts on the exit status",
