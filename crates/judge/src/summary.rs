@@ -202,6 +202,31 @@ fn judge_searches(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
     }
 }
 
+/// The order ACT runs are listed in, everywhere: by folder (a phase, a
+/// search), then drives, then load in numeric order (1x before 10x, which
+/// their file names sort the other way), then name. Each is (path,
+/// drives, load).
+pub fn act_run_order(
+    (x, x_devices, x_load): (&str, &[String], Option<f64>),
+    (y, y_devices, y_load): (&str, &[String], Option<f64>),
+) -> std::cmp::Ordering {
+    let folder = |p: &str| p.rfind('/').map_or("", |i| &p[..i]).to_string();
+    let load = |l: Option<f64>| l.unwrap_or(f64::INFINITY);
+    folder(x)
+        .cmp(&folder(y))
+        .then_with(|| x_devices.cmp(y_devices))
+        .then_with(|| load(x_load).total_cmp(&load(y_load)))
+        .then_with(|| x.cmp(y))
+}
+
+/// The ACT logs in [`act_run_order`]: the order their tests and reasons
+/// are listed in.
+fn analyses_in_load_order(c: &Contents) -> Vec<(String, &storcert_results::act::LogAnalysis)> {
+    let mut logs: Vec<_> = c.analyses().collect();
+    logs.sort_by(|(x, a), (y, b)| act_run_order((x, &a.devices, a.load), (y, &b.devices, b.load)));
+    logs
+}
+
 /// Each ACT log that is not a search's trial: a run over several drives
 /// judges each drive on its own share.
 fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
@@ -216,7 +241,7 @@ fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
         })
         .flat_map(|r| r.trials.iter().map(|t| t.log.as_str()))
         .collect();
-    for (log, a) in c.analyses() {
+    for (log, a) in analyses_in_load_order(c) {
         // Only a trial's own log (named as storcert names trials) is the
         // search's business; any other log is judged on its own.
         if is_trial_log(&log) && owned.iter().any(|o| same_log(&log, o)) {

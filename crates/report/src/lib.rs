@@ -278,9 +278,18 @@ impl Report {
                 });
             }
         }
-        r.act.sort_by(|x, y| x.path.cmp(&y.path));
+        r.act.sort_by(act_section_order);
         r
     }
+}
+
+/// ACT sections in the order ACT runs are listed everywhere (numeric
+/// load order within a folder and drive).
+fn act_section_order(x: &ActSection, y: &ActSection) -> std::cmp::Ordering {
+    storcert_judge::summary::act_run_order(
+        (&x.path, &x.devices, x.load),
+        (&y.path, &y.devices, y.load),
+    )
 }
 
 /// A provisioned drive's spare area as the report's table shows it: drive,
@@ -426,5 +435,45 @@ mod tests {
                 .collect::<Vec<_>>(),
         );
         assert!(spikes.period_s.is_none_or(|p| p < 30));
+    }
+
+    /// 1x, 2x, 10x: never 10x before 1x as the file names sort.
+    #[test]
+    fn act_sections_come_in_numeric_order_of_load() {
+        let pass = String::from_utf8(log("storcert-us-20x.log")).unwrap();
+        let at = |load: u32| {
+            pass.replace(
+                "read-reqs-per-sec: 40000",
+                &format!("read-reqs-per-sec: {}", 2000 * load),
+            )
+            .replace(
+                "write-reqs-per-sec: 20000",
+                &format!("write-reqs-per-sec: {}", 1000 * load),
+            )
+            .into_bytes()
+        };
+        let files: BTreeMap<String, Vec<u8>> = [10, 1, 2]
+            .map(|l| (format!("act/d-{l}x.log"), at(l)))
+            .into();
+        let r = crate::Report::build("t", Default::default(), &files);
+        let loads: Vec<Option<f64>> = r.act.iter().map(|a| a.load).collect();
+        assert_eq!(loads, [Some(1.0), Some(2.0), Some(10.0)]);
+        let md = crate::text::markdown(&r);
+        let (one, ten) = (md.find("d-1x.log").unwrap(), md.find("d-10x.log").unwrap());
+        assert!(one < ten, "{md}");
+        // The summary lists its tests (and so its reasons) the same way.
+        let summary = storcert_judge::summary::summarise(
+            Default::default(),
+            &storcert_judge::contents::Contents::read(&files),
+        );
+        let tests: Vec<&str> = summary.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            tests,
+            [
+                "act-storage 1x (act/d-1x.log)",
+                "act-storage 2x (act/d-2x.log)",
+                "act-storage 10x (act/d-10x.log)"
+            ]
+        );
     }
 }
