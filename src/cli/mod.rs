@@ -201,6 +201,10 @@ pub struct ActRunArgs {
     /// Seconds after which an outstanding I/O counts as stuck
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub io_timeout: u64,
+    /// Run to the end even once a slice has failed whatever follows (by
+    /// default the run stops there, failed, and says why)
+    #[arg(long)]
+    pub run_to_end: bool,
     #[command(flatten)]
     pub safety: SafetyArgs,
 }
@@ -350,6 +354,10 @@ pub struct ActSearchArgs {
     /// Write the search result as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Run every trial to its end even once it has failed whatever
+    /// follows (by default a failing trial stops there)
+    #[arg(long)]
+    pub run_to_end: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

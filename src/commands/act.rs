@@ -110,6 +110,7 @@ fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {
         null_latency: r.engine.null_model()?,
         max_errors: r.max_errors,
         io_timeout: Duration::from_secs(r.io_timeout),
+        run_to_end: r.run_to_end,
         ..RunOptions::default()
     })
 }
@@ -163,6 +164,9 @@ fn summary(r: &RunResult) -> String {
             format!("STOPPED: an I/O on {device} stuck for {seconds} s")
         }
         Outcome::Interrupted => "interrupted (the log holds every whole report)".to_string(),
+        Outcome::Decided { seconds, reason } => {
+            format!("STOPPED once decided at {seconds} s ({reason}; --run-to-end runs on)")
+        }
     };
     s.push_str(&format!(
         "run {outcome} after {:.1} s on {}; max lag behind schedule {:.3} ms\n",
@@ -393,6 +397,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     let opts = RunOptions {
         engine: a.engine.kind(),
         null_latency,
+        run_to_end: a.run_to_end,
         ..RunOptions::default()
     };
     let console = Console::for_command();

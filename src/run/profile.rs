@@ -175,6 +175,11 @@ pub struct Act {
     pub wide: bool,
     pub search: Option<Search>,
     pub index: Option<TimedLoad>,
+    /// Run every ACT run (storage, index, search trials, phases) to its
+    /// end even once a slice has failed whatever follows; by default a
+    /// run stops there, failed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_to_end: bool,
 }
 
 /// One phase of a run: the spare area, then ACT on it.

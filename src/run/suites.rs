@@ -29,13 +29,7 @@ pub(super) fn act_run(
             let _ = ctx.journal().progress(key, secs);
         }
     };
-    let ran = crate::act::run_to_files(
-        w,
-        &crate::act::RunOptions::default(),
-        &ctx.stop,
-        &files,
-        &mut progress,
-    );
+    let ran = crate::act::run_to_files(w, &act_options(ctx), &ctx.stop, &files, &mut progress);
     ctx.console.end(key);
     let ran = ran?;
     if let Some(e) = ran.analysis_error {
@@ -58,6 +52,18 @@ pub(super) fn act_run(
             "an I/O on {device} did not complete in {seconds} s"
         )),
         Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
+        // A verdict, not a broken stage: its log is judged as any other.
+        Outcome::Decided { seconds, reason } => {
+            Ok(format!("stopped once decided after {seconds} s: {reason}"))
+        }
+    }
+}
+
+/// How the profile's ACT runs run.
+fn act_options(ctx: &Ctx) -> crate::act::RunOptions {
+    crate::act::RunOptions {
+        run_to_end: ctx.profile.act.as_ref().is_some_and(|a| a.run_to_end),
+        ..Default::default()
     }
 }
 
@@ -368,12 +374,7 @@ fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchP
                 confirm_secs: confirm,
                 out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
             };
-            let r = crate::act::search::search(
-                &spec,
-                &crate::act::RunOptions::default(),
-                &ctx.stop,
-                &ctx.console,
-            )?;
+            let r = crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console)?;
             ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
             Ok(match r.highest_passing_load {
                 Some(l) => format!("highest passing load {l}x"),

@@ -7,10 +7,22 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     Completed,
-    CouldNotKeepUp { stream: String },
-    DeviceErrors { errors: u64 },
-    StuckIo { device: String, seconds: u64 },
+    CouldNotKeepUp {
+        stream: String,
+    },
+    DeviceErrors {
+        errors: u64,
+    },
+    StuckIo {
+        device: String,
+        seconds: u64,
+    },
     Interrupted,
+    /// Stopped once ACT's rule had failed whatever followed.
+    Decided {
+        seconds: u64,
+        reason: String,
+    },
 }
 
 /// An outcome as written, read flat: serde's own reading of a tagged enum
@@ -25,6 +37,7 @@ enum OutcomeKind {
     DeviceErrors,
     StuckIo,
     Interrupted,
+    Decided,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +47,7 @@ struct OutcomeJson {
     errors: Option<u64>,
     device: Option<String>,
     seconds: Option<u64>,
+    reason: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for Outcome {
@@ -54,6 +68,10 @@ impl<'de> Deserialize<'de> for Outcome {
                 seconds: j.seconds.ok_or_else(|| missing("seconds"))?,
             },
             OutcomeKind::Interrupted => Outcome::Interrupted,
+            OutcomeKind::Decided => Outcome::Decided {
+                seconds: j.seconds.ok_or_else(|| missing("seconds"))?,
+                reason: j.reason.ok_or_else(|| missing("reason"))?,
+            },
         })
     }
 }
@@ -367,6 +385,7 @@ impl RunResult {
             Outcome::DeviceErrors { .. } => "device-errors".to_string(),
             Outcome::StuckIo { .. } => "stuck-io".to_string(),
             Outcome::Interrupted => "interrupted".to_string(),
+            Outcome::Decided { seconds, reason } => format!("decided after {seconds} s: {reason}"),
         };
         super::verdict::Judgement {
             per_device: Vec::new(),
@@ -543,6 +562,10 @@ mod tests {
                 seconds: 30,
             },
             Outcome::Interrupted,
+            Outcome::Decided {
+                seconds: 36,
+                reason: "slice 1 (0-3600 s) can no longer pass".into(),
+            },
         ] {
             let json = serde_json::to_string(&o).unwrap();
             assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), o, "{json}");

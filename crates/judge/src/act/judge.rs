@@ -37,7 +37,80 @@ const MAX_PROBLEMS: usize = 20;
 /// of a million one-hour reports must not cost a million failures).
 pub(crate) const MAX_FAILURES: usize = 300;
 
-const RULES: [(&str, u64, u64); 3] = [("> 1 ms", 5, 100), ("> 8 ms", 1, 100), ("> 64 ms", 1, 1000)];
+/// One of ACT's limits: in a slice, reads over `ms` must be fewer than
+/// `num`/`den` of the slice's reads.
+pub struct Rule {
+    pub ms: u64,
+    pub num: u64,
+    pub den: u64,
+}
+
+/// ACT's rules: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms.
+pub const RULES: [Rule; 3] = [
+    Rule {
+        ms: 1,
+        num: 5,
+        den: 100,
+    },
+    Rule {
+        ms: 8,
+        num: 1,
+        den: 100,
+    },
+    Rule {
+        ms: 64,
+        num: 1,
+        den: 1000,
+    },
+];
+
+impl Rule {
+    /// "> 8 ms".
+    pub fn name(&self) -> String {
+        format!("> {} ms", self.ms)
+    }
+
+    /// "1%", "0.1%".
+    pub fn limit(&self) -> String {
+        format!("{}%", self.num as f64 * 100.0 / self.den as f64)
+    }
+
+    /// The histogram bucket above which a read counts against the rule
+    /// (bucket b holds [2^(b-1), 2^b) of the histogram's unit).
+    pub fn edge(&self, microseconds: bool) -> usize {
+        let ms = self.ms.trailing_zeros() as usize;
+        if microseconds {
+            ms + 10
+        } else {
+            ms
+        }
+    }
+
+    /// Whether `over` of `total` reads break the rule: over/total ≥
+    /// num/den, in integers, so nothing rounds at the edge.
+    pub fn broken(&self, over: u64, total: u64) -> bool {
+        total > 0 && over as u128 * self.den as u128 >= self.num as u128 * total as u128
+    }
+}
+
+/// A slice's length for reports `interval` seconds apart: the hour,
+/// rounded up to whole reports as act_latency.py rounds it; `u64::MAX`
+/// where reports are too far apart to cut into hours (only a run shorter
+/// than an hour can then be judged, as one slice).
+pub fn slice_secs(interval: u64) -> u64 {
+    if interval > HOUR || (interval > MAX_OVERRUN && HOUR % interval != 0) {
+        u64::MAX
+    } else {
+        HOUR.div_ceil(interval.max(1)) * interval.max(1)
+    }
+}
+
+/// Reads above bucket `edge` in a histogram's bucket counts.
+pub fn over_edge(buckets: &[u64], edge: usize) -> u64 {
+    let total: u64 = buckets.iter().sum();
+    let under: u64 = buckets.iter().take(edge + 1).sum();
+    total.saturating_sub(under)
+}
 
 /// One report's cumulative reads: total and per-bucket counts.
 #[derive(Clone)]
@@ -176,14 +249,7 @@ impl Judge {
             return;
         }
         if self.slice.is_none() {
-            let i = self.interval();
-            if i > HOUR || (i > MAX_OVERRUN && HOUR % i != 0) {
-                // Only a run shorter than an hour can be judged; the
-                // first report past it says otherwise.
-                self.slice = Some(u64::MAX);
-            } else {
-                self.slice = Some(HOUR.div_ceil(i) * i);
-            }
+            self.slice = Some(slice_secs(self.interval()));
         }
         let prev = self.last.as_ref().map_or(0, |l| l.0);
         if t <= prev {
@@ -292,18 +358,14 @@ impl Judge {
             let name = self.name.clone();
             self.problem(format!("slice {n} ({from}-{end} s): no {name} completed"));
         }
-        let edges = if self.settings.microseconds == Some(true) {
-            [10, 13, 16]
-        } else {
-            [0, 3, 6]
-        };
-        for (k, (rule, num, den)) in RULES.iter().enumerate() {
-            let over = at.over(edges[k]).saturating_sub(before.over(edges[k]));
+        let microseconds = self.settings.microseconds == Some(true);
+        for (k, rule) in RULES.iter().enumerate() {
+            let edge = rule.edge(microseconds);
+            let over = at.over(edge).saturating_sub(before.over(edge));
             if total > 0 {
                 self.worst[k] = self.worst[k].max(over as f64 * 100.0 / total as f64);
             }
-            // over/total < num/den, in integers: no rounding at the edge.
-            if total > 0 && over as u128 * *den as u128 >= *num as u128 * total as u128 {
+            if rule.broken(over, total) {
                 if self.failures.len() >= MAX_FAILURES {
                     self.more_failures += 1;
                     continue;
@@ -312,7 +374,7 @@ impl Judge {
                 self.failures.push(Failure {
                     histogram: self.name.clone(),
                     slice: n,
-                    rule: format!("{rule} must be < {}%", *num as f64 * 100.0 / *den as f64),
+                    rule: format!("{} must be < {}", rule.name(), rule.limit()),
                     // Shown to two places, as act_latency.py rounds.
                     percent: format!("{pct:.2}").parse().unwrap_or(pct),
                 });
@@ -436,7 +498,7 @@ impl Judges {
         let judges = &mut self.judges;
         let line = raw.trim_end();
         if line.ends_with("- test stopped") {
-            let quoted = storcert_util::text::printable(line.trim(), 120);
+            let quoted = storcert_util::text::printable(line.trim(), 240);
             for j in judges.iter_mut() {
                 j.stopped.get_or_insert_with(|| quoted.clone());
             }

@@ -10,7 +10,7 @@ use super::runner::{RunSpec, Shape, StreamSpec};
 use super::timeline::Kind;
 use super::{RunOptions, Workload};
 
-fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> RunSpec {
+fn run_spec(cfg: &IndexConfig, opts: &super::RunOptions) -> RunSpec {
     let mut names = vec!["reads".to_string()];
     let per_reads: Vec<usize> = cfg
         .device_names
@@ -80,8 +80,18 @@ fn run_spec(cfg: &IndexConfig, max_errors: u64, io_timeout: Duration) -> RunSpec
         large_block_bytes: 4096,
         record: (4096, 4096),
         compress_pct: 100,
-        max_errors,
-        io_timeout,
+        max_errors: opts.max_errors,
+        io_timeout: opts.io_timeout,
+        // ACT's rule judges the reads; a run over several drives judges
+        // each drive's own too.
+        judged: if per_reads.len() > 1 {
+            std::iter::once(0)
+                .chain(per_reads.iter().copied())
+                .collect()
+        } else {
+            vec![0]
+        },
+        stop_when_decided: !opts.run_to_end,
     }
 }
 
@@ -102,7 +112,7 @@ impl Workload for IndexConfig {
     }
 
     fn run_spec(&self, opts: &RunOptions) -> RunSpec {
-        run_spec(self, opts.max_errors, opts.io_timeout)
+        run_spec(self, opts)
     }
 
     fn title(&self) -> &'static str {

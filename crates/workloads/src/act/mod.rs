@@ -3,6 +3,7 @@
 //! open-loop io_uring scheduler, ACT-format logs, the act_latency.py
 //! analysis with a verdict, and the search for the highest passing load.
 
+mod decide;
 pub mod device;
 pub mod index;
 pub mod prep;
@@ -34,6 +35,9 @@ pub struct RunOptions {
     pub depth: u32,
     pub max_errors: u64,
     pub io_timeout: Duration,
+    /// Run to the end even once the verdict is decided (a failed slice
+    /// cannot pass again); the default stops there.
+    pub run_to_end: bool,
 }
 
 impl Default for RunOptions {
@@ -44,6 +48,7 @@ impl Default for RunOptions {
             depth: 2048,
             max_errors: 100,
             io_timeout: Duration::from_secs(30),
+            run_to_end: false,
         }
     }
 }

@@ -83,6 +83,11 @@ pub struct RunSpec {
     pub max_errors: u64,
     /// A request outstanding this long is reported as stuck.
     pub io_timeout: Duration,
+    /// The histograms the verdict judges: the run's reads, and in a run
+    /// over several drives each drive's own.
+    pub judged: Vec<usize>,
+    /// Stop once the verdict is decided (`decide`); false runs to the end.
+    pub stop_when_decided: bool,
 }
 
 struct StreamState {
@@ -183,7 +188,10 @@ pub fn run(
             break;
         }
         let now = Instant::now();
-        s.write_reports(now, sinks)?;
+        if let Some(o) = s.write_reports(now, sinks)? {
+            outcome = o;
+            break;
+        }
         if s.reports >= s.total_reports {
             break;
         }
@@ -288,6 +296,7 @@ struct Scheduler<'s> {
     interval_ns: u64,
     total_reports: u64,
     reports: u64,
+    decider: Option<super::decide::Decider>,
 }
 
 impl<'s> Scheduler<'s> {
@@ -311,6 +320,34 @@ impl<'s> Scheduler<'s> {
         // The clock starts after the allocations: they are no request's lag.
         let start = Instant::now();
         let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
+        let total_reports = (spec.duration.as_nanos() as u64)
+            .div_ceil(interval_ns)
+            .max(1);
+        let decider = spec.stop_when_decided.then(|| {
+            let judged = spec
+                .judged
+                .iter()
+                .map(|&h| {
+                    let feeders = spec
+                        .streams
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, st)| {
+                            st.hist == Some(h)
+                                || st.device_hists.as_ref().is_some_and(|d| d.contains(&h))
+                        })
+                        .map(|(i, _)| i)
+                        .collect();
+                    (h, spec.hist_names[h].clone(), feeders)
+                })
+                .collect();
+            super::decide::Decider::new(
+                judged,
+                spec.microsecond,
+                interval_ns,
+                total_reports * interval_ns,
+            )
+        });
         Scheduler {
             spec,
             patterns,
@@ -340,16 +377,15 @@ impl<'s> Scheduler<'s> {
             total_errors: 0,
             max_lag_ns: 0,
             interval_ns,
-            total_reports: (spec.duration.as_nanos() as u64)
-                .div_ceil(interval_ns)
-                .max(1),
+            total_reports,
             reports: 0,
+            decider,
         }
     }
 
     /// Report blocks, each at its interval's end, and the progress after
-    /// each.
-    fn write_reports(&mut self, now: Instant, sinks: &mut Sinks<'_>) -> Result<()> {
+    /// each; the outcome if a report decided the run.
+    fn write_reports(&mut self, now: Instant, sinks: &mut Sinks<'_>) -> Result<Option<Outcome>> {
         let spec = self.spec;
         while self.reports < self.total_reports
             && now >= self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns)
@@ -381,8 +417,32 @@ impl<'s> Scheduler<'s> {
                     .unwrap_or(0.0);
                 p(secs, rate, over);
             }
+            if let Some(reason) = self.decided() {
+                return Ok(Some(Outcome::Decided {
+                    seconds: secs,
+                    reason,
+                }));
+            }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Why the run has failed already, whatever follows, if it has
+    /// (asked after each report).
+    fn decided(&mut self) -> Option<String> {
+        let t_ns = self.reports * self.interval_ns;
+        let streams = &self.streams;
+        let remaining = |i: usize, until_ns: u64| -> Option<u64> {
+            let st = &streams[i];
+            if st.spec.rate <= 0.0 {
+                return None;
+            }
+            // Requests 0, 1, … are due at k intervals; one more for the
+            // float's rounding.
+            let due = (until_ns as f64 / st.interval_ns).floor() as u64 + 2;
+            Some(due.max(st.issued) - st.completed)
+        };
+        self.decider.as_mut()?.check(t_ns, &self.hists, &remaining)
     }
 
     /// The seconds that closed since the last turn, into the timeline.
@@ -701,6 +761,9 @@ fn write_outcome(log: &mut dyn Write, outcome: &Outcome, spec: &RunSpec) -> Resu
                 log,
                 "ERROR: an I/O on {device} did not complete in {seconds} s - test stopped"
             )?;
+        }
+        Outcome::Decided { seconds, reason } => {
+            writeln!(log, "decided after {seconds} sec: {reason} - test stopped")?;
         }
         _ => {}
     }

@@ -85,7 +85,7 @@ fn trial(
         (Outcome::DeviceErrors { .. }, _) => ("device errors", None),
         (Outcome::StuckIo { .. }, _) => ("stuck I/O", None),
         (Outcome::Interrupted, _) => ("interrupted", None),
-        (Outcome::Completed, Ok(a)) => {
+        (Outcome::Completed | Outcome::Decided { .. }, Ok(a)) => {
             let reads = &a.histograms[0];
             let worst = Some((reads.max[0], reads.max[3], reads.max[6]));
             (
@@ -102,6 +102,7 @@ fn trial(
             )
         }
         (Outcome::Completed, Err(_)) => ("could not keep up", None),
+        (Outcome::Decided { .. }, Err(_)) => ("over ACT's limits", None),
     };
     let t = Trial {
         load,

@@ -16,6 +16,8 @@ use super::{RunOptions, Workload};
 pub struct Layout {
     pub names: Vec<String>,
     pub streams: Vec<StreamSpec>,
+    /// The histograms the verdict judges (`RunSpec::judged`).
+    pub judged: Vec<usize>,
 }
 
 pub fn layout(cfg: &StorageConfig) -> Layout {
@@ -80,6 +82,13 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
         (r, w)
     });
 
+    // ACT's rule judges the reads; a run over several drives judges each
+    // drive's own too.
+    let judged = match &read_hists {
+        Some((agg, per)) if n > 1 => std::iter::once(*agg).chain(per.iter().copied()).collect(),
+        Some((agg, _)) => vec![*agg],
+        None => Vec::new(),
+    };
     if let Some((agg, per)) = read_hists {
         streams.push(StreamSpec {
             label: "reads".into(),
@@ -157,7 +166,11 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
             });
         }
     }
-    Layout { names, streams }
+    Layout {
+        names,
+        streams,
+        judged,
+    }
 }
 
 impl Workload for StorageConfig {
@@ -177,7 +190,11 @@ impl Workload for StorageConfig {
     }
 
     fn run_spec(&self, opts: &RunOptions) -> RunSpec {
-        let Layout { names, streams } = layout(self);
+        let Layout {
+            names,
+            streams,
+            judged,
+        } = layout(self);
         RunSpec {
             streams,
             hist_names: names,
@@ -193,6 +210,8 @@ impl Workload for StorageConfig {
             compress_pct: self.compress_pct,
             max_errors: opts.max_errors,
             io_timeout: opts.io_timeout,
+            judged,
+            stop_when_decided: !opts.run_to_end,
         }
     }
 
