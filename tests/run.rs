@@ -640,26 +640,32 @@ fn a_dry_run_names_what_it_would_destroy_and_writes_nothing() {
     );
 }
 
+/// `storcert run` of `profile` started in `dir`, results in `dir/results`:
+/// its output (it ran to a verdict) and the results root.
+fn run_started_in(dir: &Path, profile: &str) -> (std::process::Output, PathBuf) {
+    let path = dir.join("p.toml");
+    std::fs::write(&path, profile).unwrap();
+    let results = dir.join("results");
+    let out = run_cmd(&path, &results, &dir.join("k.key"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    (out, results)
+}
+
 /// A profile's ACT entry with rates and ACT's own config keys runs with
 /// exactly those: its log's header says so.
 #[test]
 fn a_profile_s_act_config_keys_reach_the_log() {
     let t = tempfile::tempdir().unwrap();
-    let profile = t.path().join("p.toml");
-    std::fs::write(
-        &profile,
+    let (out, results) = run_started_in(
+        t.path(),
         "name = \"keys\"\n[devices]\nscratch = \"64M\"\n[act]\nstorage = [{ duration = \"2s\", \
          config = { \"read-reqs-per-sec\" = 500, \"write-reqs-per-sec\" = 250, \"record-bytes\" = 4096 } }]\n",
-    )
-    .unwrap();
-    let results = t.path().join("results");
-    let key = t.path().join("k.key");
-    let out = run_cmd(&profile, &results, &key)
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     let run = std::fs::read_dir(&results)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -698,21 +704,12 @@ fn a_profile_s_act_config_keys_reach_the_log() {
 #[test]
 fn a_scratch_file_asked_for_is_kept() {
     let t = tempfile::tempdir().unwrap();
-    let profile = t.path().join("p.toml");
-    std::fs::write(
-        &profile,
+    let (out, results) = run_started_in(
+        t.path(),
         "name = \"keep\"\n[devices]\nscratch = \"16M\"\nkeep_scratch = true\n\
          [act]\nstorage = [{ load = \"1x\", duration = \"1s\" }]\n",
-    )
-    .unwrap();
-    let results = t.path().join("results");
-    let key = t.path().join("k.key");
-    let out = run_cmd(&profile, &results, &key)
-        .current_dir(t.path())
-        .output()
-        .unwrap();
+    );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     let scratch = results.join("scratch/storcert-scratch.img");
     assert_eq!(
         std::fs::metadata(&scratch).unwrap().len(),
