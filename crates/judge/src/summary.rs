@@ -264,7 +264,7 @@ fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
                 } else {
                     a.share_judgement(d)
                 };
-                if let (Verdict::Pass, Some(l)) = (own.verdict, a.load) {
+                if let (Verdict::Pass, Some(l), true) = (own.verdict, a.load, a.standard_mix()) {
                     reach(s, &own.devices, l);
                 }
                 judge(s, pd, format!("{name} {}", d.device), own);
@@ -273,7 +273,8 @@ fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
             judge(s, pd, format!("{name} all drives"), j);
             continue;
         }
-        if let (Verdict::Pass, Some(l)) = (j.verdict, a.load) {
+        // A load at another read/write mix is on another scale.
+        if let (Verdict::Pass, Some(l), true) = (j.verdict, a.load, a.standard_mix()) {
             reach(s, &j.devices, l);
         }
         judge(s, pd, name, j);

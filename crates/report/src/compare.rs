@@ -57,6 +57,26 @@ pub fn load_text(load: f64) -> String {
     format!("{}x", trim_number(load))
 }
 
+/// A read/write mix other than ACT's 1,000 writes per 2,000 reads, named
+/// by its rates at 1x ("Nx = N × (2000 reads + 166.67 writes/s)"): loads
+/// compare, and a highest passing load counts, only within one mix. None
+/// for ACT's own mix, or a log that does not say.
+pub fn mix_label(writes_per_read: Option<f64>) -> Option<String> {
+    let w = writes_per_read.filter(|w| w.is_finite() && *w != 0.5)?;
+    Some(format!(
+        "Nx = N × (2000 reads + {} writes/s)",
+        trim_number(w * 2000.0)
+    ))
+}
+
+/// "storage", or "storage at Nx = N × (…)" for another mix.
+pub fn workload_text(workload: &str, mix: Option<&str>) -> String {
+    match mix {
+        Some(m) => format!("{workload} at {m}"),
+        None => workload.to_string(),
+    }
+}
+
 /// One judged ACT log.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
@@ -75,7 +95,7 @@ pub struct Point {
     pub why: Option<String>,
 }
 
-/// One drive at one spare-area setting, across loads.
+/// One drive at one spare-area setting and read/write mix, across loads.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadTable {
     /// The drive: "serial S1" where known, else its device path.
@@ -84,6 +104,9 @@ pub struct LoadTable {
     pub devices: Vec<String>,
     /// "storage" or "index".
     pub workload: String,
+    /// A read/write mix other than ACT's (`mix_label`); none for ACT's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
     pub spare: Option<SpareArea>,
     /// Sorted by load.
     pub rows: Vec<Point>,
@@ -126,6 +149,8 @@ pub struct Cell {
 pub struct SpareTable {
     pub drive: String,
     pub workload: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mix: Option<String>,
     /// The columns, without spare area first, then by spare.
     pub settings: Vec<Option<SpareArea>>,
     pub rows: Vec<SpareRow>,
@@ -296,7 +321,7 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     comparer.finish()
 }
 
-/// (drive, workload, spare key) → devices, spare, points.
+/// Group key → devices, spare, points.
 type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
 
 /// A comparison made a run at a time: what it keeps of each is its points,
@@ -311,8 +336,8 @@ pub struct Comparer {
     left_out: Vec<String>,
 }
 
-/// A group of points: drive, workload, spare area.
-type GroupKey = (String, String, (bool, u64));
+/// A group of points: drive, workload, read/write mix, spare area.
+type GroupKey = (String, String, Option<String>, (bool, u64));
 
 impl Comparer {
     /// The ACT runs of one source.
@@ -370,7 +395,12 @@ impl Comparer {
             for (devices, verdict, judgement) in shares {
                 let (drive, spare) = drive_of(&known, &log, &devices);
                 let pass = judgement.verdict == storcert_results::Verdict::Pass;
-                let key = (drive, a.workload.clone(), spare_key(&spare));
+                let key = (
+                    drive,
+                    a.workload.clone(),
+                    mix_label(a.writes_per_read),
+                    spare_key(&spare),
+                );
                 let g = groups
                     .entry(key.clone())
                     .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
@@ -404,7 +434,7 @@ impl Comparer {
     /// The comparison of every run added.
     pub fn finish(self) -> Comparison {
         let mut loads = Vec::new();
-        for ((drive, workload, _), (devices, spare, mut rows)) in self.groups {
+        for ((drive, workload, mix, _), (devices, spare, mut rows)) in self.groups {
             rows.sort_by(|a, b| {
                 a.load
                     .total_cmp(&b.load)
@@ -417,6 +447,7 @@ impl Comparer {
                 drive,
                 devices,
                 workload,
+                mix,
                 spare,
                 rows,
                 highest_passing_load: highest,
@@ -474,15 +505,16 @@ fn drive_of(known: &Drives, log: &str, devices: &[String]) -> (String, Option<Sp
 
 /// One table per drive and workload run at more than one spare setting.
 fn spare_tables(loads: &[LoadTable]) -> Vec<SpareTable> {
-    let mut by_drive: BTreeMap<(&str, &str), Vec<&LoadTable>> = BTreeMap::new();
+    type Key<'a> = (&'a str, &'a str, Option<&'a str>);
+    let mut by_drive: BTreeMap<Key<'_>, Vec<&LoadTable>> = BTreeMap::new();
     for t in loads {
         by_drive
-            .entry((t.drive.as_str(), t.workload.as_str()))
+            .entry((t.drive.as_str(), t.workload.as_str(), t.mix.as_deref()))
             .or_default()
             .push(t);
     }
     let mut out = Vec::new();
-    for ((drive, workload), mut tables) in by_drive {
+    for ((drive, workload, mix), mut tables) in by_drive {
         if tables.len() < 2 {
             continue;
         }
@@ -512,6 +544,7 @@ fn spare_tables(loads: &[LoadTable]) -> Vec<SpareTable> {
         out.push(SpareTable {
             drive: drive.to_string(),
             workload: workload.to_string(),
+            mix: mix.map(str::to_string),
             settings: tables.iter().map(|t| t.spare.clone()).collect(),
             rows,
             highest_passing_load: tables.iter().map(|t| t.highest_passing_load).collect(),
@@ -559,7 +592,7 @@ pub fn headline(c: &Comparison) -> Vec<String> {
         out.push(format!(
             "{} ({}): highest passing load {}",
             t.drive,
-            t.workload,
+            workload_text(&t.workload, t.mix.as_deref()),
             t.settings
                 .iter()
                 .zip(&t.highest_passing_load)
@@ -575,14 +608,14 @@ pub fn headline(c: &Comparison) -> Vec<String> {
     for t in &c.loads {
         if c.spare
             .iter()
-            .any(|s| s.drive == t.drive && s.workload == t.workload)
+            .any(|s| s.drive == t.drive && s.workload == t.workload && s.mix == t.mix)
         {
             continue;
         }
         out.push(format!(
             "{} ({}, {}): highest passing load {}",
             t.drive,
-            t.workload,
+            workload_text(&t.workload, t.mix.as_deref()),
             spare_text(t.spare.as_ref()),
             t.highest_passing_load
                 .map(load_text)
@@ -645,7 +678,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
             &mut out,
             &format!(
                 "ACT {}, {}: with and without spare area",
-                t.workload,
+                workload_text(&t.workload, t.mix.as_deref()),
                 shown(&t.drive)
             ),
         );
@@ -688,7 +721,7 @@ pub fn text(c: &Comparison, md: bool) -> String {
             &mut out,
             &format!(
                 "ACT {}, {}, {}",
-                t.workload,
+                workload_text(&t.workload, t.mix.as_deref()),
                 shown(&t.drive_and_devices()),
                 spare_text(t.spare.as_ref())
             ),
@@ -752,6 +785,66 @@ pub fn text(c: &Comparison, md: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The write-up's odd mix: 36,000 reads + 3,000 writes/s is "18x" by
+    /// its reads, but not on ACT's scale; it is its own table, labelled by
+    /// its rates, and its pass raises no highest passing load of ACT's mix.
+    #[test]
+    fn each_read_write_mix_is_its_own_series() {
+        let log = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/act/logs/storcert-us-20x.log"
+        ))
+        .unwrap();
+        let at = |reads: u32, writes: u32| {
+            log.replace(
+                "read-reqs-per-sec: 40000",
+                &format!("read-reqs-per-sec: {reads}"),
+            )
+            .replace(
+                "write-reqs-per-sec: 20000",
+                &format!("write-reqs-per-sec: {writes}"),
+            )
+            .into_bytes()
+        };
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("act/d-1x.log".to_string(), at(2000, 1000)),
+            ("act/d-2x.log".to_string(), at(4000, 2000)),
+            ("act/d-36000r-3000w.log".to_string(), at(36000, 3000)),
+        ]
+        .into();
+        let c = compare(&[("run".into(), &Contents::read(&files))]);
+        assert_eq!(c.loads.len(), 2, "{c:#?}");
+        let ours = c.loads.iter().find(|t| t.mix.is_none()).unwrap();
+        assert_eq!(
+            ours.rows.iter().map(|p| p.load).collect::<Vec<_>>(),
+            [1.0, 2.0]
+        );
+        assert_eq!(ours.highest_passing_load, Some(2.0));
+        let other = c.loads.iter().find(|t| t.mix.is_some()).unwrap();
+        assert_eq!(
+            other.mix.as_deref(),
+            Some("Nx = N × (2000 reads + 166.67 writes/s)")
+        );
+        assert_eq!(
+            other.rows.iter().map(|p| p.load).collect::<Vec<_>>(),
+            [18.0]
+        );
+        let text = text(&c, false);
+        assert!(
+            text.contains("(storage at Nx = N × (2000 reads + 166.67 writes/s), no spare partition): highest passing load 18x"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(storage, no spare partition): highest passing load 2x"),
+            "{text}"
+        );
+        // The summary's "ACT passed" is on ACT's scale only.
+        let summary =
+            storcert_judge::summary::summarise(Default::default(), &Contents::read(&files));
+        let passed: Vec<Option<f64>> = summary.drives.iter().map(|d| d.act_load_passed).collect();
+        assert_eq!(passed, [Some(2.0)], "{summary:#?}");
+    }
 
     #[test]
     fn the_highest_passing_load_stops_at_the_first_failure() {

@@ -466,7 +466,7 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         let _ = write!(
             out,
             "<h3>ACT {}, {}: with and without spare area</h3><table id=\"compare-spare-{i}\"><thead><tr><th>load</th>",
-            esc(&t.workload),
+            esc(&crate::compare::workload_text(&t.workload, t.mix.as_deref())),
             esc(&t.drive)
         );
         for s in &t.settings {
@@ -509,7 +509,7 @@ pub fn comparison(out: &mut String, c: &Comparison) {
             out,
             "<h3>ACT {}, {}, {}</h3><table id=\"compare-loads-{i}\"><thead><tr><th>load</th><th>max % &gt; 1 ms</th>\
              <th>max % &gt; 8 ms</th><th>max % &gt; 64 ms</th><th>verdict</th><th>run</th><th class=\"l\">log</th></tr></thead><tbody>",
-            esc(&t.workload),
+            esc(&crate::compare::workload_text(&t.workload, t.mix.as_deref())),
             esc(&t.drive_and_devices()),
             esc(&spare_text(t.spare.as_ref()))
         );

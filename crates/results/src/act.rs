@@ -311,6 +311,10 @@ pub struct LogAnalysis {
     pub devices: Vec<String>,
     /// Nx per device, from the log's configured read rate.
     pub load: Option<f64>,
+    /// Writes asked per read (ACT's default mix, 1000 per 2000, is 0.5):
+    /// loads compare only within one mix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_per_read: Option<f64>,
     /// The per-second timeline's file name beside the log, when kept.
     pub timeline: Option<String>,
     /// The I/O engine storcert's log header names ("io_uring", "null");
@@ -397,6 +401,13 @@ impl RunResult {
 }
 
 impl LogAnalysis {
+    /// Whether it ran ACT's own read/write mix (1,000 writes per 2,000
+    /// reads), or says nothing of it: only such a run's load is a load in
+    /// ACT's sense.
+    pub fn standard_mix(&self) -> bool {
+        self.writes_per_read.is_none_or(|w| w == 0.5)
+    }
+
     /// "1.5x": the load as ACT's write-ups name it.
     pub fn load_text(&self) -> String {
         match self.load {

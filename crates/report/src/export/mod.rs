@@ -391,7 +391,8 @@ fn act_of(cmp: &crate::compare::Comparison, device: &str, serial: &Option<String
         // spare partition's table by the drive under it); a share of
         // several drives ("a + b") is no one drive's figure.
         let mine = Some(&t.drive) == by_serial.as_ref() || t.drive == device;
-        if !mine || t.workload != "storage" {
+        // ACT's own mix only: a load at another mix is another scale.
+        if !mine || t.workload != "storage" || t.mix.is_some() {
             continue;
         }
         let spare = t.spare.as_ref().map(|s| s.spare_pct);

@@ -49,11 +49,22 @@ fn err<T>(msg: impl Into<String>) -> Result<T, AnalyzeError> {
     Err(AnalyzeError(msg.into()))
 }
 
-/// Loads and devices from an ACT log's configuration echo.
-pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
+/// What an ACT log's configuration echo says of its drives and load.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Setup {
+    pub devices: Vec<String>,
+    /// Nx per drive, from the read rate.
+    pub load: Option<f64>,
+    /// Writes asked per read (ACT's 1x is 1000 per 2000: 0.5).
+    pub writes_per_read: Option<f64>,
+}
+
+/// Drives, load and read/write mix from an ACT log's configuration echo.
+pub fn act_log_setup(text: &str) -> Setup {
     let mut devices = Vec::new();
     let mut names = String::new();
     let mut reads = None;
+    let mut writes = None;
     let mut count = None;
     for line in text.lines().take(200) {
         if let Some(d) = line.strip_prefix("device-names: ") {
@@ -68,6 +79,8 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
                 .collect();
         } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
             reads = r.trim().parse::<f64>().ok();
+        } else if let Some(w) = line.strip_prefix("write-reqs-per-sec: ") {
+            writes = w.trim().parse::<f64>().ok();
         } else if let Some(n) = line.strip_prefix("num-devices: ") {
             count = n.trim().parse::<usize>().ok();
         }
@@ -80,7 +93,15 @@ pub fn act_log_setup(text: &str) -> (Vec<String>, Option<f64>) {
     let load = reads
         .filter(|_| !devices.is_empty())
         .map(|r| r / 2000.0 / devices.len() as f64);
-    (devices, load)
+    let writes_per_read = match (reads, writes) {
+        (Some(r), Some(w)) if r > 0.0 && w.is_finite() && w >= 0.0 => Some(w / r),
+        _ => None,
+    };
+    Setup {
+        devices,
+        load,
+        writes_per_read,
+    }
 }
 
 /// The one analysis of a finished run's log, made right after the run and
@@ -178,6 +199,7 @@ struct Body {
     saving: bool,
     devices: Vec<String>,
     load: Option<f64>,
+    writes_per_read: Option<f64>,
     index: bool,
     engine: Option<String>,
     auto_slice: bool,
@@ -307,7 +329,11 @@ impl LogReader {
             .take(PREFIX_LINES)
             .flat_map(|l| [l, "\n"])
             .collect();
-        let (devices, load) = act_log_setup(&setup);
+        let Setup {
+            devices,
+            load,
+            writes_per_read,
+        } = act_log_setup(&setup);
         let index = bare_lines()
             .take(5)
             .any(|l| l.starts_with("Index device IO test"));
@@ -371,6 +397,7 @@ impl LogReader {
             saving: false,
             devices,
             load,
+            writes_per_read,
             index,
             engine,
             auto_slice,
@@ -475,6 +502,7 @@ impl LogReader {
                         d
                     },
                     load: body.load,
+                    writes_per_read: body.writes_per_read,
                     timeline: None,
                     engine: body.engine,
                     analysis,
@@ -562,7 +590,7 @@ pub fn analysis_path(log: &std::path::Path) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::{act_log_setup, judge_log, LogReader};
+    use super::{act_log_setup, judge_log, LogReader, Setup};
 
     /// A short millisecond log of two drives (tests/fixtures/act/logs).
     fn two_drive_log() -> String {
@@ -721,7 +749,7 @@ mod tests {
         ))
         .unwrap();
         let many = vec!["a"; 410_000].join(",");
-        let (devices, _) = act_log_setup(&format!("device-names: {many}\nnum-devices: 2\n"));
+        let devices = act_log_setup(&format!("device-names: {many}\nnum-devices: 2\n")).devices;
         assert_eq!(devices.len(), crate::act::config::MAX_STORAGE_DEVICES + 1);
         let named = fixture
             .replacen(
@@ -768,16 +796,18 @@ mod tests {
     fn a_device_path_with_a_space_is_one_device_as_the_header_counts() {
         let head = "device-names: /home/u/My Tests/storcert-scratch.img\nnum-devices: 1\n\
                     read-reqs-per-sec: 2000\n";
-        let (devices, load) = act_log_setup(head);
-        assert_eq!(devices, ["/home/u/My Tests/storcert-scratch.img"]);
-        assert_eq!(load, Some(1.0));
-        let two = "device-names: /dev/sda /dev/sdb\nnum-devices: 2\nread-reqs-per-sec: 4000\n";
+        let setup = act_log_setup(head);
+        assert_eq!(setup.devices, ["/home/u/My Tests/storcert-scratch.img"]);
+        assert_eq!(setup.load, Some(1.0));
+        let two = "device-names: /dev/sda /dev/sdb\nnum-devices: 2\nread-reqs-per-sec: 4000\n\
+                   write-reqs-per-sec: 1000\n";
         assert_eq!(
             act_log_setup(two),
-            (
-                vec!["/dev/sda".to_string(), "/dev/sdb".to_string()],
-                Some(1.0)
-            )
+            Setup {
+                devices: vec!["/dev/sda".to_string(), "/dev/sdb".to_string()],
+                load: Some(1.0),
+                writes_per_read: Some(0.25),
+            }
         );
     }
 }
