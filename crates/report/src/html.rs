@@ -435,8 +435,11 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         .iter()
         .map(|t| Series {
             name: storcert_util::text::printable(
-                &format!("{}, {}", t.drive, spare_text(t.spare.as_ref())),
-                80,
+                &match &t.mix {
+                    Some(mix) => format!("{}, {}, {mix}", t.drive, spare_text(t.spare.as_ref())),
+                    None => format!("{}, {}", t.drive, spare_text(t.spare.as_ref())),
+                },
+                120,
             ),
             points: {
                 let mut by_load: Vec<(f64, f64)> = Vec::new();
