@@ -488,3 +488,47 @@ fn a_drive_under_test_that_no_run_measured_keeps_the_bundle_from_passing() {
         s.reasons
     );
 }
+
+/// Standalone `act storage --log` files compare as runs do, and
+/// `--format csv` gives a spreadsheet a row per run (issue: compare the
+/// logs people already have).
+#[test]
+fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (one, two) = (tmp.path().join("sdx-1x.log"), tmp.path().join("sdx-2x.log"));
+    write(&one, &act_log("/dev/sdx", 1.0, 100, 0));
+    write(&two, &act_log("/dev/sdx", 2.0, 600, 0));
+    let out = storcert(&["compare", s(&one), s(&two), "--format", "csv"]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[0].starts_with("drive,model,serial,devices,workload,mix,"),
+        "{csv}"
+    );
+    assert!(
+        lines[1].starts_with("/dev/sdx,,,/dev/sdx,storage,,,,1,"),
+        "{csv}"
+    );
+    assert!(lines[1].contains(",pass,"), "{csv}");
+    assert!(
+        lines[2].starts_with("/dev/sdx,,,/dev/sdx,storage,,,,2,"),
+        "{csv}"
+    );
+    assert!(
+        lines[2].contains(",6,0,0,fail,") && lines[2].ends_with(",sdx-2x.log"),
+        "{csv}"
+    );
+    // A file that is neither a log nor a bundle is refused, by name.
+    let junk = tmp.path().join("junk.log");
+    write(&junk, "not ACT at all\n");
+    let out = storcert(&["compare", s(&junk)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no ACT log"));
+}

@@ -714,7 +714,8 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Bundles (.tar.zst) or results folders, each one or more ACT runs
+    /// Bundles (.tar.zst), results folders or ACT logs (.log, as `act
+    /// storage --log` writes them), each one or more ACT runs
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// Where to write (default: standard output)
@@ -735,6 +736,8 @@ pub enum CompareFormat {
     Md,
     Html,
     Json,
+    /// One row per run of a drive at a load, for a spreadsheet
+    Csv,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

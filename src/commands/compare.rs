@@ -1,17 +1,46 @@
-//! `storcert compare`: ACT runs side by side, from results folders and
-//! bundles.
+//! `storcert compare`: ACT runs side by side, from results folders,
+//! bundles and standalone ACT logs.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::exit;
 use super::report::{open, Opened};
-use crate::bundle::contents::{Contents, Holding};
+
+use crate::bundle::contents::{Contents, FileReader, Holding};
 use crate::cli::{CompareArgs, CompareFormat};
 use crate::report::{self, compare};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("storcert compare: {msg}");
     ExitCode::from(exit::COULD_NOT_RUN)
+}
+
+/// A standalone ACT log (`act storage --log FILE`), named so.
+fn is_log(input: &Path) -> bool {
+    input.extension().is_some_and(|e| e == "log") && input.is_file()
+}
+
+/// One ACT log as a run's contents, judged as it is read (a day's log of
+/// many drives is large: never held whole).
+fn log_contents(path: &Path, holding: Holding) -> std::io::Result<Contents> {
+    use std::io::Read;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut file = std::fs::File::open(path)?;
+    let (mut left, mut reader) = (holding, FileReader::new(&name));
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        reader.push(&buf[..n], &mut left);
+    }
+    let reads = [(name, reader.finish(&mut left))].into();
+    Ok(Contents::from_reads(reads, ""))
 }
 
 pub fn run(a: CompareArgs) -> ExitCode {
@@ -24,18 +53,25 @@ pub fn run(a: CompareArgs) -> ExitCode {
         ..Holding::BUNDLE
     };
     for input in &a.inputs {
-        let contents: Contents = match open(input, a.pubkey.as_deref(), &a.limits, holding) {
-            Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
+        let contents: Contents = if is_log(input) {
+            match log_contents(input, holding) {
                 Ok(c) => c,
-                Err(e) => return fail(format!("{}: {e:#}", dir.display())),
-            },
-            Ok(Opened::Bundle { contents, .. }) => *contents,
-            Err(r) => {
-                eprintln!(
-                    "storcert compare: {}",
-                    crate::util::text::printable(&r.message, 1000)
-                );
-                return ExitCode::from(r.status);
+                Err(e) => return fail(format!("{}: {e}", input.display())),
+            }
+        } else {
+            match open(input, a.pubkey.as_deref(), &a.limits, holding) {
+                Ok(Opened::Results(dir)) => match report::contents_of_results(&dir) {
+                    Ok(c) => c,
+                    Err(e) => return fail(format!("{}: {e:#}", dir.display())),
+                },
+                Ok(Opened::Bundle { contents, .. }) => *contents,
+                Err(r) => {
+                    eprintln!(
+                        "storcert compare: {}",
+                        crate::util::text::printable(&r.message, 1000)
+                    );
+                    return ExitCode::from(r.status);
+                }
             }
         };
         // A run's results that could not be read are named: the
@@ -64,6 +100,10 @@ pub fn run(a: CompareArgs) -> ExitCode {
         CompareFormat::Json => {
             serde_json::to_string_pretty(&c).expect("a comparison serialises") + "\n"
         }
+        CompareFormat::Csv => match crate::export::csv::comparison(&c) {
+            Ok(t) => t,
+            Err(e) => return fail(format!("CSV: {e}")),
+        },
     };
     super::emit("compare", a.output.as_deref(), &text)
 }

@@ -100,6 +100,9 @@ pub struct Point {
 pub struct LoadTable {
     /// The drive: "serial S1" where known, else its device path.
     pub drive: String,
+    /// Its model, where the run named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The device paths the runs used.
     pub devices: Vec<String>,
     /// "storage" or "index".
@@ -172,6 +175,8 @@ pub struct Comparison {
 /// test path is on, and the spare partitions it provisioned.
 struct Drives {
     serials: BTreeMap<String, String>,
+    /// Models by device path, as the inventory or the targets name them.
+    models: BTreeMap<String, String>,
     /// Test path (drive or partition) → the drive.
     disks: BTreeMap<String, String>,
     /// By partition: a bundle may hold thousands, and every device of
@@ -199,6 +204,7 @@ fn dev_path(name: &str) -> String {
 fn drives(c: &Contents) -> Drives {
     let mut d = Drives {
         serials: BTreeMap::new(),
+        models: BTreeMap::new(),
         disks: BTreeMap::new(),
         spares: HashMap::new(),
     };
@@ -211,12 +217,20 @@ fn drives(c: &Contents) -> Drives {
                             .entry(disk.dev_path.clone())
                             .or_insert_with(|| s.trim().to_string());
                     }
+                    if let Some(m) = disk.model.as_ref().filter(|m| !m.trim().is_empty()) {
+                        d.models
+                            .entry(disk.dev_path.clone())
+                            .or_insert_with(|| m.trim().to_string());
+                    }
                 }
             }
             Artefact::Targets(t) => {
                 for t in &t.targets {
                     if let Some(s) = t.serial.as_ref().filter(|s| !s.trim().is_empty()) {
                         d.serials.insert(t.disk.clone(), s.trim().to_string());
+                    }
+                    if let Some(m) = t.model.as_ref().filter(|m| !m.trim().is_empty()) {
+                        d.models.insert(t.disk.clone(), m.trim().to_string());
                     }
                     d.disks.insert(t.path.clone(), t.disk.clone());
                     d.disks.insert(t.disk.clone(), t.disk.clone());
@@ -254,6 +268,17 @@ impl Drives {
     /// The drive `device` is (or is on), and its spare area when `device`
     /// is a partition provisioned in the folder of the log at `log`.
     fn of(&self, log: &str, device: &str) -> (String, Option<SpareArea>) {
+        let (disk, spare) = self.disk_of(log, device);
+        (drive_name(&self.serials, disk), spare)
+    }
+
+    /// The drive's model, where the run named it.
+    fn model(&self, log: &str, device: &str) -> Option<String> {
+        self.models.get(self.disk_of(log, device).0).cloned()
+    }
+
+    /// The disk `device` is (or is on), and its spare area.
+    fn disk_of<'a>(&'a self, log: &str, device: &'a str) -> (&'a str, Option<SpareArea>) {
         let spare = self
             .spares
             .get(device)
@@ -262,10 +287,9 @@ impl Drives {
             .filter(|s| log.starts_with(&s.folder))
             .max_by_key(|s| s.folder.len());
         if let Some(s) = spare {
-            return (drive_name(&self.serials, &s.disk), Some(s.spare.clone()));
+            return (&s.disk, Some(s.spare.clone()));
         }
-        let disk = self.disks.get(device).map_or(device, String::as_str);
-        (drive_name(&self.serials, disk), None)
+        (self.disks.get(device).map_or(device, String::as_str), None)
     }
 }
 
@@ -321,8 +345,8 @@ pub fn compare(runs: &[(String, &Contents)]) -> Comparison {
     comparer.finish()
 }
 
-/// Group key → devices, spare, points.
-type Group = (Vec<String>, Option<SpareArea>, Vec<Point>);
+/// Group key → devices, spare, points, model.
+type Group = (Vec<String>, Option<SpareArea>, Vec<Point>, Option<String>);
 
 /// A comparison made a run at a time: what it keeps of each is its points,
 /// so a reader can let each run's contents go before reading the next.
@@ -401,9 +425,16 @@ impl Comparer {
                     mix_label(a.writes_per_read),
                     spare_key(&spare),
                 );
+                let model = match devices.as_slice() {
+                    [one] => known.model(&log, one),
+                    _ => None,
+                };
                 let g = groups
                     .entry(key.clone())
-                    .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new()));
+                    .or_insert_with(|| (Vec::new(), spare.clone(), Vec::new(), None));
+                if g.3.is_none() {
+                    g.3 = model;
+                }
                 // The key once a group, not once a device: a drive's name
                 // may be 128 long paths joined.
                 let seen = named.entry(key).or_default();
@@ -434,7 +465,7 @@ impl Comparer {
     /// The comparison of every run added.
     pub fn finish(self) -> Comparison {
         let mut loads = Vec::new();
-        for ((drive, workload, mix, _), (devices, spare, mut rows)) in self.groups {
+        for ((drive, workload, mix, _), (devices, spare, mut rows, model)) in self.groups {
             rows.sort_by(|a, b| {
                 a.load
                     .total_cmp(&b.load)
@@ -445,6 +476,7 @@ impl Comparer {
                 highest_passing(&rows.iter().map(|p| (p.load, p.pass)).collect::<Vec<_>>());
             loads.push(LoadTable {
                 drive,
+                model,
                 devices,
                 workload,
                 mix,
@@ -839,6 +871,41 @@ mod tests {
             text.contains("(storage, no spare partition): highest passing load 2x"),
             "{text}"
         );
+        // As a spreadsheet's table: a row per run, the drive named by the
+        // run's targets, a model that reads as a formula defused.
+        let mut files = files.clone();
+        files.insert(
+            "targets.json".into(),
+            Artefact::from(storcert_results::run::Targets {
+                schema_version: storcert_results::run::TARGETS_SCHEMA,
+                targets: vec![storcert_results::run::Target {
+                    path: "/dev/loop0".into(),
+                    disk: "/dev/loop0".into(),
+                    label: "loop0".into(),
+                    serial: Some("S3R1AL".into()),
+                    model: Some("=HYPERLINK(\"x\")".into()),
+                    file_size: 0,
+                }],
+            })
+            .to_json(),
+        );
+        let c = compare(&[("run".into(), &Contents::read(&files))]);
+        let csv = crate::export::csv::comparison(&c).unwrap();
+        let mut rows = ::csv::Reader::from_reader(csv.as_bytes());
+        let head = rows.headers().unwrap().clone();
+        let rows: Vec<::csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 3, "{csv}");
+        let cell = |r: &::csv::StringRecord, name: &str| {
+            r[head.iter().position(|h| h == name).unwrap()].to_string()
+        };
+        let odd = rows.iter().find(|r| cell(r, "load") == "18").unwrap();
+        assert_eq!(cell(odd, "serial"), "S3R1AL");
+        assert_eq!(cell(odd, "model"), "'=HYPERLINK(\"x\")");
+        assert_eq!(cell(odd, "mix"), "Nx = N × (2000 reads + 166.67 writes/s)");
+        assert_eq!(cell(odd, "verdict"), "pass");
+        assert_eq!(cell(odd, "log"), "act/d-36000r-3000w.log");
+        assert_eq!(cell(&rows[0], "mix"), "");
+
         // The summary's "ACT passed" is on ACT's scale only.
         let summary =
             storcert_judge::summary::summarise(Default::default(), &Contents::read(&files));

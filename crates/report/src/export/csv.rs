@@ -235,6 +235,62 @@ impl<W: Write> super::RowWriter for Writer<W> {
     }
 }
 
+/// `compare --format csv`'s columns: one row per drive, mix and spare
+/// setting per run at a load, as a spreadsheet takes it.
+const COMPARE: &[&str] = &[
+    "drive",
+    "model",
+    "serial",
+    "devices",
+    "workload",
+    "mix",
+    "spare_pct",
+    "total_spare_pct",
+    "load",
+    "hours",
+    "over_1ms_pct",
+    "over_8ms_pct",
+    "over_64ms_pct",
+    "verdict",
+    "why",
+    "source",
+    "log",
+];
+
+/// A comparison as CSV (`compare --format csv`), its text cells made safe
+/// as the export's are.
+pub fn comparison(c: &crate::compare::Comparison) -> csv::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(COMPARE)?;
+    for t in &c.loads {
+        let serial = t.drive.strip_prefix("serial ").map(str::to_string);
+        for p in &t.rows {
+            let pct = |k: usize| float(p.worst_pct.get(k).copied());
+            w.write_record([
+                text(&t.drive),
+                opt_text(&t.model),
+                opt_text(&serial),
+                text(&t.devices.join(" ")),
+                text(&t.workload),
+                opt_text(&t.mix),
+                float(t.spare.as_ref().map(|s| s.spare_pct)),
+                float(t.spare.as_ref().and_then(|s| s.total_spare_pct)),
+                float(Some(p.load)),
+                float(Some(p.seconds as f64 / 3600.0)),
+                pct(0),
+                pct(1),
+                pct(2),
+                crate::compare::verdict_word(p.pass).to_lowercase(),
+                opt_text(&p.why),
+                text(&p.source),
+                text(&p.log),
+            ])?;
+        }
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
