@@ -290,7 +290,9 @@ pub struct PrepResult {
     pub interrupted: bool,
 }
 
-pub const RUN_SCHEMA: u32 = 1;
+/// 2: the outcome `decided` (a run stopped once its verdict could not
+/// change).
+pub const RUN_SCHEMA: u32 = 2;
 /// 2: fractional loads, `reached_max`, `max_load` and `step`.
 pub const SEARCH_SCHEMA: u32 = 2;
 /// 2: the verdict judges `reads` only, by hours, with `problems`.

@@ -13,8 +13,10 @@
 //! the log shows the decision: its last report's slice breaks ACT's rule
 //! as act_latency.py's histograms and storcert's judge read it. Only a
 //! broken rule stops a run; a passing run always runs to its end. What is
-//! judged is what the verdict judges: the run's `reads`, and in a run over
-//! several drives each drive's own reads.
+//! decided on is the run's `reads`, whose failure fails every drive of the
+//! run: in a run over several drives one drive's own share fails that
+//! drive alone (the others may pass), so it is judged at the end and never
+//! stops the run; an index log is judged on its `reads` only.
 
 use super::histogram::LatencyHistogram;
 use super::judge::{over_edge, slice_secs, RULES};
@@ -99,11 +101,9 @@ impl Decider {
             let most = if closed {
                 Some(total)
             } else {
-                j.feeders
-                    .iter()
-                    .map(|&f| remaining(f, slice_end))
-                    .sum::<Option<u64>>()
-                    .map(|more| total + more)
+                j.feeders.iter().try_fold(total, |most, &f| {
+                    Some(most.saturating_add(remaining(f, slice_end)?))
+                })
             };
             let Some(most) = most else { continue };
             for (k, rule) in RULES.iter().enumerate() {
@@ -227,5 +227,46 @@ mod tests {
             why.contains("100 reads over 1 ms >= 5% of at most 200"),
             "{why}"
         );
+    }
+}
+
+/// What may stop a run: only its `reads`. A drive's own share in a run
+/// over several fails that drive alone, and an index log is judged on its
+/// reads only, so neither may stop the run (found in review: a stop on
+/// one drive's share failed the drives that would have passed).
+#[cfg(test)]
+mod judged {
+    use crate::act::config::{IndexConfig, StorageConfig};
+    use crate::act::{RunOptions, Workload};
+
+    #[test]
+    fn only_the_run_s_reads_may_stop_it() {
+        let two = "device-names: /dev/a,/dev/b\ntest-duration-sec: 60\n\
+                   read-reqs-per-sec: 4000\nwrite-reqs-per-sec: 2000\n";
+        let storage = StorageConfig::parse(two, "t.conf").unwrap();
+        let spec = storage.run_spec(&RunOptions::default());
+        let names: Vec<&str> = spec
+            .judged
+            .iter()
+            .map(|&h| spec.hist_names[h].as_str())
+            .collect();
+        assert_eq!(names, ["reads"]);
+        assert!(spec.stop_when_decided);
+        let index = IndexConfig::parse(
+            "device-names: /dev/a,/dev/b\ntest-duration-sec: 60\nread-reqs-per-sec: 4000\n",
+            "t.conf",
+        )
+        .unwrap();
+        let spec = index.run_spec(&RunOptions {
+            run_to_end: true,
+            ..RunOptions::default()
+        });
+        let names: Vec<&str> = spec
+            .judged
+            .iter()
+            .map(|&h| spec.hist_names[h].as_str())
+            .collect();
+        assert_eq!(names, ["reads"]);
+        assert!(!spec.stop_when_decided);
     }
 }

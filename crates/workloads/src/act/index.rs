@@ -82,15 +82,9 @@ fn run_spec(cfg: &IndexConfig, opts: &super::RunOptions) -> RunSpec {
         compress_pct: 100,
         max_errors: opts.max_errors,
         io_timeout: opts.io_timeout,
-        // ACT's rule judges the reads; a run over several drives judges
-        // each drive's own too.
-        judged: if per_reads.len() > 1 {
-            std::iter::once(0)
-                .chain(per_reads.iter().copied())
-                .collect()
-        } else {
-            vec![0]
-        },
+        // What may stop a run early: its reads, all an index log's
+        // verdict judges.
+        judged: vec![0],
         stop_when_decided: !opts.run_to_end,
     }
 }

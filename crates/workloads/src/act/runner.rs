@@ -83,8 +83,9 @@ pub struct RunSpec {
     pub max_errors: u64,
     /// A request outstanding this long is reported as stuck.
     pub io_timeout: Duration,
-    /// The histograms the verdict judges: the run's reads, and in a run
-    /// over several drives each drive's own.
+    /// The histograms whose failure decides the run: its reads (a drive's
+    /// own share in a run over several fails that drive alone, so it never
+    /// stops the others).
     pub judged: Vec<usize>,
     /// Stop once the verdict is decided (`decide`); false runs to the end.
     pub stop_when_decided: bool,
@@ -439,7 +440,7 @@ impl<'s> Scheduler<'s> {
             }
             // Requests 0, 1, … are due at k intervals; one more for the
             // float's rounding.
-            let due = (until_ns as f64 / st.interval_ns).floor() as u64 + 2;
+            let due = ((until_ns as f64 / st.interval_ns).floor() as u64).saturating_add(2);
             Some(due.max(st.issued) - st.completed)
         };
         self.decider.as_mut()?.check(t_ns, &self.hists, &remaining)

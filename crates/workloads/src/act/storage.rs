@@ -82,13 +82,10 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
         (r, w)
     });
 
-    // ACT's rule judges the reads; a run over several drives judges each
-    // drive's own too.
-    let judged = match &read_hists {
-        Some((agg, per)) if n > 1 => std::iter::once(*agg).chain(per.iter().copied()).collect(),
-        Some((agg, _)) => vec![*agg],
-        None => Vec::new(),
-    };
+    // What may stop a run early: the run's reads, whose failure fails
+    // every drive of it. A drive's own share fails that drive alone, so
+    // it is judged at the end and never stops the others.
+    let judged = read_hists.iter().map(|(agg, _)| *agg).collect();
     if let Some((agg, per)) = read_hists {
         streams.push(StreamSpec {
             label: "reads".into(),
