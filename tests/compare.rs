@@ -525,6 +525,43 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
         lines[2].contains(",6,0,0,fail,") && lines[2].ends_with(",sdx-2x.log"),
         "{csv}"
     );
+    // The write-ups' layout: each load's avg and max over all seven
+    // thresholds.
+    let out = storcert(&["compare", s(&one), s(&two), "--layout", "writeup"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = text.lines().find(|l| l.starts_with("load")).unwrap();
+    let cols: Vec<&str> = head.split_whitespace().collect();
+    assert_eq!(
+        cols[1..],
+        ["%>1ms", "%>2ms", "%>4ms", "%>8ms", "%>16ms", "%>32ms", "%>64ms"],
+        "{text}"
+    );
+    let row = |load: &str, what: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().take(2).eq([load, what]))
+            .unwrap_or_else(|| panic!("{load} {what}: {text}"))
+            .split_whitespace()
+            .skip(2)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        row("2x", "max"),
+        ["6.00", "0.00", "0.00", "0.00", "0.00", "0.00", "0.00"]
+    );
+    assert_eq!(
+        row("1x", "avg"),
+        ["1.00", "0.00", "0.00", "0.00", "0.00", "0.00", "0.00"]
+    );
+    let out = storcert(&[
+        "compare",
+        s(&one),
+        "--layout",
+        "writeup",
+        "--format",
+        "html",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
     // A file that is neither a log nor a bundle is refused, by name.
     let junk = tmp.path().join("junk.log");
     write(&junk, "not ACT at all\n");

@@ -723,11 +723,21 @@ pub struct CompareArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "txt")]
     pub format: CompareFormat,
+    /// tables: the worst hour at 1/8/64 ms per load; writeup: ACT's
+    /// published write-ups' avg and max rows over every threshold (txt, md)
+    #[arg(long, value_enum, default_value = "tables")]
+    pub layout: CompareLayout,
     /// Verify each bundle's signatures with this public key first
     #[arg(short = 'p', long, value_name = "KEY.pub")]
     pub pubkey: Option<PathBuf>,
     #[command(flatten)]
     pub limits: UnpackLimitArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareLayout {
+    Tables,
+    Writeup,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -8,7 +8,7 @@ use super::exit;
 use super::report::{open, Opened};
 
 use crate::bundle::contents::{Contents, FileReader, Holding};
-use crate::cli::{CompareArgs, CompareFormat};
+use crate::cli::{CompareArgs, CompareFormat, CompareLayout};
 use crate::report::{self, compare};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -44,6 +44,11 @@ fn log_contents(path: &Path, holding: Holding) -> std::io::Result<Contents> {
 }
 
 pub fn run(a: CompareArgs) -> ExitCode {
+    if a.layout == CompareLayout::Writeup
+        && !matches!(a.format, CompareFormat::Txt | CompareFormat::Md)
+    {
+        return fail("--layout writeup is text: --format txt or md");
+    }
     // One run's contents at a time: what the comparison keeps of each is
     // its points, so inputs add no more than their points to what is held.
     let mut comparer = compare::Comparer::default();
@@ -93,14 +98,17 @@ pub fn run(a: CompareArgs) -> ExitCode {
     if c.loads.is_empty() {
         return fail("no ACT log in these inputs");
     }
-    let text = match a.format {
-        CompareFormat::Txt => compare::text(&c, false),
-        CompareFormat::Md => compare::text(&c, true),
-        CompareFormat::Html => report::html::comparison_page(&c),
-        CompareFormat::Json => {
+    let text = match (a.layout, a.format) {
+        (CompareLayout::Writeup, CompareFormat::Txt) => compare::writeup(&c, false),
+        (CompareLayout::Writeup, CompareFormat::Md) => compare::writeup(&c, true),
+        (CompareLayout::Writeup, _) => return fail("--layout writeup is text: --format txt or md"),
+        (_, CompareFormat::Txt) => compare::text(&c, false),
+        (_, CompareFormat::Md) => compare::text(&c, true),
+        (_, CompareFormat::Html) => report::html::comparison_page(&c),
+        (_, CompareFormat::Json) => {
             serde_json::to_string_pretty(&c).expect("a comparison serialises") + "\n"
         }
-        CompareFormat::Csv => match crate::export::csv::comparison(&c) {
+        (_, CompareFormat::Csv) => match crate::export::csv::comparison(&c) {
             Ok(t) => t,
             Err(e) => return fail(format!("CSV: {e}")),
         },

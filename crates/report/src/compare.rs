@@ -93,6 +93,35 @@ pub struct Point {
     pub pass: bool,
     /// Why it failed, as its verdict says.
     pub why: Option<String>,
+    /// act_latency.py's avg and max rows over every threshold of the
+    /// reads' table, for the write-ups' layout (none for a drive's share
+    /// of a run over several).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Columns>,
+}
+
+/// The reads' table's thresholds (ms, ACT's: 1, 2, 4 … 64) and its avg
+/// and max rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Columns {
+    pub thresholds_ms: Vec<f64>,
+    pub avg: Vec<f64>,
+    pub max: Vec<f64>,
+}
+
+impl Columns {
+    fn of(a: &storcert_results::act::Analysis) -> Option<Columns> {
+        let h = a.histograms.first()?;
+        // A microsecond log's columns start at the 1,024 us edge: ACT's
+        // "1 ms" there, as its rule reads it.
+        let micro = a.scale.contains("us") || a.scale.contains("micro");
+        let ms = |t: u64| if micro { t as f64 / 1024.0 } else { t as f64 };
+        Some(Columns {
+            thresholds_ms: h.thresholds.iter().map(|&t| ms(t)).collect(),
+            avg: h.avg.clone(),
+            max: h.max.clone(),
+        })
+    }
 }
 
 /// One drive at one spare-area setting and read/write mix, across loads.
@@ -416,6 +445,11 @@ impl Comparer {
                     .map(|d| (vec![d.device.clone()], &d.verdict, a.share_judgement(d)))
                     .collect()
             };
+            let columns = a
+                .per_device
+                .is_empty()
+                .then(|| Columns::of(&a.analysis))
+                .flatten();
             for (devices, verdict, judgement) in shares {
                 let (drive, spare) = drive_of(&known, &log, &devices);
                 let pass = judgement.verdict == storcert_results::Verdict::Pass;
@@ -451,6 +485,7 @@ impl Comparer {
                     worst_pct: verdict.worst_pct.clone(),
                     pass,
                     why: (!pass).then_some(judgement.detail),
+                    columns: columns.clone(),
                 });
             }
         }
@@ -668,38 +703,102 @@ pub fn worth_showing(c: &Comparison) -> bool {
         })
 }
 
+/// The comparison in ACT's published write-ups' layout: per drive, mix
+/// and spare setting, each load's avg and max rows over every threshold of
+/// act_latency.py's reads table (`md`: Markdown tables).
+pub fn writeup(c: &Comparison, md: bool) -> String {
+    use std::fmt::Write;
+    let shown = |s: &str| storcert_util::text::inline(s, md);
+    let mut out = String::new();
+    for t in &c.loads {
+        let title = format!(
+            "ACT {}, {}, {}",
+            workload_text(&t.workload, t.mix.as_deref()),
+            shown(&t.drive_and_devices()),
+            spare_text(t.spare.as_ref())
+        );
+        let thresholds = t
+            .rows
+            .iter()
+            .find_map(|p| p.columns.as_ref())
+            .map(|c| c.thresholds_ms.clone())
+            .unwrap_or_default();
+        let mut header = vec!["load".to_string(), String::new()];
+        header.extend(
+            thresholds
+                .iter()
+                .map(|t| format!("%>{}ms", trim_number(*t))),
+        );
+        let mut rows = Vec::new();
+        for p in &t.rows {
+            for (name, figures) in [
+                ("avg", p.columns.as_ref().map(|c| &c.avg)),
+                ("max", p.columns.as_ref().map(|c| &c.max)),
+            ] {
+                let mut row = vec![load_text(p.load), name.to_string()];
+                row.extend((0..thresholds.len()).map(|k| {
+                    figures
+                        .and_then(|f| f.get(k))
+                        .map_or("–".to_string(), |x| format!("{x:.2}"))
+                }));
+                rows.push(row);
+            }
+        }
+        out += &heading_text(&title, md);
+        out += &table_text(&header, &rows, md);
+        let _ = writeln!(
+            out,
+            "highest passing load: {}\n",
+            t.highest_passing_load
+                .map(load_text)
+                .unwrap_or_else(|| "none".into())
+        );
+    }
+    out
+}
+
+/// A heading as Markdown, or underlined plain text.
+fn heading_text(t: &str, md: bool) -> String {
+    if md {
+        format!("### {t}\n\n")
+    } else {
+        format!("{t}\n{}\n", "-".repeat(t.chars().count()))
+    }
+}
+
+/// A table as Markdown, or as aligned plain text.
+fn table_text(header: &[String], rows: &[Vec<String>], md: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if md {
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+        for r in rows {
+            let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    } else {
+        let h: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = storcert_util::table::Table::new(&h);
+        for r in rows {
+            t.row(r.clone());
+        }
+        out.push_str(&t.render());
+    }
+    out.push('\n');
+    out
+}
+
 /// The comparison as text (`md`: Markdown tables).
 pub fn text(c: &Comparison, md: bool) -> String {
     use std::fmt::Write;
-    use storcert_util::table::Table;
     // Text from a run (device paths, serials, log names): one line, and in
     // Markdown no link, image or emphasis of its own.
     let shown = |s: &str| storcert_util::text::inline(s, md);
     let mut out = String::new();
-    let heading = |out: &mut String, t: &str| {
-        if md {
-            let _ = writeln!(out, "### {t}\n");
-        } else {
-            let _ = writeln!(out, "{t}\n{}", "-".repeat(t.chars().count()));
-        }
-    };
+    let heading = |out: &mut String, t: &str| out.push_str(&heading_text(t, md));
     let table = |out: &mut String, header: &[String], rows: &[Vec<String>]| {
-        if md {
-            let _ = writeln!(out, "| {} |", header.join(" | "));
-            let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
-            for r in rows {
-                let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-                let _ = writeln!(out, "| {} |", cells.join(" | "));
-            }
-        } else {
-            let h: Vec<&str> = header.iter().map(String::as_str).collect();
-            let mut t = Table::new(&h);
-            for r in rows {
-                t.row(r.clone());
-            }
-            out.push_str(&t.render());
-        }
-        out.push('\n');
+        out.push_str(&table_text(header, rows, md));
     };
     for line in headline(c) {
         let _ = writeln!(out, "- {}", shown(&line));
