@@ -991,7 +991,7 @@ fn a_guest_killed_mid_run_shows_as_stalled_on_the_board() {
     sparse(&d("nvme"), 256);
     // Long enough that only the kill ends it.
     let profile = "name = \"long\"\nprogress_interval = \"2s\"\n[devices]\nselect = \"all\"\n\
-                   [act]\nstorage = [{ load = \"1x\", duration = \"30m\" }]\n\
+                   [act]\nrun_to_end = true\nstorage = [{ load = \"1x\", duration = \"30m\" }]\n\
                    [bundle]\nkey = \"/etc/storcert/storcert.key\"\n";
     let mut q = pxe_network(t.path(), &key, profile, &collector);
     q.extend(disk(&d("nvme"), "nvme", "nvme,serial=E2ESTALL001"));

@@ -2312,7 +2312,7 @@ fn run_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Child {
         &profile,
         format!(
             "name = \"{name}\"\nprogress_interval = \"1s\"\ntag = \"PO-77\"\n[devices]\n\
-             scratch = \"64M\"\n[act]\nstorage = [{{ load = \"1x\", duration = \"{act_s}s\" }}]\n\
+             scratch = \"64M\"\n[act]\nrun_to_end = true\nstorage = [{{ load = \"1x\", duration = \"{act_s}s\" }}]\n\
              [upload]\nto = [\"{}\"]\nallow_http = true\n",
             c.upload_url()
         ),

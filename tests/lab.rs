@@ -119,7 +119,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         out.path(),
         "storcert inventory --json --capture capture.tar.zst > inventory.json; storcert inventory > inventory.txt; \
          storcert health --snapshot before.json 2> /dev/null; \
-         storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --log act.log \
+         storcert act storage --device /dev/nvme0n1 --load 1x --duration 4s --run-to-end --log act.log \
            --json act.json 2> act.err; \
          storcert health --snapshot after.json 2> /dev/null; \
          storcert health --diff before.json after.json --json > health.json; \

@@ -60,7 +60,7 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
         &profile,
         format!(
             "name = \"kill-test\"\nprogress_interval = \"1s\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
-             [act]\nprep = true\nstorage = [{{ load = \"1x\", duration = \"6s\" }}]\n\
+             [act]\nprep = true\nrun_to_end = true\nstorage = [{{ load = \"1x\", duration = \"6s\" }}]\n\
              [stream]\nsize = \"32M\"\n",
             a.dev, b.dev
         ),
