@@ -533,7 +533,7 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
     let cols: Vec<&str> = head.split_whitespace().collect();
     assert_eq!(
         cols[1..],
-        ["%>1ms", "%>2ms", "%>4ms", "%>8ms", "%>16ms", "%>32ms", "%>64ms"],
+        ["%>1ms", "%>2ms", "%>4ms", "%>8ms", "%>16ms", "%>32ms", "%>64ms", "verdict", "run"],
         "{text}"
     );
     let row = |load: &str, what: &str| {
@@ -542,6 +542,7 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
             .unwrap_or_else(|| panic!("{load} {what}: {text}"))
             .split_whitespace()
             .skip(2)
+            .take(7)
             .map(String::from)
             .collect::<Vec<_>>()
     };
@@ -552,6 +553,11 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
     assert_eq!(
         row("1x", "avg"),
         ["1.00", "0.00", "0.00", "0.00", "0.00", "0.00", "0.00"]
+    );
+    // Under each table, as in the default layout: why a run failed.
+    assert!(
+        text.contains("2x (sdx-2x.log) failed: reads slice 1: 6.00% > 1 ms"),
+        "{text}"
     );
     let out = storcert(&[
         "compare",
@@ -565,7 +571,9 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
     // A file that is neither a log nor a bundle is refused, by name.
     let junk = tmp.path().join("junk.log");
     write(&junk, "not ACT at all\n");
-    let out = storcert(&["compare", s(&junk)]);
+    // Beside good ones too: never dropped without a word.
+    let out = storcert(&["compare", s(&one), s(&junk)]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no ACT log"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("junk.log: neither an ACT log"), "{err}");
 }

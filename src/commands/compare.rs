@@ -16,9 +16,20 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(exit::COULD_NOT_RUN)
 }
 
-/// A standalone ACT log (`act storage --log FILE`), named so.
+/// A file that is no bundle (no zstd frame at its start): a standalone
+/// ACT log (`act storage --log FILE`), whatever it is named.
 fn is_log(input: &Path) -> bool {
-    input.extension().is_some_and(|e| e == "log") && input.is_file()
+    use std::io::Read;
+    const ZSTD: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    if !input.is_file() {
+        return false;
+    }
+    let mut head = [0u8; 4];
+    match std::fs::File::open(input).and_then(|mut f| f.read_exact(&mut head)) {
+        Ok(()) => head != ZSTD,
+        // Shorter than a frame's magic: no bundle either.
+        Err(e) => e.kind() == std::io::ErrorKind::UnexpectedEof,
+    }
 }
 
 /// One ACT log as a run's contents, judged as it is read (a day's log of
@@ -58,10 +69,19 @@ pub fn run(a: CompareArgs) -> ExitCode {
         ..Holding::BUNDLE
     };
     for input in &a.inputs {
+        // A path is the user's, but its bytes may not be: shown printable.
+        let shown = crate::util::text::printable(&input.display().to_string(), 300);
         let contents: Contents = if is_log(input) {
             match log_contents(input, holding) {
-                Ok(c) => c,
-                Err(e) => return fail(format!("{}: {e}", input.display())),
+                Ok(c) if c.analyses().next().is_some() => c,
+                Ok(c) => {
+                    let why = c.unreadable.first().map_or(
+                        "neither an ACT log (no \"ACT version\" line) nor a bundle".to_string(),
+                        |(_, why)| crate::util::text::printable(why, 300),
+                    );
+                    return fail(format!("{shown}: {why}"));
+                }
+                Err(e) => return fail(format!("{shown}: {e}")),
             }
         } else {
             match open(input, a.pubkey.as_deref(), &a.limits, holding) {
@@ -83,14 +103,13 @@ pub fn run(a: CompareArgs) -> ExitCode {
         // comparison is of what could.
         for (path, why) in &contents.unreadable {
             eprintln!(
-                "storcert compare: {}: {}: {}",
-                input.display(),
+                "storcert compare: {shown}: {}: {}",
                 crate::util::text::printable(path, 200),
                 crate::util::text::printable(why, 300)
             );
         }
         if let Some(more) = contents.unnamed_unreadable() {
-            eprintln!("storcert compare: {}: {more}", input.display());
+            eprintln!("storcert compare: {shown}: {more}");
         }
         comparer.add(&input.display().to_string(), &contents);
     }

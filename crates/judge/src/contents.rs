@@ -955,8 +955,24 @@ mod hostile {
 
     #[test]
     fn a_search_is_held_to_its_trials_logs() {
-        let pass = log("storcert-us-20x.log");
-        let fail = log("storcert-ms-2dev.log");
+        // Both logs at the trials' 1x: a trial is held to its log's load.
+        let at_1x = |name: &str, from: [&str; 2], to: [&str; 2]| {
+            String::from_utf8(log(name))
+                .unwrap()
+                .replace(from[0], to[0])
+                .replace(from[1], to[1])
+                .into_bytes()
+        };
+        let pass = at_1x(
+            "storcert-us-20x.log",
+            ["read-reqs-per-sec: 40000", "write-reqs-per-sec: 20000"],
+            ["read-reqs-per-sec: 2000", "write-reqs-per-sec: 1000"],
+        );
+        let fail = at_1x(
+            "storcert-ms-2dev.log",
+            ["read-reqs-per-sec: 24000", "write-reqs-per-sec: 12000"],
+            ["read-reqs-per-sec: 4000", "write-reqs-per-sec: 2000"],
+        );
         let search = |trials: &[(&str, f64, &str, &str)], highest: Option<f64>| {
             let trials: Vec<serde_json::Value> = trials
                 .iter()

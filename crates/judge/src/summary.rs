@@ -472,13 +472,35 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
     let fresh = |t: &storcert_results::act::Trial| {
         c.analyses()
             .find(|(log, _)| is_trial_log(log) && same_log(log, &t.log))
-            .map(|(_, a)| a.analysis.verdict.pass)
+            .map(|(_, a)| (a.analysis.verdict.pass, a.load, a.standard_mix()))
     };
     for (i, t) in r.trials.iter().enumerate() {
         if t.result == "interrupted" {
             continue;
         }
-        match fresh(t) {
+        let got = fresh(t);
+        // A load is a load on ACT's scale only at ACT's mix, and only the
+        // one its log ran.
+        if let Some((_, load, standard)) = got {
+            if !standard {
+                return Some(format!(
+                    "trial {} ({}x): its log runs another read/write mix than ACT's",
+                    i + 1,
+                    t.load
+                ));
+            }
+            // Rates are whole requests a second: a load is its log's to
+            // within one read a second.
+            if load.is_none_or(|l| (l - t.load).abs() > 1.0 / 2000.0) {
+                return Some(format!(
+                    "trial {} is counted at {}x, but its log runs at {}",
+                    i + 1,
+                    t.load,
+                    load.map_or("no load".into(), |l| format!("{l}x"))
+                ));
+            }
+        }
+        match got.map(|g| g.0) {
             None => {
                 return Some(format!(
                     "trial {} ({}x): its log {} is not in the results",
@@ -499,7 +521,7 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
     }
     if let Some(l) = r.highest_passing_load {
         let borne = r.trials.iter().any(|t| {
-            t.load == l && (!r.confirmed || t.purpose == "confirm") && fresh(t) == Some(true)
+            t.load == l && (!r.confirmed || t.purpose == "confirm") && fresh(t).is_some_and(|f| f.0)
         });
         if !borne {
             return Some(format!(

@@ -707,7 +707,6 @@ pub fn worth_showing(c: &Comparison) -> bool {
 /// and spare setting, each load's avg and max rows over every threshold of
 /// act_latency.py's reads table (`md`: Markdown tables).
 pub fn writeup(c: &Comparison, md: bool) -> String {
-    use std::fmt::Write;
     let shown = |s: &str| storcert_util::text::inline(s, md);
     let mut out = String::new();
     for t in &c.loads {
@@ -723,38 +722,53 @@ pub fn writeup(c: &Comparison, md: bool) -> String {
             .find_map(|p| p.columns.as_ref())
             .map(|c| c.thresholds_ms.clone())
             .unwrap_or_default();
-        let mut header = vec!["load".to_string(), String::new()];
-        header.extend(
-            thresholds
-                .iter()
-                .map(|t| format!("%>{}ms", trim_number(*t))),
-        );
-        let mut rows = Vec::new();
-        for p in &t.rows {
-            for (name, figures) in [
-                ("avg", p.columns.as_ref().map(|c| &c.avg)),
-                ("max", p.columns.as_ref().map(|c| &c.max)),
-            ] {
-                let mut row = vec![load_text(p.load), name.to_string()];
-                row.extend((0..thresholds.len()).map(|k| {
-                    figures
-                        .and_then(|f| f.get(k))
-                        .map_or("–".to_string(), |x| format!("{x:.2}"))
-                }));
-                rows.push(row);
-            }
-        }
         out += &heading_text(&title, md);
-        out += &table_text(&header, &rows, md);
-        let _ = writeln!(
-            out,
-            "highest passing load: {}\n",
-            t.highest_passing_load
-                .map(load_text)
-                .unwrap_or_else(|| "none".into())
-        );
+        if thresholds.is_empty() {
+            // A drive's share of a run over several is judged on its own
+            // histogram; act_latency.py's table is the run's.
+            out += "no act_latency.py table for a drive's share of a run over several drives: \
+                    see the run's own table\n\n";
+        } else {
+            let mut header = vec!["load".to_string(), String::new()];
+            header.extend(
+                thresholds
+                    .iter()
+                    .map(|t| format!("%>{}ms", trim_number(*t))),
+            );
+            header.extend(["verdict", "run"].map(String::from));
+            let mut rows = Vec::new();
+            for p in &t.rows {
+                for (name, figures) in [
+                    ("avg", p.columns.as_ref().map(|c| &c.avg)),
+                    ("max", p.columns.as_ref().map(|c| &c.max)),
+                ] {
+                    let mut row = vec![load_text(p.load), name.to_string()];
+                    row.extend((0..thresholds.len()).map(|k| {
+                        figures
+                            .and_then(|f| f.get(k))
+                            .map_or("–".to_string(), |x| format!("{x:.2}"))
+                    }));
+                    // The run once, on its avg row.
+                    let first = name == "avg";
+                    row.push(if first {
+                        verdict_word(p.pass).into()
+                    } else {
+                        String::new()
+                    });
+                    row.push(if first {
+                        shown(&format!("{}: {}", p.source, p.log))
+                    } else {
+                        String::new()
+                    });
+                    rows.push(row);
+                }
+            }
+            out += &table_text(&header, &rows, md);
+        }
+        out += &answer_text(t, md);
     }
-    out
+    out += &left_out_text(c, md);
+    storcert_util::text::printable_lines(&out)
 }
 
 /// A heading as Markdown, or underlined plain text.
@@ -884,33 +898,49 @@ pub fn text(c: &Comparison, md: bool) -> String {
             })
             .collect();
         table(&mut out, &header, &rows);
-        let _ = writeln!(
-            out,
-            "highest passing load: {}",
-            t.highest_passing_load
-                .map(load_text)
-                .unwrap_or_else(|| "none".into())
-        );
-        for n in &t.notes {
-            let _ = writeln!(out, "note: {}", shown(n));
-        }
-        for p in t.rows.iter().filter(|p| !p.pass) {
-            if let Some(why) = &p.why {
-                let _ = writeln!(
-                    out,
-                    "{} ({}) failed: {}",
-                    load_text(p.load),
-                    shown(&p.log),
-                    shown(why)
-                );
-            }
-        }
-        out.push('\n');
+        out += &answer_text(t, md);
     }
-    for l in &c.left_out {
-        let _ = writeln!(out, "left out: {}", shown(l));
-    }
+    out += &left_out_text(c, md);
     storcert_util::text::printable_lines(&out)
+}
+
+/// Under a load table: its highest passing load, its notes, and why each
+/// failing run failed.
+fn answer_text(t: &LoadTable, md: bool) -> String {
+    use std::fmt::Write;
+    let shown = |s: &str| storcert_util::text::inline(s, md);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "highest passing load: {}",
+        t.highest_passing_load
+            .map(load_text)
+            .unwrap_or_else(|| "none".into())
+    );
+    for n in &t.notes {
+        let _ = writeln!(out, "note: {}", shown(n));
+    }
+    for p in t.rows.iter().filter(|p| !p.pass) {
+        if let Some(why) = &p.why {
+            let _ = writeln!(
+                out,
+                "{} ({}) failed: {}",
+                load_text(p.load),
+                shown(&p.log),
+                shown(why)
+            );
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The logs a comparison left out, and why.
+fn left_out_text(c: &Comparison, md: bool) -> String {
+    c.left_out
+        .iter()
+        .map(|l| format!("left out: {}\n", storcert_util::text::inline(l, md)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -1004,6 +1034,51 @@ mod tests {
         assert_eq!(cell(odd, "verdict"), "pass");
         assert_eq!(cell(odd, "log"), "act/d-36000r-3000w.log");
         assert_eq!(cell(&rows[0], "mix"), "");
+
+        // Nor may a search claim a load its log ran at another mix, or
+        // at another load (found in review: a hand-made search claimed 18x).
+        for (claimed, writes, want) in [
+            (18.0, 3000, "another read/write mix"),
+            (1.0, 18000, "counted at 1x, but its log runs at 18x"),
+        ] {
+            let mut files = files.clone();
+            let trial = "act/search-d/trial-01-18x.log".to_string();
+            files.insert(trial.clone(), at(36000, writes));
+            files.insert(
+                "act/search-d.json".into(),
+                Artefact::from(storcert_results::act::SearchResult {
+                    schema_version: storcert_results::act::SEARCH_SCHEMA,
+                    highest_passing_load: Some(claimed),
+                    confirmed: true,
+                    reached_max: false,
+                    max_load: 20.0,
+                    step: 1.0,
+                    trials: vec![storcert_results::act::Trial {
+                        load: claimed,
+                        purpose: "confirm".into(),
+                        result: "passing".into(),
+                        worst_pct_over_1ms: None,
+                        worst_pct_over_8ms: None,
+                        worst_pct_over_64ms: None,
+                        max_lag_ms: 0.0,
+                        log: trial,
+                    }],
+                    interrupted: false,
+                })
+                .to_json(),
+            );
+            let summary =
+                storcert_judge::summary::summarise(Default::default(), &Contents::read(&files));
+            let search = summary
+                .tests
+                .iter()
+                .find(|t| t.name.starts_with("act-search"))
+                .unwrap();
+            assert!(search.detail.contains(want), "{claimed}: {search:?}");
+            let passed: Vec<Option<f64>> =
+                summary.drives.iter().map(|d| d.act_load_passed).collect();
+            assert_eq!(passed, [Some(2.0)], "{claimed}");
+        }
 
         // The summary's "ACT passed" is on ACT's scale only.
         let summary =

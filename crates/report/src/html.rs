@@ -435,11 +435,15 @@ pub fn comparison(out: &mut String, c: &Comparison) {
         .iter()
         .map(|t| Series {
             name: storcert_util::text::printable(
-                &match &t.mix {
-                    Some(mix) => format!("{}, {}, {mix}", t.drive, spare_text(t.spare.as_ref())),
-                    None => format!("{}, {}", t.drive, spare_text(t.spare.as_ref())),
-                },
-                120,
+                // The drive's name is cut, never the mix that tells two
+                // series of one drive apart.
+                &format!(
+                    "{}, {}{}",
+                    storcert_util::text::cut(&t.drive, 60),
+                    spare_text(t.spare.as_ref()),
+                    t.mix.as_ref().map_or(String::new(), |m| format!(", {m}"))
+                ),
+                200,
             ),
             points: {
                 let mut by_load: Vec<(f64, f64)> = Vec::new();

@@ -263,7 +263,13 @@ pub fn comparison(c: &crate::compare::Comparison) -> csv::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(COMPARE)?;
     for t in &c.loads {
-        let serial = t.drive.strip_prefix("serial ").map(str::to_string);
+        // One drive's serial; a share of several ("serial a + serial b")
+        // names none.
+        let serial = t
+            .drive
+            .strip_prefix("serial ")
+            .filter(|_| !t.drive.contains(" + "))
+            .map(str::to_string);
         for p in &t.rows {
             let pct = |k: usize| float(p.worst_pct.get(k).copied());
             w.write_record([

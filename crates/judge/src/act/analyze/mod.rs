@@ -64,7 +64,7 @@ pub fn act_log_setup(text: &str) -> Setup {
     let mut devices = Vec::new();
     let mut names = String::new();
     let mut reads = None;
-    let mut writes = None;
+    let mut writes: Option<Option<u32>> = None;
     let mut count = None;
     for line in text.lines().take(200) {
         if let Some(d) = line.strip_prefix("device-names: ") {
@@ -80,7 +80,9 @@ pub fn act_log_setup(text: &str) -> Setup {
         } else if let Some(r) = line.strip_prefix("read-reqs-per-sec: ") {
             reads = r.trim().parse::<f64>().ok();
         } else if let Some(w) = line.strip_prefix("write-reqs-per-sec: ") {
-            writes = w.trim().parse::<f64>().ok();
+            // ACT reads a whole number of requests; a rate it could not
+            // have run leaves the mix, and so the load, unknown.
+            writes = Some(w.trim().parse::<u32>().ok());
         } else if let Some(n) = line.strip_prefix("num-devices: ") {
             count = n.trim().parse::<usize>().ok();
         }
@@ -91,10 +93,13 @@ pub fn act_log_setup(text: &str) -> Setup {
         devices = vec![names];
     }
     let load = reads
-        .filter(|_| !devices.is_empty())
+        .filter(|_| !devices.is_empty() && writes != Some(None))
         .map(|r| r / 2000.0 / devices.len() as f64);
     let writes_per_read = match (reads, writes) {
-        (Some(r), Some(w)) if r > 0.0 && w.is_finite() && w >= 0.0 => Some(w / r),
+        // Rates rounded to whole requests (0.3333x is 667 + 333) are still
+        // ACT's 1,000 writes per 2,000 reads.
+        (Some(r), Some(Some(w))) if r > 0.0 && (2.0 * w as f64 - r).abs() <= 2.0 => Some(0.5),
+        (Some(r), Some(Some(w))) if r > 0.0 => Some(w as f64 / r),
         _ => None,
     };
     Setup {
@@ -809,5 +814,20 @@ mod tests {
                 writes_per_read: Some(0.25),
             }
         );
+        // Rates rounded to whole requests are still ACT's mix (0.3333x is
+        // 667 reads + 333 writes); a write rate ACT could not have run
+        // leaves the load unknown (found in review).
+        let one = "device-names: /dev/sda\nnum-devices: 1\n";
+        let mix = |r: &str, w: &str| {
+            act_log_setup(&format!(
+                "{one}read-reqs-per-sec: {r}\nwrite-reqs-per-sec: {w}\n"
+            ))
+        };
+        assert_eq!(mix("667", "333").writes_per_read, Some(0.5));
+        assert_eq!(mix("36000", "3000").writes_per_read, Some(3000.0 / 36000.0));
+        for bad in ["inf", "nan", "-1000", "1e308", "x"] {
+            let s = mix("2000", bad);
+            assert_eq!((s.load, s.writes_per_read), (None, None), "{bad}");
+        }
     }
 }
