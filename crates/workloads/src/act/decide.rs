@@ -237,7 +237,16 @@ mod tests {
 #[cfg(test)]
 mod judged {
     use crate::act::config::{IndexConfig, StorageConfig};
+    use crate::act::runner::RunSpec;
     use crate::act::{RunOptions, Workload};
+
+    /// The names of the histograms that may stop the run.
+    fn judged(spec: &RunSpec) -> Vec<&str> {
+        spec.judged
+            .iter()
+            .map(|&h| spec.hist_names[h].as_str())
+            .collect()
+    }
 
     #[test]
     fn only_the_run_s_reads_may_stop_it() {
@@ -245,12 +254,7 @@ mod judged {
                    read-reqs-per-sec: 4000\nwrite-reqs-per-sec: 2000\n";
         let storage = StorageConfig::parse(two, "t.conf").unwrap();
         let spec = storage.run_spec(&RunOptions::default());
-        let names: Vec<&str> = spec
-            .judged
-            .iter()
-            .map(|&h| spec.hist_names[h].as_str())
-            .collect();
-        assert_eq!(names, ["reads"]);
+        assert_eq!(judged(&spec), ["reads"]);
         assert!(spec.stop_when_decided);
         let index = IndexConfig::parse(
             "device-names: /dev/a,/dev/b\ntest-duration-sec: 60\nread-reqs-per-sec: 4000\n",
@@ -261,12 +265,7 @@ mod judged {
             run_to_end: true,
             ..RunOptions::default()
         });
-        let names: Vec<&str> = spec
-            .judged
-            .iter()
-            .map(|&h| spec.hist_names[h].as_str())
-            .collect();
-        assert_eq!(names, ["reads"]);
+        assert_eq!(judged(&spec), ["reads"]);
         assert!(!spec.stop_when_decided);
     }
 }
