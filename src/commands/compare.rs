@@ -34,24 +34,14 @@ fn is_log(input: &Path) -> bool {
 
 /// One ACT log as a run's contents, judged as it is read (a day's log of
 /// many drives is large: never held whole).
-fn log_contents(path: &Path, holding: Holding) -> std::io::Result<Contents> {
-    use std::io::Read;
+fn log_contents(path: &Path, mut holding: Holding) -> std::io::Result<Contents> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut file = std::fs::File::open(path)?;
-    let (mut left, mut reader) = (holding, FileReader::new(&name));
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        reader.push(&buf[..n], &mut left);
-    }
-    let reads = [(name, reader.finish(&mut left))].into();
-    Ok(Contents::from_reads(reads, ""))
+    let read = FileReader::read_from(&name, &mut file, &mut holding)?;
+    Ok(Contents::from_reads([(name, read)].into(), ""))
 }
 
 pub fn run(a: CompareArgs) -> ExitCode {

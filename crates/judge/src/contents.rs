@@ -389,17 +389,30 @@ impl storcert_bundle::unpack::Stream for ResultsReader {
 
     fn read(&mut self, path: &str, data: &mut dyn std::io::Read) -> std::io::Result<()> {
         let rel = &path[storcert_bundle::RESULTS_PREFIX.len()..];
-        let mut r = FileReader::new(rel);
+        let read = FileReader::read_from(rel, data, &mut self.left)?;
+        self.reads.insert(rel.to_string(), read);
+        Ok(())
+    }
+}
+
+impl FileReader {
+    /// The file at `path` read from `data` a chunk at a time: never held
+    /// whole (a bundle's entry, or a standalone log of a day).
+    pub fn read_from(
+        path: &str,
+        data: &mut dyn std::io::Read,
+        left: &mut Holding,
+    ) -> std::io::Result<FileRead> {
+        let mut r = FileReader::new(path);
         let mut buf = vec![0u8; 64 << 10];
         loop {
             let n = data.read(&mut buf)?;
             if n == 0 {
                 break;
             }
-            r.push(&buf[..n], &mut self.left);
+            r.push(&buf[..n], left);
         }
-        self.reads.insert(rel.to_string(), r.finish(&mut self.left));
-        Ok(())
+        Ok(r.finish(left))
     }
 }
 
