@@ -62,7 +62,7 @@ pub fn load_text(load: f64) -> String {
 /// compare, and a highest passing load counts, only within one mix. None
 /// for ACT's own mix, or a log that does not say.
 pub fn mix_label(writes_per_read: Option<f64>) -> Option<String> {
-    let w = writes_per_read.filter(|w| w.is_finite() && *w != 0.5)?;
+    let w = writes_per_read.filter(|_| !storcert_results::act::standard_mix(writes_per_read))?;
     Some(format!(
         "Nx = N × (2000 reads + {} writes/s)",
         trim_number(w * 2000.0)

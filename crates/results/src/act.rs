@@ -293,6 +293,12 @@ pub struct PrepResult {
 /// 2: the outcome `decided` (a run stopped once its verdict could not
 /// change).
 pub const RUN_SCHEMA: u32 = 2;
+
+/// Whether writes per read (`LogAnalysis::writes_per_read`, whole rates
+/// near 1,000 per 2,000 already made 0.5) is ACT's own mix, or unsaid.
+pub fn standard_mix(writes_per_read: Option<f64>) -> bool {
+    writes_per_read.is_none_or(|w| w == 0.5)
+}
 /// 2: fractional loads, `reached_max`, `max_load` and `step`.
 pub const SEARCH_SCHEMA: u32 = 2;
 /// 2: the verdict judges `reads` only, by hours, with `problems`.
@@ -407,7 +413,7 @@ impl LogAnalysis {
     /// reads), or says nothing of it: only such a run's load is a load in
     /// ACT's sense.
     pub fn standard_mix(&self) -> bool {
-        self.writes_per_read.is_none_or(|w| w == 0.5)
+        standard_mix(self.writes_per_read)
     }
 
     /// "1.5x": the load as ACT's write-ups name it.
