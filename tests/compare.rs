@@ -232,8 +232,8 @@ fn a_run_in_phases_compares_its_phases() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "serial S1 (storage): highest passing load 2x with no spare partition, \
-             3x with 12% spare (total 19%)"
+            "ACT storage, no spare partition: highest passing load 2x; \
+             ACT storage, 12% spare (total 19%): highest passing load 3x"
         ),
         "{text}"
     );

@@ -233,6 +233,13 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
         dom.contains(&format!("id=\"banner\" class=\"v-{verdict}\"")),
         "banner"
     );
+    // The first screen: the verdict, then one line per drive.
+    let answers = dom
+        .split("<table id=\"answers\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .expect("the drives' answers under the verdict");
+    assert_eq!(answers.matches("<tr>").count(), 1 + 2, "{answers}");
     assert_eq!(
         dom.matches("<table class=\"act\"").count(),
         2,

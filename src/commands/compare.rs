@@ -111,8 +111,8 @@ pub fn run(a: CompareArgs) -> ExitCode {
         (CompareLayout::Writeup, CompareFormat::Txt) => compare::writeup(&c, false),
         (CompareLayout::Writeup, CompareFormat::Md) => compare::writeup(&c, true),
         (CompareLayout::Writeup, _) => return fail("--layout writeup is text: --format txt or md"),
-        (_, CompareFormat::Txt) => compare::text(&c, false),
-        (_, CompareFormat::Md) => compare::text(&c, true),
+        (_, CompareFormat::Txt) => compare::text(&c, false, true),
+        (_, CompareFormat::Md) => compare::text(&c, true, true),
         (_, CompareFormat::Html) => report::html::comparison_page(&c),
         (_, CompareFormat::Json) => {
             serde_json::to_string_pretty(&c).expect("a comparison serialises") + "\n"

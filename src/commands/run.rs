@@ -66,7 +66,8 @@ pub fn run(a: RunArgs) -> ExitCode {
         "verdict {}",
         ending.verdict.as_str().to_uppercase()
     )];
-    lines.extend(ending.reasons.iter().cloned());
+    lines.extend(ending.answers.iter().cloned());
+    lines.extend(ending.reasons.iter().map(|r| format!("- {r}")));
     if let (Some(b), Some(sha)) = (&ending.bundle, &ending.bundle_sha256) {
         lines.push(format!("bundle {} ", b.display()));
         lines.push(format!("sha256 {sha}"));

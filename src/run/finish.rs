@@ -128,8 +128,9 @@ pub(super) fn start_heartbeats(
 }
 
 /// The run's notes (of this and earlier starts) and its report, into the
-/// results folder.
-pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<()> {
+/// results folder; returns each drive's answer, as the report's first
+/// screen gives it.
+pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<Vec<String>> {
     let p = ctx.profile;
     let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let journal_copy = ctx.journal().clone();
@@ -145,8 +146,19 @@ pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<()> {
             stages: journal_copy.stages,
         },
     )?;
-    crate::report::write_for_results(&ctx.dir).context("report")?;
-    Ok(())
+    let first = crate::report::write_for_results(&ctx.dir).context("report")?;
+    Ok(first
+        .drives
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {}: {}",
+                d.device,
+                d.verdict.as_str().to_uppercase(),
+                d.answer
+            )
+        })
+        .collect())
 }
 
 /// Bundles and signs the results and puts the bundle in the spool: the

@@ -42,6 +42,9 @@ pub trait JournalFile: Sized {
     fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError>;
     fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError>;
     fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError>;
+    /// Names the result files a running stage writes (kept, not saved
+    /// until the stage's next record).
+    fn produces(&mut self, id: &str, outputs: &[String]);
 }
 
 impl JournalFile for Journal {
@@ -112,6 +115,7 @@ impl JournalFile for Journal {
                     interrupted_seconds: 0,
                     seconds_done: 0,
                     note: String::new(),
+                    outputs: Vec::new(),
                 });
                 self.stages.last_mut().expect("just pushed")
             }
@@ -120,6 +124,7 @@ impl JournalFile for Journal {
         rec.attempts += 1;
         rec.started_at = now();
         rec.seconds_done = 0;
+        rec.outputs.clear();
         let earlier = interrupted.then_some(rec.interrupted_seconds);
         self.save()?;
         Ok(earlier)
@@ -143,6 +148,16 @@ impl JournalFile for Journal {
             r.note = note.into();
         }
         self.save()
+    }
+
+    fn produces(&mut self, id: &str, outputs: &[String]) {
+        if let Some(r) = self.stages.iter_mut().find(|s| s.id == id) {
+            for o in outputs {
+                if !r.outputs.contains(o) {
+                    r.outputs.push(o.clone());
+                }
+            }
+        }
     }
 }
 

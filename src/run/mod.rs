@@ -67,6 +67,8 @@ pub struct Options {
 #[derive(Debug, Clone, Serialize)]
 pub struct Ending {
     pub verdict: Verdict,
+    /// One line per drive: its verdict and answer.
+    pub answers: Vec<String>,
     pub reasons: Vec<String>,
     pub run_dir: PathBuf,
     pub bundle: Option<PathBuf>,
@@ -607,6 +609,7 @@ fn run_stages(
     }
     let mut ending = Ending {
         verdict: Verdict::Incomplete,
+        answers: Vec::new(),
         reasons: Vec::new(),
         run_dir: ctx.dir.clone(),
         bundle: None,
@@ -618,7 +621,7 @@ fn run_stages(
         return Ok(ending);
     }
     // Notes of this and earlier starts go into the results and the report.
-    write_notes_and_report(ctx, opts)?;
+    ending.answers = write_notes_and_report(ctx, opts)?;
 
     let (spool, spooled) = bundle_and_spool(ctx, opts, &system, &mut ending)?;
     if let Some(up) = &p.plan.upload {

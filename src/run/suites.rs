@@ -21,6 +21,8 @@ pub(super) fn act_run(
     if let Some(dir) = ctx.path(base).parent() {
         crate::util::fs::create_dir_durably(dir)?;
     }
+    ctx.journal()
+        .produces(key, &[format!("{base}.log"), format!("{base}.json")]);
     let mut last_save = Instant::now();
     let mut progress = |secs: u64, rate: f64, over: f64| {
         ctx.console.update_act(key, secs, total_s, rate, over);

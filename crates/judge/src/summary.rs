@@ -13,27 +13,92 @@ pub use storcert_results::summary::{DriveVerdict, Machine, Summary, TestVerdict}
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// Each test's per-device details (`Judgement::per_device`), beside
-/// `Summary::tests`: a drive's row shows its own part of a test's detail.
-type PerDevice = Vec<Vec<(String, String)>>;
+/// What the summary keeps of each test beside `Summary::tests` (same
+/// index): a drive's row shows its own part of a test's detail, and a
+/// failure several records tell (an ACT run's JSON, its log, its stage)
+/// is said once.
+#[derive(Default)]
+struct Aside {
+    /// `Judgement::per_device`.
+    per_device: Vec<(String, String)>,
+    /// The file judged, relative to the results (a stage's output names).
+    file: Option<String>,
+    /// An ACT log: judged by ACT's rule, it says how its run ended too.
+    log: bool,
+    /// A failed stage: the files it wrote.
+    stage_outputs: Vec<String>,
+    /// Another test says this one's failure (it is not a reason again).
+    said_elsewhere: bool,
+}
 
-fn judge(s: &mut Summary, pd: &mut PerDevice, name: String, j: Judgement) {
-    pd.push(j.per_device);
+type Asides = Vec<Aside>;
+
+fn judge(s: &mut Summary, pd: &mut Asides, name: String, j: Judgement) {
+    pd.push(Aside {
+        per_device: j.per_device,
+        ..Aside::default()
+    });
     // A test passes, fails, or measured nothing: anything else a
     // judgement can say (incomplete, interrupted) is not a pass.
     let verdict = match j.verdict {
         Verdict::Pass | Verdict::Untested => j.verdict,
         _ => Verdict::Fail,
     };
-    if verdict == Verdict::Fail {
-        s.reasons.push(format!("{name}: {}", j.detail));
-    }
     s.tests.push(TestVerdict {
         name,
         verdict,
         detail: j.detail,
         devices: j.devices,
     });
+}
+
+/// `judge`, for a test of one file (`log`: an ACT log).
+fn judge_file(s: &mut Summary, pd: &mut Asides, name: String, j: Judgement, file: &str, log: bool) {
+    judge(s, pd, name, j);
+    let aside = pd.last_mut().expect("just judged");
+    aside.file = Some(file.to_string());
+    aside.log = log;
+}
+
+/// Marks each failure another test already says: a run's JSON outcome
+/// where its log fails (the log's judgement says how the run ended), and
+/// a failed stage where a file it wrote fails.
+fn fold_repeated_failures(s: &Summary, pd: &mut Asides, journal: Option<&Journal>) {
+    let failing = |i: usize| s.tests[i].verdict == Verdict::Fail;
+    let written: Vec<Vec<String>> = journal
+        .map(|j| j.stages.iter().map(|st| st.outputs.clone()).collect())
+        .unwrap_or_default();
+    for outputs in written.iter().filter(|o| !o.is_empty()) {
+        let group: Vec<usize> = (0..pd.len())
+            .filter(|&i| failing(i) && pd[i].file.as_ref().is_some_and(|f| outputs.contains(f)))
+            .collect();
+        if group.iter().any(|&i| pd[i].log) {
+            for &i in &group {
+                pd[i].said_elsewhere |= !pd[i].log;
+            }
+        }
+    }
+    for i in 0..pd.len() {
+        let said = pd.iter().enumerate().any(|(k, a)| {
+            failing(k)
+                && a.file
+                    .as_ref()
+                    .is_some_and(|f| pd[i].stage_outputs.contains(f))
+        });
+        pd[i].said_elsewhere |= said;
+    }
+}
+
+/// The run's reasons: each failing test's, once.
+fn test_reasons(s: &mut Summary, pd: &Asides) {
+    let reasons: Vec<String> = s
+        .tests
+        .iter()
+        .zip(pd)
+        .filter(|(t, a)| t.verdict == Verdict::Fail && !a.said_elsewhere)
+        .map(|(t, _)| format!("{}: {}", t.name, t.detail))
+        .collect();
+    s.reasons.extend(reasons);
 }
 
 fn reach(s: &mut Summary, devices: &[String], load: f64) {
@@ -62,7 +127,7 @@ fn search_devices(search: &SearchResult, c: &Contents) -> Vec<String> {
 
 /// A stage that failed outright (no result file to judge) fails the run;
 /// its note says why.
-fn failed_stages(s: &mut Summary, pd: &mut PerDevice, j: &Journal, targets: &[String]) {
+fn failed_stages(s: &mut Summary, pd: &mut Asides, j: &Journal, targets: &[String]) {
     for st in j.stages.iter().filter(|st| st.state == StageState::Failed) {
         let devices = targets
             .iter()
@@ -85,6 +150,7 @@ fn failed_stages(s: &mut Summary, pd: &mut PerDevice, j: &Journal, targets: &[St
                 devices,
             },
         );
+        pd.last_mut().expect("just judged").stage_outputs = st.outputs.clone();
     }
 }
 
@@ -96,7 +162,7 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
         configuration: c.configuration.clone(),
         ..Summary::default()
     };
-    let mut pd = PerDevice::new();
+    let mut pd = Asides::new();
     let run = judge_items(&mut s, &mut pd, c);
     judge_searches(&mut s, &mut pd, c);
     judge_act_logs(&mut s, &mut pd, c);
@@ -109,6 +175,8 @@ pub fn summarise(machine: Machine, c: &Contents) -> Summary {
             run.targets.as_deref().unwrap_or_default(),
         );
     }
+    fold_repeated_failures(&s, &mut pd, run.journal);
+    test_reasons(&mut s, &pd);
     s.drives = drive_verdicts(&s, &pd, run.inventory, run.targets.as_deref());
     s.verdict = overall_verdict(&mut s, &run);
     s
@@ -124,7 +192,7 @@ struct RunRecords<'c> {
 
 /// Judges every artefact that is a test on its own, and keeps the run's
 /// records (one of each: a second is a failure, not guessed between).
-fn judge_items<'c>(s: &mut Summary, pd: &mut PerDevice, c: &'c Contents) -> RunRecords<'c> {
+fn judge_items<'c>(s: &mut Summary, pd: &mut Asides, c: &'c Contents) -> RunRecords<'c> {
     let mut inventory = None;
     let mut targets: Option<Vec<String>> = None;
     let mut journal = None;
@@ -158,7 +226,7 @@ fn judge_items<'c>(s: &mut Summary, pd: &mut PerDevice, c: &'c Contents) -> RunR
             // Every other kind that is a test on its own says so itself.
             other => {
                 if let Some((name, j)) = other.judgement() {
-                    judge(s, pd, format!("{name} ({path})"), j);
+                    judge_file(s, pd, format!("{name} ({path})"), j, &item.path, false);
                 }
             }
         }
@@ -171,7 +239,7 @@ fn judge_items<'c>(s: &mut Summary, pd: &mut PerDevice, c: &'c Contents) -> RunR
 }
 
 /// Each ACT search, judged with the logs of its trials.
-fn judge_searches(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
+fn judge_searches(s: &mut Summary, pd: &mut Asides, c: &Contents) {
     for item in &c.items {
         if let Artefact::ActSearch(r) = &item.artefact {
             let devices = search_devices(r, c);
@@ -229,7 +297,7 @@ fn analyses_in_load_order(c: &Contents) -> Vec<(String, &storcert_results::act::
 
 /// Each ACT log that is not a search's trial: a run over several drives
 /// judges each drive on its own share.
-fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
+fn judge_act_logs(s: &mut Summary, pd: &mut Asides, c: &Contents) {
     // A search's trial logs are its own business (failing the loads above
     // the highest passing one is how a search works).
     let owned: Vec<&str> = c
@@ -267,23 +335,23 @@ fn judge_act_logs(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
                 if let (Verdict::Pass, Some(l), true) = (own.verdict, a.load, a.standard_mix()) {
                     reach(s, &own.devices, l);
                 }
-                judge(s, pd, format!("{name} {}", d.device), own);
+                judge_file(s, pd, format!("{name} {}", d.device), own, &log, true);
             }
             j.devices = Vec::new();
-            judge(s, pd, format!("{name} all drives"), j);
+            judge_file(s, pd, format!("{name} all drives"), j, &log, true);
             continue;
         }
         // A load at another read/write mix is on another scale.
         if let (Verdict::Pass, Some(l), true) = (j.verdict, a.load, a.standard_mix()) {
             reach(s, &j.devices, l);
         }
-        judge(s, pd, name, j);
+        judge_file(s, pd, name, j, &log, true);
     }
 }
 
 /// The unreadable files named one by one, then how many more: every one
 /// fails the run.
-fn judge_unreadable(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
+fn judge_unreadable(s: &mut Summary, pd: &mut Asides, c: &Contents) {
     let more = (c.more_unreadable > 0).then(|| {
         (
             format!("{} more files", c.more_unreadable),
@@ -316,7 +384,7 @@ fn judge_unreadable(s: &mut Summary, pd: &mut PerDevice, c: &Contents) {
 /// test named), less those the run did not set out to test.
 fn drive_verdicts(
     s: &Summary,
-    pd: &PerDevice,
+    pd: &Asides,
     inventory: Option<&Inventory>,
     targets: Option<&[String]>,
 ) -> Vec<DriveVerdict> {
@@ -366,12 +434,26 @@ fn drive_verdicts(
             .filter(|(_, t)| t.measured() && t.devices.iter().any(|x| names_same(&d.device, x)))
             .collect();
         // A test's own words for this drive where it has them, else its
-        // whole detail; each test once.
-        d.reasons = mine
+        // whole detail; each failure once (all of them where every one is
+        // said by a test of other drives).
+        let failing: Vec<&(usize, &TestVerdict)> = mine
             .iter()
             .filter(|(_, t)| t.verdict != Verdict::Pass)
+            .collect();
+        let own_say: Vec<&&(usize, &TestVerdict)> = failing
+            .iter()
+            .filter(|(i, _)| !pd[*i].said_elsewhere)
+            .collect();
+        let said = if own_say.is_empty() {
+            failing.iter().collect()
+        } else {
+            own_say
+        };
+        d.reasons = said
+            .into_iter()
             .map(|(i, t)| {
                 let own: Vec<&str> = pd[*i]
+                    .per_device
                     .iter()
                     .filter(|(dev, _)| names_same(&d.device, dev))
                     .map(|(_, why)| why.as_str())
@@ -385,7 +467,7 @@ fn drive_verdicts(
             .collect();
         d.verdict = if mine.is_empty() {
             Verdict::Untested
-        } else if d.reasons.is_empty() {
+        } else if failing.is_empty() {
             Verdict::Pass
         } else {
             Verdict::Fail
@@ -545,7 +627,7 @@ pub fn same_log(in_bundle: &str, recorded: &str) -> bool {
 /// Whether `dev` is the drive `drive` or a partition on it: "/dev/sda" and
 /// "sda" name the same drive, and a run that provisioned spare area tests
 /// "/dev/sda1" or "/dev/nvme0n1p1", whose results are the drive's.
-fn names_same(drive: &str, dev: &str) -> bool {
+pub fn names_same(drive: &str, dev: &str) -> bool {
     let drive = drive.strip_prefix("/dev/").unwrap_or(drive);
     let dev = dev.strip_prefix("/dev/").unwrap_or(dev);
     let Some(rest) = dev.strip_prefix(drive) else {
@@ -709,6 +791,122 @@ mod scope_tests {
         let s = summarise(Machine::default(), &Contents::read_in(&warn_only, ""));
         assert_eq!(s.verdict, Verdict::Incomplete, "{s:#?}");
         assert!(s.reasons.iter().any(|r| r.contains("no targets.json")));
+    }
+
+    /// A run that could not keep up on /dev/sdz: its JSON outcome, its
+    /// log (which ends "can't keep up") and its stage, which failed and,
+    /// where `outputs`, names the two files.
+    fn could_not_keep_up(outputs: bool) -> Summary {
+        use storcert_results::act::{DeviceResult, Outcome, RunResult, Spikes};
+        let run = RunResult {
+            schema_version: storcert_results::act::RUN_SCHEMA,
+            outcome: Outcome::CouldNotKeepUp {
+                stream: "large block writes".into(),
+            },
+            engine: "io_uring".into(),
+            elapsed_s: 3600.0,
+            max_lag_ms: 10_000.0,
+            reports: 1,
+            streams: Vec::new(),
+            histograms: Vec::new(),
+            devices: vec![DeviceResult {
+                name: "/dev/sdz".into(),
+                size_bytes: 1 << 30,
+                min_op_bytes: 512,
+                direct_io: true,
+                read_errors: 0,
+                write_errors: 0,
+                first_errors: Vec::new(),
+            }],
+            read_spikes: Spikes {
+                seconds: Vec::new(),
+                period_s: None,
+                threshold: 0.0,
+            },
+            timeline: Vec::new(),
+        };
+        let stage = storcert_results::run::StageRecord {
+            id: "act 1x sdz".into(),
+            state: StageState::Failed,
+            destructive: true,
+            attempts: 1,
+            started_at: String::new(),
+            finished_at: None,
+            interrupted_seconds: 0,
+            seconds_done: 0,
+            note: "large block writes could not keep up".into(),
+            outputs: if outputs {
+                vec!["act/sdz-1x.log".into(), "act/sdz-1x.json".into()]
+            } else {
+                Vec::new()
+            },
+        };
+        let journal = Journal {
+            schema_version: 1,
+            profile_name: "p".into(),
+            profile_digest: "d".into(),
+            profile_source: "s".into(),
+            started_at: String::new(),
+            finished_at: None,
+            starts: 1,
+            stages: vec![stage],
+            path: Default::default(),
+        };
+        let targets = storcert_results::run::Targets {
+            schema_version: storcert_results::run::TARGETS_SCHEMA,
+            targets: vec![storcert_results::run::Target {
+                path: "/dev/sdz".into(),
+                disk: "/dev/sdz".into(),
+                label: "sdz".into(),
+                serial: None,
+                model: None,
+                file_size: 0,
+            }],
+        };
+        let log = include_bytes!("../../../tests/fixtures/act/verdicts/fail-cant-keep-up.log");
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("act/sdz-1x.json", Artefact::from(run).to_json()),
+            ("act/sdz-1x.log", log.to_vec()),
+            ("journal.json", Artefact::from(journal).to_json()),
+            ("targets.json", Artefact::from(targets).to_json()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let c = Contents::read_in(&files, "");
+        assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
+        summarise(Machine::default(), &c)
+    }
+
+    #[test]
+    fn a_failure_its_json_log_and_stage_all_tell_is_said_once() {
+        let s = could_not_keep_up(true);
+        assert_eq!(s.verdict, Verdict::Fail);
+        // Every record is still a failed test...
+        let failed: Vec<&str> = s
+            .tests
+            .iter()
+            .filter(|t| t.verdict == Verdict::Fail)
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(failed.len(), 3, "{failed:?}");
+        // ...but the log's judgement, which says how the run ended, is the
+        // one reason, for the run and for the drive.
+        assert_eq!(s.reasons.len(), 1, "{:?}", s.reasons);
+        assert!(
+            s.reasons[0].starts_with("act-storage 1x (act/sdz-1x.log)"),
+            "{:?}",
+            s.reasons
+        );
+        assert!(s.reasons[0].contains("can't keep up"), "{:?}", s.reasons);
+        assert_eq!(s.drives[0].verdict, Verdict::Fail);
+        assert_eq!(s.drives[0].reasons, s.reasons);
+
+        // A journal from before stages named their files: nothing links
+        // the three, so each says its own.
+        let old = could_not_keep_up(false);
+        assert_eq!(old.verdict, Verdict::Fail);
+        assert_eq!(old.reasons.len(), 3, "{:?}", old.reasons);
     }
 
     fn reach_pass() -> Report {

@@ -190,7 +190,7 @@ pub struct SpareTable {
     pub highest_passing_load: Vec<Option<f64>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Comparison {
     pub schema_version: u32,
     pub sources: Vec<String>,
@@ -803,8 +803,10 @@ fn table_text(header: &[String], rows: &[Vec<String>], md: bool) -> String {
     out
 }
 
-/// The comparison as text (`md`: Markdown tables).
-pub fn text(c: &Comparison, md: bool) -> String {
+/// The comparison as text (`md`: Markdown tables), after its answer in a
+/// sentence per drive where `with_headline` (a report has it on its first
+/// screen already).
+pub fn text(c: &Comparison, md: bool, with_headline: bool) -> String {
     use std::fmt::Write;
     // Text from a run (device paths, serials, log names): one line, and in
     // Markdown no link, image or emphasis of its own.
@@ -814,10 +816,12 @@ pub fn text(c: &Comparison, md: bool) -> String {
     let table = |out: &mut String, header: &[String], rows: &[Vec<String>]| {
         out.push_str(&table_text(header, rows, md));
     };
-    for line in headline(c) {
-        let _ = writeln!(out, "- {}", shown(&line));
+    if with_headline {
+        for line in headline(c) {
+            let _ = writeln!(out, "- {}", shown(&line));
+        }
+        out.push('\n');
     }
-    out.push('\n');
     for t in &c.spare {
         heading(
             &mut out,
@@ -991,7 +995,7 @@ mod tests {
             other.rows.iter().map(|p| p.load).collect::<Vec<_>>(),
             [18.0]
         );
-        let text = text(&c, false);
+        let text = text(&c, false, true);
         assert!(
             text.contains("(storage at Nx = N × (2000 reads + 166.67 writes/s), no spare partition): highest passing load 18x"),
             "{text}"

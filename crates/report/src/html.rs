@@ -42,7 +42,8 @@ font-weight:bold;padding:.4em .6em}#provenance.verified{color:#075e07}.verdict{f
 .v-incomplete,.v-untested,.v-interrupted{background:#eee;color:#555}\
 td.bad{background:#fbd5d5;color:#8a0b0b;font-weight:bold}#banner{font-size:2.2em;padding:.3em .6em;\
 border-radius:6px;display:inline-block}#banner.v-pass{background:#d7f5d7}#banner.v-fail{background:#fbd5d5}\
-.chart{display:block;margin:.6em 0}code{font-size:12px}";
+.chart{display:block;margin:.6em 0}code{font-size:12px}#why p.about{font-weight:bold;margin:.6em 0 .1em}\
+#why ul{margin-top:.1em}";
 
 /// The limit of ACT's rule at this column's edge (ms, or µs ×1024), if any.
 fn rule_limit(threshold: u64, micro: bool) -> Option<(f64, &'static str)> {
@@ -124,7 +125,7 @@ pub fn render(r: &Report) -> String {
     );
     let _ = write!(
         out,
-        "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p>{}<div id=\"banner\" class=\"v-{}\">{}</div><ul>",
+        "<section id=\"verdict\"><h1>storcert report</h1><p>{}</p>{}<div id=\"banner\" class=\"v-{}\">{}</div>",
         esc(&r.title),
         r.provenance.line().map_or_else(String::new, |l| format!(
             "<p id=\"provenance\" class=\"{}\">{}</p>",
@@ -138,13 +139,11 @@ pub fn render(r: &Report) -> String {
         esc(s.verdict.as_str()),
         esc(&s.verdict.as_str().to_uppercase())
     );
-    for reason in &s.reasons {
-        let _ = write!(out, "<li>{}</li>", esc(reason));
-    }
-    out.push_str("</ul></section>");
+    first_screen(&mut out, r);
+    out.push_str("</section>");
 
     if super::compare::worth_showing(&r.comparison) {
-        comparison(&mut out, &r.comparison);
+        comparison(&mut out, &r.comparison, false);
     }
     if !r.spare.is_empty() {
         spare_area(&mut out, &r.spare);
@@ -158,6 +157,44 @@ pub fn render(r: &Report) -> String {
     tests_section(&mut out, r);
     out.push_str("</section></body></html>\n");
     out
+}
+
+/// One line per drive with its answer, then why, per drive.
+fn first_screen(out: &mut String, r: &Report) {
+    let f = super::answer::first_screen(&r.summary, &r.comparison);
+    if !f.drives.is_empty() {
+        out.push_str(
+            "<table id=\"answers\"><thead><tr><th class=\"l\">drive</th><th class=\"l\">model, serial</th>\
+             <th>verdict</th><th class=\"l\">answer</th></tr></thead><tbody>",
+        );
+        for l in &f.drives {
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+                esc(&l.device),
+                esc(if l.identity.is_empty() { "–" } else { &l.identity }),
+                verdict(l.verdict),
+                esc(&l.answer)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    if f.why.is_empty() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<div id=\"why\"><h3>{}</h3>",
+        super::text::why_heading(r.summary.verdict)
+    );
+    for w in &f.why {
+        let _ = write!(out, "<p class=\"about\">{}</p><ul>", esc(&w.about));
+        for reason in &w.reasons {
+            let _ = write!(out, "<li>{}</li>", esc(reason));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</div>");
 }
 
 /// The machine: the summary's identity, and the system's where recorded.
@@ -207,12 +244,12 @@ fn drives_section(out: &mut String, r: &Report) {
     let s = &r.summary;
     out.push_str("<section id=\"drives\"><h2>Drives</h2><table><thead><tr><th class=\"l\">device</th><th class=\"l\">model</th>\
                   <th class=\"l\">serial</th><th class=\"l\">WWN</th><th class=\"l\">firmware</th><th>verdict</th>\
-                  <th>ACT passed</th><th class=\"l\">why</th></tr></thead><tbody>");
+                  <th>ACT passed</th></tr></thead><tbody>");
     for d in &s.drives {
         let _ = write!(
             out,
             "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\"><code>{}</code></td>\
-             <td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+             <td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&d.device),
             esc(d.model.as_deref().unwrap_or("–")),
             esc(d.serial.as_deref().unwrap_or("–")),
@@ -220,7 +257,6 @@ fn drives_section(out: &mut String, r: &Report) {
             esc(d.firmware.as_deref().unwrap_or("–")),
             verdict(d.verdict),
             d.act_load_passed.map(|l| format!("{l}x")).unwrap_or_else(|| "–".into()),
-            esc(&d.reasons.join("; "))
         );
     }
     out.push_str("</tbody></table></section>");
@@ -420,16 +456,20 @@ fn tests_section(out: &mut String, r: &Report) {
     }
 }
 
-/// The comparison across loads and spare area: the headline, a plot of
+/// The comparison across loads and spare area: the headline (where
+/// `with_headline`: a report's first screen has it already), a plot of
 /// the worst hour's % over 1 ms against load per drive and setting, and
 /// the tables. Shown near the top, as it is the answer asked for.
-pub fn comparison(out: &mut String, c: &Comparison) {
+pub fn comparison(out: &mut String, c: &Comparison, with_headline: bool) {
     use super::compare::{load_text, pct, spare_text};
-    out.push_str("<section id=\"compare\"><h2>Across loads and spare area</h2><ul>");
-    for line in headline(c) {
-        let _ = write!(out, "<li>{}</li>", esc(&line));
+    out.push_str("<section id=\"compare\"><h2>Across loads and spare area</h2>");
+    if with_headline {
+        out.push_str("<ul>");
+        for line in headline(c) {
+            let _ = write!(out, "<li>{}</li>", esc(&line));
+        }
+        out.push_str("</ul>");
     }
-    out.push_str("</ul>");
     let series: Vec<Series> = c
         .loads
         .iter()
@@ -566,7 +606,7 @@ pub fn comparison_page(c: &Comparison) -> String {
          <style>{STYLE}</style></head><body><h1>storcert compare</h1><p>{}</p>",
         esc(&c.sources.join(", "))
     );
-    comparison(&mut out, c);
+    comparison(&mut out, c, true);
     out.push_str("</body></html>\n");
     out
 }

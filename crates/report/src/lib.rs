@@ -7,6 +7,7 @@
 //! the fleet exports. It uses the judge, the bundle's names and the
 //! results types; it cannot reach a device, an engine or the command line.
 
+pub mod answer;
 pub mod compare;
 pub mod export;
 pub mod html;
@@ -380,11 +381,11 @@ pub fn for_bundle(
 
 /// Writes report.html and report.md into a results folder (before it is
 /// bundled, so every bundle carries its report).
-pub fn write_for_results(dir: &Path) -> Result<()> {
+pub fn write_for_results(dir: &Path) -> Result<answer::FirstScreen> {
     let r = for_results(dir)?;
     storcert_util::fs::write_durably(&dir.join("report.html"), html::render(&r))?;
     storcert_util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
-    Ok(())
+    Ok(answer::first_screen(&r.summary, &r.comparison))
 }
 
 #[cfg(test)]

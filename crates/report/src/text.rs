@@ -80,7 +80,7 @@ fn render(r: &Report, md: bool) -> String {
     verdict_section(&mut d, r);
     if super::compare::worth_showing(&r.comparison) {
         d.heading(2, "Across loads and spare area");
-        d.out += &super::compare::text(&r.comparison, md);
+        d.out += &super::compare::text(&r.comparison, md, false);
     }
     spare_section(&mut d, r);
     drives_section(&mut d, r);
@@ -114,12 +114,52 @@ fn verdict_section(d: &mut Doc, r: &Report) {
         format!("VERDICT: {verdict}")
     };
     let _ = writeln!(d.out, "{verdict}\n");
-    for reason in &s.reasons {
-        let reason = d.o(reason);
-        let _ = writeln!(d.out, "- {reason}");
-    }
-    if !s.reasons.is_empty() {
+    first_screen(d, r);
+}
+
+/// One line per drive with its answer, then why, per drive.
+fn first_screen(d: &mut Doc, r: &Report) {
+    let f = super::answer::first_screen(&r.summary, &r.comparison);
+    if !f.drives.is_empty() {
+        d.row(&["drive", "model, serial", "verdict", "answer"].map(String::from));
+        d.separator(4);
+        for l in &f.drives {
+            let cells = [
+                d.o(&l.device),
+                d.o(if l.identity.is_empty() {
+                    "–"
+                } else {
+                    &l.identity
+                }),
+                l.verdict.as_str().to_uppercase(),
+                d.o(&l.answer),
+            ];
+            d.row(&cells);
+        }
         d.out.push('\n');
+    }
+    if f.why.is_empty() {
+        return;
+    }
+    d.heading(2, why_heading(r.summary.verdict));
+    for w in &f.why {
+        let about = d.o(&w.about);
+        let about = if d.md { format!("**{about}**") } else { about };
+        let _ = writeln!(d.out, "{about}:\n");
+        for reason in &w.reasons {
+            let reason = d.o(reason);
+            let _ = writeln!(d.out, "- {reason}");
+        }
+        d.out.push('\n');
+    }
+}
+
+/// The heading over the reasons a run did not pass.
+pub fn why_heading(v: storcert_results::Verdict) -> &'static str {
+    if v == storcert_results::Verdict::Fail {
+        "Why it failed"
+    } else {
+        "Why it is not a pass"
     }
 }
 
@@ -151,8 +191,8 @@ fn drives_section(d: &mut Doc, r: &Report) {
     );
     let _ = writeln!(d.out, "{machine}");
     d.heading(2, "Drives");
-    d.row(&["device", "model", "serial", "verdict", "ACT passed", "why"].map(String::from));
-    d.separator(6);
+    d.row(&["device", "model", "serial", "verdict", "ACT passed"].map(String::from));
+    d.separator(5);
     for drive in &s.drives {
         let cells = [
             d.o(&drive.device),
@@ -163,7 +203,6 @@ fn drives_section(d: &mut Doc, r: &Report) {
                 .act_load_passed
                 .map(|l| format!("{l}x"))
                 .unwrap_or_else(|| "–".into()),
-            d.o(&drive.reasons.join("; ")),
         ];
         d.row(&cells);
     }

@@ -48,6 +48,11 @@ pub struct StageRecord {
     /// Seconds done by the current attempt (updated while it runs).
     pub seconds_done: u64,
     pub note: String,
+    /// The result files the stage writes, relative to the run's folder:
+    /// the judge says a stage's failure once when one of them says it.
+    /// Empty in journals written before stages named them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
