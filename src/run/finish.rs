@@ -151,11 +151,15 @@ pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<Vec<St
         .drives
         .iter()
         .map(|d| {
-            format!(
-                "{} {}: {}",
-                d.device,
-                d.verdict.as_str().to_uppercase(),
-                d.answer
+            // Device names are the machine's own strings: printable.
+            crate::util::text::printable(
+                &format!(
+                    "{} {}: {}",
+                    d.device,
+                    d.verdict.as_str().to_uppercase(),
+                    d.answer
+                ),
+                1000,
             )
         })
         .collect())

@@ -25,6 +25,12 @@ struct Aside {
     file: Option<String>,
     /// An ACT log: judged by ACT's rule, it says how its run ended too.
     log: bool,
+    /// An ACT run's JSON whose outcome its log states as well (it could
+    /// not keep up, or was decided; no device errors, which only the JSON
+    /// counts).
+    outcome_in_log: bool,
+    /// An ACT run's JSON (`act-run`).
+    run_json: bool,
     /// A failed stage: the files it wrote.
     stage_outputs: Vec<String>,
     /// Another test says this one's failure (it is not a reason again).
@@ -60,32 +66,49 @@ fn judge_file(s: &mut Summary, pd: &mut Asides, name: String, j: Judgement, file
     aside.log = log;
 }
 
-/// Marks each failure another test already says: a run's JSON outcome
-/// where its log fails (the log's judgement says how the run ended), and
-/// a failed stage where a file it wrote fails.
+/// Marks the failures another test already says, and only those two:
+/// an ACT run's JSON that could not keep up or was decided, where the
+/// same stage's log of the same name fails (the log ends with that
+/// line); and a failed stage whose own run JSON is in the results and
+/// fails (the stage failed on that outcome, which the JSON or its log
+/// says). Anything else (device errors, a stage that failed before its
+/// run ended, any other kind of file) is said as it was.
 fn fold_repeated_failures(s: &Summary, pd: &mut Asides, journal: Option<&Journal>) {
     let failing = |i: usize| s.tests[i].verdict == Verdict::Fail;
-    let written: Vec<Vec<String>> = journal
+    let index_of = |pd: &Asides, file: &str, log: bool| -> Vec<usize> {
+        (0..pd.len())
+            .filter(|&i| pd[i].log == log && pd[i].file.as_deref() == Some(file))
+            .collect()
+    };
+    let stages: Vec<Vec<String>> = journal
         .map(|j| j.stages.iter().map(|st| st.outputs.clone()).collect())
         .unwrap_or_default();
-    for outputs in written.iter().filter(|o| !o.is_empty()) {
-        let group: Vec<usize> = (0..pd.len())
-            .filter(|&i| failing(i) && pd[i].file.as_ref().is_some_and(|f| outputs.contains(f)))
-            .collect();
-        if group.iter().any(|&i| pd[i].log) {
-            for &i in &group {
-                pd[i].said_elsewhere |= !pd[i].log;
+    for outputs in &stages {
+        for json in outputs.iter().filter(|o| o.ends_with(".json")) {
+            let log = format!("{}.log", json.trim_end_matches(".json"));
+            if !outputs.contains(&log) {
+                continue;
+            }
+            let log_fails = index_of(pd, &log, true).into_iter().any(failing);
+            for i in index_of(pd, json, false) {
+                pd[i].said_elsewhere |= log_fails && failing(i) && pd[i].outcome_in_log;
             }
         }
     }
     for i in 0..pd.len() {
-        let said = pd.iter().enumerate().any(|(k, a)| {
-            failing(k)
-                && a.file
-                    .as_ref()
-                    .is_some_and(|f| pd[i].stage_outputs.contains(f))
-        });
-        pd[i].said_elsewhere |= said;
+        let own_run_fails = pd[i]
+            .stage_outputs
+            .iter()
+            .filter(|o| o.ends_with(".json"))
+            .any(|json| {
+                (0..pd.len()).any(|k| {
+                    failing(k) && pd[k].run_json && pd[k].file.as_deref() == Some(json) && {
+                        let log = format!("{}.log", json.trim_end_matches(".json"));
+                        pd[i].stage_outputs.contains(&log)
+                    }
+                })
+            });
+        pd[i].said_elsewhere |= own_run_fails;
     }
 }
 
@@ -227,6 +250,15 @@ fn judge_items<'c>(s: &mut Summary, pd: &mut Asides, c: &'c Contents) -> RunReco
             other => {
                 if let Some((name, j)) = other.judgement() {
                     judge_file(s, pd, format!("{name} ({path})"), j, &item.path, false);
+                    if let Artefact::ActRun(r) = other {
+                        use storcert_results::act::Outcome;
+                        let aside = pd.last_mut().expect("just judged");
+                        aside.run_json = true;
+                        aside.outcome_in_log = matches!(
+                            r.outcome,
+                            Outcome::CouldNotKeepUp { .. } | Outcome::Decided { .. }
+                        ) && r.device_errors().is_empty();
+                    }
                 }
             }
         }
@@ -793,16 +825,16 @@ mod scope_tests {
         assert!(s.reasons.iter().any(|r| r.contains("no targets.json")));
     }
 
-    /// A run that could not keep up on /dev/sdz: its JSON outcome, its
-    /// log (which ends "can't keep up") and its stage, which failed and,
-    /// where `outputs`, names the two files.
-    fn could_not_keep_up(outputs: bool) -> Summary {
-        use storcert_results::act::{DeviceResult, Outcome, RunResult, Spikes};
-        let run = RunResult {
+    /// An ACT run on /dev/sdz with `outcome` and `read_errors`, as its
+    /// JSON says it.
+    fn run_json(
+        outcome: storcert_results::act::Outcome,
+        read_errors: u64,
+    ) -> storcert_results::act::RunResult {
+        use storcert_results::act::{DeviceResult, RunResult, Spikes};
+        RunResult {
             schema_version: storcert_results::act::RUN_SCHEMA,
-            outcome: Outcome::CouldNotKeepUp {
-                stream: "large block writes".into(),
-            },
+            outcome,
             engine: "io_uring".into(),
             elapsed_s: 3600.0,
             max_lag_ms: 10_000.0,
@@ -814,7 +846,7 @@ mod scope_tests {
                 size_bytes: 1 << 30,
                 min_op_bytes: 512,
                 direct_io: true,
-                read_errors: 0,
+                read_errors,
                 write_errors: 0,
                 first_errors: Vec::new(),
             }],
@@ -824,7 +856,18 @@ mod scope_tests {
                 threshold: 0.0,
             },
             timeline: Vec::new(),
-        };
+        }
+    }
+
+    /// The records of one ACT stage on /dev/sdz: its JSON (if written),
+    /// its log, and the stage, failed with `note`; where `outputs`, the
+    /// journal names the two files as the stage's.
+    fn act_stage(
+        json: Option<storcert_results::act::RunResult>,
+        log: &[u8],
+        note: &str,
+        outputs: bool,
+    ) -> Summary {
         let stage = storcert_results::run::StageRecord {
             id: "act 1x sdz".into(),
             state: StageState::Failed,
@@ -834,7 +877,7 @@ mod scope_tests {
             finished_at: None,
             interrupted_seconds: 0,
             seconds_done: 0,
-            note: "large block writes could not keep up".into(),
+            note: note.into(),
             outputs: if outputs {
                 vec!["act/sdz-1x.log".into(), "act/sdz-1x.json".into()]
             } else {
@@ -863,9 +906,7 @@ mod scope_tests {
                 file_size: 0,
             }],
         };
-        let log = include_bytes!("../../../tests/fixtures/act/verdicts/fail-cant-keep-up.log");
-        let files: BTreeMap<String, Vec<u8>> = [
-            ("act/sdz-1x.json", Artefact::from(run).to_json()),
+        let mut files: BTreeMap<String, Vec<u8>> = [
             ("act/sdz-1x.log", log.to_vec()),
             ("journal.json", Artefact::from(journal).to_json()),
             ("targets.json", Artefact::from(targets).to_json()),
@@ -873,9 +914,66 @@ mod scope_tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
+        if let Some(run) = json {
+            files.insert("act/sdz-1x.json".into(), Artefact::from(run).to_json());
+        }
         let c = Contents::read_in(&files, "");
         assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
         summarise(Machine::default(), &c)
+    }
+
+    fn could_not_keep_up(outputs: bool) -> Summary {
+        let run = run_json(
+            storcert_results::act::Outcome::CouldNotKeepUp {
+                stream: "large block writes".into(),
+            },
+            0,
+        );
+        let log = include_bytes!("../../../tests/fixtures/act/verdicts/fail-cant-keep-up.log");
+        act_stage(
+            Some(run),
+            log,
+            "large block writes could not keep up",
+            outputs,
+        )
+    }
+
+    #[test]
+    fn what_only_one_record_says_is_never_folded_away() {
+        // The engine failed mid-run: no JSON, a log cut short, and the
+        // stage's note the only word on why.
+        let cut = include_bytes!("../../../tests/fixtures/act/verdicts/fail-cut-short.log");
+        let s = act_stage(None, cut, "io_uring_enter: Cannot allocate memory", true);
+        assert!(
+            s.reasons
+                .iter()
+                .any(|r| r.contains("Cannot allocate memory")),
+            "{:?}",
+            s.reasons
+        );
+        // Read errors the JSON counts, beside a log that fails on latency
+        // alone: both are said.
+        let slow = include_bytes!("../../../tests/fixtures/act/verdicts/fail-5.01pct-over-1ms.log");
+        let errors = run_json(storcert_results::act::Outcome::Completed, 7);
+        let s = act_stage(
+            Some(errors),
+            slow,
+            "/dev/sdz: 7 read and 0 write errors",
+            true,
+        );
+        assert!(
+            s.reasons
+                .iter()
+                .any(|r| r.contains("7 read and 0 write errors")),
+            "{:?}",
+            s.reasons
+        );
+        assert!(
+            s.reasons.iter().any(|r| r.contains("5.01% > 1 ms")),
+            "{:?}",
+            s.reasons
+        );
+        assert!(s.drives[0].reasons.iter().any(|r| r.contains("7 read")));
     }
 
     #[test]

@@ -107,13 +107,7 @@ fn answer(d: &DriveVerdict, c: &Comparison) -> String {
     match d.verdict {
         Verdict::Pass => "passed every test it ran".into(),
         Verdict::Untested => "no test measured it".into(),
-        _ => format!(
-            "failed {} (below)",
-            match d.reasons.len() {
-                1 => "one test".to_string(),
-                n => format!("{n} tests"),
-            }
-        ),
+        _ => "failed (see below)".into(),
     }
 }
 
@@ -134,25 +128,22 @@ fn table_answer(t: &LoadTable) -> String {
     }
 }
 
-/// The summary's reasons that no drive's list says: a test of no one
-/// drive (a wide run over all of them, an unreadable file), or why the
-/// run is incomplete.
+/// The summary's reasons that are no drive's: those of a failing test
+/// that names no drive (a wide run over all of them, an unreadable file)
+/// and those of no test (why the run is incomplete). Matched whole, never
+/// by a prefix a file's name could fake: a collision can only repeat a
+/// reason, not drop one.
 fn run_reasons(s: &Summary) -> Vec<String> {
-    let said_for_a_drive = |reason: &str| {
-        s.tests.iter().any(|t| {
-            !t.devices.is_empty()
-                && reason.starts_with(&format!("{}: ", t.name))
-                && s.drives.iter().any(|d| {
-                    d.reasons
-                        .iter()
-                        .any(|r| r.starts_with(&format!("{}: ", t.name)))
-                })
-        })
-    };
+    let a_drives: Vec<String> = s
+        .tests
+        .iter()
+        .filter(|t| !t.devices.is_empty())
+        .map(|t| format!("{}: {}", t.name, t.detail))
+        .collect();
     once(
         &s.reasons
             .iter()
-            .filter(|r| !said_for_a_drive(r))
+            .filter(|r| !a_drives.contains(r))
             .cloned()
             .collect::<Vec<_>>(),
     )
@@ -191,6 +182,9 @@ mod tests {
                 "act-storage 2x (a.log): d".into(),
                 "act-storage 2x (w.log) all drives: d".into(),
                 "unreadable (x.json): d".into(),
+                // A file named to start like a drive's reason is still the
+                // run's.
+                "act-storage 2x (a.log): d.log) all drives: d".into(),
             ],
             drives: vec![
                 drive(
@@ -203,13 +197,14 @@ mod tests {
             tests: vec![
                 test("act-storage 2x (a.log)", &["/dev/sda"]),
                 test("act-storage 2x (w.log) all drives", &[]),
+                test("act-storage 2x (a.log): d.log) all drives", &[]),
             ],
             ..Summary::default()
         };
         let f = first_screen(&s, &Comparison::default());
         assert_eq!(f.drives.len(), 2);
         assert_eq!(f.drives[0].identity, "M1, serial S1");
-        assert_eq!(f.drives[0].answer, "failed 2 tests (below)");
+        assert_eq!(f.drives[0].answer, "failed (see below)");
         assert_eq!(f.drives[1].answer, "passed every test it ran");
         assert_eq!(
             f.why,
@@ -222,7 +217,8 @@ mod tests {
                     about: "the run".into(),
                     reasons: vec![
                         "act-storage 2x (w.log) all drives: d".into(),
-                        "unreadable (x.json): d".into()
+                        "unreadable (x.json): d".into(),
+                        "act-storage 2x (a.log): d.log) all drives: d".into(),
                     ],
                 },
             ]
