@@ -578,7 +578,51 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
         v.sort();
         v
     };
-    assert_eq!(sections(&ours), sections(&inside));
+    // Today's first screen answers per drive and groups the reasons per
+    // drive (once), where 0.1 listed them under the verdict and again in
+    // the drives table's "why" column: the same reasons, the same rows.
+    let first_screen =
+        |s: &String| s.starts_with('\n') || s.starts_with("Why it ") || s.starts_with("Drives\n");
+    let rest = |t: &str| -> Vec<String> {
+        sections(t)
+            .into_iter()
+            .filter(|s| !first_screen(s))
+            .collect()
+    };
+    assert_eq!(rest(&ours), rest(&inside));
+    let reasons = |t: &str| -> std::collections::BTreeSet<String> {
+        sections(t)
+            .iter()
+            .filter(|s| s.starts_with('\n') || s.starts_with("Why it "))
+            .flat_map(|s| {
+                s.lines()
+                    .filter(|l| l.starts_with("- "))
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    assert_eq!(reasons(&ours), reasons(&inside));
+    assert!(!reasons(&ours).is_empty());
+    let drive_rows = |t: &str, cells: usize| -> Vec<String> {
+        let drives = sections(t)
+            .into_iter()
+            .find(|s| s.starts_with("Drives\n"))
+            .unwrap();
+        drives
+            .lines()
+            .filter(|l| l.starts_with("| /"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).skip(1).take(cells).collect();
+                cells.join(" | ")
+            })
+            .collect()
+    };
+    assert_eq!(drive_rows(&ours, 5), drive_rows(&inside, 5));
+    assert!(
+        ours.contains("| drive | model, serial | verdict | answer |"),
+        "{ours}"
+    );
     let at = |name: &str| ours.find(name).unwrap();
     assert!(at("trial-04-1x.log") < at("trial-02-2x.log"), "{ours}");
     assert!(
