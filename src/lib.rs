@@ -1,4 +1,4 @@
-//! storcert: storage qualification. See README.md for the pipeline and
+//! storcert: storage qualification. See docs/architecture.md for the pipeline and
 //! docs/ for the formats it reads and writes.
 
 pub mod bundle;

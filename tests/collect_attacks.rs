@@ -537,7 +537,7 @@ fn heartbeat_fields_are_bounded_on_intake_and_on_the_board() {
     assert!(page.len() < 6 << 20, "a board of {} bytes", page.len());
     let rss = vm_hwm_kib(c.child.id());
     assert!(rss < 150 << 10, "the collector peaked at {rss} KiB");
-    // The figures the README gives (seen with --nocapture).
+    // The figures docs/collector.md gives (seen with --nocapture).
     eprintln!(
         "300 runs at every bound: /board {} bytes, collector peak {} KiB",
         page.len(),
