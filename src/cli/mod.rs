@@ -306,9 +306,10 @@ pub struct ActAnalyzeArgs {
     /// Histogram to analyze (default: reads); repeatable
     #[arg(short = 'h', long = "histogram", value_name = "NAME")]
     pub histogram: Vec<String>,
-    /// Slice length in seconds
-    #[arg(short = 't', long = "slice", default_value_t = 3600)]
-    pub slice: u64,
+    /// Slice length in seconds [default: 3600, or the whole run when it is
+    /// shorter]
+    #[arg(short = 't', long = "slice", value_name = "SECONDS")]
+    pub slice: Option<u64>,
     /// First bucket shown
     #[arg(short = 's', long = "start_bucket", default_value_t = 0)]
     pub start_bucket: usize,

@@ -142,16 +142,40 @@ fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) 
         Ok(r) => r,
         Err(e) => return fail(cmd, format!("{e:#}")),
     };
-    if let Some(e) = &ran.analysis_error {
-        eprintln!("storcert act {cmd}: no analysis saved: {e}");
-    }
     let result = ran.result;
     eprint!("{}", summary(&result));
+    let passed = match &ran.analysis {
+        Ok(a) => {
+            print!("{}", verdict_text(a));
+            a.analysis.verdict.pass
+        }
+        Err(e) => {
+            eprintln!("storcert act {cmd}: no verdict: {e}");
+            true
+        }
+    };
     ExitCode::from(match result.outcome {
-        Outcome::Completed => exit::PASS,
+        Outcome::Completed if passed => exit::PASS,
         Outcome::Interrupted => exit::INTERRUPTED,
         _ => exit::FAIL,
     })
+}
+
+/// ACT's verdict on the run's log (as `act analyze` prints it), and each
+/// drive's own where the run had several.
+fn verdict_text(a: &storcert_results::act::LogAnalysis) -> String {
+    let mut s = a.analysis.verdict_text();
+    for d in &a.per_device {
+        let v = &d.verdict;
+        let why = storcert_results::act::verdict_reasons(v);
+        let word = if v.pass { "PASS" } else { "FAIL" };
+        s.push_str(&format!(
+            "  {}: {word}{}{why}\n",
+            crate::util::text::printable(&d.device, 200),
+            if why.is_empty() { "" } else { ": " }
+        ));
+    }
+    s
 }
 
 fn summary(r: &RunResult) -> String {
@@ -318,7 +342,8 @@ fn analyze_cmd(a: ActAnalyzeArgs) -> ExitCode {
     let opts = analyze::Options {
         log: log.display().to_string(),
         histograms: a.histogram,
-        slice: a.slice,
+        slice: a.slice.unwrap_or(3600),
+        whole_run_if_short: a.slice.is_none(),
         start_bucket: a.start_bucket,
         num_buckets: a.num_buckets,
         every_nth: a.every_nth,

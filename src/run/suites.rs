@@ -34,15 +34,21 @@ pub(super) fn act_run(
     let ran = crate::act::run_to_files(w, &act_options(ctx), &ctx.stop, &files, &mut progress);
     ctx.console.end(key);
     let ran = ran?;
-    if let Some(e) = ran.analysis_error {
-        ctx.note(format!("[{key}] {e}"));
-    }
+    // The stage's line says the log's verdict beside the run's lag.
+    let verdict = match &ran.analysis {
+        Ok(a) if a.analysis.verdict.pass => "PASS, ",
+        Ok(_) => "FAIL, ",
+        Err(e) => {
+            ctx.note(format!("[{key}] {e}"));
+            ""
+        }
+    };
     let result = ran.result;
     use crate::act::runner::Outcome;
     let errors = result.device_errors();
     match &result.outcome {
         Outcome::Completed if errors.is_empty() => {
-            Ok(format!("max lag {:.1} ms", result.max_lag_ms))
+            Ok(format!("{verdict}max lag {:.1} ms", result.max_lag_ms))
         }
         Outcome::Completed => Err(anyhow!("{}", errors.join("; "))),
         Outcome::Interrupted => Ok("interrupted".into()),
@@ -55,9 +61,9 @@ pub(super) fn act_run(
         )),
         Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
         // A verdict, not a broken stage: its log is judged as any other.
-        Outcome::Decided { seconds, reason } => {
-            Ok(format!("stopped once decided after {seconds} s: {reason}"))
-        }
+        Outcome::Decided { seconds, reason } => Ok(format!(
+            "{verdict}stopped once decided after {seconds} s: {reason}"
+        )),
     }
 }
 

@@ -157,9 +157,31 @@ pub struct Files {
 /// A workload run with its outputs written.
 pub struct Ran {
     pub result: RunResult,
-    /// Why no analysis was saved beside the log (a log with no whole
-    /// report has nothing to judge); the run's own result stands.
-    pub analysis_error: Option<String>,
+    /// The log judged by ACT's rule: saved beside a log in a regular file,
+    /// judged as it passed for one written to standard output or a pipe.
+    /// The error says why there is none (a log with no whole report has
+    /// nothing to judge); the run's own result stands.
+    pub analysis: std::result::Result<storcert_results::act::LogAnalysis, String>,
+}
+
+/// The log on its way to standard output (or a pipe), judged as it passes.
+struct JudgedOnTheWay<'a> {
+    out: &'a mut dyn std::io::Write,
+    /// None where the log is a file, analysed once written.
+    reader: Option<analyze::LogReader>,
+}
+
+impl std::io::Write for JudgedOnTheWay<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        if let Some(r) = self.reader.as_mut() {
+            r.push(&buf[..n]);
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Runs a workload into its files: the one way both `storcert act` and
@@ -204,22 +226,33 @@ pub fn run_to_files(
     let mut log_file = files.log.as_deref().map(create).transpose()?;
     let mut timeline = files.timeline.as_deref().map(create).transpose()?;
     let mut stdout = std::io::stdout().lock();
-    let log: &mut dyn Write = match log_file.as_mut() {
+    let passing: &mut dyn Write = match log_file.as_mut() {
         Some(f) => f,
         None => &mut stdout,
+    };
+    let name = files.log.as_deref().map_or("stdout".into(), |p| {
+        p.file_name().map_or(p.display().to_string(), |n| {
+            n.to_string_lossy().into_owned()
+        })
+    });
+    let mut log = JudgedOnTheWay {
+        out: passing,
+        reader: analysed_log
+            .is_none()
+            .then(|| analyze::LogReader::judging(&name, &name)),
     };
     let result = run_workload(
         w,
         opts,
         stop,
         &mut Sinks {
-            log,
+            log: &mut log,
             timeline: timeline.as_mut().map(|t| t as &mut dyn Write),
             progress: Some(progress),
         },
     );
-    if let (Some(f), Some(p)) = (log_file.as_mut(), &files.log) {
-        f.flush().with_context(|| format!("{}", p.display()))?;
+    if let Some(p) = &files.log {
+        log.flush().with_context(|| format!("{}", p.display()))?;
     }
     if let (Some(t), Some(p)) = (timeline.as_mut(), &files.timeline) {
         t.flush().with_context(|| format!("{}", p.display()))?;
@@ -232,14 +265,12 @@ pub fn run_to_files(
         )
         .with_context(|| format!("{}", p.display()))?;
     }
-    let analysis_error = match analysed_log {
-        Some(log) => save_analysis(log, files.timeline.as_deref())
-            .err()
-            .map(|e| format!("{e:#}")),
-        None => None,
+    let analysis = match analysed_log {
+        Some(log) => save_analysis(log, files.timeline.as_deref()).map_err(|e| format!("{e:#}")),
+        None => match log.reader.take() {
+            Some(r) => r.finish().analysis.map_err(|e| format!("{name}: {e}")),
+            None => Err(format!("{name} was not judged")),
+        },
     };
-    Ok(Ran {
-        result,
-        analysis_error,
-    })
+    Ok(Ran { result, analysis })
 }

@@ -17,6 +17,11 @@ pub struct Options {
     pub log: String,
     pub histograms: Vec<String>,
     pub slice: u64,
+    /// A run shorter than `slice` is judged as one slice of its whole
+    /// length (what `act analyze` does when no `-t` was given, and what
+    /// bundles do), where act_latency.py stops: "could not find 3600
+    /// seconds of data".
+    pub whole_run_if_short: bool,
     pub start_bucket: usize,
     pub num_buckets: usize,
     pub every_nth: usize,
@@ -29,6 +34,7 @@ impl Default for Options {
             log: String::new(),
             histograms: Vec::new(),
             slice: 3600,
+            whole_run_if_short: false,
             start_bucket: 0,
             num_buckets: 7,
             every_nth: 1,
@@ -317,7 +323,7 @@ impl LogReader {
         let prefix = std::mem::take(&mut self.prefix);
         let bare_lines = || prefix.iter().map(|l| bare(l));
         let (opts, echo, auto_slice) = match &self.purpose {
-            Purpose::Table { opts, echo } => (opts.clone(), echo.clone(), false),
+            Purpose::Table { opts, echo } => (opts.clone(), echo.clone(), opts.whole_run_if_short),
             Purpose::Judging { label, .. } => {
                 let micro = bare_lines()
                     .take(60)
