@@ -240,6 +240,7 @@ fn a_mistyped_device_path_is_an_error_in_every_command() {
 }
 
 #[test]
+#[ignore = "needs root: runs storcert as another user; scripts/test runs it"]
 fn permission_errors_say_that_root_is_needed() {
     // As an unprivileged user, a file only root may read: the refusal
     // says root is needed and for what, not a bare "Permission denied".

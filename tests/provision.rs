@@ -38,6 +38,7 @@ fn sgdisk(args: &[&str], dev: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("p.img");
@@ -155,6 +156,7 @@ fn assert_discard_refused(v: &Value) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn a_device_that_refuses_discard_is_still_provisioned() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("d.img"), 256 << 20);
@@ -172,6 +174,7 @@ fn a_device_that_refuses_discard_is_still_provisioned() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn the_safety_gate_refuses_and_leaves_every_byte() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("s.img");
@@ -215,6 +218,7 @@ fn the_safety_gate_refuses_and_leaves_every_byte() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn bad_input() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("b.img"), 64 << 20);
@@ -246,6 +250,7 @@ fn bad_input() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn remove_takes_back_storcert_s_partition_and_nothing_else() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("r.img");

@@ -26,6 +26,7 @@ fn run_json(args: &[&str]) -> (std::process::Output, Value) {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn both_passes_cover_exactly_the_asked_range_in_regions() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("d.img"), 256 << 20);
@@ -82,6 +83,7 @@ fn both_passes_cover_exactly_the_asked_range_in_regions() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn verify_catches_a_block_overwritten_between_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let img = tmp.path().join("v.img");
@@ -205,6 +207,7 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeMap<String, &'static str>) {
 /// fio's order of percentiles; then fio's own JSON tool and fio-plot read
 /// it.
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn fio_json_is_fios_key_for_key_and_fios_tools_read_it() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("f.img"), 64 << 20);
@@ -408,6 +411,7 @@ fn filesystem_pass_reports_both_tables_and_cleans_up() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn bad_input_is_refused_clearly() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("b.img"), 32 << 20);
@@ -477,6 +481,7 @@ fn bad_input_is_refused_clearly() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn a_write_error_midway_stops_the_pass_and_says_how_much_was_done() {
     let tmp = tempfile::tempdir().unwrap();
     let (_fs, lo) = failing_loop(tmp.path());
@@ -676,6 +681,7 @@ mod documented {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn own_json_matches_the_documented_schema() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("s.img"), 64 << 20);
@@ -719,6 +725,7 @@ fn own_json_matches_the_documented_schema() {
 }
 
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn a_file_where_o_direct_is_refused_is_streamed_buffered_and_says_so() {
     // Some filesystems refuse O_DIRECT with EINVAL: ramfs always, tmpfs
     // before Linux 6.6 (the boot image's /var/lib is one). The pass still
@@ -753,6 +760,7 @@ fn a_file_where_o_direct_is_refused_is_streamed_buffered_and_says_so() {
 /// count. The rate is far below the device's, so a busy machine changes
 /// the completions both sides read, not the agreement.
 #[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
 fn bandwidth_statistics_are_fios_on_fios_own_completions() {
     let tmp = tempfile::tempdir().unwrap();
     let lo = Loop::new(&tmp.path().join("f.img"), 64 << 20);
