@@ -642,13 +642,53 @@ fn a_dry_run_names_what_it_would_destroy_and_writes_nothing() {
     ] {
         assert!(text.contains(step), "{step:?} not in:\n{text}");
     }
-    // 1 h, then 4 trials of 10 min and an hour's confirmation.
-    assert!(text.contains("timed stages: 2h 40m"), "{text}");
+    // 1 h, then 4 trials of 10 min and an hour's confirmation; the
+    // stream's 16 MiB written and read, at the assumed rate.
+    assert!(text.contains("timed stages: 2h 40m\n"), "{text}");
+    assert!(
+        text.contains("stages bound by size: stream 33.6 MB on the largest drive, about 1s"),
+        "{text}"
+    );
+    assert!(text.contains("in all: about 2h 40m 1s"), "{text}");
     assert_eq!(sums(), before, "a dry run wrote to a drive");
     assert!(
         !results.exists() && !key.exists(),
         "a dry run wrote results"
     );
+}
+
+/// The dry run's time counts what the drive's size bounds: ACT prep (the
+/// area written twice) and each loop of the stream's passes, where it said
+/// `0s` for a two-loop streaming profile. A scratch file: no root needed.
+#[test]
+fn a_dry_run_counts_prep_and_stream_loops_in_its_time() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"loops\"\n[devices]\nscratch = \"1G\"\n\
+         [act]\nprep = true\nstorage = [{ load = \"1x\", duration = \"30s\" }]\n\
+         [stream]\nsize = \"250M\"\nloops = 2\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let out = run_cmd(&profile, &results, &t.path().join("k.key"))
+        .arg("--dry-run")
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("timed stages: 30s\n"), "{text}");
+    // 2 x 1 GiB of prep; 250 MiB written and read, twice.
+    assert!(
+        text.contains(
+            "stages bound by size: prep 2.1 GB, stream 1.0 GB on the largest drive, about 7s"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("in all: about 37s"), "{text}");
+    assert!(!results.exists(), "a dry run wrote results");
 }
 
 /// `storcert run` of `profile` started in `dir`, results in `dir/results`:

@@ -8,6 +8,7 @@
 //! (one thread per drive for ACT and prep; stream drives all at once).
 
 pub mod boot;
+mod estimate;
 mod finish;
 pub mod heartbeat;
 pub mod journal;
@@ -603,6 +604,11 @@ fn run_stages(
         bail!("no drive to test: the profile's devices matched none the safety gate clears");
     }
     record_targets(ctx, &targets, &hidden, skipped)?;
+    if !targets.is_empty() {
+        for line in estimate::text(p, &targets, &inv) {
+            ctx.console.say(&line);
+        }
+    }
     policy_stage(ctx, &inv, &targets, &reach)?;
     if !targets.is_empty() {
         health_and_suites(ctx, &mut targets)?;

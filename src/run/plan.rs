@@ -128,15 +128,13 @@ pub fn dry_run(opts: &Options) -> Result<String> {
     for (i, s) in stages(p).iter().enumerate() {
         let _ = writeln!(out, "  {:>2}. {s}", i + 1);
     }
-    let plan = &p.plan;
-    let _ = writeln!(
-        out,
-        "\ntimed stages: {}{}",
-        secs(plan.timed_seconds()),
-        plan.time_budget
-            .map(|b| format!(" (time budget {})", secs(b.as_secs())))
-            .unwrap_or_default()
-    );
+    let _ = writeln!(out);
+    for line in super::estimate::text(p, &targets, &inv) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(b) = p.plan.time_budget {
+        let _ = writeln!(out, "time budget: {}", secs(b.as_secs()));
+    }
     Ok(out)
 }
 

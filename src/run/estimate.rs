@@ -1,0 +1,154 @@
+//! How long a run will take, said before it starts (the dry run and the
+//! run's first lines): the timed stages as the profile gives them (ACT
+//! loads, the search's worst case, a stream burn-in's duration) and the
+//! stages bound by the drive's size (ACT prep, stream passes and loops,
+//! the filesystem pass) at an assumed sequential rate, since the drive's
+//! own is what the run measures.
+
+use super::profile::Profile;
+use super::Target;
+use crate::inventory::Inventory;
+use crate::output::units::decimal_bytes;
+
+/// The sequential rate assumed for the stages bound by size: a SATA SSD's
+/// (NVMe drives are several times faster, disks slower).
+pub const ASSUMED_BYTES_PER_SEC: u64 = 500_000_000;
+
+/// Bytes one drive's size-bound stages move.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SizeBound {
+    /// ACT prep: the whole ACT area written twice (zeroes, then salt).
+    pub prep: u64,
+    /// The streaming passes, each loop.
+    pub stream: u64,
+    /// The filesystem pass's files, written and read.
+    pub fs: u64,
+}
+
+impl SizeBound {
+    pub fn total(&self) -> u64 {
+        self.prep
+            .saturating_add(self.stream)
+            .saturating_add(self.fs)
+    }
+
+    /// What moves what, as "prep 8.0 GB, stream 2.2 GB".
+    fn parts(&self) -> String {
+        [
+            ("prep", self.prep),
+            ("stream", self.stream),
+            ("filesystem pass", self.fs),
+        ]
+        .iter()
+        .filter(|(_, b)| *b > 0)
+        .map(|(what, b)| format!("{what} {}", decimal_bytes(*b)))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
+/// The bytes a drive of `drive_bytes` moves in the profile's size-bound
+/// stages.
+pub fn size_bound(p: &Profile, drive_bytes: u64) -> SizeBound {
+    let share = |spare_pct: f64| (drive_bytes as f64 * (1.0 - spare_pct / 100.0)) as u64;
+    let mut prep: u64 = 0;
+    if p.act.as_ref().is_some_and(|a| a.prep) {
+        prep = prep.saturating_add(2 * drive_bytes);
+    }
+    for ph in p.plan.phases.iter().filter(|ph| ph.prep) {
+        prep = prep.saturating_add(2 * share(ph.spare_pct));
+    }
+    let (mut stream, mut fs) = (0u64, 0u64);
+    if let Some(s) = &p.plan.stream {
+        // A stream bounded by time is counted with the timed stages.
+        if s.duration_secs.is_none() {
+            let span = s
+                .size
+                .unwrap_or(drive_bytes / 100 * u64::from(s.percent))
+                .min(drive_bytes);
+            let loops = u64::from(s.loops.unwrap_or(1));
+            stream = span
+                .saturating_mul(s.passes.len() as u64)
+                .saturating_mul(loops);
+        }
+        if let Some(f) = &s.fs {
+            fs = f
+                .file_size
+                .saturating_mul(u64::from(f.files))
+                .saturating_mul(2);
+        }
+    }
+    SizeBound { prep, stream, fs }
+}
+
+/// A drive's size: a scratch file's, or the inventory's for the disk.
+pub fn drive_bytes(t: &Target, inv: &Inventory) -> Option<u64> {
+    if t.file_size > 0 {
+        return Some(t.file_size);
+    }
+    inv.disks
+        .iter()
+        .find(|d| d.dev_path == t.disk)
+        .map(|d| d.capacity_bytes)
+        .filter(|b| *b > 0)
+}
+
+/// The lines that say how long the run takes: the timed stages, the
+/// size-bound ones for the largest drive (drives run side by side), and
+/// the sum.
+pub fn text(p: &Profile, targets: &[Target], inv: &Inventory) -> Vec<String> {
+    let secs = |s: u64| humantime::format_duration(std::time::Duration::from_secs(s)).to_string();
+    let timed = p.plan.timed_seconds();
+    let mut lines = vec![format!("timed stages: {}", secs(timed))];
+    let sizes: Vec<Option<u64>> = targets.iter().map(|t| drive_bytes(t, inv)).collect();
+    let largest = sizes.iter().flatten().max().copied().unwrap_or(0);
+    let bound = size_bound(p, largest);
+    if bound.total() == 0 {
+        lines.push(format!("in all: about {}", secs(timed)));
+        return lines;
+    }
+    let moving = bound.total().div_ceil(ASSUMED_BYTES_PER_SEC);
+    lines.push(format!(
+        "stages bound by size: {} on the largest drive, about {} at an assumed {} MB/s (NVMe is faster, disks slower)",
+        bound.parts(),
+        secs(moving),
+        ASSUMED_BYTES_PER_SEC / 1_000_000
+    ));
+    if sizes.iter().any(Option::is_none) {
+        lines.push("  (a drive of unknown size is not counted)".into());
+    }
+    lines.push(format!("in all: about {}", secs(timed + moving)));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(toml: &str) -> Profile {
+        Profile::parse(toml, "test.toml").unwrap()
+    }
+
+    #[test]
+    fn prep_stream_loops_and_the_filesystem_pass_are_counted() {
+        let p = profile(
+            "name = \"x\"\n[devices]\nselect = \"all\"\n\
+             [[phase]]\nspare_pct = 0\nprep = true\nstorage = [{ load = \"1x\", duration = \"1h\" }]\n\
+             [[phase]]\nspare_pct = 20\nprep = true\nstorage = [{ load = \"1x\", duration = \"1h\" }]\n\
+             [stream]\npercent = 50\nloops = 2\n",
+        );
+        let b = size_bound(&p, 1_000_000_000_000);
+        // 2 x 1 TB, then 2 x 800 GB.
+        assert_eq!(b.prep, 3_600_000_000_000);
+        // Half the drive, written and read, twice.
+        assert_eq!(b.stream, 2_000_000_000_000);
+        assert_eq!(b.fs, 0);
+    }
+
+    #[test]
+    fn a_stream_bounded_by_time_is_a_timed_stage() {
+        let p = profile("name = \"x\"\n[devices]\nselect = \"all\"\n[stream]\nduration = \"2h\"\n");
+        assert_eq!(size_bound(&p, 1 << 40).stream, 0);
+        assert_eq!(p.plan.timed_seconds(), 7200);
+    }
+}
