@@ -207,7 +207,7 @@ fn check_command_exit_status_and_errors() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "PASS: 3 checks, 0 failed, 0 warnings\n"
+        "PASS: 4 checks, 0 failed, 0 warnings\n"
     );
     std::fs::write(
         &policy,
@@ -245,6 +245,57 @@ fn check_command_exit_status_and_errors() {
     assert!(
         err.starts_with(&format!("storcert check: {}:3:15: ", policy.display())),
         "{err}"
+    );
+}
+
+/// `check` names a storage controller that has no driver (its drives are
+/// out of sight), as `run` does, even with an empty policy: it said
+/// nothing. The inventory is the one storcert's image took on a machine
+/// whose SCSI controller's module the image lacked.
+#[test]
+fn check_names_a_controller_that_hides_drives_whatever_the_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inv = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/captures/pxe-hidden/inventory.json");
+    let policy = tmp.path().join("empty.toml");
+    std::fs::write(&policy, "").unwrap();
+    let check = |more: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--inventory",
+            inv.to_str().unwrap(),
+        ];
+        args.extend(more);
+        common::storcert(&args)
+    };
+    let out = check(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("warn      1000:0012 at 0000:00:03.0  storage controller driver"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the drives behind 1000:0012 at 0000:00:03.0 cannot be seen"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fix: add sym53c8xx to kernel-config/modules.list"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("PASS: 1 check, 0 failed, 1 warning\n"),
+        "{text}"
+    );
+    let out = check(&["--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(
+        (f["check"].as_str(), f["machine"].as_bool()),
+        (Some("storage controller driver"), Some(true)),
+        "{v}"
     );
 }
 

@@ -851,7 +851,7 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
         .unwrap();
     let plan = String::from_utf8_lossy(&dry.stdout);
     assert!(
-        plan.contains("at queue depth 1 (1 job(s) a drive) over 8.4 MB, 3 times over")
+        plan.contains("at queue depth 1 (1 job a drive) over 8.4 MB, 3 times over")
             && plan.contains("filesystem pass in"),
         "{plan}"
     );

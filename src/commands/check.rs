@@ -4,8 +4,10 @@ use std::process::ExitCode;
 
 use super::exit;
 use crate::cli::CheckArgs;
+use crate::inventory::reach::{findings, kernel_log};
 use crate::inventory::{scan, Inventory, Roots, ScanOptions};
 use crate::policy::{check, fix, Policy};
+use crate::results::policy::Severity;
 use crate::safety::{self, Overrides};
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -47,7 +49,21 @@ pub fn run(a: CheckArgs) -> ExitCode {
     if let Some(e) = inventory.errors.iter().find(|e| e.starts_with("--device ")) {
         return fail(e);
     }
-    let mut report = check::check(&policy, &inventory);
+    // What this system cannot drive (a controller with no driver hides
+    // its drives), whatever the policy, as `run` says it: from a saved
+    // inventory alone, from the live one with the kernel's log.
+    let live = a.inventory.is_none();
+    let checked = |inv: &Inventory| {
+        let log = if live {
+            kernel_log()
+        } else {
+            Some(String::new())
+        };
+        let mut report = check::check(&policy, inv);
+        check::add_machine_findings(&mut report, &findings(inv, log.as_deref(), Severity::Warn));
+        report
+    };
+    let mut report = checked(&inventory);
     let mut fixes = Vec::new();
     if a.fix {
         let plan = fix::plan(&report.findings);
@@ -77,7 +93,7 @@ pub fn run(a: CheckArgs) -> ExitCode {
                     ..Default::default()
                 },
             );
-            report = check::check(&policy, &after);
+            report = checked(&after);
         }
     }
     if a.json {

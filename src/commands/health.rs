@@ -56,8 +56,8 @@ pub fn run(a: HealthArgs) -> ExitCode {
             return fail(format!("{}: {e}", path.display()));
         }
         eprintln!(
-            "health snapshot of {} drives in {}",
-            snap.drives.len(),
+            "health snapshot of {} in {}",
+            crate::util::text::counted(snap.drives.len(), "drive"),
             path.display()
         );
         return ExitCode::SUCCESS;

@@ -422,35 +422,6 @@ fn load_policy(pol: &crate::run::profile::PolicyStage) -> Result<crate::policy::
     }
 }
 
-/// A report of the built-in hardware-reach findings alone (a run whose
-/// profile has no policy).
-fn reach_report(reach: &[crate::results::policy::Finding]) -> crate::results::policy::Report {
-    let mut report = crate::results::policy::Report {
-        schema_version: crate::results::policy::SCHEMA_VERSION,
-        checks: 0,
-        findings: Vec::new(),
-        pass: true,
-    };
-    add_reach(&mut report, reach);
-    report
-}
-
-/// The built-in hardware-reach findings, after the policy's own are
-/// scoped: their severity is the profile's `hardware`, whatever the
-/// policy says of machine findings.
-fn add_reach(
-    report: &mut crate::results::policy::Report,
-    reach: &[crate::results::policy::Finding],
-) {
-    use crate::results::policy::Severity;
-    report.checks += 1;
-    report.findings.extend(reach.iter().cloned());
-    report
-        .findings
-        .sort_by_key(|f| (f.machine, std::cmp::Reverse(f.severity)));
-    report.pass = !report.findings.iter().any(|f| f.severity == Severity::Fail);
-}
-
 /// Marks the findings that are not about a drive under test as the
 /// machine's; unless the profile says they fail the run, they become
 /// warnings (a spare disk's firmware does not fail the disks qualified).
@@ -751,17 +722,20 @@ fn policy_stage(
             let policy = load_policy(pol)?;
             let mut report = crate::policy::check::check(&policy, inv);
             scope_findings(&mut report, targets, pol.machine);
-            add_reach(&mut report, reach);
+            crate::policy::check::add_machine_findings(&mut report, reach);
             ctx.write("policy.json", report.clone())?;
             Ok(format!(
-                "{} checks, {} findings",
-                report.checks,
-                report.findings.len()
+                "{}, {}",
+                crate::util::text::counted(report.checks, "check"),
+                crate::util::text::counted(report.findings.len(), "finding")
             ))
         })?;
     } else if !reach.is_empty() {
         // No policy of the profile's: the built-in check is the report.
-        ctx.write("policy.json", reach_report(reach))?;
+        ctx.write(
+            "policy.json",
+            crate::policy::check::machine_findings_alone(reach),
+        )?;
     } else {
         // An earlier start on this machine may have left one that no
         // longer holds.

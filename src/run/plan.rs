@@ -249,7 +249,7 @@ fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
     let mut steps = Vec::new();
     if !s.passes.is_empty() {
         steps.push(format!(
-            "stream: {} passes of {} blocks at queue depth {} ({} job(s) a drive) over {}{}{}",
+            "stream: {} passes of {} blocks at queue depth {} ({} a drive) over {}{}{}",
             s.passes
                 .iter()
                 .map(|p| p.as_str())
@@ -257,7 +257,7 @@ fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
                 .join(" then "),
             block_size(s.bs),
             s.qd,
-            s.jobs,
+            crate::util::text::counted(s.jobs as usize, "job"),
             match s.size {
                 Some(b) => crate::output::units::decimal_bytes(b),
                 None => format!("{}% of each drive", s.percent),

@@ -301,13 +301,16 @@ fn act_section(out: &mut String, r: &Report) {
     for (i, a) in r.act.iter().enumerate() {
         let _ = write!(
             out,
-            "<h3>{} {} — {}</h3><p><code>{}</code>; ACT {}, {} slices of {} s. Pass: every slice &lt; 5% &gt; 1 ms, &lt; 1% &gt; 8 ms, &lt; 0.1% &gt; 64 ms.</p>",
+            "<h3>{} {} — {}</h3><p><code>{}</code>; ACT {}, {} of {} s. Pass: every slice &lt; 5% &gt; 1 ms, &lt; 1% &gt; 8 ms, &lt; 0.1% &gt; 64 ms.</p>",
             esc(&a.devices.join(", ")),
             a.load.map(|l| format!("at {l}x")).unwrap_or_default(),
             verdict(Verdict::of(a.analysis.verdict.pass)),
             esc(&a.path),
             esc(&a.analysis.act_version),
-            a.analysis.histograms.first().map_or(0, |h| h.slices.len()),
+            storcert_util::text::counted(
+                a.analysis.histograms.first().map_or(0, |h| h.slices.len()),
+                "slice"
+            ),
             a.analysis.slice_seconds
         );
         act_table(out, a, i);

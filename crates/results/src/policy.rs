@@ -105,7 +105,10 @@ impl Report {
             // The findings decide, whatever the report's own flag says.
             verdict: super::Verdict::of(self.pass && fails.is_empty()),
             detail: if fails.is_empty() {
-                let mut s = format!("{} checks passed", self.checks);
+                let mut s = format!(
+                    "{} passed",
+                    storcert_util::text::counted(self.checks, "check")
+                );
                 if machine > 0 {
                     s.push_str(&format!(
                         "; {machine} finding(s) about the machine, not the drives under test (warnings)"

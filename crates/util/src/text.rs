@@ -52,6 +52,15 @@ pub fn json_printable(json: &str) -> String {
 /// note), in every format: past them, "…".
 pub const CELL_CHARS: usize = 500;
 
+/// "1 check", "2 checks": a count and its noun, singular for one.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `s` cut to `max_chars` characters (then "…"); `s` itself when shorter.
 pub fn cut(s: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
     match s.char_indices().nth(max_chars) {

@@ -613,6 +613,32 @@ pub fn check(policy: &Policy, inv: &Inventory) -> Report {
     }
 }
 
+/// A report of the built-in hardware-reach findings alone (`run` and
+/// `check` without a policy of their own to add them to).
+pub fn machine_findings_alone(reach: &[Finding]) -> Report {
+    let mut report = Report {
+        schema_version: storcert_results::policy::SCHEMA_VERSION,
+        checks: 0,
+        findings: Vec::new(),
+        pass: true,
+    };
+    add_machine_findings(&mut report, reach);
+    report
+}
+
+/// The built-in hardware-reach findings (what this system cannot drive:
+/// `inventory::reach`) added to a policy's report as one more check,
+/// after the policy's own; their severity is the caller's, whatever the
+/// policy says of machine findings.
+pub fn add_machine_findings(report: &mut Report, reach: &[Finding]) {
+    report.checks += 1;
+    report.findings.extend(reach.iter().cloned());
+    report
+        .findings
+        .sort_by_key(|f| (f.machine, std::cmp::Reverse(f.severity)));
+    report.pass = !report.findings.iter().any(|f| f.severity == Severity::Fail);
+}
+
 /// The findings as people read them.
 pub fn render(r: &Report) -> String {
     let mut t = storcert_util::table::Table::new(&[
@@ -651,10 +677,12 @@ pub fn render(r: &Report) -> String {
     } else {
         t.render()
     };
+    let counted = storcert_util::text::counted;
     s.push_str(&format!(
-        "{}: {} checks, {fails} failed, {warns} warnings\n",
+        "{}: {}, {fails} failed, {}\n",
         if r.pass { "PASS" } else { "FAIL" },
-        r.checks
+        counted(r.checks, "check"),
+        counted(warns, "warning")
     ));
     s
 }
