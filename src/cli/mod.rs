@@ -218,8 +218,10 @@ pub struct StorageSettings {
     /// Load as a multiple of 1x = 2000 reads + 1000 writes per second per device
     #[arg(long, value_name = "Nx")]
     pub load: Option<String>,
+    /// Reads per second over all devices, not per device (ACT's read-reqs-per-sec; Nx on D drives: N × D × 2000); overrides --load
     #[arg(long, value_name = "N")]
     pub read_reqs_per_sec: Option<u32>,
+    /// Record writes per second over all devices (ACT's write-reqs-per-sec; Nx on D drives: N × D × 1000); with the record and large-block sizes it sets the large-block rates
     #[arg(long, value_name = "N")]
     pub write_reqs_per_sec: Option<u32>,
     /// Test duration (30s, 10m, 24h)
@@ -228,30 +230,43 @@ pub struct StorageSettings {
     /// Report interval (1s)
     #[arg(long, value_name = "TIME")]
     pub report_interval: Option<String>,
+    /// Histogram buckets in microseconds instead of milliseconds (ACT's microsecond-histograms)
     #[arg(long)]
     pub microsecond_histograms: bool,
+    /// Record size in bytes: the size of each read, rounded up to 512 (ACT's record-bytes; default 1536)
     #[arg(long, value_name = "BYTES")]
     pub record_bytes: Option<u32>,
+    /// Draw record sizes evenly from record-bytes up to this (ACT's record-bytes-range-max; 0: every record is record-bytes)
     #[arg(long, value_name = "BYTES")]
     pub record_bytes_range_max: Option<u32>,
+    /// Size of each large-block (defrag) read and write in KiB (ACT's large-block-op-kbytes; default 128)
     #[arg(long, value_name = "KB")]
     pub large_block_op_kbytes: Option<u32>,
+    /// Model the write load of a node in a cluster with this replication factor: 2 doubles the large-block rates (ACT's replication-factor; default 1)
     #[arg(long, value_name = "N")]
     pub replication_factor: Option<u32>,
+    /// Percent of writes that are updates, each reading the record first: raises the read rate by up to the write rate (ACT's update-pct; default 0)
     #[arg(long, value_name = "PCT")]
     pub update_pct: Option<u32>,
+    /// Defrag threshold: blocks emptied to this percent are repacked; 50 doubles the large-block rates (ACT's defrag-lwm-pct; default 50)
     #[arg(long, value_name = "PCT")]
     pub defrag_lwm_pct: Option<u32>,
+    /// Defrag without its large-block reads, as Aerospike 7's memory storage with device backing (ACT's no-defrag-reads)
     #[arg(long)]
     pub no_defrag_reads: bool,
+    /// Write data that compresses to this percent of its size; 100 is random (ACT's compress-pct; default 100)
     #[arg(long, value_name = "PCT")]
     pub compress_pct: Option<u32>,
+    /// Open devices without O_DSYNC (ACT's disable-odsync; not with --commit-to-device)
     #[arg(long)]
     pub disable_odsync: bool,
+    /// Write each record to the device as it comes, as Aerospike's commit-to-device, instead of whole large blocks (ACT's commit-to-device)
     #[arg(long)]
     pub commit_to_device: bool,
+    /// Read each device from end to end, one large block at a time, as Aerospike's tomb raider (ACT's tomb-raider)
     #[arg(long)]
     pub tomb_raider: bool,
+    /// Microseconds the tomb raider pauses between large blocks (ACT's tomb-raider-sleep-usec; default 0)
     #[arg(long, value_name = "USEC")]
     pub tomb_raider_sleep_usec: Option<u32>,
     /// Stop when this far behind schedule (ACT's max-lag-sec; 0 = never)
@@ -288,6 +303,7 @@ pub struct ActPrepArgs {
     /// Write the prep results as JSON here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// I/O engine
     #[arg(long, value_enum, default_value = "auto")]
     pub engine: EngineChoice,
     #[command(flatten)]
@@ -413,6 +429,7 @@ pub struct StreamArgs {
     /// dd's single stream: one job, one request at a time, 1 MiB (unless set), and dd's summary line
     #[arg(long)]
     pub dd: bool,
+    /// What standard output gets
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: StreamFormat,
     /// Write the output here instead of standard output
@@ -703,6 +720,7 @@ pub struct ReportArgs {
     /// Where to write (default: standard output)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The report's format
     #[arg(long, value_enum, default_value = "html")]
     pub format: ReportFormat,
     /// Verify the bundle's signatures with this public key first (without
@@ -722,6 +740,7 @@ pub struct CompareArgs {
     /// Where to write (default: standard output)
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The tables' format
     #[arg(long, value_enum, default_value = "txt")]
     pub format: CompareFormat,
     /// tables: the worst hour at 1/8/64 ms per load; writeup: ACT's
@@ -756,4 +775,32 @@ pub enum ReportFormat {
     Html,
     Md,
     Txt,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every command says what it is in
+    /// `--help` and the man pages (15 of `act storage`'s said nothing).
+    #[test]
+    fn every_argument_of_every_command_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") || arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "storcert", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
 }
