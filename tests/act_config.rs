@@ -77,17 +77,22 @@ fn bad_configs_name_file_line_and_key() {
         ("device-names: /dev/x\ntest-duration-sec: 99999999999\n", "t.conf:2: test-duration-sec: 99999999999 overflows unsigned int"),
         ("device-names: /dev/x\ntest-duration-sec:\n", "t.conf:2: test-duration-sec: missing integer value"),
         ("device-names: /dev/x\nmicrosecond-histograms: maybe\n", "t.conf:2: microsecond-histograms: \"maybe\" is neither yes nor no"),
-        ("test-duration-sec: 10\nread-reqs-per-sec: 1\n", "t.conf:0: device-names: no devices named"),
-        ("device-names: /dev/x\nread-reqs-per-sec: 1\n", "t.conf:0: test-duration-sec: must be non-zero"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\n", "t.conf:0: read-reqs-per-sec: read-reqs-per-sec and write-reqs-per-sec can't both be zero"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nlarge-block-op-kbytes: 100\n", "t.conf:0: large-block-op-kbytes: must be a power of 2, at most 8192"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ndefrag-lwm-pct: 100\n", "t.conf:0: defrag-lwm-pct: must be less than 100"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ncompress-pct: 101\n", "t.conf:0: compress-pct: must be 0 to 100"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nupdate-pct: 101\n", "t.conf:0: update-pct: must be 0 to 100"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nrecord-bytes: 2000\nrecord-bytes-range-max: 1000\n", "t.conf:0: record-bytes-range-max: must be 0, or more than record-bytes and at most 8388608"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ndisable-odsync: yes\ncommit-to-device: yes\n", "t.conf:0: disable-odsync: can't be set together with commit-to-device"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 5\nservice-threads: 10\n", "t.conf:0: service-threads: load config too small for the service threads"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nwrite-reqs-per-sec: 100\nrecord-bytes: 262144\n", "t.conf:0: large-block-op-kbytes: a large block must hold at least one average record"),
+        ("test-duration-sec: 10\nread-reqs-per-sec: 1\n", "t.conf: device-names: no devices named"),
+        ("device-names: /dev/x\nread-reqs-per-sec: 1\n", "t.conf: test-duration-sec: must be non-zero"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\n", "t.conf: read-reqs-per-sec: read-reqs-per-sec and write-reqs-per-sec can't both be zero"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nlarge-block-op-kbytes: 100\n", "t.conf: large-block-op-kbytes: must be a power of 2, at most 8192"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ndefrag-lwm-pct: 100\n", "t.conf: defrag-lwm-pct: must be less than 100"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ncompress-pct: 101\n", "t.conf: compress-pct: must be 0 to 100"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nupdate-pct: 101\n", "t.conf: update-pct: must be 0 to 100"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nrecord-bytes: 2000\nrecord-bytes-range-max: 1000\n", "t.conf: record-bytes-range-max: must be 0, or more than record-bytes and at most 8388608"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ndisable-odsync: yes\ncommit-to-device: yes\n", "t.conf: disable-odsync: can't be set together with commit-to-device"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 5\nservice-threads: 10\n", "t.conf: service-threads: load config too small for the service threads"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nwrite-reqs-per-sec: 100\nrecord-bytes: 262144\n", "t.conf: large-block-op-kbytes: a large block must hold at least one average record"),
+        // An older ACT's config: the error says what replaced the key.
+        ("device-names: /dev/x\nnum-queues: 8\n", "t.conf:2: num-queues: \"num-queues\" is an older ACT's config item; ACT 6 has no transaction queues: service-threads replaces them"),
+        ("device-names: /dev/x\nread-req-num-512-blocks: 3\n", "t.conf:2: read-req-num-512-blocks: \"read-req-num-512-blocks\" is an older ACT's config item; record-bytes replaces it (record-bytes: 1536)"),
+        ("device-names: /dev/x\nlarge-block-ops-per-sec: 24\n", "t.conf:2: large-block-ops-per-sec: \"large-block-ops-per-sec\" is an older ACT's config item; ACT 4 and later derive the large-block rates: give write-reqs-per-sec (1x: 1000 per drive) with record-bytes, large-block-op-kbytes and defrag-lwm-pct"),
+        ("device-names: /dev/x\nscheduler-mode: noop\n", "t.conf:2: scheduler-mode: \"scheduler-mode\" is an older ACT's config item; ACT 6.5 dropped it: set /sys/block/DEV/queue/scheduler before the run"),
     ];
     for (text, want) in cases {
         let err = StorageConfig::parse(text, "t.conf")
@@ -106,13 +111,13 @@ fn bad_configs_name_file_line_and_key() {
         "i.conf",
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), "i.conf:0: cache-threads: must be non-zero");
+    assert_eq!(err.to_string(), "i.conf: cache-threads: must be non-zero");
     let missing =
         StorageConfig::from_file(std::path::Path::new("/nonexistent/act.conf")).unwrap_err();
     assert!(
         missing
             .to_string()
-            .starts_with("/nonexistent/act.conf:0: (file): "),
+            .starts_with("/nonexistent/act.conf: No such file"),
         "{missing}"
     );
 }

@@ -124,6 +124,54 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
         "storcert inventory: --device /dev/does-not-exist: no such block device"
     );
 
+    // Probing too: no half table, the error once.
+    let out = storcert(&["inventory", "--device", "/dev/does-not-exist"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "storcert inventory: --device /dev/does-not-exist: no such block device\n"
+    );
+
+    // Flags name themselves, files their path alone: no internal origin
+    // ("flags:0: device-names") and no line 0.
+    for (args, want) in [
+        (
+            &[
+                "act",
+                "storage",
+                "--device",
+                "x",
+                "--duration",
+                "2s",
+                "--record-bytes",
+                "99999999",
+            ][..],
+            "storcert act storage: --record-bytes: must be 1 to 8388608\n",
+        ),
+        (
+            &["act", "storage", "--duration", "2s"][..],
+            "storcert act storage: --device: no devices named\n",
+        ),
+        (
+            &["act", "storage", "/nonexistent.conf"][..],
+            "storcert act storage: /nonexistent.conf: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["check", "--policy", "/nonexistent.toml"][..],
+            "storcert check: /nonexistent.toml: No such file or directory (os error 2)\n",
+        ),
+    ] {
+        let out = storcert(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{args:?}");
+    }
+
     let out = storcert(&["inventory", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)
@@ -260,6 +308,20 @@ fn permission_errors_say_that_root_is_needed() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("storcert needs root to read it to look for filesystem signatures"),
+        "{err}"
+    );
+    // The inventory as a user says what it could not read (it said
+    // nothing, and showed unknowns).
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_storcert"))
+        .arg("inventory")
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("not root: the drives' own identity, write cache and health"),
         "{err}"
     );
 }

@@ -100,8 +100,22 @@ fn storage_config_as_given(
     if let Some(m) = s.file_size_mbytes {
         c.file_size_bytes = (m as u64) << 20;
     }
-    c.finish(&origin)?;
-    Ok(c)
+    match c.finish(&origin) {
+        // Without a config file the settings are the flags: say which.
+        Err(e) if config.is_none() => Err(anyhow::anyhow!("{}: {}", flag_for(&e.key), e.reason)),
+        r => r.map(|()| c).map_err(Into::into),
+    }
+}
+
+/// The flag that sets an ACT config key.
+fn flag_for(key: &str) -> String {
+    match key {
+        "device-names" => "--device".into(),
+        "test-duration-sec" => "--duration".into(),
+        "report-interval-sec" => "--report-interval".into(),
+        "max-lag-sec" => "--max-lag".into(),
+        key => format!("--{key}"),
+    }
 }
 
 fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {

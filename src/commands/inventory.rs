@@ -32,6 +32,28 @@ pub fn run(args: InventoryArgs) -> ExitCode {
             }
         },
     };
+    // An unknown --device of this command line is an error, said once and
+    // before any table; in a replay it was the capturing machine's, and
+    // is in the inventory's errors.
+    if args.replay.is_none() {
+        let missing: Vec<&String> = inventory
+            .errors
+            .iter()
+            .filter(|e| e.starts_with("--device "))
+            .collect();
+        for e in &missing {
+            eprintln!("storcert inventory: {}", printable(e, 600));
+        }
+        if !missing.is_empty() {
+            return ExitCode::from(exit::COULD_NOT_RUN);
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 && !args.no_probe {
+            eprintln!(
+                "storcert inventory: not root: the drives' own identity, write cache and health (SG_IO, NVMe admin commands) need root; what sysfs says is shown"
+            );
+        }
+    }
     let text = if args.json {
         let json = Artefact::from(inventory.clone()).to_json();
         crate::util::text::json_printable(&String::from_utf8_lossy(&json))
@@ -40,22 +62,6 @@ pub fn run(args: InventoryArgs) -> ExitCode {
     };
     // A closed pipe (| head) is not an error worth a message.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
-    // An unknown --device of this command line is an error; in a replay
-    // it was the capturing machine's, and is in the inventory's errors.
-    if args.replay.is_some() {
-        return ExitCode::SUCCESS;
-    }
-    let missing: Vec<&String> = inventory
-        .errors
-        .iter()
-        .filter(|e| e.starts_with("--device "))
-        .collect();
-    for e in &missing {
-        eprintln!("storcert inventory: {}", printable(e, 600));
-    }
-    if !missing.is_empty() {
-        return ExitCode::from(exit::COULD_NOT_RUN);
-    }
     ExitCode::SUCCESS
 }
 

@@ -15,10 +15,16 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 pub use storcert_results::policy::Severity;
 
+/// A policy error, one line: "p.toml:3:15: …" where a place is known,
+/// "p.toml: …" for the file or the policy as a whole.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{origin}:{line}:{column}: {message}")]
+#[error("{}", match self.line {
+    0 => format!("{}: {}", self.origin, self.message),
+    line => format!("{}:{line}:{}: {}", self.origin, self.column, self.message),
+})]
 pub struct PolicyError {
     pub origin: String,
+    /// 0: no place in the file.
     pub line: usize,
     pub column: usize,
     pub message: String,

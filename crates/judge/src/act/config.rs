@@ -13,14 +13,32 @@ pub const MAX_STORAGE_DEVICES: usize = 128;
 pub const MAX_INDEX_DEVICES: usize = 32;
 const MAX_DEVICE_NAME_SIZE: usize = 64;
 
+/// A config error, one line: "act.conf:12: record-bytes: must be 1 to
+/// 8388608" for a line, "act.conf: device-names: no devices named" for
+/// the config as a whole, "act.conf: No such file" for the file itself.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{origin}:{line}: {key}: {reason}")]
+#[error("{}", self.as_line())]
 pub struct ConfigError {
     pub origin: String,
+    /// 0: the config as a whole, or the file (`key` "(file)").
     pub line: usize,
     pub key: String,
     pub reason: String,
 }
+
+impl ConfigError {
+    fn as_line(&self) -> String {
+        let (origin, key, reason) = (&self.origin, &self.key, &self.reason);
+        match self.line {
+            0 if key == FILE => format!("{origin}: {reason}"),
+            0 => format!("{origin}: {key}: {reason}"),
+            line => format!("{origin}:{line}: {key}: {reason}"),
+        }
+    }
+}
+
+/// The key of an error about the file itself.
+const FILE: &str = "(file)";
 
 /// act_storage's configuration (cfg_storage.h), literal and derived.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -133,19 +151,41 @@ impl Default for IndexConfig {
     }
 }
 
+/// Why a key is not ACT 6's, and for a key of an older ACT, what
+/// replaced it (ACT's own message names only the key).
+fn unknown_item(key: &str, value: &str) -> String {
+    let since = match key {
+        "num-queues" | "threads-per-queue" | "queue-per-device" => {
+            "ACT 6 has no transaction queues: service-threads replaces them".to_string()
+        }
+        "max-reqs-queued" => "ACT 6 has no queues: max-lag-sec stops a run that falls behind".into(),
+        "large-block-ops-per-sec" => "ACT 4 and later derive the large-block rates: give write-reqs-per-sec (1x: 1000 per drive) with record-bytes, large-block-op-kbytes and defrag-lwm-pct".into(),
+        "read-req-num-512-blocks" => match value.trim().parse::<u32>() {
+            Ok(n) if n > 0 && n <= 16384 => format!("record-bytes replaces it (record-bytes: {})", n * 512),
+            _ => "record-bytes replaces it (512 bytes a block)".into(),
+        },
+        "use-valloc" => "ACT 4 and later allocate their own buffers: drop it".into(),
+        "num-write-buffers" => "ACT 6 writes random data: compress-pct sets how compressible".into(),
+        "commit-min-bytes" => "ACT 6.4 dropped it with Aerospike 7's commit-min-size: drop it".into(),
+        "scheduler-mode" => "ACT 6.5 dropped it: set /sys/block/DEV/queue/scheduler before the run".into(),
+        _ => return format!("unknown config item {key:?}"),
+    };
+    format!("{key:?} is an older ACT's config item; {since}")
+}
+
 fn read_config(path: &Path) -> Result<String, ConfigError> {
     let bytes = storcert_util::input::read_text(path)
         .map(String::into_bytes)
         .map_err(|e| ConfigError {
             origin: path.display().to_string(),
             line: 0,
-            key: "(file)".into(),
+            key: FILE.into(),
             reason: e.to_string(),
         })?;
     String::from_utf8(bytes).map_err(|e| ConfigError {
         origin: path.display().to_string(),
         line: 0,
-        key: "(file)".into(),
+        key: FILE.into(),
         reason: format!(
             "not text (invalid UTF-8 at byte {})",
             e.utf8_error().valid_up_to()
@@ -310,7 +350,7 @@ impl StorageConfig {
                 "tomb-raider" => c.tomb_raider = p.yes_no(v)?,
                 "tomb-raider-sleep-usec" => c.tomb_raider_sleep_usec = p.uint32(v)?,
                 "max-lag-sec" => c.max_lag_sec = p.uint32(v)? as u64,
-                other => return Err(p.err(format!("unknown config item {other:?}"))),
+                other => return Err(p.err(unknown_item(other, v.first().copied().unwrap_or("")))),
             }
         }
         Ok(c)
@@ -547,7 +587,7 @@ impl IndexConfig {
                 "defrag-lwm-pct" => c.defrag_lwm_pct = p.uint32(v)?,
                 "disable-odsync" => c.disable_odsync = p.yes_no(v)?,
                 "max-lag-sec" => c.max_lag_sec = p.uint32(v)? as u64,
-                other => return Err(p.err(format!("unknown config item {other:?}"))),
+                other => return Err(p.err(unknown_item(other, v.first().copied().unwrap_or("")))),
             }
         }
         Ok(c)
