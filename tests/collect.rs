@@ -2306,8 +2306,8 @@ fn wait_board(
 }
 
 /// `storcert run` of a scratch file uploading to `c`, heartbeats every
-/// second, ACT for `act_s` seconds.
-fn run_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Child {
+/// second, ACT for `act_s` seconds, started in the lab's folder `name`.
+fn run_cmd_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Command {
     let dir = lab.path(name);
     std::fs::create_dir_all(&dir).unwrap();
     let profile = dir.join("p.toml");
@@ -2321,20 +2321,48 @@ fn run_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Child {
         ),
     )
     .unwrap();
-    Command::new(env!("CARGO_BIN_EXE_storcert"))
-        .args([
-            "run",
-            "--plain",
-            "--profile",
-            s(&profile),
-            "--key",
-            s(&lab.key),
-        ])
-        .current_dir(&dir)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_storcert"));
+    cmd.args([
+        "run",
+        "--plain",
+        "--profile",
+        s(&profile),
+        "--key",
+        s(&lab.key),
+    ])
+    .current_dir(&dir);
+    cmd
+}
+
+/// `run_cmd_against`, started in the background, its output dropped.
+fn run_against(lab: &Lab, c: &Collector, name: &str, act_s: u32) -> Child {
+    run_cmd_against(lab, c, name, act_s)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// After the upload, the run's banner names the bundle where it is now
+/// (the spool's sent/), not the pending/ it left.
+#[test]
+fn the_banner_names_the_bundle_where_the_upload_left_it() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let out = run_cmd_against(&lab, &c, "banner", 2).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("bundle "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(line.contains("/spool/sent/"), "{stdout}");
+    let path = lab.path("banner").join(line.trim());
+    assert!(path.is_file(), "{} is not there", path.display());
 }
 
 #[test]

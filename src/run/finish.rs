@@ -254,6 +254,12 @@ pub(super) fn upload_spooled(
         if let Some(e) = d.confirm_error {
             bail!("{}: {e}", d.bundle.display());
         }
+        // The banner says where the bundle is now (sent/, not pending/).
+        if d.bundle == spooled {
+            if let Some(now) = d.moved_to {
+                ending.bundle = Some(now);
+            }
+        }
     }
     Ok(())
 }

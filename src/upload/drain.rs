@@ -25,8 +25,10 @@ pub struct Attempt {
 pub struct Delivered {
     pub bundle: PathBuf,
     pub attempts: Vec<Attempt>,
-    /// Moved out of the spool: every collector confirmed it.
+    /// Moved out of the spool (to `sent/`): every collector confirmed it.
     pub left_spool: bool,
+    /// Where the bundle is now, when it moved (`sent/` or `refused/`).
+    pub moved_to: Option<PathBuf>,
     /// Why it could not leave the spool although confirmed everywhere
     /// (or refused somewhere).
     pub confirm_error: Option<String>,
@@ -75,16 +77,23 @@ pub fn drain(
             Outcome::RefusedBundle(why) => Some(format!("{}: {why}", a.to)),
             _ => None,
         });
-        let (mut left_spool, mut confirm_error, mut refused_to) = (false, None, None);
+        let (mut left_spool, mut confirm_error, mut refused_to, mut moved_to) =
+            (false, None, None, None);
         match (spool, refused) {
             // Refused for good: set aside, so it does not fail every later
             // upload, and kept.
             (Some(s), Some(why)) => match s.refuse(bundle, &why) {
-                Ok(p) => refused_to = Some(p),
+                Ok(p) => {
+                    refused_to = Some(p.clone());
+                    moved_to = Some(p);
+                }
                 Err(e) => confirm_error = Some(format!("{e:#}")),
             },
             (Some(s), None) if everywhere => match s.confirm(bundle) {
-                Ok(_) => left_spool = true,
+                Ok(p) => {
+                    left_spool = true;
+                    moved_to = Some(p);
+                }
                 Err(e) => confirm_error = Some(format!("{e:#}")),
             },
             _ => {}
@@ -93,6 +102,7 @@ pub fn drain(
             bundle: bundle.clone(),
             attempts,
             left_spool,
+            moved_to,
             confirm_error,
             refused_to,
         });
