@@ -275,6 +275,11 @@ fn delivered_once_and_shown_in_the_api() {
         page.contains(&format!("href=\"/bundles/{sha}/report\"")),
         "{page}"
     );
+    // With the fleet's navigation, as every other page.
+    assert!(
+        page.contains("<p class=\"nav\"><a href=\"/\">fleet</a> · <a href=\"/board\">"),
+        "{page}"
+    );
     let host = c.addr.trim_start_matches("http://");
     let mut conn = TcpStream::connect(host).unwrap();
     conn.write_all(
@@ -2206,6 +2211,11 @@ fn history_cohorts_exports_and_waivers_answer_from_a_fleet_of_bundles() {
     assert_eq!(code, 200);
     assert!(
         page.contains("id=\"outliers\"") && page.contains("DRV-00004-1"),
+        "{page}"
+    );
+    // Figures in words, not the export's column names.
+    assert!(
+        page.contains("<td>ACT 6x: worst hour % &gt; 1 ms</td>") && !page.contains("act_6x"),
         "{page}"
     );
     let (code, page) =

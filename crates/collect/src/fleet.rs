@@ -66,6 +66,23 @@ pub fn figures(r: &DriveRow) -> Vec<Figure> {
     out
 }
 
+/// A figure's name as people read it: "act_1.5x_op20 %>1ms" (the export's
+/// column, and the key of the cohort's JSON) is "ACT 1.5x, 20% spare:
+/// worst hour % > 1 ms"; the others are read as they are.
+pub fn figure_label(name: &str) -> String {
+    let Some(key) = name.strip_suffix(" %>1ms") else {
+        return name.to_string();
+    };
+    let Some(load) = key.strip_prefix("act_") else {
+        return name.to_string();
+    };
+    let load = match load.split_once("_op") {
+        Some((load, spare)) => format!("{load}, {spare}% spare"),
+        None => load.to_string(),
+    };
+    format!("ACT {load}: worst hour % > 1 ms")
+}
+
 /// A figure's spread over a cohort.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Distribution {
@@ -498,6 +515,20 @@ pub fn today() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_are_labelled_in_words() {
+        assert_eq!(
+            figure_label("act_12x %>1ms"),
+            "ACT 12x: worst hour % > 1 ms"
+        );
+        assert_eq!(
+            figure_label("act_1.5x_op20 %>1ms"),
+            "ACT 1.5x, 20% spare: worst hour % > 1 ms"
+        );
+        assert_eq!(figure_label("stream read MB/s"), "stream read MB/s");
+    }
+
     use storcert_report::export::{ActLoad, Smart};
 
     fn row(serial: &str, pct: f64, write_bw: f64, verdict: Verdict) -> DriveRow {

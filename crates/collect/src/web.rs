@@ -112,13 +112,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
     c.fresh().await;
     let r = match c.cfg.index.get(&sha) {
         Ok(Some(r)) => r,
-        Ok(None) => {
-            return (
-                StatusCode::NOT_FOUND,
-                page("not found", "<h1>No such bundle</h1>"),
-            )
-                .into_response()
-        }
+        Ok(None) => return not_found("No such bundle"),
         Err(e) => return super::internal(e).into_response(),
     };
     let s = &r.summary;
@@ -148,7 +142,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
         );
     }
     let body = format!(
-        "<p><a href=\"/\">← fleet</a></p><h1>{name} {verdict}</h1>\
+        "{nav}<h1>{name} {verdict}</h1>\
          <p>{machine}</p><p>received {received}, signed {signed} by key <code>{key}</code><br>\
          sha256 <code>{sha}</code> · {size} bytes · \
          <a id=\"report\" href=\"/bundles/{sha}/report\">report</a> · \
@@ -159,6 +153,7 @@ pub async fn bundle_page(State(c): State<Shared>, Path(sha): Path<String>) -> Re
          <th>WWN</th><th>Firmware</th><th>Verdict</th><th>ACT passed</th><th>Why</th></tr></thead>\
          <tbody>{drives}</tbody></table><h2>Tests</h2><table id=\"tests\"><thead><tr><th>Test</th>\
          <th>Result</th><th>Detail</th></tr></thead><tbody>{tests}</tbody></table>",
+        nav = nav(),
         name = esc(&r.name),
         verdict = verdict(s.verdict),
         machine = machine(&r),
@@ -627,7 +622,7 @@ fn cohorts_table(by: CohortKey, found: &[(fleet::Cohort, Vec<DriveRow>)]) -> Str
         let figures: Vec<String> = co
             .figures
             .iter()
-            .map(|(name, d)| format!("{}: {}", esc(name), spread(d)))
+            .map(|(name, d)| format!("{}: {}", esc(&fleet::figure_label(name)), spread(d)))
             .collect();
         rows += &format!(
             "<tr><td><a href=\"/cohorts?by={by}&amp;group={gq}\">{g}</a></td><td>{drives}{cut}</td>\
@@ -679,7 +674,7 @@ fn cohort_page(
     for (name, d) in &co.figures {
         figures += &format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
+            esc(&fleet::figure_label(name)),
             d.n,
             fig(Some(d.min), 2),
             fig(Some(d.p50), 2),
@@ -697,7 +692,7 @@ fn cohort_page(
                 link => link.to_string(),
             },
             machine_link(&o.machine_serial),
-            esc(&o.figure),
+            esc(&fleet::figure_label(&o.figure)),
             fig(Some(o.value), 2),
             fig(Some(o.cohort_median), 2),
             o.score,
