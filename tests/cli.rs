@@ -112,6 +112,24 @@ fn completions_and_man_pages_come_from_the_same_definition() {
     assert!(out.status.success());
     assert!(dir.path().join("storcert.1").exists());
     assert!(dir.path().join("storcert-inventory.1").exists());
+    // Each page ends with its examples, one a line (unfilled), as --help
+    // ends with them.
+    let run = std::fs::read_to_string(dir.path().join("storcert-run.1")).unwrap();
+    let examples = run
+        .split("\n.SH EXAMPLES\n.nf\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{run}"));
+    let examples = examples.split("\n.fi\n").next().unwrap();
+    assert!(
+        examples.contains("  storcert run \\-\\-profile burn\\-in  "),
+        "{examples}"
+    );
+    assert!(!run.contains(".SH EXTRA"), "{run}");
+    let help = String::from_utf8(storcert(&["run", "--help"]).stdout).unwrap();
+    assert!(
+        help.contains("Examples:\n  storcert run                "),
+        "{help}"
+    );
 }
 
 #[test]

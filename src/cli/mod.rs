@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 /// The collector's flags: `storcert-collect`, and `storcert collect`.
 #[cfg(feature = "collector")]
 pub mod collect;
+mod examples;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,7 +21,8 @@ pub mod collect;
                   Certification Tool workload and a streaming suite, and writes a signed \
                   results bundle.\n\nExit status: 0 success/pass, 1 fail, 2 could not run, \
                   3 interrupted.",
-    propagate_version = true
+    propagate_version = true,
+    after_long_help = examples::STORCERT
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,8 +34,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List disks and storage controllers with identity, firmware, write cache and health
+    #[command(after_long_help = examples::INVENTORY)]
     Inventory(InventoryArgs),
     /// Check drives, virtual drives and controllers against a policy
+    #[command(after_long_help = examples::CHECK)]
     Check(CheckArgs),
     /// Health snapshots before and after a run, and what degraded in between
     Health(HealthArgs),
@@ -42,22 +46,28 @@ pub enum Command {
     /// The Aerospike Certification Tool workload: prep, storage, index, analyze, search
     Act(ActArgs),
     /// Sequential write then read at full speed, fio-compatible results; or a filesystem pass
+    #[command(after_long_help = examples::STREAM)]
     Stream(StreamArgs),
     /// Make an Ed25519 signing key pair in minisign's format
     Keygen(KeygenArgs),
     /// Create, sign and verify results bundles
+    #[command(after_long_help = examples::BUNDLE)]
     Bundle(BundleArgs),
     /// Upload bundles (HTTP PUT) with retries, through a spool that keeps them until confirmed
+    #[command(after_long_help = examples::UPLOAD)]
     Upload(UploadArgs),
     /// Run the collector: receives and verifies bundles, stores them, serves the fleet's results
     /// (on a build with the collector; storcert-collect is the same)
     #[cfg(feature = "collector")]
     Collect(collect::CollectArgs),
     /// Run a whole qualification from a profile, unattended and resumable
+    #[command(after_long_help = examples::RUN)]
     Run(RunArgs),
     /// Render a bundle's report: self-contained HTML, Markdown or text
+    #[command(after_long_help = examples::REPORT)]
     Report(ReportArgs),
     /// ACT runs side by side: a table across loads per drive, and with and without spare area
+    #[command(after_long_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
@@ -113,14 +123,18 @@ pub struct ActArgs {
 #[derive(Debug, Subcommand)]
 pub enum ActCommand {
     /// Zero then salt whole devices (ACT's act_prep), at full speed
+    #[command(after_long_help = examples::ACT_PREP)]
     Prep(ActPrepArgs),
     /// Run ACT's storage workload from an ACT 6.x config file and/or flags
+    #[command(after_long_help = examples::ACT_STORAGE)]
     Storage(ActStorageArgs),
     /// Run ACT's index workload from an ACT 6.x act_index config file
     Index(ActIndexArgs),
     /// Analyze an ACT log as act_latency.py does, with the verdict
+    #[command(after_long_help = examples::ACT_ANALYZE)]
     Analyze(ActAnalyzeArgs),
     /// Find the highest load that passes: escalate, bisect, confirm
+    #[command(after_long_help = examples::ACT_SEARCH)]
     Search(ActSearchArgs),
 }
 
@@ -802,5 +816,47 @@ mod tests {
         let mut missing = Vec::new();
         walk(&super::Cli::command(), "storcert", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+}
+
+#[cfg(test)]
+mod example_tests {
+    use clap::Parser;
+
+    /// Every example parses as the command it shows: an example that
+    /// names a flag that is gone fails here, not in a user's shell.
+    #[test]
+    fn every_example_is_a_command_line_that_parses() {
+        use super::examples::*;
+        let all = [
+            STORCERT,
+            INVENTORY,
+            CHECK,
+            RUN,
+            ACT_STORAGE,
+            ACT_ANALYZE,
+            ACT_SEARCH,
+            ACT_PREP,
+            STREAM,
+            REPORT,
+            COMPARE,
+            BUNDLE,
+            UPLOAD,
+        ];
+        let mut seen = 0;
+        for text in all {
+            for line in text.lines().filter(|l| l.starts_with("  storcert ")) {
+                // The command ends where its description starts (a run of
+                // spaces), or at a pipe or a redirection.
+                let command = line.trim_start().split("   ").next().unwrap();
+                let command = command.split(['|', '>']).next().unwrap();
+                let words: Vec<&str> = command.split_whitespace().collect();
+                if let Err(e) = super::Cli::try_parse_from(&words) {
+                    panic!("{line:?} does not parse: {e}");
+                }
+                seen += 1;
+            }
+        }
+        assert!(seen >= 25, "{seen} examples");
     }
 }
