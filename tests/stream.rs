@@ -354,12 +354,23 @@ fn text_output_has_fios_run_status_block_and_dd_mode_its_line() {
         "--buffered",
     ]);
     let text = String::from_utf8(out.stdout).unwrap();
+    // Each pass says which it is, as the dd command it equals, then dd's
+    // own line (two bare "copied" lines left the reader to guess).
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(
+        lines[0],
+        format!("write: as dd if=/dev/zero of={} bs=1048576", file.display())
+    );
     assert!(
-        lines[0].starts_with("8388608 bytes (8.4 MB, 8.0 MiB) copied, "),
+        lines[1].starts_with("8388608 bytes (8.4 MB, 8.0 MiB) copied, "),
         "{text}"
     );
+    assert_eq!(
+        lines[2],
+        format!("read: as dd if={} of=/dev/null bs=1048576", file.display())
+    );
+    assert!(lines[3].starts_with("8388608 bytes (8.4 MB, 8.0 MiB) copied, "));
 }
 
 #[test]

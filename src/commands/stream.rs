@@ -127,11 +127,7 @@ pub fn run(a: StreamArgs) -> ExitCode {
         Err(e) => return fail(format!("{e:#}")),
     };
     let text = match a.output_format {
-        StreamFormat::Text if a.dd => result
-            .passes
-            .iter()
-            .map(|p| export::text::dd_line(p) + "\n")
-            .collect(),
+        StreamFormat::Text if a.dd => export::text::dd_summary(&result),
         StreamFormat::Text => export::text::render(&result),
         StreamFormat::Json => {
             String::from_utf8_lossy(&crate::results::Artefact::from(result.clone()).to_json())

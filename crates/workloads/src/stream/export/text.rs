@@ -126,6 +126,34 @@ pub fn group_line(p: &PassResult) -> String {
     )
 }
 
+/// dd mode's summary: per pass, the dd command it is the equal of, then
+/// dd's own closing line, so the write and the read are told apart and
+/// each "copied" line still reads as dd's.
+pub fn dd_summary(r: &StreamResult) -> String {
+    let targets: Vec<&str> = r.targets.iter().map(|t| t.path.as_str()).collect();
+    let bs = r.bs;
+    let flag = |io: &str| {
+        if r.direct {
+            format!(" {io}flag=direct")
+        } else {
+            String::new()
+        }
+    };
+    let mut out = String::new();
+    for p in &r.passes {
+        for t in &targets {
+            let t = storcert_util::text::printable(t, 200);
+            out += &match p.pass {
+                Pass::Write => format!("write: as dd if=/dev/zero of={t} bs={bs}{}\n", flag("o")),
+                Pass::Read => format!("read: as dd if={t} of=/dev/null bs={bs}{}\n", flag("i")),
+            };
+        }
+        out += &dd_line(p);
+        out.push('\n');
+    }
+    out
+}
+
 /// dd's closing line: "134217728 bytes (134 MB, 128 MiB) copied, 0.0881 s, 1.5 GB/s".
 pub fn dd_line(p: &PassResult) -> String {
     let g = &p.group;
