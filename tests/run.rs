@@ -872,6 +872,25 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
     assert!(!files.contains_key("results/stream/attempt-1/loop-0004.json"));
     let fs: serde_json::Value = serde_json::from_slice(&files["results/stream-fs.json"]).unwrap();
     assert_eq!(fs["artefact"], "stream-fs");
+    // The report shows it (it had no word of it): both tables, its
+    // bonnie++ CSV line, and that a 4 MiB file measures the page cache.
+    let report = String::from_utf8_lossy(&files["results/report.html"]);
+    let section = report
+        .split("<section id=\"filesystem\"><h2>Filesystem pass</h2>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        section.contains("<td class=\"l\">block write</td>")
+            && section.contains("<td class=\"l\">random delete</td>")
+            && section.contains("bonnie++ CSV: <code class=\"csv\">1.98,1.98,")
+            && section
+                .contains("<p class=\"warn\">Warning: the file (4 MiB) is smaller than twice"),
+        "{section}"
+    );
+    assert!(
+        err.contains("[stream fs] the file (4 MiB) is smaller than twice"),
+        "{err}"
+    );
     // The filesystem pass cleans up after itself.
     assert_eq!(std::fs::read_dir(&fsdir).unwrap().count(), 0);
 }

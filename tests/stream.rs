@@ -417,6 +417,33 @@ fn filesystem_pass_reports_both_tables_and_cleans_up() {
         0,
         "left files behind"
     );
+    // As text: the tables, then bonnie++'s CSV line last (48 columns);
+    // a 32 MiB file is under twice any test machine's memory, and it is
+    // said before the pass and in its output.
+    let out = storcert(&[
+        "stream",
+        "--fs",
+        tmp.path().to_str().unwrap(),
+        "--fs-size",
+        "32M",
+        "--files",
+        "1024",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap();
+    assert!(last.starts_with("1.98,1.98,"), "{text}");
+    assert_eq!(last.split(',').count(), 48, "{last}");
+    assert_eq!(last.split(',').nth(5), Some("32M"), "{last}");
+    assert_eq!(last.split(',').nth(19), Some("1"), "{last}");
+    assert!(
+        text.contains("warning: the file (32 MiB) is smaller than twice"),
+        "{text}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("storcert stream: warning: the file (32 MiB)"),
+        "{err}"
+    );
     let out = storcert(&["stream", "--fs", "/nonexistent-dir"]);
     assert_eq!(out.status.code(), Some(2));
 }

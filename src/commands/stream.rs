@@ -41,6 +41,12 @@ pub fn run(a: StreamArgs) -> ExitCode {
             (Err(e), _) => return fail(format!("--fs-size: {e}")),
             (_, Err(e)) => return fail(format!("--bs: {e}")),
         };
+        // Said before the pass too: its figures may be the page cache's.
+        if let Some(w) =
+            crate::results::stream::page_cache_warning(spec.file_size, fs::memory_bytes())
+        {
+            eprintln!("storcert stream: warning: {w}");
+        }
         let r = match fs::run(&spec, &stop) {
             Ok(r) => r,
             Err(e) => return fail(format!("{e:#}")),

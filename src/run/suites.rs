@@ -518,6 +518,9 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     &ctx.stop,
                 )?;
                 ctx.write("stream-fs.json", r.clone())?;
+                if let Some(w) = r.page_cache_warning() {
+                    ctx.note(format!("[stream fs] {w}"));
+                }
                 Ok(format!("in {}", fs.dir.display()))
             })?;
         }

@@ -30,7 +30,7 @@ pub fn verdict(v: Verdict) -> String {
     )
 }
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
+const STYLE: &str = ".warn{color:#8a4b00;font-weight:bold}code.csv{word-break:break-all}body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #eee;padding-bottom:.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ddd;padding:3px 8px;text-align:right}\
 th{background:#f4f4f4}td.l,th.l{text-align:left}.chart-figure{margin:0}.legend{list-style:none;\
@@ -153,6 +153,7 @@ pub fn render(r: &Report) -> String {
     policy_section(&mut out, r);
     act_section(&mut out, r);
     stream_section(&mut out, r);
+    filesystem_section(&mut out, r);
     health_section(&mut out, r);
     tests_section(&mut out, r);
     out.push_str("</section></body></html>\n");
@@ -392,6 +393,57 @@ fn stream_section(out: &mut String, r: &Report) {
             &[],
             &[],
         ));
+    }
+    out.push_str("</section>");
+}
+
+/// Each filesystem pass: bonnie++'s two tables, its CSV line, and whether
+/// its file was too small to get past the page cache.
+fn filesystem_section(out: &mut String, r: &Report) {
+    if r.filesystem.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"filesystem\"><h2>Filesystem pass</h2>");
+    for (path, f) in &r.filesystem {
+        let _ = write!(
+            out,
+            "<p>in <code>{}</code>: a {} file in {} chunks, {} files (<code>{}</code>){}</p>",
+            esc(&f.dir),
+            storcert_util::units::decimal_bytes(f.file_size),
+            storcert_util::units::decimal_bytes(f.chunk as u64),
+            f.files,
+            esc(path),
+            if f.interrupted {
+                "; interrupted: the figures cover what was done"
+            } else {
+                ""
+            }
+        );
+        if let Some(w) = f.page_cache_warning() {
+            let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", esc(&w));
+        }
+        out.push_str("<table><thead><tr><th class=\"l\">test</th><th>rate</th><th>max latency</th></tr></thead><tbody>");
+        for m in f.data.iter().chain(&f.metadata) {
+            let rate = if m.unit == "B" {
+                format!(
+                    "{}/s",
+                    storcert_util::units::decimal_bytes(m.per_sec as u64)
+                )
+            } else {
+                format!("{:.0} {}/s", m.per_sec, esc(&m.unit))
+            };
+            let _ = write!(
+                out,
+                "<tr><td class=\"l\">{}</td><td>{rate}</td><td>{} µs</td></tr>",
+                esc(&m.test),
+                m.max_latency_us
+            );
+        }
+        let _ = write!(
+            out,
+            "</tbody></table><p>bonnie++ CSV: <code class=\"csv\">{}</code></p>",
+            esc(&f.bonnie_csv())
+        );
     }
     out.push_str("</section>");
 }

@@ -76,6 +76,8 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub act: Vec<ActSection>,
     pub streams: Vec<StreamSection>,
+    /// Filesystem passes (bonnie++'s tables), by their path.
+    pub filesystem: Vec<(String, storcert_results::stream::FsResult)>,
     pub health: Vec<HealthChange>,
     pub endurance: Vec<EnduranceRow>,
     pub notes: Vec<String>,
@@ -173,6 +175,7 @@ impl Report {
             findings: Vec::new(),
             act: Vec::new(),
             streams: Vec::new(),
+            filesystem: Vec::new(),
             health: Vec::new(),
             endurance: Vec::new(),
             notes: Vec::new(),
@@ -208,6 +211,9 @@ impl Report {
                         })
                         .collect(),
                 }),
+                Artefact::StreamFs(f) if r.filesystem.len() < MAX_SHOWN => {
+                    r.filesystem.push((item.path.clone(), f.clone()))
+                }
                 Artefact::HealthDiff(d) => {
                     r.health_compared = true;
                     r.health_tracked += d.drives.len() + d.unmatched.len();

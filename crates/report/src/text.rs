@@ -87,6 +87,7 @@ fn render(r: &Report, md: bool) -> String {
     findings_section(&mut d, r);
     act_sections(&mut d, r);
     stream_sections(&mut d, r);
+    filesystem_sections(&mut d, r);
     health_section(&mut d, r);
     if !r.notes.is_empty() {
         d.heading(2, "Run notes");
@@ -266,6 +267,40 @@ fn stream_sections(d: &mut Doc, r: &Report) {
         }
         d.out.push('\n');
     }
+}
+
+/// Each filesystem pass: its tables as `stream --fs` prints them, and its
+/// bonnie++ CSV line.
+fn filesystem_sections(d: &mut Doc, r: &Report) {
+    for (path, f) in &r.filesystem {
+        let title = format!("Filesystem pass in {}", d.o(&f.dir));
+        d.heading(2, &title);
+        let _ = writeln!(d.out, "From {}.\n", d.o(path));
+        if let Some(w) = f.page_cache_warning() {
+            let _ = writeln!(d.out, "Warning: {w}\n");
+        }
+        let text = storcert_util::text::printable_lines(&fs_tables(f));
+        let fence = if d.md { fence(&text) } else { String::new() };
+        let _ = writeln!(d.out, "{fence}\n{text}{fence}\n");
+    }
+}
+
+/// bonnie++'s two tables and its CSV line, in words.
+fn fs_tables(f: &storcert_results::stream::FsResult) -> String {
+    let mut s = String::new();
+    for m in f.data.iter().chain(&f.metadata) {
+        let rate = if m.unit == "B" {
+            format!(
+                "{}/s",
+                storcert_util::units::decimal_bytes(m.per_sec as u64)
+            )
+        } else {
+            format!("{:.0} {}/s", m.per_sec, m.unit)
+        };
+        let _ = writeln!(s, "{:<20} {:>16} {:>11} us", m.test, rate, m.max_latency_us);
+    }
+    let _ = writeln!(s, "\nbonnie++ CSV: {}", f.bonnie_csv());
+    s
 }
 
 fn health_section(d: &mut Doc, r: &Report) {

@@ -289,9 +289,139 @@ pub struct FsResult {
     pub data: Vec<Measure>,
     pub metadata: Vec<Measure>,
     pub interrupted: bool,
+    /// The machine's memory when the pass ran: a file smaller than twice
+    /// it may be read back from the page cache, not the drive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram_bytes: Option<u64>,
+    /// The machine's name, bonnie++'s `name` column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// Why a filesystem pass on a file of `file_size` may measure the page
+/// cache: bonnie++ asks for a file of at least twice the memory.
+pub fn page_cache_warning(file_size: u64, ram_bytes: Option<u64>) -> Option<String> {
+    let ram = ram_bytes?;
+    (file_size < ram.saturating_mul(2)).then(|| {
+        format!(
+            "the file ({} MiB) is smaller than twice this machine's memory ({} MiB): \
+             its reads may come from the page cache, not the drive (bonnie++ asks for twice the memory)",
+            file_size >> 20,
+            ram >> 20
+        )
+    })
+}
+
+/// bonnie++'s latency cell: "95us", "12ms", "3s".
+fn bonnie_latency(us: u64) -> String {
+    match us {
+        0 => String::new(),
+        us if us >= 100_000_000 => format!("{}s", us / 1_000_000),
+        us if us >= 100_000 => format!("{}ms", us / 1000),
+        us => format!("{us}us"),
+    }
+}
+
+/// bonnie++'s size cell: 1024 divided out while it divides ("1G", "512M";
+/// "1m" for a chunk of 1 MiB).
+fn bonnie_size(mut n: u64, units: &[char]) -> String {
+    let mut i = 0;
+    while n != 0 && n % 1024 == 0 && i + 1 < units.len() {
+        n /= 1024;
+        i += 1;
+    }
+    format!("{n}{}", units[i]).trim_end().to_string()
 }
 
 impl FsResult {
+    pub fn page_cache_warning(&self) -> Option<String> {
+        page_cache_warning(self.file_size, self.ram_bytes)
+    }
+
+    /// The pass as bonnie++ 1.98's CSV line (what bon_csv2html reads):
+    /// the per-character tests and the CPU columns bonnie++ measures and
+    /// storcert does not are empty; `num_files` is in bonnie++'s units of
+    /// 1024 files where the count divides, else the count itself.
+    pub fn bonnie_csv(&self) -> String {
+        fn by<'a>(list: &'a [Measure], test: &str) -> Option<&'a Measure> {
+            list.iter().find(|m| m.test == test)
+        }
+        let kib = |test: &str| {
+            by(&self.data, test).map_or(String::new(), |m| {
+                format!("{}", (m.per_sec / 1024.0) as u64)
+            })
+        };
+        let seeks = by(&self.data, "random seeks").map_or(String::new(), |m| {
+            if m.per_sec >= 1000.0 {
+                format!("{:.0}", m.per_sec)
+            } else {
+                format!("{:.1}", m.per_sec)
+            }
+        });
+        const FILES: [&str; 6] = [
+            "sequential create",
+            "sequential stat",
+            "sequential delete",
+            "random create",
+            "random stat",
+            "random delete",
+        ];
+        let ops = |test: &str| {
+            by(&self.metadata, test).map_or(String::new(), |m| format!("{}", m.per_sec as u64))
+        };
+        let latency = |list: &[Measure], test: &str| {
+            by(list, test).map_or(String::new(), |m| bonnie_latency(m.max_latency_us))
+        };
+        let chunk = bonnie_size(self.chunk as u64, &[' ', 'k', 'm']);
+        let files = if self.files % 1024 == 0 {
+            (self.files / 1024).to_string()
+        } else {
+            self.files.to_string()
+        };
+        let mut cells: Vec<String> = vec![
+            "1.98".into(),
+            "1.98".into(),
+            self.host.clone().unwrap_or_default().replace(',', " "),
+            "1".into(),
+            String::new(),
+            bonnie_size(self.file_size >> 20, &['M', 'G']),
+            chunk,
+            String::new(),
+            String::new(),
+            kib("block write"),
+            String::new(),
+            kib("rewrite"),
+            String::new(),
+            String::new(),
+            String::new(),
+            kib("block read"),
+            String::new(),
+            seeks,
+            String::new(),
+            files,
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
+        for t in FILES {
+            cells.push(ops(t));
+            cells.push(String::new());
+        }
+        cells.push(String::new());
+        for t in ["block write", "rewrite"] {
+            cells.push(latency(&self.data, t));
+        }
+        cells.push(String::new());
+        for t in ["block read", "random seeks"] {
+            cells.push(latency(&self.data, t));
+        }
+        for t in FILES {
+            cells.push(latency(&self.metadata, t));
+        }
+        cells.join(",")
+    }
+
     /// An interrupted pass fails: its figures cover part of the work.
     pub fn judgement(&self) -> super::verdict::Judgement {
         super::verdict::Judgement {
@@ -358,5 +488,71 @@ mod tests {
         // Three seconds at 90% and one at 50%: 80%.
         assert!((d[0].util - 80.0).abs() < 1e-9, "{}", d[0].util);
         assert!((d[1].util - 70.0).abs() < 1e-9, "{}", d[1].util);
+    }
+
+    fn measure(test: &str, per_sec: f64, unit: &str, max_latency_us: u64) -> Measure {
+        Measure {
+            test: test.into(),
+            per_sec,
+            unit: unit.into(),
+            max_latency_us,
+            seconds: 1.0,
+        }
+    }
+
+    /// bonnie++ 1.98's 48 columns, each figure where bon_csv2html looks.
+    #[test]
+    fn a_filesystem_pass_is_bonnie_csv_column_for_column() {
+        let r = FsResult {
+            schema_version: FS_SCHEMA,
+            dir: "/mnt/v".into(),
+            file_size: 8 << 30,
+            chunk: 1 << 20,
+            files: 1024,
+            data: vec![
+                measure("block write", 1024.0 * 500_000.0, "B", 15_838),
+                measure("rewrite", 1024.0 * 300_000.0, "B", 250_000),
+                measure("block read", 1024.0 * 900_000.0, "B", 6_892),
+                measure("random seeks", 812.46, "ops", 3_411),
+            ],
+            metadata: [
+                "sequential create",
+                "sequential stat",
+                "sequential delete",
+                "random create",
+                "random stat",
+                "random delete",
+            ]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| measure(t, 1000.0 * (i + 1) as f64, "ops", 95))
+            .collect(),
+            interrupted: false,
+            ram_bytes: Some(2 << 30),
+            host: Some("rack1,u12".into()),
+        };
+        let csv = r.bonnie_csv();
+        let c: Vec<&str> = csv.split(',').collect();
+        assert_eq!(c.len(), 48, "{csv}");
+        assert_eq!(&c[..7], ["1.98", "1.98", "rack1 u12", "1", "", "8G", "1m"]);
+        // put_block, rewrite, get_block in KiB/s; seeks under 1000 with a decimal.
+        assert_eq!(
+            (c[9], c[11], c[15], c[17]),
+            ("500000", "300000", "900000", "812.5")
+        );
+        assert_eq!((c[7], c[8], c[10], c[13]), ("", "", "", ""));
+        assert_eq!(c[19], "1");
+        assert_eq!((c[24], c[26], c[34]), ("1000", "2000", "6000"));
+        assert_eq!(&c[36..42], ["", "15838us", "250ms", "", "6892us", "3411us"]);
+        assert_eq!(c[47], "95us");
+        // 8 GiB against 2 GiB of memory: large enough.
+        assert_eq!(r.page_cache_warning(), None);
+        let small = FsResult {
+            file_size: 1 << 30,
+            ..r
+        };
+        assert!(small.page_cache_warning().unwrap().starts_with(
+            "the file (1024 MiB) is smaller than twice this machine's memory (2048 MiB)"
+        ));
     }
 }

@@ -199,7 +199,25 @@ fn run_in(spec: &FsSpec, work: &Path, stop: &AtomicBool) -> Result<FsResult> {
         data,
         metadata,
         interrupted,
+        ram_bytes: memory_bytes(),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string()),
     })
+}
+
+/// This machine's memory (MemTotal), for the page-cache warning.
+pub fn memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// bonnie++'s two tables, in words.
@@ -210,6 +228,9 @@ pub fn render(r: &FsResult) -> String {
         "Filesystem pass in {} ({} byte file, {} byte chunks)",
         r.dir, r.file_size, r.chunk
     );
+    if let Some(w) = r.page_cache_warning() {
+        let _ = writeln!(s, "warning: {w}");
+    }
     let _ = writeln!(s, "{:<16} {:>14} {:>14}", "data", "rate", "max latency");
     for m in &r.data {
         let rate = if m.unit == "B" {
@@ -237,5 +258,7 @@ pub fn render(r: &FsResult) -> String {
     if r.interrupted {
         let _ = writeln!(s, "\ninterrupted: the figures cover what was done");
     }
+    // bonnie++'s CSV line last, as bonnie++ prints it (bon_csv2html reads it).
+    let _ = writeln!(s, "\n{}", r.bonnie_csv());
     s
 }
