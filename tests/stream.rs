@@ -376,17 +376,13 @@ fn text_output_has_fios_run_status_block_and_dd_mode_its_line() {
 #[test]
 fn filesystem_pass_reports_both_tables_and_cleans_up() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = storcert(&[
-        "stream",
-        "--fs",
-        tmp.path().to_str().unwrap(),
-        "--fs-size",
-        "32M",
-        "--files",
-        "300",
-        "--output-format",
-        "json",
-    ]);
+    let pass = |more: &[&str]| {
+        let dir = tmp.path().to_str().unwrap();
+        let mut args = vec!["stream", "--fs", dir, "--fs-size", "32M"];
+        args.extend(more);
+        storcert(&args)
+    };
+    let out = pass(&["--files", "300", "--output-format", "json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -420,15 +416,7 @@ fn filesystem_pass_reports_both_tables_and_cleans_up() {
     // As text: the tables, then bonnie++'s CSV line last (48 columns);
     // a 32 MiB file is under twice any test machine's memory, and it is
     // said before the pass and in its output.
-    let out = storcert(&[
-        "stream",
-        "--fs",
-        tmp.path().to_str().unwrap(),
-        "--fs-size",
-        "32M",
-        "--files",
-        "1024",
-    ]);
+    let out = pass(&["--files", "1024"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let last = text.lines().last().unwrap();
     assert!(last.starts_with("1.98,1.98,"), "{text}");

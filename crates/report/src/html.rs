@@ -424,18 +424,11 @@ fn filesystem_section(out: &mut String, r: &Report) {
         }
         out.push_str("<table><thead><tr><th class=\"l\">test</th><th>rate</th><th>max latency</th></tr></thead><tbody>");
         for m in f.data.iter().chain(&f.metadata) {
-            let rate = if m.unit == "B" {
-                format!(
-                    "{}/s",
-                    storcert_util::units::decimal_bytes(m.per_sec as u64)
-                )
-            } else {
-                format!("{:.0} {}/s", m.per_sec, esc(&m.unit))
-            };
             let _ = write!(
                 out,
-                "<tr><td class=\"l\">{}</td><td>{rate}</td><td>{} µs</td></tr>",
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{} µs</td></tr>",
                 esc(&m.test),
+                esc(&m.rate_text()),
                 m.max_latency_us
             );
         }

@@ -289,15 +289,13 @@ fn filesystem_sections(d: &mut Doc, r: &Report) {
 fn fs_tables(f: &storcert_results::stream::FsResult) -> String {
     let mut s = String::new();
     for m in f.data.iter().chain(&f.metadata) {
-        let rate = if m.unit == "B" {
-            format!(
-                "{}/s",
-                storcert_util::units::decimal_bytes(m.per_sec as u64)
-            )
-        } else {
-            format!("{:.0} {}/s", m.per_sec, m.unit)
-        };
-        let _ = writeln!(s, "{:<20} {:>16} {:>11} us", m.test, rate, m.max_latency_us);
+        let _ = writeln!(
+            s,
+            "{:<20} {:>16} {:>11} us",
+            m.test,
+            m.rate_text(),
+            m.max_latency_us
+        );
     }
     let _ = writeln!(s, "\nbonnie++ CSV: {}", f.bonnie_csv());
     s

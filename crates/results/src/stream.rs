@@ -298,6 +298,30 @@ pub struct FsResult {
     pub host: Option<String>,
 }
 
+/// The filesystem pass's file tests, in bonnie++'s order.
+pub const FS_FILE_TESTS: [&str; 6] = [
+    "sequential create",
+    "sequential stat",
+    "sequential delete",
+    "random create",
+    "random stat",
+    "random delete",
+];
+
+impl Measure {
+    /// The rate as people read it: "1.4 GB/s" for data, "9646 ops/s".
+    pub fn rate_text(&self) -> String {
+        if self.unit == "B" {
+            format!(
+                "{}/s",
+                storcert_util::units::decimal_bytes(self.per_sec as u64)
+            )
+        } else {
+            format!("{:.0} {}/s", self.per_sec, self.unit)
+        }
+    }
+}
+
 /// Why a filesystem pass on a file of `file_size` may measure the page
 /// cache: bonnie++ asks for a file of at least twice the memory.
 pub fn page_cache_warning(file_size: u64, ram_bytes: Option<u64>) -> Option<String> {
@@ -358,14 +382,6 @@ impl FsResult {
                 format!("{:.1}", m.per_sec)
             }
         });
-        const FILES: [&str; 6] = [
-            "sequential create",
-            "sequential stat",
-            "sequential delete",
-            "random create",
-            "random stat",
-            "random delete",
-        ];
         let ops = |test: &str| {
             by(&self.metadata, test).map_or(String::new(), |m| format!("{}", m.per_sec as u64))
         };
@@ -404,7 +420,7 @@ impl FsResult {
             String::new(),
             String::new(),
         ];
-        for t in FILES {
+        for t in FS_FILE_TESTS {
             cells.push(ops(t));
             cells.push(String::new());
         }
@@ -416,7 +432,7 @@ impl FsResult {
         for t in ["block read", "random seeks"] {
             cells.push(latency(&self.data, t));
         }
-        for t in FILES {
+        for t in FS_FILE_TESTS {
             cells.push(latency(&self.metadata, t));
         }
         cells.join(",")
@@ -515,18 +531,11 @@ mod tests {
                 measure("block read", 1024.0 * 900_000.0, "B", 6_892),
                 measure("random seeks", 812.46, "ops", 3_411),
             ],
-            metadata: [
-                "sequential create",
-                "sequential stat",
-                "sequential delete",
-                "random create",
-                "random stat",
-                "random delete",
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, t)| measure(t, 1000.0 * (i + 1) as f64, "ops", 95))
-            .collect(),
+            metadata: FS_FILE_TESTS
+                .iter()
+                .enumerate()
+                .map(|(i, t)| measure(t, 1000.0 * (i + 1) as f64, "ops", 95))
+                .collect(),
             interrupted: false,
             ram_bytes: Some(2 << 30),
             host: Some("rack1,u12".into()),
