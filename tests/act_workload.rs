@@ -131,6 +131,7 @@ fn device_errors_are_counted_per_device_and_stop_past_the_limit() {
     let out = storcert(&[
         "act",
         "storage",
+        "--run-to-end",
         "--device",
         &lo.dev,
         "--load",
@@ -160,6 +161,7 @@ fn device_errors_are_counted_per_device_and_stop_past_the_limit() {
     let out = storcert(&[
         "act",
         "storage",
+        "--run-to-end",
         "--device",
         &lo.dev,
         "--load",
@@ -189,6 +191,7 @@ fn ctrl_c_leaves_a_valid_analysable_log() {
         .args([
             "act",
             "storage",
+            "--run-to-end",
             "--device",
             file.to_str().unwrap(),
             "--file-size-mbytes",
@@ -233,6 +236,7 @@ fn a_load_the_device_cannot_take_stops_with_an_error() {
     let out = storcert(&[
         "act",
         "storage",
+        "--run-to-end",
         "--device",
         file.to_str().unwrap(),
         "--file-size-mbytes",
@@ -356,6 +360,7 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
     let out = storcert(&[
         "act",
         "storage",
+        "--run-to-end",
         "--device",
         &a.dev,
         "--device",
@@ -401,6 +406,7 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
     let out = storcert(&[
         "act",
         "storage",
+        "--run-to-end",
         "--device",
         tmp.path().join("n1").to_str().unwrap(),
         "--device",
@@ -669,6 +675,30 @@ fn a_log_on_standard_output_is_written_not_read_back() {
     judged(&out);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("\nACT version"));
     assert!(!std::path::Path::new("/dev/stdout.analysis.json").exists());
+    // Standard output redirected to a file (a shell's `>> run.log`): what
+    // the file held stays, and nothing lands in /dev beside "stdout" (it
+    // was truncated, and an analysis written to /dev).
+    let kept = tmp.path().join("run.log");
+    std::fs::write(&kept, "PRIOR\n").unwrap();
+    let append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&kept)
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(["act", "storage", "--device", file.to_str().unwrap()])
+        .args(["--file-size-mbytes", "64", "--engine", "null"])
+        .args(["--load", "1x", "--duration", "2s", "--log", "/dev/stdout"])
+        .stdout(append)
+        .output()
+        .unwrap();
+    let stray = std::path::Path::new("/dev/stdout.analysis.json");
+    let wrote_stray = stray.exists();
+    let _ = std::fs::remove_file(stray);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&kept).unwrap();
+    assert!(text.starts_with("PRIOR\n\nACT version"), "{text}");
+    assert!(text.contains("\nverdict: PASS ("), "{text}");
+    assert!(!wrote_stray, "an analysis was written in /dev");
     // In a regular file: the analysis is beside it and names its bytes.
     let log = tmp.path().join("a.log");
     let out = storcert(&[

@@ -145,6 +145,13 @@ pub fn save_analysis(
     Ok(a)
 }
 
+/// A path that names an open stream rather than a file of the run's own
+/// (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`): written as it is,
+/// never truncated, read back or given files beside it.
+fn is_stream_path(p: &std::path::Path) -> bool {
+    p.starts_with("/dev/") || p.starts_with("/proc/")
+}
+
 /// Where one workload run's outputs go: the ACT log (standard output when
 /// `None`), the per-second timeline and the run's result artefact.
 #[derive(Debug, Clone, Default)]
@@ -196,13 +203,15 @@ pub fn run_to_files(
     progress: &mut dyn FnMut(u64, f64, f64),
 ) -> Result<Ran> {
     use std::io::Write;
-    // Only a log in a regular file is read back and analysed: `--log
-    // /dev/stdout`, a pipe or a terminal is written, never read (that
-    // would wait forever) and gets no `.analysis.json` beside it in /dev.
+    // Only a log in a regular file of its own is read back and analysed:
+    // `--log /dev/stdout` (even redirected to a file), a pipe or a terminal
+    // is written, never read (that would wait forever), never truncated (a
+    // shell's `>>` keeps what it held), and gets no `.analysis.json` beside
+    // it in /dev; it is judged as it passes instead.
     let analysed_log = files
         .log
         .as_deref()
-        .filter(|p| std::fs::metadata(p).map_or(true, |m| m.is_file()));
+        .filter(|p| !is_stream_path(p) && std::fs::metadata(p).map_or(true, |m| m.is_file()));
     // Nothing of an earlier run at these paths may outlive a run that
     // fails: its result and its log's analysis go first.
     for stale in files
@@ -219,7 +228,14 @@ pub fn run_to_files(
         }
     }
     let create = |p: &std::path::Path| {
-        std::fs::File::create(p)
+        // A stream is appended to: reopened through /dev it would start
+        // at offset 0 of a redirected file and overwrite what it held.
+        let mut open = std::fs::OpenOptions::new();
+        match is_stream_path(p) {
+            true => open.append(true),
+            false => open.write(true).create(true).truncate(true),
+        };
+        open.open(p)
             .map(std::io::BufWriter::new)
             .with_context(|| format!("{}", p.display()))
     };
