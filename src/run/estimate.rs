@@ -21,7 +21,8 @@ pub struct SizeBound {
     pub prep: u64,
     /// The streaming passes, each loop.
     pub stream: u64,
-    /// The filesystem pass's files, written and read.
+    /// The filesystem pass's file: written, rewritten (read and written
+    /// again) and read; its small files are not counted.
     pub fs: u64,
 }
 
@@ -72,10 +73,7 @@ pub fn size_bound(p: &Profile, drive_bytes: u64) -> SizeBound {
                 .saturating_mul(loops);
         }
         if let Some(f) = &s.fs {
-            fs = f
-                .file_size
-                .saturating_mul(u64::from(f.files))
-                .saturating_mul(2);
+            fs = f.file_size.saturating_mul(4);
         }
     }
     SizeBound { prep, stream, fs }
@@ -94,8 +92,8 @@ pub fn drive_bytes(t: &Target, inv: &Inventory) -> Option<u64> {
 }
 
 /// The lines that say how long the run takes: the timed stages, the
-/// size-bound ones for the largest drive (drives run side by side), and
-/// the sum.
+/// size-bound ones for the largest drive (drives run side by side), the
+/// sum, and whether it fits the profile's time budget.
 pub fn text(p: &Profile, targets: &[Target], inv: &Inventory) -> Vec<String> {
     let secs = |s: u64| humantime::format_duration(std::time::Duration::from_secs(s)).to_string();
     let timed = p.plan.timed_seconds();
@@ -103,21 +101,28 @@ pub fn text(p: &Profile, targets: &[Target], inv: &Inventory) -> Vec<String> {
     let sizes: Vec<Option<u64>> = targets.iter().map(|t| drive_bytes(t, inv)).collect();
     let largest = sizes.iter().flatten().max().copied().unwrap_or(0);
     let bound = size_bound(p, largest);
-    if bound.total() == 0 {
-        lines.push(format!("in all: about {}", secs(timed)));
-        return lines;
-    }
     let moving = bound.total().div_ceil(ASSUMED_BYTES_PER_SEC);
-    lines.push(format!(
-        "stages bound by size: {} on the largest drive, about {} at an assumed {} MB/s (NVMe is faster, disks slower)",
-        bound.parts(),
-        secs(moving),
-        ASSUMED_BYTES_PER_SEC / 1_000_000
-    ));
-    if sizes.iter().any(Option::is_none) {
+    if bound.total() > 0 {
+        lines.push(format!(
+            "stages bound by size: {} on the largest drive, about {} at an assumed {} MB/s (NVMe is faster, disks slower)",
+            bound.parts(),
+            secs(moving),
+            ASSUMED_BYTES_PER_SEC / 1_000_000
+        ));
+    }
+    if sizes.iter().any(Option::is_none) && size_bound(p, 1 << 40).total() > 0 {
         lines.push("  (a drive of unknown size is not counted)".into());
     }
-    lines.push(format!("in all: about {}", secs(timed + moving)));
+    let total = timed + moving;
+    lines.push(format!("in all: about {}", secs(total)));
+    if let Some(budget) = p.plan.time_budget {
+        if total > budget.as_secs() {
+            lines.push(format!(
+                "  more than the time budget ({}): stages not started in time are skipped",
+                secs(budget.as_secs())
+            ));
+        }
+    }
     lines
 }
 
@@ -143,6 +148,19 @@ mod tests {
         // Half the drive, written and read, twice.
         assert_eq!(b.stream, 2_000_000_000_000);
         assert_eq!(b.fs, 0);
+    }
+
+    /// The filesystem pass moves its one file four times (write, rewrite's
+    /// read and write, read), however many small files it makes: a 16 GiB
+    /// file with 1024 files was estimated at 35 TB.
+    #[test]
+    fn the_filesystem_pass_counts_its_file_not_its_small_files() {
+        let p = profile(
+            "name = \"x\"\n[devices]\nselect = \"all\"\n\
+             [stream]\npattern = []\nfs_dir = \"/mnt/v\"\nfs_size = \"16G\"\nfs_files = 1024\n",
+        );
+        let b = size_bound(&p, 1 << 40);
+        assert_eq!((b.stream, b.fs), (0, 4 * (16 << 30)));
     }
 
     #[test]
