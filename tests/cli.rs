@@ -177,6 +177,18 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
             "storcert act storage: --device: no devices named\n",
         ),
         (
+            &["act", "storage", "-d", "x", "--duration", "2s"][..],
+            "storcert act storage: no load: give --load Nx (or --read-reqs-per-sec and --write-reqs-per-sec)\n",
+        ),
+        (
+            &["act", "storage", "-d", "x", "--duration", "2s", "--load", "1x", "--disable-odsync", "--commit-to-device"][..],
+            "storcert act storage: --disable-odsync: can't be set together with --commit-to-device\n",
+        ),
+        (
+            &["act", "analyze", "a.log", "-l", "b.log"][..],
+            "storcert act analyze: two logs given (a.log and -l b.log): analyze one at a time\n",
+        ),
+        (
             &["act", "storage", "/nonexistent.conf"][..],
             "storcert act storage: /nonexistent.conf: No such file or directory (os error 2)\n",
         ),

@@ -37,7 +37,7 @@ Examples:
                                                ACT at 12x for a day; the verdict at the end, exit 1 on fail
   storcert act storage act_storage.conf --log act.log
                                                an ACT 6.x config, as is
-  storcert act storage -d drive.img --engine null --null-latency 2ms --duration 30s
+  storcert act storage -d drive.img --file-size-mbytes 1024 --engine null --null-latency 2ms --load 4x --duration 30s
                                                the scheduler and the judge on a drive whose latency you set";
 
 pub const ACT_ANALYZE: &str = "\

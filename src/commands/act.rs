@@ -102,20 +102,56 @@ fn storage_config_as_given(
     }
     match c.finish(&origin) {
         // Without a config file the settings are the flags: say which.
-        Err(e) if config.is_none() => Err(anyhow::anyhow!("{}: {}", flag_for(&e.key), e.reason)),
+        Err(e) if config.is_none() => Err(anyhow::anyhow!("{}", in_flags(&e.key, &e.reason))),
         r => r.map(|()| c).map_err(Into::into),
     }
 }
 
-/// The flag that sets an ACT config key.
-fn flag_for(key: &str) -> String {
-    match key {
-        "device-names" => "--device".into(),
-        "test-duration-sec" => "--duration".into(),
-        "report-interval-sec" => "--report-interval".into(),
-        "max-lag-sec" => "--max-lag".into(),
-        key => format!("--{key}"),
+/// A config check's error as the flags that set the keys it names.
+fn in_flags(key: &str, reason: &str) -> String {
+    if key == "read-reqs-per-sec" && reason.ends_with("can't both be zero") {
+        return "no load: give --load Nx (or --read-reqs-per-sec and --write-reqs-per-sec)".into();
     }
+    let reason: Vec<String> = reason
+        .split(' ')
+        .map(|w| {
+            let word = w.trim_end_matches([',', ';', ':', '.', ')']);
+            match flag_for(word) {
+                Some(f) => w.replacen(word, f, 1),
+                None => w.to_string(),
+            }
+        })
+        .collect();
+    format!("{}: {}", flag_for(key).unwrap_or(key), reason.join(" "))
+}
+
+/// The flag that sets an ACT config key (the service threads follow from
+/// the load: no flag sets them).
+fn flag_for(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "device-names" => "--device",
+        "test-duration-sec" => "--duration",
+        "report-interval-sec" => "--report-interval",
+        "max-lag-sec" => "--max-lag",
+        "service-threads" => "--load",
+        "read-reqs-per-sec" => "--read-reqs-per-sec",
+        "write-reqs-per-sec" => "--write-reqs-per-sec",
+        "record-bytes" => "--record-bytes",
+        "record-bytes-range-max" => "--record-bytes-range-max",
+        "large-block-op-kbytes" => "--large-block-op-kbytes",
+        "replication-factor" => "--replication-factor",
+        "update-pct" => "--update-pct",
+        "defrag-lwm-pct" => "--defrag-lwm-pct",
+        "no-defrag-reads" => "--no-defrag-reads",
+        "compress-pct" => "--compress-pct",
+        "disable-odsync" => "--disable-odsync",
+        "commit-to-device" => "--commit-to-device",
+        "tomb-raider" => "--tomb-raider",
+        "tomb-raider-sleep-usec" => "--tomb-raider-sleep-usec",
+        "microsecond-histograms" => "--microsecond-histograms",
+        "file-size-mbytes" => "--file-size-mbytes",
+        _ => return None,
+    })
 }
 
 fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {
@@ -161,7 +197,9 @@ fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) 
     let passed = match &ran.analysis {
         Ok(a) => {
             print!("{}", verdict_text(a));
-            a.analysis.verdict.pass
+            // A drive that fails on its own share fails the run, as in
+            // `storcert run`, whatever the drives' sum says.
+            a.analysis.verdict.pass && a.per_device.iter().all(|d| d.verdict.pass)
         }
         Err(e) => {
             eprintln!("storcert act {cmd}: no verdict: {e}");
@@ -337,6 +375,18 @@ fn prep(a: ActPrepArgs) -> ExitCode {
 }
 
 fn analyze_cmd(a: ActAnalyzeArgs) -> ExitCode {
+    if let (Some(l), Some(f)) = (&a.log, &a.log_file) {
+        if l != f {
+            return fail(
+                "analyze",
+                format!(
+                    "two logs given ({} and -l {}): analyze one at a time",
+                    f.display(),
+                    l.display()
+                ),
+            );
+        }
+    }
     let Some(log) = a.log.clone().or(a.log_file.clone()) else {
         return fail(
             "analyze",
