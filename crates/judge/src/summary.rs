@@ -974,6 +974,26 @@ mod scope_tests {
             s.reasons
         );
         assert!(s.drives[0].reasons.iter().any(|r| r.contains("7 read")));
+        // Stopped by device errors: the run's own record names the drive
+        // and its errors, as the stage's line (folded behind it) did; it
+        // said "device-errors" alone (found by the lab's unplug test).
+        let stopped = run_json(
+            storcert_results::act::Outcome::DeviceErrors { errors: 101 },
+            101,
+        );
+        let s = act_stage(
+            Some(stopped),
+            cut,
+            "stopped after 101 device errors: /dev/sdz: 101 read and 0 write errors",
+            true,
+        );
+        assert!(
+            s.reasons.iter().any(|r| r.contains(
+                "stopped after 101 device errors: /dev/sdz: 101 read and 0 write errors"
+            )),
+            "{:?}",
+            s.reasons
+        );
     }
 
     #[test]

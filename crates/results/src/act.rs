@@ -393,9 +393,15 @@ impl RunResult {
                 format!("completed with {}", errors.join("; "))
             }
             Outcome::Completed => "completed".to_string(),
-            Outcome::CouldNotKeepUp { .. } => "could-not-keep-up".to_string(),
-            Outcome::DeviceErrors { .. } => "device-errors".to_string(),
-            Outcome::StuckIo { .. } => "stuck-io".to_string(),
+            // What stopped it, in words and with the drives' errors: the
+            // stage's own line folds behind this one on the first screen.
+            Outcome::CouldNotKeepUp { stream } => format!("stopped: {stream} could not keep up"),
+            Outcome::DeviceErrors { errors: n } => {
+                format!("stopped after {n} device errors: {}", errors.join("; "))
+            }
+            Outcome::StuckIo { device, seconds } => {
+                format!("stopped: an I/O on {device} did not complete in {seconds} s")
+            }
             Outcome::Interrupted => "interrupted".to_string(),
             Outcome::Decided { seconds, reason } => format!("decided after {seconds} s: {reason}"),
         };
