@@ -69,7 +69,7 @@ pub fn run(a: RunArgs) -> ExitCode {
     lines.extend(ending.answers.iter().cloned());
     lines.extend(ending.reasons.iter().map(|r| format!("- {r}")));
     if let (Some(b), Some(sha)) = (&ending.bundle, &ending.bundle_sha256) {
-        lines.push(format!("bundle {} ", b.display()));
+        lines.push(format!("bundle {}", b.display()));
         lines.push(format!("sha256 {sha}"));
     }
     for to in &ending.delivered_to {
