@@ -32,12 +32,7 @@ pub fn probe(root: &Path) -> SystemIdentity {
         .count();
     let memory_bytes = std::fs::read_to_string(root.join("proc/meminfo"))
         .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024);
+        .and_then(|m| crate::util::size::mem_total_bytes(&m));
     SystemIdentity {
         schema_version: crate::results::system::SCHEMA_VERSION,
         dmi: Dmi {

@@ -26,6 +26,16 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     }
 }
 
+/// The machine's memory from the text of /proc/meminfo ("MemTotal: N kB"),
+/// in bytes.
+pub fn mem_total_bytes(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -209,15 +209,7 @@ fn run_in(spec: &FsSpec, work: &Path, stop: &AtomicBool) -> Result<FsResult> {
 /// This machine's memory (MemTotal), for the page-cache warning.
 pub fn memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(kib * 1024)
+    storcert_util::size::mem_total_bytes(&info)
 }
 
 /// bonnie++'s two tables, in words.
