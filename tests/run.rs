@@ -895,6 +895,74 @@ fn a_stream_burn_in_loops_and_a_filesystem_pass_follows() {
     assert_eq!(std::fs::read_dir(&fsdir).unwrap().count(), 0);
 }
 
+/// A dd pass and a fio-style pass in one profile (the streaming write-ups
+/// ran both): each its own stage, its own result, and told apart in the
+/// plan and the report.
+#[test]
+fn a_profile_runs_a_dd_pass_and_a_fio_style_pass() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"both\"\n[devices]\nscratch = \"32M\"\n\
+         [[stream]]\nname = \"dd\"\ndd = true\nsize = \"8M\"\n\
+         [[stream]]\nname = \"fio\"\nbs = \"256K\"\nqd = 8\njobs = 2\nsize = \"8M\"\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let dry = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .arg("--dry-run")
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        plan.contains("stream dd: write then read passes of 1 MiB blocks at queue depth 1 (1 job a drive)")
+            && plan.contains("stream fio: write then read passes of 256 KiB blocks at queue depth 8 (2 jobs a drive)"),
+        "{plan}"
+    );
+    let out = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let dd = err
+        .find("[stream dd] done")
+        .unwrap_or_else(|| panic!("{err}"));
+    let fio = err
+        .find("[stream fio] done")
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(dd < fio, "in the profile's order: {err}");
+    let files = spooled_files(&results);
+    for (f, qd, jobs) in [("dd", 1, 1), ("fio", 8, 2)] {
+        let v: serde_json::Value =
+            serde_json::from_slice(&files[&format!("results/stream-{f}/result.json")]).unwrap();
+        assert_eq!(
+            (v["qd"].as_u64(), v["jobs_per_target"].as_u64()),
+            (Some(qd), Some(jobs)),
+            "{f}"
+        );
+        assert_eq!(v["passes"].as_array().unwrap().len(), 2, "{f}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&files["summary.json"]).unwrap();
+    let streams = summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("stream ("))
+        .count();
+    assert_eq!(streams, 2, "{summary}");
+    let report = String::from_utf8_lossy(&files["results/report.html"]);
+    assert!(
+        report.contains("dd-style: 1 MiB blocks, one request at a time, O_DIRECT (<code>stream-dd/result.json</code>)")
+            && report.contains("fio-style: 256 KiB blocks, queue depth 8, 2 jobs a drive, O_DIRECT (<code>stream-fio/result.json</code>)"),
+        "{report}"
+    );
+}
+
 /// The reference profiles of docs/profile.md: each is valid as written,
 /// and on loop devices (durations cut to seconds) its dry run plans every
 /// phase; the streaming burn-in runs whole. (Their spare-area phases need

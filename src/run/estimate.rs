@@ -60,7 +60,7 @@ pub fn size_bound(p: &Profile, drive_bytes: u64) -> SizeBound {
         prep = prep.saturating_add(2 * share(ph.spare_pct));
     }
     let (mut stream, mut fs) = (0u64, 0u64);
-    if let Some(s) = &p.plan.stream {
+    for s in &p.plan.stream {
         // A stream bounded by time is counted with the timed stages.
         if s.duration_secs.is_none() {
             let span = s
@@ -68,12 +68,13 @@ pub fn size_bound(p: &Profile, drive_bytes: u64) -> SizeBound {
                 .unwrap_or(drive_bytes / 100 * u64::from(s.percent))
                 .min(drive_bytes);
             let loops = u64::from(s.loops.unwrap_or(1));
-            stream = span
-                .saturating_mul(s.passes.len() as u64)
-                .saturating_mul(loops);
+            stream = stream.saturating_add(
+                span.saturating_mul(s.passes.len() as u64)
+                    .saturating_mul(loops),
+            );
         }
         if let Some(f) = &s.fs {
-            fs = f.file_size.saturating_mul(4);
+            fs = fs.saturating_add(f.file_size.saturating_mul(4));
         }
     }
     SizeBound { prep, stream, fs }

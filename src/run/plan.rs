@@ -43,8 +43,8 @@ pub fn writes(p: &Profile) -> bool {
             || !p.plan.phases.is_empty()
             || p.plan
                 .stream
-                .as_ref()
-                .is_some_and(|s| s.passes.contains(&crate::stream::Pass::Write)))
+                .iter()
+                .any(|s| s.passes.contains(&crate::stream::Pass::Write)))
 }
 
 /// The ACT steps of a phase (or of the run without phases), one line each.
@@ -231,7 +231,7 @@ fn stages(p: &Profile) -> Vec<String> {
     if let Some(ix) = &plan.index {
         steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
     }
-    if let Some(s) = &plan.stream {
+    for s in &plan.stream {
         steps.extend(stream_steps(s));
     }
     if health {
@@ -249,13 +249,14 @@ fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
     let mut steps = Vec::new();
     if !s.passes.is_empty() {
         steps.push(format!(
-            "stream: {} passes of {} blocks at queue depth {} ({} a drive) over {}{}{}",
+            "{}: {} passes of {} blocks at queue depth {} ({} a drive) over {}{}{}",
+            s.stage(),
             s.passes
                 .iter()
                 .map(|p| p.as_str())
                 .collect::<Vec<_>>()
                 .join(" then "),
-            block_size(s.bs),
+            crate::output::units::block_size(s.bs),
             s.qd,
             crate::util::text::counted(s.jobs as usize, "job"),
             match s.size {
@@ -272,22 +273,14 @@ fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
     }
     if let Some(fs) = &s.fs {
         steps.push(format!(
-            "filesystem pass in {} (a {} file, {} files; nothing is formatted)",
+            "{}: filesystem pass in {} (a {} file, {} files; nothing is formatted)",
+            s.fs_stage(),
             fs.dir.display(),
             crate::output::units::decimal_bytes(fs.file_size),
             fs.files
         ));
     }
     steps
-}
-
-/// "1 MiB", "128 KiB": block sizes as they were given.
-fn block_size(bs: u32) -> String {
-    match bs {
-        b if b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b % 1024 == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} bytes"),
-    }
 }
 
 /// "/dev/sdb: SAMSUNG X, serial S1, 960.2 GB"; a scratch file by its size.

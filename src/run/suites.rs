@@ -501,12 +501,12 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             })?;
         }
     }
-    if let Some(s) = &plan.stream {
+    for s in &plan.stream {
         if !s.passes.is_empty() {
             stream_stage(ctx, targets, s)?;
         }
         if let Some(fs) = &s.fs {
-            ctx.stage("stream fs", true, || {
+            ctx.stage(&s.fs_stage(), true, || {
                 let r = crate::stream::fs::run(
                     &crate::stream::fs::FsSpec {
                         dir: fs.dir.clone(),
@@ -517,9 +517,9 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
                     },
                     &ctx.stop,
                 )?;
-                ctx.write("stream-fs.json", r.clone())?;
+                ctx.write(&s.file("fs"), r.clone())?;
                 if let Some(w) = r.page_cache_warning() {
-                    ctx.note(format!("[stream fs] {w}"));
+                    ctx.note(format!("[{}] {w}", s.fs_stage()));
                 }
                 Ok(format!("in {}", fs.dir.display()))
             })?;
@@ -534,8 +534,9 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
 pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Result<()> {
     let writes = s.passes.contains(&crate::stream::Pass::Write);
     let burn_in = s.loops.is_some() || s.duration_secs.is_some();
-    ctx.stage("stream", writes, || {
-        let attempt = ctx.journal().get("stream").map_or(1, |r| r.attempts);
+    let stage = s.stage();
+    ctx.stage(&stage, writes, || {
+        let attempt = ctx.journal().get(&stage).map_or(1, |r| r.attempts);
         let until = s
             .duration_secs
             .map(|d| Instant::now() + Duration::from_secs(d));
@@ -566,9 +567,9 @@ pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPla
             // burn-in neither overwrites an earlier attempt's failed loop
             // nor leaves it to look like this attempt's.
             let name = if burn_in {
-                format!("stream/attempt-{attempt}/loop-{n:04}.json")
+                s.file(&format!("attempt-{attempt}/loop-{n:04}"))
             } else {
-                "stream.json".to_string()
+                s.file("result")
             };
             ctx.write(&name, r.clone())?;
             if r.failed() {

@@ -365,7 +365,7 @@ fn stream_section(out: &mut String, r: &Report) {
         out.push_str("<p>No streaming run in these results.</p>");
     }
     for (i, st) in r.streams.iter().enumerate() {
-        let _ = write!(out, "<p>{} (<code>{}</code>)</p><table><thead><tr><th class=\"l\">pass</th><th>bytes</th><th>aggregate bandwidth</th></tr></thead><tbody>", esc(&st.targets.join(", ")), esc(&st.path));
+        let _ = write!(out, "<p>{}: {} (<code>{}</code>)</p><table><thead><tr><th class=\"l\">pass</th><th>bytes</th><th>aggregate bandwidth</th></tr></thead><tbody>", esc(&st.targets.join(", ")), esc(&st.how), esc(&st.path));
         for p in &st.passes {
             let _ = write!(
                 out,

@@ -49,8 +49,30 @@ pub struct StreamPass {
 
 pub struct StreamSection {
     pub path: String,
+    /// How it ran: "dd-style: 1 MiB blocks, one request at a time, O_DIRECT".
+    pub how: String,
     pub targets: Vec<String>,
     pub passes: Vec<StreamPass>,
+}
+
+/// How a streaming run ran, so a dd-style run and a fio-style run of one
+/// profile read apart: block size, requests in flight, jobs, cache.
+pub fn stream_how(st: &storcert_results::stream::StreamResult) -> String {
+    let bs = storcert_util::units::block_size(st.bs);
+    let cache = if st.direct {
+        "O_DIRECT"
+    } else {
+        "through the page cache"
+    };
+    if st.qd == 1 && st.jobs_per_target == 1 {
+        format!("dd-style: {bs} blocks, one request at a time, {cache}")
+    } else {
+        format!(
+            "fio-style: {bs} blocks, queue depth {}, {} a drive, {cache}",
+            st.qd,
+            storcert_util::text::counted(st.jobs_per_target as usize, "job")
+        )
+    }
 }
 
 pub struct HealthChange {
@@ -199,6 +221,7 @@ impl Report {
                 }
                 Artefact::Stream(st) => r.streams.push(StreamSection {
                     path: item.path.clone(),
+                    how: stream_how(st),
                     targets: st.targets.iter().map(|t| t.path.clone()).collect(),
                     passes: st
                         .passes

@@ -16,6 +16,16 @@ pub fn decimal_bytes(bytes: u64) -> String {
     }
 }
 
+/// A block size as it is given ("1 MiB", "128 KiB", "1536 bytes"): binary,
+/// as `bs=` options are.
+pub fn block_size(bs: u32) -> String {
+    match bs {
+        b if b != 0 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b != 0 && b % 1024 == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -26,5 +36,9 @@ mod tests {
         assert_eq!(decimal_bytes(480_103_981_056), "480.1 GB");
         assert_eq!(decimal_bytes(1_000_000), "1.0 MB");
         assert_eq!(decimal_bytes(3_840_000_000_000), "3.8 TB");
+        assert_eq!(block_size(1 << 20), "1 MiB");
+        assert_eq!(block_size(128 << 10), "128 KiB");
+        assert_eq!(block_size(1536), "1536 bytes");
+        assert_eq!(block_size(0), "0 bytes");
     }
 }

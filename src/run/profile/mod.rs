@@ -13,11 +13,14 @@ use serde::{Deserialize, Serialize};
 use crate::act::config::{parse_duration_secs, parse_load};
 use crate::util::size::parse_size;
 
+mod stream;
+pub use stream::{FsPlan, Stream, StreamPlan, Streams};
+
 pub const BUILT_IN: [(&str, &str); 4] = [
-    ("quick", include_str!("profiles/quick.toml")),
-    ("field-check", include_str!("profiles/field-check.toml")),
-    ("burn-in", include_str!("profiles/burn-in.toml")),
-    ("qualify", include_str!("profiles/qualify.toml")),
+    ("quick", include_str!("../profiles/quick.toml")),
+    ("field-check", include_str!("../profiles/field-check.toml")),
+    ("burn-in", include_str!("../profiles/burn-in.toml")),
+    ("qualify", include_str!("../profiles/qualify.toml")),
 ];
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -58,7 +61,8 @@ pub struct Profile {
     /// the same drives with and without over-provisioning in one run.
     #[serde(default, rename = "phase", skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<Phase>,
-    pub stream: Option<Stream>,
+    /// `[stream]`, or several named `[[stream]]` entries.
+    pub stream: Option<Streams>,
     #[serde(default)]
     pub bundle: Bundle,
     pub upload: Option<Upload>,
@@ -272,34 +276,6 @@ pub struct Search {
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Stream {
-    pub size: Option<String>,
-    pub percent: Option<u32>,
-    pub bs: Option<String>,
-    pub qd: Option<u32>,
-    pub jobs: Option<u32>,
-    #[serde(default)]
-    pub verify: bool,
-    /// Passes in order: "write", "read" (default both); [] for none (a
-    /// filesystem pass alone).
-    pub pattern: Option<Vec<String>>,
-    /// dd's single stream: one job, one request at a time.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub dd: bool,
-    /// Burn-in: the passes again and again, this many times...
-    pub loops: Option<u32>,
-    /// ... or until this long has gone ("12h"; the loop under way ends).
-    pub duration: Option<String>,
-    /// A filesystem pass (bonnie++-style) in this directory, on a volume
-    /// mounted there: it never formats anything.
-    pub fs_dir: Option<PathBuf>,
-    /// Its file's size (default 1G) and the files it creates (default 1024).
-    pub fs_size: Option<String>,
-    pub fs_files: Option<u32>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
 pub struct Bundle {
     /// The signing key (made on first use when missing).
     pub key: Option<PathBuf>,
@@ -333,7 +309,8 @@ pub struct Plan {
     pub search: Option<SearchPlan>,
     pub index: Option<TimedPlan>,
     pub phases: Vec<PhasePlan>,
-    pub stream: Option<StreamPlan>,
+    /// The streaming entries, in order.
+    pub stream: Vec<StreamPlan>,
     pub upload: Option<UploadPlan>,
 }
 
@@ -395,29 +372,6 @@ pub struct SearchPlan {
     pub step: f64,
     pub trial_secs: u64,
     pub confirm_secs: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamPlan {
-    pub size: Option<u64>,
-    pub percent: u32,
-    pub bs: u32,
-    pub qd: u32,
-    pub jobs: u32,
-    pub passes: Vec<crate::stream::Pass>,
-    pub verify: bool,
-    /// How many times the passes run (1 without `loops`/`duration`).
-    pub loops: Option<u32>,
-    /// Loop until this many seconds have gone.
-    pub duration_secs: Option<u64>,
-    pub fs: Option<FsPlan>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct FsPlan {
-    pub dir: PathBuf,
-    pub file_size: u64,
-    pub files: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -618,7 +572,9 @@ impl Profile {
         }
         self.validate_act(&mut plan)?;
         self.validate_phases(&mut plan)?;
-        self.validate_stream(&mut plan)?;
+        if let Some(s) = &self.stream {
+            plan.stream = stream::plan(s, self.read_only)?;
+        }
         if self.read_only {
             if self.provision.is_some() {
                 return bad("provision", "contradicts read_only = true".into());
@@ -798,114 +754,6 @@ impl Profile {
         Ok(())
     }
 
-    /// The streaming suite.
-    fn validate_stream(&self, plan: &mut Plan) -> Result<(), (String, String)> {
-        let bad = |k: &str, m: String| Err((k.to_string(), m));
-        if let Some(s) = &self.stream {
-            if s.size.is_some() && s.percent.is_some() {
-                return bad("stream", "give size or percent, not both".into());
-            }
-            let size = s
-                .size
-                .as_deref()
-                .map(|v| parse_size(v).map_err(|e| ("stream.size".to_string(), e.to_string())))
-                .transpose()?;
-            if let Some(p) = s.percent {
-                if !(1..=100).contains(&p) {
-                    return bad("stream.percent", format!("{p} is not 1-100"));
-                }
-            }
-            let bs = match &s.bs {
-                Some(v) => {
-                    let b = parse_size(v).map_err(|e| ("stream.bs".to_string(), e.to_string()))?;
-                    u32::try_from(b)
-                        .map_err(|_| ("stream.bs".to_string(), format!("{v}: too large")))?
-                }
-                None => 1 << 20,
-            };
-            if s.loops.is_some() && s.duration.is_some() {
-                return bad("stream", "give loops or duration, not both".into());
-            }
-            if s.loops == Some(0) {
-                return bad("stream.loops", "must be at least 1".into());
-            }
-            if s.dd && (s.qd.is_some() || s.jobs.is_some()) {
-                return bad(
-                    "stream.dd",
-                    "is one job at one request at a time: drop qd and jobs".into(),
-                );
-            }
-            let duration_secs = s
-                .duration
-                .as_deref()
-                .map(|d| Self::duration("stream.duration", d))
-                .transpose()?;
-            let fs = match &s.fs_dir {
-                Some(dir) => Some(FsPlan {
-                    dir: dir.clone(),
-                    file_size: s
-                        .fs_size
-                        .as_deref()
-                        .map(|v| {
-                            parse_size(v).map_err(|e| ("stream.fs_size".to_string(), e.to_string()))
-                        })
-                        .transpose()?
-                        .unwrap_or(1 << 30),
-                    files: s.fs_files.unwrap_or(1024),
-                }),
-                None if s.fs_size.is_some() || s.fs_files.is_some() => {
-                    return bad("stream.fs_dir", "fs_size and fs_files need fs_dir".into());
-                }
-                None => None,
-            };
-            if fs.is_some() && self.read_only {
-                return bad("stream.fs_dir", "contradicts read_only = true".into());
-            }
-            if s.pattern.as_ref().is_some_and(|p| p.is_empty()) && fs.is_none() {
-                return bad("stream.pattern", "[] runs nothing without fs_dir".into());
-            }
-            for p in s.pattern.iter().flatten() {
-                if p != "read" && p != "write" {
-                    return bad("stream.pattern", format!("{p:?}: \"write\" or \"read\""));
-                }
-            }
-            if self.read_only
-                && s.pattern
-                    .as_ref()
-                    .is_none_or(|p| p.iter().any(|x| x == "write"))
-            {
-                return bad("stream.pattern", "read_only allows only [\"read\"]".into());
-            }
-            if s.verify
-                && s.pattern
-                    .as_ref()
-                    .is_some_and(|p| !p.iter().any(|x| x == "write"))
-            {
-                return bad("stream.verify", "verify needs the write pass".into());
-            }
-            use crate::stream::Pass;
-            plan.stream = Some(StreamPlan {
-                size,
-                percent: s.percent.unwrap_or(100),
-                bs,
-                qd: if s.dd { 1 } else { s.qd.unwrap_or(32) },
-                jobs: if s.dd { 1 } else { s.jobs.unwrap_or(1) },
-                loops: s.loops,
-                duration_secs,
-                fs,
-                passes: match &s.pattern {
-                    Some(v) => v
-                        .iter()
-                        .map(|x| if x == "read" { Pass::Read } else { Pass::Write })
-                        .collect(),
-                    None => vec![Pass::Write, Pass::Read],
-                },
-                verify: s.verify,
-            });
-        }
-        Ok(())
-    }
-
     /// Where results go and with what credentials.
     fn validate_upload(&self, plan: &mut Plan) -> Result<(), (String, String)> {
         let bad = |k: &str, m: String| Err((k.to_string(), m));
@@ -973,9 +821,9 @@ impl Plan {
         acts(&self.storage, self.search.as_ref())
             + self
                 .stream
-                .as_ref()
-                .and_then(|s| s.duration_secs)
-                .unwrap_or(0)
+                .iter()
+                .filter_map(|s| s.duration_secs)
+                .sum::<u64>()
             + self
                 .phases
                 .iter()
@@ -1011,7 +859,7 @@ mod tests {
                 },
             ]
         );
-        let st = plan.stream.as_ref().unwrap();
+        let st = &plan.stream[0];
         assert_eq!(
             (st.size, st.bs, st.qd, st.percent),
             (Some(1 << 30), 1 << 20, 32, 100)
@@ -1176,31 +1024,6 @@ mod tests {
             e.contains("act.index.config") && e.contains("record-bytes"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn stream_entries_take_burn_in_dd_and_a_filesystem_pass() {
-        const S: &str = "name = \"x\"\n[devices]\nselect = \"all\"\n[stream]\n";
-        let p = Profile::parse(
-            &format!("{S}dd = true\nduration = \"2h\"\nfs_dir = \"/mnt/v\"\nfs_size = \"8G\"\n"),
-            "p.toml",
-        )
-        .unwrap();
-        let st = p.plan.stream.as_ref().unwrap();
-        assert_eq!((st.qd, st.jobs, st.duration_secs), (1, 1, Some(7200)));
-        assert_eq!(st.fs.as_ref().unwrap().file_size, 8 << 30);
-        assert_eq!(st.fs.as_ref().unwrap().files, 1024);
-        assert_eq!(p.plan.timed_seconds(), 7200);
-        let e = err(&format!("{S}loops = 2\nduration = \"1h\"\n"));
-        assert!(e.contains("loops or duration, not both"), "{e}");
-        let e = err(&format!("{S}loops = 0\n"));
-        assert!(e.contains("stream.loops"), "{e}");
-        let e = err(&format!("{S}dd = true\nqd = 4\n"));
-        assert!(e.contains("stream.dd"), "{e}");
-        let e = err(&format!("{S}fs_files = 4\n"));
-        assert!(e.contains("need fs_dir"), "{e}");
-        let e = err(&format!("{S}pattern = []\n"));
-        assert!(e.contains("runs nothing"), "{e}");
     }
 
     #[test]
