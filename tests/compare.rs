@@ -577,3 +577,55 @@ fn standalone_logs_compare_and_give_a_spreadsheet_s_table() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("junk.log: neither an ACT log"), "{err}");
 }
+
+/// A drive with no serial, run without and then with spare area: the
+/// runs are one drive, matched through the provisioning record, even
+/// when that record has no kernel view (the kernel listed the partition
+/// only once asked again, after provisioning looked).
+#[test]
+fn a_drive_without_a_serial_is_one_drive_with_and_without_spare_area() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (disk, part) in [
+        ("/dev/sdx", "/dev/sdx1"),
+        ("/dev/nvme0n1", "/dev/nvme0n1p1"),
+    ] {
+        let (a, b) = (
+            tmp.path().join(format!("{}-no-op", &disk[5..])),
+            tmp.path().join(format!("{}-op12", &disk[5..])),
+        );
+        for (load, slow) in [(1.0, 100), (2.0, 400), (3.0, 700)] {
+            write(
+                &a.join(format!("act/d-{load}x.log")),
+                &act_log(disk, load, slow, 0),
+            );
+        }
+        write(
+            &b.join("provision/d.json"),
+            &serde_json::json!({
+                "artefact": "provision", "schema_version": 1, "device": disk,
+                "size_bytes": 1_000_000_000u64, "sector_size": 512, "discard": null,
+                "partition_start_bytes": 1_048_576, "partition_end_bytes": 880_000_000,
+                "partition_size_bytes": 878_951_424, "spare_bytes": 120_000_000,
+                "spare_pct": 12.0, "factory_spare_pct": null, "total_spare_pct": null,
+                "kernel": null, "notes": ["the kernel lists no partition after re-reading"]
+            })
+            .to_string(),
+        );
+        for (load, slow) in [(1.0, 50), (2.0, 100), (3.0, 300), (4.0, 600)] {
+            write(
+                &b.join(format!("act/d1-{load}x.log")),
+                &act_log(part, load, slow, 0),
+            );
+        }
+        let out = storcert(&["compare", s(&a), s(&b)]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains(&format!(
+                "{disk} (storage): highest passing load 2x with no spare partition, 3x with 12% spare"
+            )),
+            "{text}"
+        );
+        assert!(!text.contains(&format!("{part} (storage)")), "{text}");
+    }
+}

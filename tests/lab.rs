@@ -43,7 +43,7 @@ fn run_lab(out: &Path, guest: &str, add: &[&Path]) {
         .arg("--out")
         .arg(out)
         .args(add.iter().flat_map(|f| ["--add".as_ref(), f.as_os_str()]))
-        .args(["--timeout", "300", "--"])
+        .args(["--timeout", "420", "--"])
         .arg(guest)
         .status()
         .expect("run scripts/lab");
@@ -115,6 +115,17 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     }
     let perc = out.path().join("perc.toml");
     std::fs::write(&perc, perc_text).unwrap();
+    // A whole-drive phase on the virtio disk while its spare partition is
+    // held open, so the kernel refuses to re-read the table: released 2 s
+    // into the removal (the removal asks again and goes on), then held
+    // past the removal's 30 s (the drive fails with the reason).
+    let held = out.path().join("held.toml");
+    std::fs::write(
+        &held,
+        "name = \"held\"\n[devices]\npaths = [\"/dev/vda\"]\ndestroy = [\"LABVIRTIO0001\"]\n\
+         [[phase]]\nspare_pct = 0\nstorage = [{ load = \"1x\", duration = \"2s\" }]\n",
+    )
+    .unwrap();
     run_lab(
         out.path(),
         "storcert inventory --json --capture capture.tar.zst > inventory.json; storcert inventory > inventory.txt; \
@@ -142,8 +153,21 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert run --profile /lab/perc.toml --results /tmp/perc --key /tmp/k.key \
            --cmdline /dev/null > perc.out 2> perc.err; echo $? > perc.rc; \
          storcert compare --format json /tmp/perc/run-* > perc-compare.json 2> perc-compare.err; \
-         cp /tmp/perc/run-*/report.md perc-report.md; true",
-        &[&fix_policy, &destroy_policy, &phases, &perc],
+         cp /tmp/perc/run-*/report.md perc-report.md; \
+         storcert provision --device /dev/vda --spare 10% --destroy-policy /lab/destroy.toml \
+           --policy /lab/destroy.toml > held-prov.out 2> held-prov.err; \
+         ( exec 3< /dev/vda1; for i in $(seq 1 600); do \
+             grep -qF 'remove partition vda] started' held-ok.err 2>/dev/null && break; sleep 0.1; done; \
+           sleep 2 ) & \
+         storcert run --profile /lab/held.toml --results /tmp/held-ok --key /tmp/k.key \
+           --cmdline /dev/null > held-ok.out 2> held-ok.err; echo $? > held-ok.rc; wait; \
+         storcert provision --device /dev/vda --spare 10% --destroy-policy /lab/destroy.toml \
+           --policy /lab/destroy.toml >> held-prov.out 2>> held-prov.err; \
+         ( exec 3< /dev/vda1; for i in $(seq 1 900); do \
+             grep -qF 'remove partition vda] FAILED' held-fail.err 2>/dev/null && break; sleep 0.1; done ) & \
+         storcert run --profile /lab/held.toml --results /tmp/held-fail --key /tmp/k.key \
+           --cmdline /dev/null > held-fail.out 2> held-fail.err; echo $? > held-fail.rc; wait; true",
+        &[&fix_policy, &destroy_policy, &phases, &perc, &held],
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -595,6 +619,39 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         .find("highest passing load")
         .unwrap_or_else(|| panic!("{report}"));
     assert!(answer < report.find("Machine:").unwrap(), "{report}");
+
+    // The spare partition held open while a whole-drive phase removes it:
+    // the kernel refuses to re-read the table until it is let go. Let go
+    // 2 s in, the removal asks again and the phase goes on; held past the
+    // removal's wait, the drive fails with the kernel's reason and is not
+    // tested whole.
+    let ok_err = read("held-ok.err");
+    assert!(
+        matches!(read("held-ok.rc").trim(), "0" | "1"),
+        "{ok_err}\n{}",
+        read("held-prov.err")
+    );
+    assert!(
+        ok_err.contains("[phase 1 remove partition vda] done: storcert's partition removed (the kernel re-read the table after"),
+        "{ok_err}"
+    );
+    assert!(ok_err.contains("[phase 1 act 1x vda] done"), "{ok_err}");
+    let fail_err = read("held-fail.err");
+    let line = fail_err
+        .lines()
+        .find(|l| l.starts_with("[phase 1 remove partition vda] FAILED"))
+        .unwrap_or_else(|| panic!("{fail_err}"));
+    assert!(
+        line.contains("the kernel did not re-read the partition table")
+            && line.contains("30 s after the table was removed")
+            && line.contains("the drive is not tested"),
+        "{line}"
+    );
+    assert!(
+        !fail_err.contains("[phase 1 act 1x vda] started"),
+        "{fail_err}"
+    );
+    assert_ne!(read("held-fail.rc").trim(), "0", "{fail_err}");
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on

@@ -126,6 +126,29 @@ pub(super) fn wait_for_partitions(targets: &[&Target], wait: Duration) -> Vec<Op
     }
 }
 
+/// Asks the kernel to re-read `disk`'s table until it lists no partition
+/// on it or `wait` is over: how long that took, or the last reason it
+/// still did not.
+pub(super) fn wait_for_unlisted(disk: &Path, wait: Duration) -> Result<Duration, String> {
+    let start = Instant::now();
+    loop {
+        let why = match std::fs::File::open(disk)
+            .map_err(|e| e.to_string())
+            .and_then(|f| crate::blockdev::reread_partitions(&f).map_err(|e| e.to_string()))
+        {
+            Err(e) => format!("the kernel did not re-read the partition table: {e}"),
+            Ok(()) => match crate::provision::listed_partition(disk) {
+                None => return Ok(start.elapsed()),
+                Some(p) => format!("the kernel still lists {p}"),
+            },
+        };
+        if start.elapsed() >= wait {
+            return Err(why);
+        }
+        std::thread::sleep(PARTITION_POLL);
+    }
+}
+
 /// Runs `f` for every target at once, one thread each.
 pub(super) fn each_parallel(
     targets: &[Target],
@@ -208,22 +231,63 @@ fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<(
                 return Ok("removed by an earlier, interrupted attempt".into());
             }
             let r = crate::provision::remove(Path::new(&t.disk), true)?;
-            if let Some(n) = r.notes.first() {
-                bail!("{n}: whether the kernel still lists a partition is unknown");
+            if r.notes.is_empty() && r.kernel_partitions.is_empty() {
+                return Ok("storcert's partition removed: the whole drive is tested".into());
             }
-            if !r.kernel_partitions.is_empty() {
-                bail!(
-                    "the kernel still lists {} after the table was removed",
-                    r.kernel_partitions.join(", ")
-                );
-            }
-            Ok("storcert's partition removed: the whole drive is tested".into())
+            // The kernel refuses to re-read a table while a partition is
+            // open (udev still probing it, a monitoring agent): asked
+            // again for a while, as provisioning does, before the drive
+            // is given up on.
+            let after = wait_for_unlisted(Path::new(&t.disk), PARTITION_WAIT).map_err(|why| {
+                anyhow!(
+                    "{why}, {} s after the table was removed (its re-read asked every {} ms):                      the drive is not tested, rather than tested whole with the kernel                      still holding the old partition",
+                    PARTITION_WAIT.as_secs(),
+                    PARTITION_POLL.as_millis()
+                )
+            })?;
+            Ok(format!(
+                "storcert's partition removed (the kernel re-read the table after {} s): \
+                 the whole drive is tested",
+                after.as_secs().max(1)
+            ))
         })
     })?;
     // A drive whose partition was not removed is not tested whole:
     // its failed stage says why.
     targets.retain(|t| !carrying.contains(&t.label) || ctx.journal().is_done(&remove_id(t)));
     Ok(())
+}
+
+/// A provisioning record whose partition the kernel listed only once
+/// asked again: it gets the kernel's view after all, so the drive's tests
+/// on that partition are given its spare area (the report's and
+/// `compare`'s), not taken for tests of another drive with none.
+fn listed_late(
+    ctx: &Ctx,
+    path: &str,
+    mut r: crate::results::provision::ProvisionResult,
+    partition: &Path,
+    after: Duration,
+) -> Result<()> {
+    if r.kernel.is_some() {
+        return Ok(());
+    }
+    let name = partition
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    r.notes.push(format!(
+        "the kernel listed {name} within {} s of being asked again",
+        after.as_secs().max(1)
+    ));
+    // provisioned_partition checked that the kernel's start and size are
+    // the ones written.
+    r.kernel = Some(crate::results::provision::KernelView {
+        partition: name,
+        start_bytes: r.partition_start_bytes,
+        size_bytes: r.partition_size_bytes,
+    });
+    ctx.write(path, r)
 }
 
 /// Provisions each drive with `spare_pct` spare, and moves it onto the
@@ -240,6 +304,9 @@ fn provision_spare(
     // spare area (a policy that does not load fails its own stage).
     let policy = p.policy.as_ref().and_then(|pol| load_policy(pol).ok());
     let provision_id = |t: &Target| format!("{}provision {}", ph.id, t.label);
+    let record = |t: &Target| format!("{dir}provision/{}.json", t.label);
+    // This start's records, for the kernel's late view of a partition.
+    let written = std::sync::Mutex::new(std::collections::BTreeMap::new());
     each_parallel(targets, |t| {
         ctx.stage(&provision_id(t), true, || {
             let r = crate::provision::provision(&crate::provision::Spec {
@@ -250,11 +317,16 @@ fn provision_spare(
                     .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
                 discard: true,
             })?;
-            ctx.write(&format!("{dir}provision/{}.json", t.label), r.clone())?;
-            Ok(format!(
+            ctx.write(&record(t), r.clone())?;
+            let done = format!(
                 "partition of {} bytes, {} spare",
                 r.partition_size_bytes, r.spare_bytes
-            ))
+            );
+            written
+                .lock()
+                .map_err(|_| anyhow!("a provisioning thread panicked"))?
+                .insert(t.label.clone(), r);
+            Ok(done)
         })
     })?;
     // Later stages run on the partition storcert made, never on
@@ -267,7 +339,14 @@ fn provision_spare(
         .iter()
         .filter(|t| t.file_size == 0 && ctx.journal().is_done(&provision_id(t)))
         .collect();
+    let since = Instant::now();
     let found = wait_for_partitions(&waiting, PARTITION_WAIT);
+    let mut written = written.into_inner().unwrap_or_default();
+    for (t, part) in waiting.iter().zip(&found) {
+        if let (Some(p), Some(r)) = (part, written.remove(&t.label)) {
+            listed_late(ctx, &record(t), r, p, since.elapsed())?;
+        }
+    }
     for (t, part) in waiting.iter().zip(&found) {
         ctx.stage(
             &format!("{}partition {}", ph.id, t.label),

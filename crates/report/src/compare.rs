@@ -10,7 +10,9 @@
 //! the verdicts it is built from. Runs are matched to a drive by its serial
 //! (from the run's targets or inventory), else by its device path; a run
 //! on a partition storcert provisioned is matched to the drive under it,
-//! with that partition's spare area.
+//! with that partition's spare area (by the partition the kernel listed,
+//! or, in a record made before the kernel listed it, by the kernel's name
+//! for the drive's first partition).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -230,6 +232,21 @@ fn dev_path(name: &str) -> String {
     }
 }
 
+/// The first partition of the disk at `disk` by the kernel's naming
+/// ("/dev/sdb" → "/dev/sdb1", "/dev/nvme0n1" → "/dev/nvme0n1p1"); None
+/// for a path that is not a disk under /dev.
+fn first_partition(disk: &str) -> Option<String> {
+    let name = disk.strip_prefix("/dev/")?;
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    Some(if name.ends_with(|c: char| c.is_ascii_digit()) {
+        format!("{disk}p1")
+    } else {
+        format!("{disk}1")
+    })
+}
+
 fn drives(c: &Contents) -> Drives {
     let mut d = Drives {
         serials: BTreeMap::new(),
@@ -266,13 +283,19 @@ fn drives(c: &Contents) -> Drives {
                 }
             }
             Artefact::Provision(p) => {
-                if let Some(k) = &p.kernel {
+                // A record whose partition the kernel listed only after
+                // provisioning looked (an older run's) names the
+                // partition the kernel would: storcert's is the first.
+                let partition = match &p.kernel {
+                    Some(k) => Some(dev_path(&k.partition)),
+                    None => first_partition(&p.device),
+                };
+                if let Some(partition) = partition {
                     let folder = item
                         .path
                         .find("provision/")
                         .map_or("", |i| &item.path[..i])
                         .to_string();
-                    let partition = dev_path(&k.partition);
                     d.spares
                         .entry(partition)
                         .or_default()

@@ -104,6 +104,13 @@ fn kernel_view(disk: &str) -> Option<KernelView> {
     None
 }
 
+/// The first partition the kernel lists on `device` ("vdb1"), if any: what
+/// a removal waits to see go.
+pub fn listed_partition(device: &Path) -> Option<String> {
+    let disk = device.canonicalize().ok()?;
+    kernel_view(&disk.file_name()?.to_string_lossy()).map(|k| k.partition)
+}
+
 /// Where later stages run on a device storcert provisioned: its partition
 /// (the GPT's first entry, named "storcert", as the kernel lists it), or
 /// None when the device carries no such table or the kernel lists no
