@@ -2,6 +2,8 @@
 //! the same logs (tests/fixtures/act/analysis), and the verdict at the
 //! exact edges of ACT's criteria.
 
+mod common;
+
 use std::path::PathBuf;
 
 use storcert::act::analyze::{analyze, Options};
@@ -344,4 +346,48 @@ fn verdict_table_agrees_with_act_latency_py() {
             );
         }
     }
+}
+
+/// A short run's log with no -t, as users hand them over: cut right after
+/// an "after N sec:" line (the run killed while it wrote), or saved with
+/// Windows line ends. Each is judged as one slice up to its last whole
+/// report (exit 1: cut short fails), or as the same log, never "could not
+/// find N seconds of data" with exit 2.
+#[test]
+fn a_cut_or_windows_saved_short_log_is_still_judged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = std::fs::read_to_string(fixtures().join("logs/storcert-us-20x.log")).unwrap();
+    let at = log.find("\nafter 4 sec:\n").unwrap() + "\nafter 4 sec:\n".len();
+    let cut = tmp.path().join("cut.log");
+    std::fs::write(&cut, &log[..at]).unwrap();
+    let out = common::storcert(&["act", "analyze", cut.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("verdict: FAIL (reads, in every slice of 2 s (the whole run)")
+            && stdout.contains(
+                "  the log ends after 2 s of the test's 24 s (the run was cut short)\nnote: "
+            ),
+        "{stdout}"
+    );
+
+    let whole = tmp.path().join("whole.log");
+    std::fs::write(&whole, &log).unwrap();
+    let crlf = tmp.path().join("crlf.log");
+    std::fs::write(&crlf, log.replace('\n', "\r\n")).unwrap();
+    let a = common::storcert(&["act", "analyze", whole.to_str().unwrap()]);
+    let b = common::storcert(&["act", "analyze", crlf.to_str().unwrap()]);
+    assert_eq!(b.status.code(), a.status.code());
+    let text = |o: &std::process::Output, name: &str| {
+        String::from_utf8_lossy(&o.stdout).replace(name, "LOG")
+    };
+    assert_eq!(
+        text(&b, crlf.to_str().unwrap()),
+        text(&a, whole.to_str().unwrap())
+    );
 }

@@ -133,6 +133,13 @@ fn loads_and_durations() {
     assert_eq!(parse_duration_secs("24h").unwrap(), 86400);
     assert_eq!(parse_duration_secs("10m").unwrap(), 600);
     assert_eq!(parse_duration_secs("45").unwrap(), 45);
-    assert!(parse_duration_secs("0s").is_err());
-    assert!(parse_duration_secs("1y").is_err());
+    // Zero is said as zero, not as a malformed duration.
+    assert_eq!(
+        parse_duration_secs("0s").unwrap_err().to_string(),
+        "duration \"0s\" runs nothing: give at least 1s"
+    );
+    assert_eq!(
+        parse_duration_secs("1y").unwrap_err().to_string(),
+        "duration \"1y\" is not like 30s, 10m, 24h"
+    );
 }

@@ -551,9 +551,6 @@ impl Analysis {
             if v.pass { "PASS" } else { "FAIL" },
             v.criteria
         );
-        if let Some(n) = &v.note {
-            let _ = writeln!(s, "note: {n}");
-        }
         for p in &v.problems {
             let _ = writeln!(s, "  {p}");
         }
@@ -567,6 +564,10 @@ impl Analysis {
                 f.rule.split(" must").next().unwrap_or(""),
                 f.rule
             );
+        }
+        // After the reasons, which belong to the verdict line above them.
+        if let Some(n) = &v.note {
+            let _ = writeln!(s, "note: {n}");
         }
         s
     }

@@ -780,6 +780,8 @@ pub enum DurationError {
     TooLong { text: String },
     #[error("duration {text:?} is not like 30s, 10m, 24h")]
     Malformed { text: String },
+    #[error("duration {text:?} runs nothing: give at least 1s")]
+    Zero { text: String },
 }
 
 /// "24h", "10m", "30s", "90" (seconds) → seconds.
@@ -793,9 +795,10 @@ pub fn parse_duration_secs(text: &str) -> Result<u64, DurationError> {
         _ => (t, 1),
     };
     match num.parse::<u64>() {
-        Ok(n) if n > 0 => n
+        Ok(0) => Err(DurationError::Zero { text: text.into() }),
+        Ok(n) => n
             .checked_mul(mult)
             .ok_or_else(|| DurationError::TooLong { text: text.into() }),
-        _ => Err(DurationError::Malformed { text: text.into() }),
+        Err(_) => Err(DurationError::Malformed { text: text.into() }),
     }
 }

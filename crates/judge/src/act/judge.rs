@@ -639,11 +639,14 @@ impl Judge {
         ActVerdict {
             pass: j.failures.is_empty() && j.problems.is_empty(),
             criteria: format!(
-                "{name}, in every slice of {}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
-                if slice >= HOUR {
-                    format!("{slice} s (an hour, in whole reports)")
+                "{name}, in every slice{}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
+                if slice == 0 {
+                    // No report was written: there is no slice to size.
+                    " (the log has no report)".to_string()
+                } else if slice >= HOUR {
+                    format!(" of {slice} s (an hour, in whole reports)")
                 } else {
-                    format!("{slice} s (the whole run)")
+                    format!(" of {slice} s (the whole run)")
                 }
             ),
             note: (j.settings.microseconds == Some(true)).then(|| {

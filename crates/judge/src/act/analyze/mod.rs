@@ -207,6 +207,8 @@ struct Body {
     slicer: Option<Slicer>,
     /// A run under an hour: the report at the latest time, kept whole.
     block: Option<(u64, Vec<String>, usize)>,
+    /// The report before it, for a log cut inside its latest report.
+    prev_block: Option<(u64, Vec<String>, usize)>,
     saving: bool,
     devices: Vec<String>,
     load: Option<f64>,
@@ -277,7 +279,13 @@ impl LogReader {
     }
 
     fn end_line(&mut self) {
-        let bytes = std::mem::take(&mut self.line);
+        let mut bytes = std::mem::take(&mut self.line);
+        // A log saved on Windows: Python's text mode, which act_latency.py
+        // reads in, gives its "\r\n" as "\n".
+        if bytes.ends_with(b"\r\n") {
+            bytes.truncate(bytes.len() - 2);
+            bytes.push(b'\n');
+        }
         if std::mem::take(&mut self.line_cut) {
             self.long_line = true;
         }
@@ -405,6 +413,7 @@ impl LogReader {
             drives,
             slicer,
             block: None,
+            prev_block: None,
             saving: false,
             devices,
             load,
@@ -429,6 +438,8 @@ impl LogReader {
             b.block.as_ref().map_or(0, |(_, lines, _)| {
                 lines.iter().map(String::len).sum::<usize>()
                     + b.slicer.as_ref().map_or(0, |s| s.rows.len())
+            }) + b.prev_block.as_ref().map_or(0, |(_, lines, _)| {
+                lines.iter().map(String::len).sum::<usize>()
             })
         });
         let strings = |v: &[String]| {
@@ -462,16 +473,23 @@ impl LogReader {
                     && self.max_after < 3600;
                 if short {
                     // One slice of the run's whole length, from its last
-                    // report (act_latency.py -t LENGTH).
-                    let slice = self.max_after;
-                    let slice_time = slice.div_ceil(body.head.interval) * body.head.interval;
-                    let mut s = Slicer::new(&body.head, slice_time, body.opts.extra);
-                    if let Some((_, lines, _)) = &body.block {
-                        for l in lines {
-                            s.line(l);
+                    // report (act_latency.py -t LENGTH); a log cut right
+                    // after its last "after N sec:" line ends a report
+                    // earlier.
+                    let one_slice = |slice: u64, block: &Option<(u64, Vec<String>, usize)>| {
+                        let slice_time = slice.div_ceil(body.head.interval) * body.head.interval;
+                        let mut s = Slicer::new(&body.head, slice_time, body.opts.extra);
+                        if let Some((_, lines, _)) = block {
+                            for l in lines {
+                                s.line(l);
+                            }
                         }
+                        s.finish(&body.head, &body.opts, slice, verdict.clone())
+                    };
+                    match (one_slice(self.max_after, &body.block), &body.prev_block) {
+                        (Err(_), Some((at, _, _))) if *at > 0 => one_slice(*at, &body.prev_block),
+                        (r, _) => r,
                     }
-                    s.finish(&body.head, &body.opts, slice, verdict)
                 } else {
                     slicer.finish(&body.head, &body.opts, body.slice, verdict)
                 }
@@ -558,7 +576,7 @@ impl Body {
         }
         if let Some(t) = after_time(bare(line)) {
             if self.block.as_ref().is_none_or(|(at, _, _)| t > *at) {
-                self.block = Some((t, Vec::new(), 0));
+                self.prev_block = self.block.replace((t, Vec::new(), 0));
                 self.saving = true;
             }
         }
@@ -649,6 +667,33 @@ mod tests {
             }
         }
         assert!(seen >= 15, "{seen}");
+    }
+
+    /// A log saved with Windows line ends ("\r\n") is read as act_latency.py
+    /// reads it in Python's text mode: as the same log with "\n", even
+    /// when a piece ends between the "\r" and the "\n".
+    #[test]
+    fn a_log_with_windows_line_ends_is_the_same_log() {
+        let lf = two_drive_log();
+        let crlf = lf.replace('\n', "\r\n");
+        // The same but for the digest of the file's bytes.
+        let mut want = judge_log(lf.as_bytes(), "x.log", "x.log", None).unwrap();
+        want.log_sha256 = judge_log(crlf.as_bytes(), "x.log", "x.log", None)
+            .unwrap()
+            .log_sha256;
+        let want = (serde_json::to_string(&want).unwrap(), want.analysis.text);
+        for step in [1, 2, 4096] {
+            let mut r = LogReader::judging("x.log", "x.log");
+            for piece in crlf.as_bytes().chunks(step) {
+                r.push(piece);
+            }
+            let got = r.finish().analysis.unwrap();
+            assert_eq!(
+                (serde_json::to_string(&got).unwrap(), got.analysis.text),
+                want,
+                "in pieces of {step}"
+            );
+        }
     }
 
     /// Hostile shapes cost their reading, not memory: a million empty
