@@ -946,8 +946,7 @@ fn a_profile_runs_a_dd_pass_and_a_fio_style_pass() {
         );
         assert_eq!(v["passes"].as_array().unwrap().len(), 2, "{f}");
     }
-    let summary: serde_json::Value =
-        serde_json::from_slice(&files["summary.json"]).unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&files["summary.json"]).unwrap();
     let streams = summary["tests"]
         .as_array()
         .unwrap()
