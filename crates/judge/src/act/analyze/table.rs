@@ -108,6 +108,8 @@ pub(super) struct Head {
     pub(super) hists: Vec<Hist>,
     pub(super) display: Vec<usize>,
     pub(super) max_bucket: usize,
+    /// Why no slice can be found: a histogram asked for is not in the log.
+    pub(super) missing: Option<String>,
 }
 
 impl Head {
@@ -147,7 +149,7 @@ impl Head {
         let note_at = out.len();
         let slice_time = slice.div_ceil(interval) * interval;
 
-        let histograms = echo_configuration(&mut f, &mut out, opts)?;
+        let (histograms, missing) = echo_configuration(&mut f, &mut out, opts)?;
 
         // find_max_bucket()
         let mut max_bucket = 0;
@@ -198,6 +200,7 @@ impl Head {
                 hists,
                 display,
                 max_bucket,
+                missing,
             },
             // print_latency_slices() reads on from where the names ended.
             f.pos.min(prefix.len()),
@@ -281,7 +284,7 @@ fn echo_configuration(
     f: &mut Lines<'_>,
     out: &mut String,
     opts: &Options,
-) -> Result<Vec<String>, AnalyzeError> {
+) -> Result<(Vec<String>, Option<String>), AnalyzeError> {
     f.seek0();
     let mut line = f.readline();
     while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
@@ -318,7 +321,38 @@ fn echo_configuration(
         return err("can't find histogram names");
     }
     echo_section(f, out, line);
-    Ok(histograms)
+    // A histogram asked for by name that the log does not have: the
+    // reason act_latency.py finds no slice, which it does not say.
+    let mut missing = None;
+    if !opts.histograms.is_empty() {
+        let names = histogram_names(f);
+        if let Some(h) = opts.histograms.iter().find(|h| !names.contains(h)) {
+            missing = Some(format!(
+                "the log has no histogram {} (it has {})",
+                storcert_util::text::printable(&format!("{h:?}"), 80),
+                storcert_util::text::printable(&names.join(", "), 400)
+            ));
+        }
+    }
+    Ok((histograms, missing))
+}
+
+/// The names under "HISTOGRAM NAMES", up to the blank line after them
+/// (a bounded number: ACT writes a handful).
+fn histogram_names(f: &mut Lines<'_>) -> Vec<String> {
+    f.seek0();
+    let mut line = f.readline();
+    while !line.is_empty() && line != "HISTOGRAM NAMES\n" {
+        line = f.readline();
+    }
+    let mut names = Vec::new();
+    loop {
+        let name = f.readline().trim();
+        if name.is_empty() || names.len() == 64 {
+            return names;
+        }
+        names.push(name.to_string());
+    }
 }
 
 /// print_table_header(): each histogram's name, unit and bucket labels
@@ -596,7 +630,13 @@ impl Slicer {
         }
         let slice_time = self.slice_time;
         if self.which_slice == 0 {
-            return err(format!("could not find {slice_time} seconds of data"));
+            return err(format!(
+                "could not find {slice_time} seconds of data{}",
+                head.missing
+                    .as_ref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ));
         }
         let mut out = head.text.clone();
         if slice_time != slice {
@@ -648,6 +688,10 @@ impl Slicer {
                 }
             }
             let _ = writeln!(out, "{row}");
+        }
+        if let Some(m) = &head.missing {
+            // act_latency.py shows its columns as zeros: a perfect drive.
+            let _ = writeln!(out, "note: {m}: its columns are zeros");
         }
         let display = self.display;
         Ok(Analysis {
