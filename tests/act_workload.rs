@@ -205,7 +205,13 @@ fn ctrl_c_leaves_a_valid_analysable_log() {
         ])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(3500));
+    // Interrupted once the log holds two reports, however slow the
+    // machine is to start the run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("\nafter 2 sec:\n")) {
+        assert!(std::time::Instant::now() < deadline, "no second report");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -225,6 +231,56 @@ fn ctrl_c_leaves_a_valid_analysable_log() {
         (2..=4).contains(&a.histograms[0].slices.len()),
         "{} slices",
         a.histograms[0].slices.len()
+    );
+}
+
+/// Interrupted before ACT's first report: no verdict, and the message
+/// says why (it said "could not find 3600 seconds of data").
+#[test]
+fn interrupted_before_the_first_report_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("i.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_storcert"))
+        .args(["act", "storage", "--device"])
+        .arg(tmp.path().join("scratch"))
+        .args([
+            "--file-size-mbytes",
+            "64",
+            "--engine",
+            "null",
+            "--load",
+            "1x",
+        ])
+        .args(["--duration", "2h", "--report-interval", "1h", "--log"])
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The log's head is written as the run starts; its first report
+    // would come an hour later.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("HISTOGRAM NAMES")) {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the run did not start: {:?} {}",
+                std::fs::read_to_string(&log),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("no verdict: interrupted before the log's first report"),
+        "{err}"
     );
 }
 

@@ -201,6 +201,15 @@ fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) 
             // `storcert run`, whatever the drives' sum says.
             a.analysis.verdict.pass && a.per_device.iter().all(|d| d.verdict.pass)
         }
+        // Stopped before ACT wrote its first report: the log holds its
+        // configuration and nothing to judge.
+        Err(_) if result.outcome == Outcome::Interrupted => {
+            eprintln!(
+                "storcert act {cmd}: no verdict: interrupted before the log's first report \
+                 (one is written every report-interval-sec)"
+            );
+            true
+        }
         Err(e) => {
             eprintln!("storcert act {cmd}: no verdict: {e}");
             true

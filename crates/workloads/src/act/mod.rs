@@ -118,6 +118,9 @@ pub fn run_workload(
     let spec = w.run_spec(opts);
     let header = header(w, &devices, &spec.hist_names, engine.name());
     sinks.log.write_all(header.as_bytes())?;
+    // On disk as the run starts: `tail -f` shows what runs, and a run
+    // stopped before its first report leaves a log that says what it was.
+    sinks.log.flush()?;
     runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks)
 }
 
