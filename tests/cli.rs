@@ -202,6 +202,25 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{args:?}");
     }
 
+    // With a config file, a flag's bad value is still the flag's; the
+    // file's own is the file's.
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = tmp.path().join("a.conf");
+    let text = "device-names: /tmp/x\ntest-duration-sec: 10\nread-reqs-per-sec: 2000\nwrite-reqs-per-sec: 1000\n";
+    std::fs::write(&conf, text).unwrap();
+    let c = conf.to_str().unwrap();
+    let out = storcert(&["act", "storage", c, "--record-bytes", "0"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "storcert act storage: --record-bytes: must be 1 to 8388608\n"
+    );
+    std::fs::write(&conf, format!("{text}record-bytes: 0\n")).unwrap();
+    let out = storcert(&["act", "storage", c, "--load", "1x"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("storcert act storage: {c}: record-bytes: must be 1 to 8388608\n")
+    );
+
     let out = storcert(&["inventory", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)

@@ -101,10 +101,44 @@ fn storage_config_as_given(
         c.file_size_bytes = (m as u64) << 20;
     }
     match c.finish(&origin) {
-        // Without a config file the settings are the flags: say which.
-        Err(e) if config.is_none() => Err(anyhow::anyhow!("{}", in_flags(&e.key, &e.reason))),
+        // A key a flag set (or every key, without a config file) is the
+        // flag's to answer for, not the file's: say which.
+        Err(e) if config.is_none() || set_by_flags(s).contains(&e.key.as_str()) => {
+            Err(anyhow::anyhow!("{}", in_flags(&e.key, &e.reason)))
+        }
         r => r.map(|()| c).map_err(Into::into),
     }
+}
+
+/// The config keys the flags set, over the config file's.
+fn set_by_flags(s: &StorageSettings) -> Vec<&'static str> {
+    let load = s.load.is_some();
+    [
+        ("device-names", !s.device.is_empty()),
+        ("service-threads", load),
+        ("read-reqs-per-sec", load || s.read_reqs_per_sec.is_some()),
+        ("write-reqs-per-sec", load || s.write_reqs_per_sec.is_some()),
+        ("record-bytes", s.record_bytes.is_some()),
+        ("record-bytes-range-max", s.record_bytes_range_max.is_some()),
+        ("large-block-op-kbytes", s.large_block_op_kbytes.is_some()),
+        ("replication-factor", s.replication_factor.is_some()),
+        ("update-pct", s.update_pct.is_some()),
+        ("defrag-lwm-pct", s.defrag_lwm_pct.is_some()),
+        ("no-defrag-reads", s.no_defrag_reads),
+        ("compress-pct", s.compress_pct.is_some()),
+        ("disable-odsync", s.disable_odsync),
+        ("commit-to-device", s.commit_to_device),
+        ("tomb-raider", s.tomb_raider),
+        ("tomb-raider-sleep-usec", s.tomb_raider_sleep_usec.is_some()),
+        ("microsecond-histograms", s.microsecond_histograms),
+        ("test-duration-sec", s.duration.is_some()),
+        ("report-interval-sec", s.report_interval.is_some()),
+        ("max-lag-sec", s.max_lag.is_some()),
+        ("file-size-mbytes", s.file_size_mbytes.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, set)| set.then_some(key))
+    .collect()
 }
 
 /// A config check's error as the flags that set the keys it names.
