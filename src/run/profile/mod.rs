@@ -573,7 +573,7 @@ impl Profile {
         self.validate_act(&mut plan)?;
         self.validate_phases(&mut plan)?;
         if let Some(s) = &self.stream {
-            plan.stream = stream::plan(s, self.read_only)?;
+            plan.stream = stream::plan(s, self.read_only, plan.scratch_bytes)?;
         }
         if self.read_only {
             if self.provision.is_some() {

@@ -144,6 +144,7 @@ const NAME_MAX: usize = 32;
 pub(super) fn plan(
     streams: &Streams,
     read_only: bool,
+    scratch_bytes: Option<u64>,
 ) -> Result<Vec<StreamPlan>, (String, String)> {
     let many = streams.0.len() > 1;
     let mut names = std::collections::BTreeSet::new();
@@ -174,7 +175,22 @@ pub(super) fn plan(
             }
             _ => {}
         }
-        plans.push(plan_one(s, &key, read_only)?);
+        let p = plan_one(s, &key, read_only)?;
+        // A stream over more than the scratch file would write past it
+        // (the file grows) or stop at its end: neither was asked for.
+        if let (Some(size), Some(scratch)) = (p.size, scratch_bytes) {
+            if size > scratch {
+                return Err((
+                    format!("{key}.size"),
+                    format!(
+                        "{} is more than the scratch file's {} (devices.scratch)",
+                        crate::output::units::decimal_bytes(size),
+                        crate::output::units::decimal_bytes(scratch)
+                    ),
+                ));
+            }
+        }
+        plans.push(p);
     }
     Ok(plans)
 }
@@ -389,6 +405,13 @@ mod tests {
         );
         let e = err(&two("name = \"a\"\n", "name = \"b\"\nloops = 0\n"));
         assert!(e.contains("stream[1].loops: must be at least 1"), "{e}");
+        let e = err("name = \"x\"\n[devices]\nscratch = \"64M\"\n[stream]\nsize = \"1G\"\n");
+        assert!(
+            e.contains(
+                "stream.size: 1.1 GB is more than the scratch file's 67.1 MB (devices.scratch)"
+            ),
+            "{e}"
+        );
         let e = err(&format!("{D}[[stream]]\nname = \"a\"\nbogus = 1\n"));
         assert!(e.contains("unknown field `bogus`"), "{e}");
     }
