@@ -346,17 +346,59 @@ pub struct DeviceVerdict {
 
 /// A verdict's reasons, one line: its problems, then each failing slice.
 pub fn verdict_reasons(v: &ActVerdict) -> String {
+    // One reason per histogram and rule, however many slices broke it: a
+    // 24-hour run over its limit every hour is one line, not 24.
+    let mut groups: Vec<(&str, &str, Vec<&Failure>)> = Vec::new();
+    for f in &v.failures {
+        match groups
+            .iter_mut()
+            .find(|(h, r, _)| *h == f.histogram && *r == f.rule)
+        {
+            Some((_, _, fs)) => fs.push(f),
+            None => groups.push((&f.histogram, &f.rule, vec![f])),
+        }
+    }
     v.problems
         .iter()
         .cloned()
-        .chain(v.failures.iter().map(|f| {
-            format!(
-                "{} slice {}: {:.2}% {}",
-                f.histogram, f.slice, f.percent, f.rule
-            )
+        .chain(groups.into_iter().map(|(histogram, rule, fs)| match fs[..] {
+            [f] => format!("{histogram} slice {}: {:.2}% {rule}", f.slice, f.percent),
+            _ => {
+                // The first slice at the worst figure.
+                let worst = fs[1..]
+                    .iter()
+                    .fold(fs[0], |w, f| if f.percent > w.percent { f } else { w });
+                let slices: Vec<usize> = fs.iter().map(|f| f.slice).collect();
+                format!(
+                    "{histogram} slices {}: up to {:.2}% (slice {}) {rule}",
+                    ranges(&slices),
+                    worst.percent,
+                    worst.slice
+                )
+            }
         }))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// "1-4, 7, 9-10" for slices 1, 2, 3, 4, 7, 9, 10 (in the order given,
+/// which is ascending).
+fn ranges(slices: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < slices.len() {
+        let mut j = i;
+        while j + 1 < slices.len() && slices[j + 1] == slices[j] + 1 {
+            j += 1;
+        }
+        out.push(if j == i {
+            slices[i].to_string()
+        } else {
+            format!("{}-{}", slices[i], slices[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
 }
 
 /// The engine that does no I/O: its results are a test of storcert, never
@@ -575,6 +617,36 @@ impl Analysis {
 
 #[cfg(test)]
 mod tests {
+    /// A reason per histogram and rule: the slices that broke it, as
+    /// ranges, and the worst; one slice reads as it always did.
+    #[test]
+    fn reasons_are_one_per_rule_however_many_slices_broke_it() {
+        let f = |slice, rule: &str, percent| super::Failure {
+            histogram: "reads".into(),
+            slice,
+            rule: rule.into(),
+            percent,
+        };
+        let v = super::ActVerdict {
+            problems: vec!["the log ends after 5 h of the test's 24 h".into()],
+            failures: vec![
+                f(1, "> 1 ms must be < 5%", 7.6),
+                f(1, "> 8 ms must be < 1%", 1.5),
+                f(2, "> 1 ms must be < 5%", 9.25),
+                f(3, "> 1 ms must be < 5%", 5.1),
+                f(5, "> 1 ms must be < 5%", 6.0),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            super::verdict_reasons(&v),
+            "the log ends after 5 h of the test's 24 h; \
+             reads slices 1-3, 5: up to 9.25% (slice 2) > 1 ms must be < 5%; \
+             reads slice 1: 1.50% > 8 ms must be < 1%"
+        );
+        assert_eq!(super::ranges(&[1, 2, 4, 6, 7, 8]), "1-2, 4, 6-8");
+    }
+
     #[test]
     fn an_outcome_reads_as_it_is_written_and_skips_what_it_does_not_know() {
         for o in [
