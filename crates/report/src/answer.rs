@@ -22,9 +22,17 @@ pub struct DriveLine {
 /// The reasons of one drive, or of the run as a whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Why {
-    /// The drive's device, or "the run" for what is no one drive's.
-    pub about: String,
+    /// The drive's device; None for what is no one drive's (typed, so a
+    /// drive whose path reads "the run" is not taken for the run).
+    pub drive: Option<String>,
     pub reasons: Vec<String>,
+}
+
+impl Why {
+    /// The group's heading: the drive, or the run as a whole.
+    pub fn heading(&self) -> &str {
+        self.drive.as_deref().unwrap_or("the run as a whole")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -50,14 +58,14 @@ pub fn first_screen(s: &Summary, comparison: &Comparison) -> FirstScreen {
         .iter()
         .filter(|d| !d.reasons.is_empty())
         .map(|d| Why {
-            about: d.device.clone(),
+            drive: Some(d.device.clone()),
             reasons: once(&d.reasons),
         })
         .collect();
     let run = run_reasons(s);
     if !run.is_empty() {
         why.push(Why {
-            about: "the run".into(),
+            drive: None,
             reasons: run,
         });
     }
@@ -210,11 +218,11 @@ mod tests {
             f.why,
             vec![
                 Why {
-                    about: "/dev/sda".into(),
+                    drive: Some("/dev/sda".into()),
                     reasons: vec!["act-storage 2x (a.log): d".into()],
                 },
                 Why {
-                    about: "the run".into(),
+                    drive: None,
                     reasons: vec![
                         "act-storage 2x (w.log) all drives: d".into(),
                         "unreadable (x.json): d".into(),

@@ -189,7 +189,7 @@ fn first_screen(out: &mut String, r: &Report) {
         super::text::why_heading(r.summary.verdict)
     );
     for w in &f.why {
-        let _ = write!(out, "<p class=\"about\">{}</p><ul>", esc(&w.about));
+        let _ = write!(out, "<p class=\"about\">{}</p><ul>", esc(w.heading()));
         for reason in &w.reasons {
             let _ = write!(out, "<li>{}</li>", esc(reason));
         }

@@ -144,7 +144,7 @@ fn first_screen(d: &mut Doc, r: &Report) {
     }
     d.heading(2, why_heading(r.summary.verdict));
     for w in &f.why {
-        let about = d.o(&w.about);
+        let about = d.o(w.heading());
         let about = if d.md { format!("**{about}**") } else { about };
         let _ = writeln!(d.out, "{about}:\n");
         for reason in &w.reasons {
