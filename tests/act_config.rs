@@ -139,6 +139,14 @@ fn loads_and_durations() {
         "duration \"0s\" runs nothing: give at least 1s"
     );
     assert_eq!(
+        parse_duration_secs("9223372036854775808s")
+            .unwrap_err()
+            .to_string(),
+        "duration \"9223372036854775808s\" is too long (at most 10 years)"
+    );
+    assert_eq!(parse_duration_secs("3660d").unwrap(), 3660 * 86_400);
+    assert!(parse_duration_secs("3661d").is_err());
+    assert_eq!(
         parse_duration_secs("1y").unwrap_err().to_string(),
         "duration \"1y\" is not like 30s, 10m, 24h"
     );

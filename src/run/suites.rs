@@ -240,7 +240,9 @@ fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<(
             // is given up on.
             let after = wait_for_unlisted(Path::new(&t.disk), PARTITION_WAIT).map_err(|why| {
                 anyhow!(
-                    "{why}, {} s after the table was removed (its re-read asked every {} ms):                      the drive is not tested, rather than tested whole with the kernel                      still holding the old partition",
+                    "{why}, {} s after the table was removed (its re-read asked every {} ms): \
+                     the drive is not tested, rather than tested whole with the kernel \
+                     still holding the old partition",
                     PARTITION_WAIT.as_secs(),
                     PARTITION_POLL.as_millis()
                 )
@@ -616,9 +618,10 @@ pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPla
     let stage = s.stage();
     ctx.stage(&stage, writes, || {
         let attempt = ctx.journal().get(&stage).map_or(1, |r| r.attempts);
+        // None past what the clock can hold: no end but the loops'.
         let until = s
             .duration_secs
-            .map(|d| Instant::now() + Duration::from_secs(d));
+            .and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
         let mut n = 0u32;
         loop {
             n += 1;

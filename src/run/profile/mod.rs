@@ -387,11 +387,51 @@ pub struct ProfileError(pub String);
 
 /// The line of `key = ` for `key` in `text`, for errors found after parsing.
 fn line_of(text: &str, key: &str) -> String {
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start();
-            t.starts_with(key) && t[key.len()..].trim_start().starts_with(['=', ']', '.'])
+    // "stream[1].size": the second [stream] header, then the first "size"
+    // under it; "time_budget": the first line that sets it. An error about
+    // a table itself ("stream[1]") points at its header.
+    let lines: Vec<&str> = text.lines().collect();
+    let sets = |l: &str, k: &str| {
+        let t = l.trim_start();
+        t.starts_with(k) && t[k.len()..].trim_start().starts_with(['=', ']', '.'])
+    };
+    let is_header = |l: &str| l.trim_start().starts_with('[');
+    let (table, field) = match key.split_once('.') {
+        Some((t, rest)) => (t, rest.rsplit(['.', '[']).next().unwrap_or(rest)),
+        None if key.contains('[') => (key, ""),
+        None => ("", key),
+    };
+    let (name, index) = match table.split_once('[') {
+        Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().unwrap_or(0)),
+        None => (table, 0),
+    };
+    let header = (!name.is_empty())
+        .then(|| {
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| {
+                    let t = l.trim();
+                    t == format!("[{name}]") || t == format!("[[{name}]]")
+                })
+                .nth(index)
+                .map(|(i, _)| i)
         })
+        .flatten();
+    let found = match header {
+        Some(h) if field.is_empty() => Some(h),
+        Some(h) => lines[h + 1..]
+            .iter()
+            .take_while(|l| !is_header(l))
+            .position(|l| sets(l, field))
+            .map(|n| h + 1 + n)
+            .or(Some(h)),
+        // A table written inline (`act = { ... }`), or a top-level key.
+        None => lines
+            .iter()
+            .position(|l| sets(l, if field.is_empty() { name } else { field })),
+    };
+    found
         .map(|n| format!("line {}: ", n + 1))
         .unwrap_or_default()
 }
@@ -418,10 +458,7 @@ impl Profile {
         })?;
         let mut p = p;
         p.plan = p.validate().map_err(|(key, msg)| {
-            ProfileError(format!(
-                "{origin}: {}{key}: {msg}",
-                line_of(text, key.split(['.', '[']).next_back().unwrap_or(&key))
-            ))
+            ProfileError(format!("{origin}: {}{key}: {msg}", line_of(text, &key)))
         })?;
         Ok(p)
     }
@@ -823,7 +860,7 @@ impl Plan {
                 .stream
                 .iter()
                 .filter_map(|s| s.duration_secs)
-                .sum::<u64>()
+                .fold(0u64, u64::saturating_add)
             + self
                 .phases
                 .iter()

@@ -391,11 +391,22 @@ mod tests {
         let two = |a: &str, b: &str| {
             format!("{D}[[stream]]\n{a}size = \"1G\"\n[[stream]]\n{b}size = \"1G\"\n")
         };
+        // Errors point at the entry's own line, not the first of its name.
         let e = err(&two("name = \"a\"\n", ""));
         assert!(
-            e.contains("stream[1].name: needed when the profile has more than one [[stream]]"),
+            e.contains(
+                "line 7: stream[1].name: needed when the profile has more than one [[stream]]"
+            ),
             "{e}"
         );
+        let e = err(&format!(
+            "{D}[[stream]]\nname = \"a\"\nsize = \"1M\"\n[[stream]]\nname = \"b\"\nsize = \"1x\"\n"
+        ));
+        assert!(e.contains("p.toml: line 9: stream[1].size: "), "{e}");
+        let e = err(&format!(
+            "{D}[[stream]]\nname = \"a\"\nsize = \"1M\"\n[[stream]]\nname = \"B\"\n"
+        ));
+        assert!(e.contains("p.toml: line 8: stream[1].name: \"B\""), "{e}");
         let e = err(&two("name = \"a\"\n", "name = \"a\"\n"));
         assert!(e.contains("stream[1].name: \"a\" is given twice"), "{e}");
         let e = err(&two("name = \"a\"\n", "name = \"../x\"\n"));

@@ -776,13 +776,16 @@ pub fn rates_for_load(load: f64, devices: usize) -> (u32, u32) {
 /// A duration that `parse_duration_secs` does not take; `text` as given.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DurationError {
-    #[error("duration {text:?} is too long")]
+    #[error("duration {text:?} is too long (at most 10 years)")]
     TooLong { text: String },
     #[error("duration {text:?} is not like 30s, 10m, 24h")]
     Malformed { text: String },
     #[error("duration {text:?} runs nothing: give at least 1s")]
     Zero { text: String },
 }
+
+/// The longest duration taken: ten years.
+pub const MAX_DURATION_SECS: u64 = 10 * 366 * 86_400;
 
 /// "24h", "10m", "30s", "90" (seconds) → seconds.
 pub fn parse_duration_secs(text: &str) -> Result<u64, DurationError> {
@@ -796,8 +799,11 @@ pub fn parse_duration_secs(text: &str) -> Result<u64, DurationError> {
     };
     match num.parse::<u64>() {
         Ok(0) => Err(DurationError::Zero { text: text.into() }),
+        // Bounded, so sums of a profile's stages cannot wrap and an end
+        // time always fits the clock.
         Ok(n) => n
             .checked_mul(mult)
+            .filter(|&secs| secs <= MAX_DURATION_SECS)
             .ok_or_else(|| DurationError::TooLong { text: text.into() }),
         Err(_) => Err(DurationError::Malformed { text: text.into() }),
     }
