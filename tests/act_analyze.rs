@@ -199,7 +199,13 @@ fn bad_logs_get_a_clear_error() {
         &Options {
             log: "x.log".into(),
             slice: 1,
-            histograms: vec!["reads".into(), "nonexistent".into()],
+            // "read" is a prefix of "reads": the script shows that one.
+            histograms: vec![
+                "reads".into(),
+                "nonexistent".into(),
+                "read".into(),
+                "x".into(),
+            ],
             ..Default::default()
         },
         "",
@@ -207,7 +213,7 @@ fn bad_logs_get_a_clear_error() {
     .unwrap();
     assert!(
         a.text.ends_with(
-            "note: the log has no histogram \"nonexistent\" (it has reads): its columns are zeros\n"
+            "note: the log has no histogram \"nonexistent\", \"x\" (it has reads): their columns are zeros\n"
         ),
         "{}",
         a.text
@@ -405,6 +411,20 @@ fn a_cut_or_windows_saved_short_log_is_still_judged() {
             && stdout.contains(
                 "  the log ends after 2 s of the test's 24 s (the run was cut short)\nnote: "
             ),
+        "{stdout}"
+    );
+
+    // Cut inside the report's histograms: the report is not judged (it
+    // is half written), the table and the verdict end at the one before.
+    let buckets = log[at..].find("\n (").unwrap() + at;
+    std::fs::write(&cut, &log[..buckets + 12]).unwrap();
+    let out = common::storcert(&["act", "analyze", cut.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("verdict: FAIL (reads, in every slice of 2 s (the whole run)")
+            && stdout.contains("  the log ends inside its report after 4 s, which is not judged\n")
+            && !stdout.contains("does not add up"),
         "{stdout}"
     );
 

@@ -434,6 +434,8 @@ pub struct Judges {
     in_reports: bool,
     /// The histogram dump being read: its judge, and what it holds so far.
     dump: Option<(usize, Dump)>,
+    /// The time of a report not yet ended by ACT's blank line after it.
+    open_report: Option<u64>,
 }
 
 /// A "reads (N total)" dump read a bucket line at a time.
@@ -482,6 +484,7 @@ impl Judges {
             judges: names.iter().map(|n| Judge::new(n)).collect(),
             in_reports: false,
             dump: None,
+            open_report: None,
         }
     }
 
@@ -526,6 +529,7 @@ impl Judges {
             .and_then(|l| l.strip_suffix(" sec:"))
         {
             self.in_reports = true;
+            self.open_report = t.parse().ok();
             for j in judges.iter_mut() {
                 match t.parse::<u64>() {
                     Ok(t) => j.start_report(t),
@@ -536,6 +540,9 @@ impl Judges {
                 }
             }
             return;
+        }
+        if line.is_empty() {
+            self.open_report = None;
         }
         if !self.in_reports {
             // Made once for every judge: a log of 128 drives has 129.
@@ -570,6 +577,24 @@ impl Judges {
 
     /// A verdict per name, once the whole log is read.
     pub fn verdicts(mut self) -> Vec<ActVerdict> {
+        // A log cut inside its last report (no blank line after it): that
+        // report is not judged, as its histograms may be half written;
+        // the reports before it are.
+        if let Some(t) = self.open_report {
+            let dumping = self.dump.take().map(|(i, _)| i);
+            for (i, j) in self.judges.iter_mut().enumerate() {
+                let Some((at, snap)) = j.report.take_if(|r| r.0 == t) else {
+                    continue;
+                };
+                // Said where a histogram of it was begun; a report cut
+                // right after its "after N sec:" line held nothing.
+                if (snap.is_some() || dumping == Some(i)) && !j.broken {
+                    j.problem(format!(
+                        "the log ends inside its report after {at} s, which is not judged"
+                    ));
+                }
+            }
+        }
         self.end_dump();
         let in_reports = self.in_reports;
         self.judges
@@ -641,8 +666,9 @@ impl Judge {
             criteria: format!(
                 "{name}, in every slice{}: < 5% over 1 ms, < 1% over 8 ms, < 0.1% over 64 ms",
                 if slice == 0 {
-                    // No report was written: there is no slice to size.
-                    " (the log has no report)".to_string()
+                    // No report was taken in (none written, or the first
+                    // broken): there is no slice to size.
+                    " (no report of the log was judged)".to_string()
                 } else if slice >= HOUR {
                     format!(" of {slice} s (an hour, in whole reports)")
                 } else {

@@ -184,6 +184,8 @@ pub struct LogReader {
     hasher: sha2::Sha256,
     line: Vec<u8>,
     line_cut: bool,
+    /// The last line ended with "\r": a "\n" next is part of that end.
+    after_cr: bool,
     long_line: bool,
     is_act_log: bool,
     /// The latest "after N sec:" (act_latency.py's slice for a run under
@@ -209,6 +211,8 @@ struct Body {
     block: Option<(u64, Vec<String>, usize)>,
     /// The report before it, for a log cut inside its latest report.
     prev_block: Option<(u64, Vec<String>, usize)>,
+    /// Whether the latest report ended with ACT's blank line after it.
+    block_whole: bool,
     saving: bool,
     devices: Vec<String>,
     load: Option<f64>,
@@ -243,6 +247,7 @@ impl LogReader {
             hasher: sha2::Sha256::new(),
             line: Vec::new(),
             line_cut: false,
+            after_cr: false,
             long_line: false,
             is_act_log: false,
             max_after: 0,
@@ -258,34 +263,44 @@ impl LogReader {
     pub fn push(&mut self, mut data: &[u8]) {
         use sha2::Digest;
         self.hasher.update(data);
+        // Lines end as in Python's text mode, which act_latency.py reads
+        // in: "\n", "\r\n" or a lone "\r" (a log saved on Windows or an
+        // old Mac), each given on as "\n".
         while !data.is_empty() {
-            let (part, end) = match data.iter().position(|b| *b == b'\n') {
-                Some(i) => (&data[..=i], true),
-                None => (data, false),
+            if std::mem::take(&mut self.after_cr) && data[0] == b'\n' {
+                data = &data[1..];
+                continue;
+            }
+            let (part, end) = match data.iter().position(|b| *b == b'\n' || *b == b'\r') {
+                Some(i) => (&data[..=i], Some(data[i])),
+                None => (data, None),
             };
             data = &data[part.len()..];
+            let text = if end.is_some() {
+                &part[..part.len() - 1]
+            } else {
+                part
+            };
             // The start of a long line is kept (an "ACT version" line
             // padded with a megabyte of spaces is still seen), the rest
             // read past, however the bytes arrive.
             let room = MAX_LINE - self.line.len();
-            if part.len() > room {
+            if text.len() > room {
                 self.line_cut = true;
             }
-            self.line.extend_from_slice(&part[..part.len().min(room)]);
-            if end {
+            self.line.extend_from_slice(&text[..text.len().min(room)]);
+            if let Some(b) = end {
+                self.after_cr = b == b'\r';
+                if self.line.len() < MAX_LINE {
+                    self.line.push(b'\n');
+                }
                 self.end_line();
             }
         }
     }
 
     fn end_line(&mut self) {
-        let mut bytes = std::mem::take(&mut self.line);
-        // A log saved on Windows: Python's text mode, which act_latency.py
-        // reads in, gives its "\r\n" as "\n".
-        if bytes.ends_with(b"\r\n") {
-            bytes.truncate(bytes.len() - 2);
-            bytes.push(b'\n');
-        }
+        let bytes = std::mem::take(&mut self.line);
         if std::mem::take(&mut self.line_cut) {
             self.long_line = true;
         }
@@ -414,6 +429,7 @@ impl LogReader {
             slicer,
             block: None,
             prev_block: None,
+            block_whole: false,
             saving: false,
             devices,
             load,
@@ -486,9 +502,11 @@ impl LogReader {
                         }
                         s.finish(&body.head, &body.opts, slice, verdict.clone())
                     };
-                    match (one_slice(self.max_after, &body.block), &body.prev_block) {
-                        (Err(_), Some((at, _, _))) if *at > 0 => one_slice(*at, &body.prev_block),
-                        (r, _) => r,
+                    match &body.prev_block {
+                        Some((at, _, _)) if !body.block_whole && *at > 0 => {
+                            one_slice(*at, &body.prev_block)
+                        }
+                        _ => one_slice(self.max_after, &body.block),
                     }
                 } else {
                     slicer.finish(&body.head, &body.opts, body.slice, verdict)
@@ -577,6 +595,7 @@ impl Body {
         if let Some(t) = after_time(bare(line)) {
             if self.block.as_ref().is_none_or(|(at, _, _)| t > *at) {
                 self.prev_block = self.block.replace((t, Vec::new(), 0));
+                self.block_whole = false;
                 self.saving = true;
             }
         }
@@ -592,6 +611,7 @@ impl Body {
             lines.push(line.to_string());
             if line.trim().is_empty() {
                 self.saving = false;
+                self.block_whole = true;
             }
         }
     }
@@ -669,25 +689,30 @@ mod tests {
         assert!(seen >= 15, "{seen}");
     }
 
-    /// A log saved with Windows line ends ("\r\n") is read as act_latency.py
-    /// reads it in Python's text mode: as the same log with "\n", even
-    /// when a piece ends between the "\r" and the "\n".
+    /// A log saved with Windows ("\r\n") or old Mac ("\r") line ends is
+    /// read as act_latency.py reads it in Python's text mode: as the same
+    /// log with "\n", even when a piece ends between "\r" and "\n".
     #[test]
     fn a_log_with_windows_line_ends_is_the_same_log() {
         let lf = two_drive_log();
         let crlf = lf.replace('\n', "\r\n");
         // The same but for the digest of the file's bytes.
         let mut want = judge_log(lf.as_bytes(), "x.log", "x.log", None).unwrap();
-        want.log_sha256 = judge_log(crlf.as_bytes(), "x.log", "x.log", None)
-            .unwrap()
-            .log_sha256;
+        want.log_sha256 = String::new();
         let want = (serde_json::to_string(&want).unwrap(), want.analysis.text);
-        for step in [1, 2, 4096] {
+        for (text, step) in [
+            (&crlf, 1),
+            (&crlf, 2),
+            (&crlf, 4096),
+            (&lf.replace('\n', "\r"), 1),
+            (&lf.replace('\n', "\r"), 4096),
+        ] {
             let mut r = LogReader::judging("x.log", "x.log");
-            for piece in crlf.as_bytes().chunks(step) {
+            for piece in text.as_bytes().chunks(step) {
                 r.push(piece);
             }
-            let got = r.finish().analysis.unwrap();
+            let mut got = r.finish().analysis.unwrap();
+            got.log_sha256 = String::new();
             assert_eq!(
                 (serde_json::to_string(&got).unwrap(), got.analysis.text),
                 want,

@@ -325,11 +325,23 @@ fn echo_configuration(
     // reason act_latency.py finds no slice, which it does not say.
     let mut missing = None;
     if !opts.histograms.is_empty() {
+        // Matched as the script matches a report's lines: by prefix.
         let names = histogram_names(f);
-        if let Some(h) = opts.histograms.iter().find(|h| !names.contains(h)) {
+        let absent: Vec<String> = opts
+            .histograms
+            .iter()
+            .filter(|h| !names.iter().any(|n| n.starts_with(h.as_str())))
+            .map(|h| storcert_util::text::printable(&format!("{h:?}"), 80))
+            .collect();
+        if !absent.is_empty() {
+            let shown = absent.len().min(5);
             missing = Some(format!(
-                "the log has no histogram {} (it has {})",
-                storcert_util::text::printable(&format!("{h:?}"), 80),
+                "the log has no histogram {}{} (it has {})",
+                absent[..shown].join(", "),
+                match absent.len() - shown {
+                    0 => String::new(),
+                    more => format!(" and {more} more"),
+                },
                 storcert_util::text::printable(&names.join(", "), 400)
             ));
         }
@@ -338,7 +350,7 @@ fn echo_configuration(
 }
 
 /// The names under "HISTOGRAM NAMES", up to the blank line after them
-/// (a bounded number: ACT writes a handful).
+/// (a bounded number).
 fn histogram_names(f: &mut Lines<'_>) -> Vec<String> {
     f.seek0();
     let mut line = f.readline();
@@ -348,7 +360,8 @@ fn histogram_names(f: &mut Lines<'_>) -> Vec<String> {
     let mut names = Vec::new();
     loop {
         let name = f.readline().trim();
-        if name.is_empty() || names.len() == 64 {
+        // ACT's names: a handful, and two per drive of up to 128 drives.
+        if name.is_empty() || names.len() == 1024 {
             return names;
         }
         names.push(name.to_string());
@@ -691,7 +704,7 @@ impl Slicer {
         }
         if let Some(m) = &head.missing {
             // act_latency.py shows its columns as zeros: a perfect drive.
-            let _ = writeln!(out, "note: {m}: its columns are zeros");
+            let _ = writeln!(out, "note: {m}: their columns are zeros");
         }
         let display = self.display;
         Ok(Analysis {
