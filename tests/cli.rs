@@ -221,6 +221,30 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
         format!("storcert act storage: {c}: record-bytes: must be 1 to 8388608\n")
     );
 
+    // A check over two keys, one from a flag and one from the file, names
+    // the flag as the flag and the file's key as the file's.
+    std::fs::write(
+        &conf,
+        format!("{text}record-bytes-range-max: 2048\ndisable-odsync: yes\n"),
+    )
+    .unwrap();
+    for (flag, want) in [
+        (
+            &["--record-bytes", "4000"][..],
+            "record-bytes-range-max: must be 0, or more than --record-bytes and at most 8388608",
+        ),
+        (
+            &["--commit-to-device"][..],
+            "disable-odsync: can't be set together with --commit-to-device",
+        ),
+    ] {
+        let out = storcert(&[&["act", "storage", c][..], flag].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("storcert act storage: {c}'s {want}\n")
+        );
+    }
+
     let out = storcert(&["inventory", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)

@@ -100,14 +100,31 @@ fn storage_config_as_given(
     if let Some(m) = s.file_size_mbytes {
         c.file_size_bytes = (m as u64) << 20;
     }
-    match c.finish(&origin) {
-        // A key a flag set (or every key, without a config file) is the
-        // flag's to answer for, not the file's: say which.
-        Err(e) if config.is_none() || set_by_flags(s).contains(&e.key.as_str()) => {
-            Err(anyhow::anyhow!("{}", in_flags(&e.key, &e.reason)))
-        }
-        r => r.map(|()| c).map_err(Into::into),
+    let Err(e) = c.finish(&origin) else {
+        return Ok(c);
+    };
+    // A check that names a key a flag set (every key, without a config
+    // file) is the flags' to answer for, not the file's: name the flags,
+    // and the file's keys as the file's.
+    let flagged = set_by_flags(s);
+    let by_flag = |k: &str| config.is_none() || flagged.contains(&k);
+    let named = std::iter::once(e.key.as_str()).chain(e.reason.split(' ').map(config_word));
+    if named
+        .into_iter()
+        .any(|k| flag_for(k).is_some() && by_flag(k))
+    {
+        let file = |k: &str| format!("{origin}'s {k}");
+        return Err(anyhow::anyhow!(
+            "{}",
+            in_flags(&e.key, &e.reason, &by_flag, &file)
+        ));
     }
+    Err(e.into())
+}
+
+/// A word of a reason as a config key would be written in it.
+fn config_word(w: &str) -> &str {
+    w.trim_end_matches([',', ';', ':', '.', ')'])
 }
 
 /// The config keys the flags set, over the config file's.
@@ -141,22 +158,33 @@ fn set_by_flags(s: &StorageSettings) -> Vec<&'static str> {
     .collect()
 }
 
-/// A config check's error as the flags that set the keys it names.
-fn in_flags(key: &str, reason: &str) -> String {
+/// A config check's error as the flags that set the keys it names; a key
+/// `by_flag` says a flag did not set is named by `file`.
+fn in_flags(
+    key: &str,
+    reason: &str,
+    by_flag: &dyn Fn(&str) -> bool,
+    file: &dyn Fn(&str) -> String,
+) -> String {
     if key == "read-reqs-per-sec" && reason.ends_with("can't both be zero") {
         return "no load: give --load Nx (or --read-reqs-per-sec and --write-reqs-per-sec)".into();
     }
+    let name = |k: &str| match flag_for(k) {
+        Some(f) if by_flag(k) => f.to_string(),
+        Some(_) => file(k),
+        None => k.to_string(),
+    };
     let reason: Vec<String> = reason
         .split(' ')
         .map(|w| {
-            let word = w.trim_end_matches([',', ';', ':', '.', ')']);
+            let word = config_word(w);
             match flag_for(word) {
-                Some(f) => w.replacen(word, f, 1),
+                Some(_) => w.replacen(word, &name(word), 1),
                 None => w.to_string(),
             }
         })
         .collect();
-    format!("{}: {}", flag_for(key).unwrap_or(key), reason.join(" "))
+    format!("{}: {}", name(key), reason.join(" "))
 }
 
 /// The flag that sets an ACT config key (the service threads follow from
