@@ -585,7 +585,7 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
     // the drives table's "why" column: the same reasons, the same rows.
     let first_screen =
         |s: &String| s.starts_with('\n') || s.starts_with("Why it ") || s.starts_with("Drives\n");
-    // A streaming section now says how it ran ("fio-style: 1 MiB blocks,
+    // A streaming section now says how it ran ("How it ran: 1 MiB blocks,
     // …"), so a dd pass and a fio pass of one run read apart; 0.1 did not.
     let rest = |t: &str| -> Vec<String> {
         sections(t)
@@ -593,7 +593,7 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
             .filter(|s| !first_screen(s))
             .map(|s| {
                 s.split_inclusive('\n')
-                    .filter(|l| !l.starts_with("fio-style: ") && !l.starts_with("dd-style: "))
+                    .filter(|l| !l.starts_with("How it ran: "))
                     .collect::<String>()
                     .replace("\n\n\n", "\n\n")
             })

@@ -956,8 +956,8 @@ fn a_profile_runs_a_dd_pass_and_a_fio_style_pass() {
     assert_eq!(streams, 2, "{summary}");
     let report = String::from_utf8_lossy(&files["results/report.html"]);
     assert!(
-        report.contains("dd-style: 1 MiB blocks, one request at a time, O_DIRECT (<code>stream-dd/result.json</code>)")
-            && report.contains("fio-style: 256 KiB blocks, queue depth 8, 2 jobs a drive, O_DIRECT (<code>stream-fio/result.json</code>)"),
+        report.contains("1 MiB blocks, one request at a time, O_DIRECT (<code>stream-dd/result.json</code>)")
+            && report.contains("256 KiB blocks, queue depth 8, 2 jobs a drive, O_DIRECT (<code>stream-fio/result.json</code>)"),
         "{report}"
     );
 }

@@ -237,7 +237,7 @@ fn dev_path(name: &str) -> String {
 /// for a path that is not a disk under /dev.
 fn first_partition(disk: &str) -> Option<String> {
     let name = disk.strip_prefix("/dev/")?;
-    if name.is_empty() || name.contains('/') {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return None;
     }
     Some(if name.ends_with(|c: char| c.is_ascii_digit()) {
@@ -331,6 +331,11 @@ impl Drives {
 
     /// The disk `device` is (or is on), and its spare area.
     fn disk_of<'a>(&'a self, log: &str, device: &'a str) -> (&'a str, Option<SpareArea>) {
+        // A drive the run's targets list as a whole disk is no partition,
+        // whatever a provisioning record claims.
+        if self.disks.get(device).is_some_and(|d| d == device) {
+            return (device, None);
+        }
         let spare = self
             .spares
             .get(device)
@@ -973,6 +978,24 @@ fn left_out_text(c: &Comparison, md: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel's name for a disk's first partition; none for a path that
+    /// is no kernel disk name (a by-id link, a hostile record's name).
+    #[test]
+    fn first_partitions_are_named_as_the_kernel_names_them() {
+        for (disk, part) in [
+            ("/dev/sdb", Some("/dev/sdb1")),
+            ("/dev/nvme0n1", Some("/dev/nvme0n1p1")),
+            ("/dev/mmcblk0", Some("/dev/mmcblk0p1")),
+            ("/dev/vda", Some("/dev/vda1")),
+            ("/dev/dm-0", None),
+            ("/dev/disk/by-id/wwn-0x5000", None),
+            ("/dev/", None),
+            ("sdb", None),
+        ] {
+            assert_eq!(first_partition(disk).as_deref(), part, "{disk}");
+        }
+    }
 
     /// The write-up's odd mix: 36,000 reads + 3,000 writes/s is "18x" by
     /// its reads, but not on ACT's scale; it is its own table, labelled by

@@ -49,14 +49,15 @@ pub struct StreamPass {
 
 pub struct StreamSection {
     pub path: String,
-    /// How it ran: "dd-style: 1 MiB blocks, one request at a time, O_DIRECT".
+    /// How it ran: "1 MiB blocks, one request at a time, O_DIRECT".
     pub how: String,
     pub targets: Vec<String>,
     pub passes: Vec<StreamPass>,
 }
 
 /// How a streaming run ran, so a dd-style run and a fio-style run of one
-/// profile read apart: block size, requests in flight, jobs, cache.
+/// profile read apart: block size, requests in flight, jobs, cache. Said
+/// as it ran, not labelled: a profile's entry may be named anything.
 pub fn stream_how(st: &storcert_results::stream::StreamResult) -> String {
     let bs = storcert_util::units::block_size(st.bs);
     let cache = if st.direct {
@@ -65,10 +66,10 @@ pub fn stream_how(st: &storcert_results::stream::StreamResult) -> String {
         "through the page cache"
     };
     if st.qd == 1 && st.jobs_per_target == 1 {
-        format!("dd-style: {bs} blocks, one request at a time, {cache}")
+        format!("{bs} blocks, one request at a time, {cache}")
     } else {
         format!(
-            "fio-style: {bs} blocks, queue depth {}, {} a drive, {cache}",
+            "{bs} blocks, queue depth {}, {} a drive, {cache}",
             st.qd,
             storcert_util::text::counted(st.jobs_per_target as usize, "job")
         )

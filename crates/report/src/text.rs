@@ -256,7 +256,12 @@ fn stream_sections(d: &mut Doc, r: &Report) {
     for st in &r.streams {
         let title = format!("Streaming {}", d.o(&st.targets.join(", ")));
         d.heading(2, &title);
-        let _ = writeln!(d.out, "{}, from {}.\n", d.o(&st.how), d.o(&st.path));
+        let _ = writeln!(
+            d.out,
+            "How it ran: {}, from {}.\n",
+            d.o(&st.how),
+            d.o(&st.path)
+        );
         for p in &st.passes {
             let line = format!(
                 "- {}: {} at {}/s",

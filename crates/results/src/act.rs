@@ -358,10 +358,20 @@ pub fn verdict_reasons(v: &ActVerdict) -> String {
             None => groups.push((&f.histogram, &f.rule, vec![f])),
         }
     }
-    v.problems
-        .iter()
-        .cloned()
-        .chain(groups.into_iter().map(|(histogram, rule, fs)| match fs[..] {
+    // Past the judge's list of failing slices ("… and N more failing
+    // slice(s) not listed"), the worst is the verdict's own figure.
+    let (more, problems): (Vec<&String>, Vec<&String>) =
+        v.problems.iter().partition(|p| p.starts_with("… and "));
+    let truncated = !more.is_empty();
+    let unlisted_worst = |rule: &str| {
+        let at = ["> 1 ms", "> 8 ms", "> 64 ms"]
+            .iter()
+            .position(|t| rule.starts_with(t))?;
+        truncated.then(|| v.worst_pct.get(at).copied()).flatten()
+    };
+    let groups = groups
+        .into_iter()
+        .map(|(histogram, rule, fs)| match fs[..] {
             [f] => format!("{histogram} slice {}: {:.2}% {rule}", f.slice, f.percent),
             _ => {
                 // The first slice at the worst figure.
@@ -369,14 +379,21 @@ pub fn verdict_reasons(v: &ActVerdict) -> String {
                     .iter()
                     .fold(fs[0], |w, f| if f.percent > w.percent { f } else { w });
                 let slices: Vec<usize> = fs.iter().map(|f| f.slice).collect();
+                let most = match unlisted_worst(rule) {
+                    Some(w) if w > worst.percent => format!("{w:.2}%"),
+                    _ => format!("{:.2}% (slice {})", worst.percent, worst.slice),
+                };
                 format!(
-                    "{histogram} slices {}: up to {:.2}% (slice {}) {rule}",
-                    ranges(&slices),
-                    worst.percent,
-                    worst.slice
+                    "{histogram} slices {}: up to {most} {rule}",
+                    ranges(&slices)
                 )
             }
-        }))
+        });
+    problems
+        .into_iter()
+        .cloned()
+        .chain(groups)
+        .chain(more.into_iter().cloned())
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -645,6 +662,22 @@ mod tests {
              reads slice 1: 1.50% > 8 ms must be < 1%"
         );
         assert_eq!(super::ranges(&[1, 2, 4, 6, 7, 8]), "1-2, 4, 6-8");
+        // Past the judge's list: the worst of every slice, and the note
+        // of the unlisted ones after the reasons they add to.
+        let v = super::ActVerdict {
+            problems: vec!["… and 100 more failing slice(s) not listed".into()],
+            failures: vec![
+                f(1, "> 1 ms must be < 5%", 7.0),
+                f(2, "> 1 ms must be < 5%", 8.0),
+            ],
+            worst_pct: vec![50.0, 0.5, 0.0],
+            ..Default::default()
+        };
+        assert_eq!(
+            super::verdict_reasons(&v),
+            "reads slices 1-2: up to 50.00% > 1 ms must be < 5%; \
+             … and 100 more failing slice(s) not listed"
+        );
     }
 
     #[test]
