@@ -119,6 +119,16 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     // held open, so the kernel refuses to re-read the table: released 2 s
     // into the removal (the removal asks again and goes on), then held
     // past the removal's 30 s (the drive fails with the reason).
+    // And a spare phase while the old partition is still held: the
+    // kernel lists the new one only once let go, after provisioning
+    // looked; the record then gets the kernel's view.
+    let late = out.path().join("late.toml");
+    std::fs::write(
+        &late,
+        "name = \"late\"\n[devices]\npaths = [\"/dev/vda\"]\ndestroy = [\"LABVIRTIO0001\"]\n\
+         [[phase]]\nspare_pct = 20\nstorage = [{ load = \"1x\", duration = \"2s\" }]\n",
+    )
+    .unwrap();
     let held = out.path().join("held.toml");
     std::fs::write(
         &held,
@@ -166,8 +176,14 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          ( exec 3< /dev/vda1; for i in $(seq 1 900); do \
              grep -qF 'remove partition vda] FAILED' held-fail.err 2>/dev/null && break; sleep 0.1; done ) & \
          storcert run --profile /lab/held.toml --results /tmp/held-fail --key /tmp/k.key \
-           --cmdline /dev/null > held-fail.out 2> held-fail.err; echo $? > held-fail.rc; wait; true",
-        &[&fix_policy, &destroy_policy, &phases, &perc, &held],
+           --cmdline /dev/null > held-fail.out 2> held-fail.err; echo $? > held-fail.rc; wait; \
+         ( exec 3< /dev/vda1; for i in $(seq 1 600); do \
+             grep -qF 'provision vda] done' late.err 2>/dev/null && break; sleep 0.1; done; \
+           sleep 2 ) & \
+         storcert run --profile /lab/late.toml --results /tmp/late --key /tmp/k.key \
+           --cmdline /dev/null > late.out 2> late.err; echo $? > late.rc; wait; \
+         cp $(find /tmp/late -path '*provision/vda.json' | head -n 1) late-provision.json; true",
+        &[&fix_policy, &destroy_policy, &phases, &perc, &held, &late],
     );
     let topo = read_env(&out.path().join("topology.env"));
     let t = |k: &str| topo[k].clone();
@@ -652,6 +668,23 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         "{fail_err}"
     );
     assert_ne!(read("held-fail.rc").trim(), "0", "{fail_err}");
+    // The partition listed late: the phase ran on it, and its record says
+    // so with the kernel's view (compare gives its logs its spare area).
+    let late_err = read("late.err");
+    assert!(
+        late_err.contains("[phase 1 partition vda] done: the kernel lists /dev/vda1")
+            && late_err.contains("[phase 1 act 1x vda] done"),
+        "{late_err}"
+    );
+    let record: serde_json::Value = serde_json::from_str(&read("late-provision.json"))
+        .unwrap_or_else(|e| panic!("{e}\n{late_err}"));
+    assert_eq!(record["kernel"]["partition"], "vda1", "{record:#}");
+    let notes = record["notes"].to_string();
+    assert!(
+        notes.contains("the kernel did not re-read the partition table")
+            && notes.contains("the kernel listed vda1 within"),
+        "{notes}"
+    );
 
     // USB: qemu's usb-storage is a SCSI bridge without SAT. ATA
     // PASS-THROUGH is refused, recorded as unsupported, and the scan goes on
