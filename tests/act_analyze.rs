@@ -430,6 +430,17 @@ fn a_cut_or_windows_saved_short_log_is_still_judged() {
 
     let whole = tmp.path().join("whole.log");
     std::fs::write(&whole, &log).unwrap();
+    // A whole log whose last blank line was stripped (an editor, a shell's
+    // $(...)) is the same log, not one cut short.
+    let stripped = tmp.path().join("stripped.log");
+    std::fs::write(&stripped, log.trim_end()).unwrap();
+    let a = common::storcert(&["act", "analyze", whole.to_str().unwrap()]);
+    let b = common::storcert(&["act", "analyze", stripped.to_str().unwrap()]);
+    assert_eq!(b.status.code(), a.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&b.stdout).replace(stripped.to_str().unwrap(), "LOG"),
+        String::from_utf8_lossy(&a.stdout).replace(whole.to_str().unwrap(), "LOG")
+    );
     let crlf = tmp.path().join("crlf.log");
     std::fs::write(&crlf, log.replace('\n', "\r\n")).unwrap();
     let a = common::storcert(&["act", "analyze", whole.to_str().unwrap()]);

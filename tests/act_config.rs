@@ -86,8 +86,8 @@ fn bad_configs_name_file_line_and_key() {
         ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nupdate-pct: 101\n", "t.conf: update-pct: must be 0 to 100"),
         ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\nrecord-bytes: 2000\nrecord-bytes-range-max: 1000\n", "t.conf: record-bytes-range-max: must be 0, or more than record-bytes and at most 8388608"),
         ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 1\ndisable-odsync: yes\ncommit-to-device: yes\n", "t.conf: disable-odsync: can't be set together with commit-to-device"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 5\nservice-threads: 10\n", "t.conf: service-threads: load config too small for the service threads"),
-        ("device-names: /dev/x\ntest-duration-sec: 10\nwrite-reqs-per-sec: 100\nrecord-bytes: 262144\n", "t.conf: large-block-op-kbytes: a large block must hold at least one average record"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nread-reqs-per-sec: 5\nservice-threads: 10\n", "t.conf: service-threads: load config too small for the service threads (read-reqs-per-sec, write-reqs-per-sec)"),
+        ("device-names: /dev/x\ntest-duration-sec: 10\nwrite-reqs-per-sec: 100\nrecord-bytes: 262144\n", "t.conf: large-block-op-kbytes: a large block must hold at least one average record (record-bytes, record-bytes-range-max)"),
         // An older ACT's config: the error says what replaced the key.
         ("device-names: /dev/x\nnum-queues: 8\n", "t.conf:2: num-queues: \"num-queues\" is an older ACT's config item; ACT 6 has no transaction queues: service-threads replaces them"),
         ("device-names: /dev/x\nread-req-num-512-blocks: 3\n", "t.conf:2: read-req-num-512-blocks: \"read-req-num-512-blocks\" is an older ACT's config item; record-bytes replaces it (record-bytes: 1536)"),

@@ -437,7 +437,7 @@ impl StorageConfig {
             o,
             self.large_block_op_bytes >= (self.record_bytes + rmx) / 2,
             "large-block-op-kbytes",
-            "a large block must hold at least one average record",
+            "a large block must hold at least one average record (record-bytes, record-bytes-range-max)",
         )?;
         self.derive();
         let d = &self.derived;
@@ -446,7 +446,7 @@ impl StorageConfig {
             o,
             total == 0 || total / self.service_threads as u64 != 0,
             "service-threads",
-            "load config too small for the service threads",
+            "load config too small for the service threads (read-reqs-per-sec, write-reqs-per-sec)",
         )?;
         Ok(())
     }
@@ -646,7 +646,7 @@ impl IndexConfig {
             o,
             self.service_thread_reads_per_sec / self.service_threads as u64 != 0,
             "service-threads",
-            "load config too small for the service threads",
+            "load config too small for the service threads (read-reqs-per-sec, write-reqs-per-sec)",
         )?;
         let per_write = 100.0 / (100 - self.defrag_lwm_pct) as f64;
         // ACT stores this in an integer (truncating).

@@ -575,22 +575,28 @@ impl Judges {
         }
     }
 
+    /// Whether the log ends inside a histogram of its last report: its
+    /// bucket lines hold less than its total.
+    pub fn last_report_cut(&self) -> bool {
+        self.open_report.is_some()
+            && self
+                .dump
+                .as_ref()
+                .is_some_and(|(_, d)| !d.ok || d.sum != d.snap.total)
+    }
+
     /// A verdict per name, once the whole log is read.
     pub fn verdicts(mut self) -> Vec<ActVerdict> {
-        // A log cut inside its last report (no blank line after it): that
-        // report is not judged, as its histograms may be half written;
-        // the reports before it are.
-        if let Some(t) = self.open_report {
-            let dumping = self.dump.take().map(|(i, _)| i);
-            for (i, j) in self.judges.iter_mut().enumerate() {
-                let Some((at, snap)) = j.report.take_if(|r| r.0 == t) else {
-                    continue;
-                };
-                // Said where a histogram of it was begun; a report cut
-                // right after its "after N sec:" line held nothing.
-                if (snap.is_some() || dumping == Some(i)) && !j.broken {
+        // A log cut inside a histogram of its last report (its buckets
+        // short of its total, no blank line after it): that report is not
+        // judged, the ones before it are. A whole report whose blank line
+        // alone is missing (an editor strips it) is judged as any other.
+        if self.last_report_cut() {
+            if let (Some(t), Some((i, _))) = (self.open_report, self.dump.take()) {
+                let j = &mut self.judges[i];
+                if j.report.take_if(|r| r.0 == t).is_some() && !j.broken {
                     j.problem(format!(
-                        "the log ends inside its report after {at} s, which is not judged"
+                        "the log ends inside its report after {t} s, which is not judged"
                     ));
                 }
             }

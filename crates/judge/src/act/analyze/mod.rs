@@ -211,8 +211,6 @@ struct Body {
     block: Option<(u64, Vec<String>, usize)>,
     /// The report before it, for a log cut inside its latest report.
     prev_block: Option<(u64, Vec<String>, usize)>,
-    /// Whether the latest report ended with ACT's blank line after it.
-    block_whole: bool,
     saving: bool,
     devices: Vec<String>,
     load: Option<f64>,
@@ -429,7 +427,6 @@ impl LogReader {
             slicer,
             block: None,
             prev_block: None,
-            block_whole: false,
             saving: false,
             devices,
             load,
@@ -482,6 +479,7 @@ impl LogReader {
         let mut table = match (self.failed.as_ref(), body.slicer, body.judges) {
             (Some(e), _, _) => Err(e.clone()),
             (None, Some(slicer), Some(judges)) => {
+                let cut = judges.last_report_cut();
                 let verdict = judges.verdicts().pop().expect("one judge");
                 let short = body.auto_slice
                     && slicer.which_slice == 0
@@ -502,11 +500,22 @@ impl LogReader {
                         }
                         s.finish(&body.head, &body.opts, slice, verdict.clone())
                     };
-                    match &body.prev_block {
-                        Some((at, _, _)) if !body.block_whole && *at > 0 => {
-                            one_slice(*at, &body.prev_block)
-                        }
-                        _ => one_slice(self.max_after, &body.block),
+                    // The report before the last where the last is cut
+                    // (the judge leaves it out too), or holds no data of
+                    // the histograms the log has.
+                    let prev = match &body.prev_block {
+                        Some((at, _, _)) if *at > 0 => Some(*at),
+                        _ => None,
+                    };
+                    match (prev, cut) {
+                        (Some(at), true) => one_slice(at, &body.prev_block),
+                        (Some(at), false) => match one_slice(self.max_after, &body.block) {
+                            Err(_) if body.head.missing.is_none() => {
+                                one_slice(at, &body.prev_block)
+                            }
+                            r => r,
+                        },
+                        (None, _) => one_slice(self.max_after, &body.block),
                     }
                 } else {
                     slicer.finish(&body.head, &body.opts, body.slice, verdict)
@@ -595,7 +604,6 @@ impl Body {
         if let Some(t) = after_time(bare(line)) {
             if self.block.as_ref().is_none_or(|(at, _, _)| t > *at) {
                 self.prev_block = self.block.replace((t, Vec::new(), 0));
-                self.block_whole = false;
                 self.saving = true;
             }
         }
@@ -611,7 +619,6 @@ impl Body {
             lines.push(line.to_string());
             if line.trim().is_empty() {
                 self.saving = false;
-                self.block_whole = true;
             }
         }
     }

@@ -108,8 +108,11 @@ pub(super) struct Head {
     pub(super) hists: Vec<Hist>,
     pub(super) display: Vec<usize>,
     pub(super) max_bucket: usize,
-    /// Why no slice can be found: a histogram asked for is not in the log.
+    /// Histograms asked for that the log lacks, said after the table.
     pub(super) missing: Option<String>,
+    /// Whether none asked for is in the log: then that is why no slice
+    /// can be found.
+    pub(super) none_present: bool,
 }
 
 impl Head {
@@ -200,7 +203,8 @@ impl Head {
                 hists,
                 display,
                 max_bucket,
-                missing,
+                none_present: missing.as_ref().is_some_and(|(_, all)| *all),
+                missing: missing.map(|(m, _)| m),
             },
             // print_latency_slices() reads on from where the names ended.
             f.pos.min(prefix.len()),
@@ -278,13 +282,17 @@ fn read_version_and_interval(
     Ok((version, interval))
 }
 
+/// Histograms asked for that the log lacks (said), and whether that is
+/// every one asked for.
+type Missing = Option<(String, bool)>;
+
 /// Echoes the configuration, the derived configuration and the histogram
 /// names as the script does; returns the histograms the table shows.
 fn echo_configuration(
     f: &mut Lines<'_>,
     out: &mut String,
     opts: &Options,
-) -> Result<(Vec<String>, Option<String>), AnalyzeError> {
+) -> Result<(Vec<String>, Missing), AnalyzeError> {
     f.seek0();
     let mut line = f.readline();
     while !line.is_empty() && !line.ends_with("CONFIGURATION\n") {
@@ -335,14 +343,17 @@ fn echo_configuration(
             .collect();
         if !absent.is_empty() {
             let shown = absent.len().min(5);
-            missing = Some(format!(
-                "the log has no histogram {}{} (it has {})",
-                absent[..shown].join(", "),
-                match absent.len() - shown {
-                    0 => String::new(),
-                    more => format!(" and {more} more"),
-                },
-                storcert_util::text::printable(&names.join(", "), 400)
+            missing = Some((
+                format!(
+                    "the log has no histogram {}{} (it has {})",
+                    absent[..shown].join(", "),
+                    match absent.len() - shown {
+                        0 => String::new(),
+                        more => format!(" and {more} more"),
+                    },
+                    storcert_util::text::printable(&names.join(", "), 400)
+                ),
+                absent.len() == opts.histograms.len(),
             ));
         }
     }
@@ -647,6 +658,7 @@ impl Slicer {
                 "could not find {slice_time} seconds of data{}",
                 head.missing
                     .as_ref()
+                    .filter(|_| head.none_present)
                     .map(|m| format!(": {m}"))
                     .unwrap_or_default()
             ));
