@@ -372,7 +372,13 @@ pub fn verdict_reasons(v: &ActVerdict) -> String {
     let groups = groups
         .into_iter()
         .map(|(histogram, rule, fs)| match fs[..] {
-            [f] => format!("{histogram} slice {}: {:.2}% {rule}", f.slice, f.percent),
+            [f] => match unlisted_worst(rule) {
+                Some(w) if w > f.percent => format!(
+                    "{histogram} slice {}: {:.2}% (up to {w:.2}% in slices not listed) {rule}",
+                    f.slice, f.percent
+                ),
+                _ => format!("{histogram} slice {}: {:.2}% {rule}", f.slice, f.percent),
+            },
             _ => {
                 // The first slice at the worst figure.
                 let worst = fs[1..]
@@ -676,6 +682,15 @@ mod tests {
         assert_eq!(
             super::verdict_reasons(&v),
             "reads slices 1-2: up to 50.00% > 1 ms must be < 5%; \
+             … and 100 more failing slice(s) not listed"
+        );
+        let v = super::ActVerdict {
+            failures: vec![f(300, "> 1 ms must be < 5%", 7.0)],
+            ..v
+        };
+        assert_eq!(
+            super::verdict_reasons(&v),
+            "reads slice 300: 7.00% (up to 50.00% in slices not listed) > 1 ms must be < 5%; \
              … and 100 more failing slice(s) not listed"
         );
     }
