@@ -389,13 +389,20 @@ pub struct ProfileError(pub String);
 fn line_of(text: &str, key: &str) -> String {
     // "stream[1].size": the second [stream] header, then the first "size"
     // under it; "time_budget": the first line that sets it. An error about
-    // a table itself ("stream[1]") points at its header.
+    // a table itself ("stream[1]"), or a field not written under its
+    // header, points at the header; a table not found gives no line rather
+    // than another table's field.
     let lines: Vec<&str> = text.lines().collect();
     let sets = |l: &str, k: &str| {
         let t = l.trim_start();
         t.starts_with(k) && t[k.len()..].trim_start().starts_with(['=', ']', '.'])
     };
-    let is_header = |l: &str| l.trim_start().starts_with('[');
+    // A header as TOML reads it: "[[ stream ]] # two" is "[[stream]]".
+    let header = |l: &str| -> Option<String> {
+        let t = l.split('#').next().unwrap_or("").trim();
+        t.starts_with('[')
+            .then(|| t.chars().filter(|c| !c.is_whitespace()).collect())
+    };
     let (table, field) = match key.split_once('.') {
         Some((t, rest)) => (t, rest.rsplit(['.', '[']).next().unwrap_or(rest)),
         None if key.contains('[') => (key, ""),
@@ -405,31 +412,39 @@ fn line_of(text: &str, key: &str) -> String {
         Some((n, i)) => (n, i.trim_end_matches(']').parse::<usize>().unwrap_or(0)),
         None => (table, 0),
     };
-    let header = (!name.is_empty())
-        .then(|| {
-            lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| {
-                    let t = l.trim();
-                    t == format!("[{name}]") || t == format!("[[{name}]]")
-                })
-                .nth(index)
-                .map(|(i, _)| i)
-        })
-        .flatten();
-    let found = match header {
-        Some(h) if field.is_empty() => Some(h),
-        Some(h) => lines[h + 1..]
+    let found = if name.is_empty() {
+        // A top-level key, or a whole table ("devices", "phase").
+        let own = [format!("[{field}]"), format!("[[{field}]]")];
+        lines
             .iter()
-            .take_while(|l| !is_header(l))
+            .take_while(|l| header(l).is_none())
             .position(|l| sets(l, field))
-            .map(|n| h + 1 + n)
-            .or(Some(h)),
-        // A table written inline (`act = { ... }`), or a top-level key.
-        None => lines
+            .or_else(|| {
+                lines
+                    .iter()
+                    .position(|l| header(l).is_some_and(|h| own.contains(&h)))
+            })
+    } else {
+        let own = [format!("[{name}]"), format!("[[{name}]]")];
+        let at = lines
             .iter()
-            .position(|l| sets(l, if field.is_empty() { name } else { field })),
+            .enumerate()
+            .filter(|(_, l)| header(l).is_some_and(|h| own.contains(&h)))
+            .nth(index)
+            .map(|(i, _)| i);
+        match at {
+            Some(h) => lines[h + 1..]
+                .iter()
+                .take_while(|l| header(l).is_none())
+                .position(|l| !field.is_empty() && sets(l, field))
+                .map(|n| h + 1 + n)
+                .or(Some(h)),
+            // A table written inline at the top (`act = { ... }`).
+            None => lines
+                .iter()
+                .take_while(|l| header(l).is_none())
+                .position(|l| sets(l, name)),
+        }
     };
     found
         .map(|n| format!("line {}: ", n + 1))

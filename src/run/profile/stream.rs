@@ -407,6 +407,11 @@ mod tests {
             "{D}[[stream]]\nname = \"a\"\nsize = \"1M\"\n[[stream]]\nname = \"B\"\n"
         ));
         assert!(e.contains("p.toml: line 8: stream[1].name: \"B\""), "{e}");
+        // Headers as TOML reads them: spaced, with a comment after.
+        let e = err(&format!(
+            "{D}[[ stream ]] # one\nname = \"a\"\nsize = \"1M\"\n[[stream]] # two\nname = \"B\"\n"
+        ));
+        assert!(e.contains("p.toml: line 8: stream[1].name: \"B\""), "{e}");
         let e = err(&two("name = \"a\"\n", "name = \"a\"\n"));
         assert!(e.contains("stream[1].name: \"a\" is given twice"), "{e}");
         let e = err(&two("name = \"a\"\n", "name = \"../x\"\n"));
