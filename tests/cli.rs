@@ -245,6 +245,26 @@ fn bad_input_gets_one_clear_line_and_no_panic() {
         );
     }
 
+    // Without a config file, a key no flag gave is ACT's default, never a
+    // flag that was not given.
+    for (args, want) in [
+        (
+            &["-d", "x", "--duration", "2s", "--load", "1x", "--record-bytes", "1000000"][..],
+            "the default large-block-op-kbytes: a large block must hold at least one average record (--record-bytes, the default record-bytes-range-max)",
+        ),
+        (
+            &["-d", "x", "--duration", "2s", "--load", "0.0001x"][..],
+            "--load: no reads or writes at that load (each rounds to 0 per second)",
+        ),
+    ] {
+        let out = storcert(&[&["act", "storage"][..], args].concat());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!("storcert act storage: {want}\n"),
+            "{args:?}"
+        );
+    }
+
     let out = storcert(&["inventory", "--bogus"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr)

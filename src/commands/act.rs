@@ -107,16 +107,30 @@ fn storage_config_as_given(
     // file) is the flags' to answer for, not the file's: name the flags,
     // and the file's keys as the file's.
     let flagged = set_by_flags(s);
-    let by_flag = |k: &str| config.is_none() || flagged.contains(&k);
+    // Without a config file, the key a check is about is named by the flag
+    // that sets it ("--device: no devices named"), unless a flag given
+    // for another key it names is what broke it.
+    let others_given = e
+        .reason
+        .split(' ')
+        .map(config_word)
+        .any(|k| k != e.key && flagged.contains(&k));
+    let by_flag =
+        |k: &str| flagged.contains(&k) || (config.is_none() && k == e.key && !others_given);
     let named = std::iter::once(e.key.as_str()).chain(e.reason.split(' ').map(config_word));
-    if named
-        .into_iter()
-        .any(|k| flag_for(k).is_some() && by_flag(k))
+    if config.is_none()
+        || named
+            .into_iter()
+            .any(|k| flag_for(k).is_some() && by_flag(k))
     {
-        let file = |k: &str| format!("{origin}'s {k}");
+        // A key no flag set is the file's, or without one ACT's default.
+        let other = |k: &str| match config {
+            Some(_) => format!("{origin}'s {k}"),
+            None => format!("the default {k}"),
+        };
         return Err(anyhow::anyhow!(
             "{}",
-            in_flags(&e.key, &e.reason, &by_flag, &file)
+            in_flags(&e.key, &e.reason, &by_flag, &other)
         ));
     }
     Err(e.into())
@@ -124,7 +138,8 @@ fn storage_config_as_given(
 
 /// A word of a reason as a config key would be written in it.
 fn config_word(w: &str) -> &str {
-    w.trim_end_matches([',', ';', ':', '.', ')'])
+    w.trim_start_matches('(')
+        .trim_end_matches([',', ';', ':', '.', ')'])
 }
 
 /// The config keys the flags set, over the config file's.
@@ -132,7 +147,8 @@ fn set_by_flags(s: &StorageSettings) -> Vec<&'static str> {
     let load = s.load.is_some();
     [
         ("device-names", !s.device.is_empty()),
-        ("service-threads", load),
+        // Not a config key: that --load set the rates.
+        ("load", load),
         ("read-reqs-per-sec", load || s.read_reqs_per_sec.is_some()),
         ("write-reqs-per-sec", load || s.write_reqs_per_sec.is_some()),
         ("record-bytes", s.record_bytes.is_some()),
@@ -167,6 +183,9 @@ fn in_flags(
     file: &dyn Fn(&str) -> String,
 ) -> String {
     if key == "read-reqs-per-sec" && reason.ends_with("can't both be zero") {
+        if by_flag("load") {
+            return "--load: no reads or writes at that load (each rounds to 0 per second)".into();
+        }
         return "no load: give --load Nx (or --read-reqs-per-sec and --write-reqs-per-sec)".into();
     }
     let name = |k: &str| match flag_for(k) {
