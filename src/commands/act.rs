@@ -110,14 +110,11 @@ fn storage_config_as_given(
     // Without a config file, the key a check is about is named by the flag
     // that sets it ("--device: no devices named"), unless a flag given
     // for another key it names is what broke it.
-    let others_given = e
-        .reason
-        .split(' ')
-        .map(config_word)
-        .any(|k| k != e.key && flagged.contains(&k));
+    let words: Vec<&str> = e.reason.split(' ').map(config_word).collect();
+    let others_given = words.iter().any(|&k| k != e.key && flagged.contains(&k));
     let by_flag =
         |k: &str| flagged.contains(&k) || (config.is_none() && k == e.key && !others_given);
-    let named = std::iter::once(e.key.as_str()).chain(e.reason.split(' ').map(config_word));
+    let named = std::iter::once(e.key.as_str()).chain(words.iter().copied());
     if config.is_none()
         || named
             .into_iter()

@@ -101,29 +101,45 @@ pub(super) fn wide_storage_config(
 pub(super) const PARTITION_WAIT: Duration = Duration::from_secs(30);
 pub(super) const PARTITION_POLL: Duration = Duration::from_millis(200);
 
+/// Runs `step` every PARTITION_POLL until it says done or `wait` is over:
+/// whether it was done. The kernel's view of a partition table is waited
+/// for this way, whether a partition is to appear or to go.
+fn poll(wait: Duration, mut step: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if step() {
+            return true;
+        }
+        if start.elapsed() >= wait {
+            return false;
+        }
+        std::thread::sleep(PARTITION_POLL);
+    }
+}
+
+/// Asks the kernel to re-read `disk`'s partition table.
+fn reread(disk: &Path) -> std::io::Result<()> {
+    crate::blockdev::reread_partitions(&std::fs::File::open(disk)?)
+}
+
 /// Each target's storcert partition as the kernel lists it, asking the
 /// kernel to re-read the tables of those not yet listed until `wait` is
 /// over.
 pub(super) fn wait_for_partitions(targets: &[&Target], wait: Duration) -> Vec<Option<PathBuf>> {
-    let start = Instant::now();
     let mut found: Vec<Option<PathBuf>> = vec![None; targets.len()];
-    loop {
+    poll(wait, || {
         for (t, f) in targets.iter().zip(found.iter_mut()) {
             if f.is_none() {
                 let disk = Path::new(&t.disk);
                 *f = crate::provision::provisioned_partition(disk);
                 if f.is_none() {
-                    if let Ok(file) = std::fs::File::open(disk) {
-                        let _ = crate::blockdev::reread_partitions(&file);
-                    }
+                    let _ = reread(disk);
                 }
             }
         }
-        if found.iter().all(Option::is_some) || start.elapsed() >= wait {
-            return found;
-        }
-        std::thread::sleep(PARTITION_POLL);
-    }
+        found.iter().all(Option::is_some)
+    });
+    found
 }
 
 /// Asks the kernel to re-read `disk`'s table until it lists no partition
@@ -131,21 +147,21 @@ pub(super) fn wait_for_partitions(targets: &[&Target], wait: Duration) -> Vec<Op
 /// still did not.
 pub(super) fn wait_for_unlisted(disk: &Path, wait: Duration) -> Result<Duration, String> {
     let start = Instant::now();
-    loop {
-        let why = match std::fs::File::open(disk)
-            .map_err(|e| e.to_string())
-            .and_then(|f| crate::blockdev::reread_partitions(&f).map_err(|e| e.to_string()))
-        {
+    let mut why = String::new();
+    let gone = poll(wait, || {
+        why = match reread(disk) {
             Err(e) => format!("the kernel did not re-read the partition table: {e}"),
             Ok(()) => match crate::provision::listed_partition(disk) {
-                None => return Ok(start.elapsed()),
+                None => return true,
                 Some(p) => format!("the kernel still lists {p}"),
             },
         };
-        if start.elapsed() >= wait {
-            return Err(why);
-        }
-        std::thread::sleep(PARTITION_POLL);
+        false
+    });
+    if gone {
+        Ok(start.elapsed())
+    } else {
+        Err(why)
     }
 }
 
