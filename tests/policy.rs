@@ -507,7 +507,7 @@ fn a_family_is_asked_for_its_battery_and_its_fixes() {
     let as_family = |family: &str| {
         let mut inv = inventory();
         let raid = lab_raid(&mut inv);
-        raid.family = family.into();
+        raid.family = storcert::inventory::FamilyKey::new(family);
         raid.battery = Some(fitted_battery());
         raid.virtual_drives[0].cache_policy[0].default = "WB RA Direct".into();
         inv

@@ -103,7 +103,7 @@ pub struct ModuleFor {
 pub struct RaidController {
     /// The family that read it ("megaraid").
     #[serde(default = "megaraid_family")]
-    pub family: String,
+    pub family: FamilyKey,
     /// The node its commands went through.
     #[serde(alias = "ioctl_node")]
     pub node: String,
@@ -132,14 +132,14 @@ impl RaidController {
     /// A controller as its family first knows it: no cache, battery,
     /// drives, notes or errors yet.
     pub fn new(
-        family: &str,
+        family: FamilyKey,
         node: String,
         scsi_host: u32,
         product: String,
         firmware: String,
     ) -> Self {
         RaidController {
-            family: family.into(),
+            family,
             node,
             scsi_host,
             product,
@@ -156,8 +156,39 @@ impl RaidController {
     }
 }
 
-fn megaraid_family() -> String {
-    "megaraid".into()
+fn megaraid_family() -> FamilyKey {
+    FamilyKey::new("megaraid")
+}
+
+/// A RAID/HBA family's key in the device layer's registry of families
+/// (`inventory::raid::FAMILIES`): what policy and its fixes ask the family
+/// by, never matched as free text. A key this build's registry lacks (a
+/// replayed inventory of a newer storcert) is kept as read, and asked
+/// nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FamilyKey(String);
+
+impl FamilyKey {
+    pub fn new(key: &str) -> FamilyKey {
+        FamilyKey(key.to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for FamilyKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<&str> for FamilyKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -48,7 +48,7 @@ pub enum Action {
     /// A RAID virtual drive's cache policy (None: leave as it is), set by
     /// its controller's family.
     VirtualDrive {
-        family: String,
+        family: crate::inventory::FamilyKey,
         pci: String,
         host: u32,
         target: u32,

@@ -222,23 +222,22 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
         if path.contains("/ata") {
             return Transport::Sata;
         }
-        if proc_name == "megaraid_sas" {
-            // Channels 0-1 carry physical drives exposed as JBOD, 2-3 the
-            // logical drives.
-            return match scsi_address_of(roots, entry)
-                .and_then(|a| a.split(':').nth(1)?.parse::<u32>().ok())
+        match raid::volume_mark(&proc_name) {
+            Some(raid::VolumeMark::FromChannel(first)) => {
+                return match scsi_address_of(roots, entry)
+                    .and_then(|a| a.split(':').nth(1)?.parse::<u32>().ok())
+                {
+                    Some(ch) if ch >= first => Transport::Raid,
+                    _ => Transport::Sas,
+                };
+            }
+            Some(raid::VolumeMark::RaidLevel)
+                if opt_attr(roots, &entry.sys_path.join("device/raid_level"))
+                    .is_some_and(|l| l != "N/A") =>
             {
-                Some(ch) if ch >= 2 => Transport::Raid,
-                _ => Transport::Sas,
-            };
-        }
-        // hpsa and smartpqi give physical drives (HBA or mixed mode) a
-        // raid_level too: "N/A".
-        if ["hpsa", "smartpqi", "aacraid", "megaraid", "mpi3mr"].contains(&proc_name.as_str())
-            && opt_attr(roots, &entry.sys_path.join("device/raid_level"))
-                .is_some_and(|l| l != "N/A")
-        {
-            return Transport::Raid;
+                return Transport::Raid;
+            }
+            _ => {}
         }
         if path.contains("/end_device-") || path.contains("/port-") {
             return Transport::Sas;

@@ -28,6 +28,9 @@ impl Family for Cciss {
     fn drivers(&self) -> &'static [&'static str] {
         &["hpsa", "smartpqi"]
     }
+    fn volume_mark(&self) -> Option<super::VolumeMark> {
+        Some(super::VolumeMark::RaidLevel)
+    }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
         // Everything this family reads is a command to the controller.
@@ -101,7 +104,7 @@ fn read_controller(
         .collect::<Vec<_>>()
         .join(" ");
     let mut out = RaidController::new(
-        Cciss.name(),
+        Cciss.key(),
         node.path().to_string(),
         host,
         product,

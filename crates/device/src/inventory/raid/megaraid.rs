@@ -32,6 +32,9 @@ impl Family for MegaRaid {
     fn drivers(&self) -> &'static [&'static str] {
         &["megaraid_sas"]
     }
+    fn volume_mark(&self) -> Option<super::VolumeMark> {
+        Some(super::VolumeMark::FromChannel(2))
+    }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool) {
         // Everything this family reads is a command to the controller.
@@ -192,7 +195,7 @@ pub fn read_controller(node: &MfiNode, host: u32) -> Result<RaidController, Pass
             healthy: None,
         }),
         ..RaidController::new(
-            MegaRaid.name(),
+            MegaRaid.key(),
             node.path().to_string(),
             host,
             info.product_name,

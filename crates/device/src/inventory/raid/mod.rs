@@ -16,7 +16,9 @@ pub mod mpt3sas;
 
 use std::path::PathBuf;
 
-use super::model::{Controller, Disk, PhysicalDrive, Transport, VirtualDrive, WriteCacheReading};
+use super::model::{
+    Controller, Disk, FamilyKey, PhysicalDrive, Transport, VirtualDrive, WriteCacheReading,
+};
 use super::sysfs::{list_dir, opt_attr};
 use super::Roots;
 use crate::passthrough::{PassthroughError, ScsiPath};
@@ -43,8 +45,12 @@ pub enum SetError {
 
 /// One controller family.
 pub trait Family: Sync {
-    /// Its name in the model and in policy actions ("megaraid").
+    /// Its name: its key in the model and in policy actions ("megaraid").
     fn name(&self) -> &'static str;
+    /// Its key in the model.
+    fn key(&self) -> FamilyKey {
+        FamilyKey::new(self.name())
+    }
     /// The kernel drivers whose controllers it reads.
     fn drivers(&self) -> &'static [&'static str];
     /// Whether it reads this controller (by its driver).
@@ -58,6 +64,11 @@ pub trait Family: Sync {
     /// device among `disks`. Without `probe` (`inventory --no-probe`) it
     /// sends nothing: what sysfs says, or nothing at all.
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], disks: &[Disk], probe: bool);
+    /// How its drivers' SCSI hosts tell a RAID volume from a drive
+    /// passed through (`None`: they do not).
+    fn volume_mark(&self) -> Option<VolumeMark> {
+        None
+    }
     /// What it can say of a cache's battery, for the policy's battery
     /// rule.
     fn battery(&self) -> BatteryReach {
@@ -96,6 +107,33 @@ pub trait Family: Sync {
     }
 }
 
+/// How a driver's SCSI host tells a RAID volume from a drive it passes
+/// through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VolumeMark {
+    /// Channels from this one on carry the volumes; those below, the
+    /// drives passed through (megaraid_sas: 0-1 JBOD, 2-3 logical).
+    FromChannel(u32),
+    /// sysfs `device/raid_level` is a level, not "N/A" (which the
+    /// driver gives the drives it passes through, in HBA or mixed mode).
+    RaidLevel,
+}
+
+/// Drivers no family here reads whose volumes sysfs marks by
+/// `raid_level` too: Adaptec's aacraid and the old megaraid driver.
+const RAID_LEVEL_DRIVERS: &[&str] = &["aacraid", "megaraid"];
+
+/// How `driver`'s SCSI hosts mark a RAID volume, by its family's word.
+pub fn volume_mark(driver: &str) -> Option<VolumeMark> {
+    if RAID_LEVEL_DRIVERS.contains(&driver) {
+        return Some(VolumeMark::RaidLevel);
+    }
+    FAMILIES
+        .iter()
+        .find(|f| f.drivers().contains(&driver))
+        .and_then(|f| f.volume_mark())
+}
+
 /// What a family can say of a controller's cache battery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatteryReach {
@@ -120,28 +158,33 @@ fn drive_cache_by_vendor_tool(family: &str) -> String {
 
 /// `virtual_drive_fix` of the family named `family` (one this build does
 /// not know, as a replayed inventory may name, gets the default wording).
-pub fn virtual_drive_fix(family: &str, vd: u32, setting: &str, value: &str) -> Option<String> {
+pub fn virtual_drive_fix(
+    family: &FamilyKey,
+    vd: u32,
+    setting: &str,
+    value: &str,
+) -> Option<String> {
     match self::family(family) {
         Some(f) => f.virtual_drive_fix(vd, setting, value),
-        None => Some(no_public_tool(family)),
+        None => Some(no_public_tool(family.as_str())),
     }
 }
 
 /// `write_through_fix` of the family named `family`.
-pub fn write_through_fix(family: &str) -> Option<String> {
+pub fn write_through_fix(family: &FamilyKey) -> Option<String> {
     self::family(family).and_then(|f| f.write_through_fix())
 }
 
 /// `drive_cache_fix` of the family named `family`.
-pub fn drive_cache_fix(family: &str) -> String {
+pub fn drive_cache_fix(family: &FamilyKey) -> String {
     match self::family(family) {
         Some(f) => f.drive_cache_fix(),
-        None => drive_cache_by_vendor_tool(family),
+        None => drive_cache_by_vendor_tool(family.as_str()),
     }
 }
 
 /// `battery` of the family named `family`.
-pub fn battery_reach(family: &str) -> BatteryReach {
+pub fn battery_reach(family: &FamilyKey) -> BatteryReach {
     self::family(family).map_or(BatteryReach::Reads, |f| f.battery())
 }
 
@@ -153,9 +196,9 @@ pub static FAMILIES: &[&dyn Family] = &[
     &mpi3mr::Mpi3mr,
 ];
 
-/// The family of this name.
-pub fn family(name: &str) -> Option<&'static dyn Family> {
-    FAMILIES.iter().copied().find(|f| f.name() == name)
+/// The family of this key.
+pub fn family(key: &FamilyKey) -> Option<&'static dyn Family> {
+    FAMILIES.iter().copied().find(|f| f.name() == key.as_str())
 }
 
 /// Reads every controller a family claims, then records each virtual
@@ -523,9 +566,22 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), FAMILIES.len());
-        assert!(family("megaraid").is_some() && family("mpt3sas").is_some());
-        assert!(family("cciss").is_some());
-        assert!(family("3ware").is_none());
+        let key = |k: &str| family(&FamilyKey::new(k));
+        assert!(key("megaraid").is_some() && key("mpt3sas").is_some());
+        assert!(key("cciss").is_some());
+        assert!(key("3ware").is_none());
+    }
+
+    /// How a disk's driver marks a RAID volume comes from its family (or
+    /// the few drivers storcert reads no more of).
+    #[test]
+    fn a_driver_s_volume_mark_is_its_family_s() {
+        assert_eq!(volume_mark("megaraid_sas"), Some(VolumeMark::FromChannel(2)));
+        for d in ["hpsa", "smartpqi", "mpi3mr", "aacraid", "megaraid"] {
+            assert_eq!(volume_mark(d), Some(VolumeMark::RaidLevel), "{d}");
+        }
+        assert_eq!(volume_mark("mpt3sas"), None);
+        assert_eq!(volume_mark("virtio_scsi"), None);
     }
 
     #[test]

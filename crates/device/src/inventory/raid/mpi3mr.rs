@@ -31,6 +31,9 @@ impl Family for Mpi3mr {
     fn drivers(&self) -> &'static [&'static str] {
         &["mpi3mr"]
     }
+    fn volume_mark(&self) -> Option<super::VolumeMark> {
+        Some(super::VolumeMark::RaidLevel)
+    }
 
     fn read(&self, roots: &Roots, claimed: &mut [&mut Controller], _disks: &[Disk], probe: bool) {
         for c in claimed {
@@ -40,7 +43,7 @@ impl Family for Mpi3mr {
             };
             let attr = |name: &str| opt_attr(roots, &dir.join(name));
             let product = c.device_name.clone().unwrap_or_default();
-            let mut r = RaidController::new(self.name(), String::new(), host, product, firmware);
+            let mut r = RaidController::new(self.key(), String::new(), host, product, firmware);
             if let Some(state) = attr("adp_state") {
                 let name = state.parse().map_or("unknown", mpi3::adapter_state_name);
                 r.notes.push(format!("adapter state {state} ({name})"));

@@ -74,7 +74,7 @@ impl Family for Mpt3sas {
                 physical_drives,
                 notes,
                 ..RaidController::new(
-                    self.name(),
+                    self.key(),
                     dir.display().to_string(),
                     host,
                     product,

@@ -6,7 +6,9 @@
 use std::cmp::Ordering;
 
 use super::*;
-use crate::inventory::{Controller, Disk, Inventory, MdArray, RaidController, VirtualDrive};
+use crate::inventory::{
+    Controller, Disk, FamilyKey, Inventory, MdArray, RaidController, VirtualDrive,
+};
 pub use storcert_results::policy::{Action, Finding, Report};
 use storcert_util::glob;
 use storcert_util::size::parse_size;
@@ -147,7 +149,7 @@ fn family_of(c: &Controller) -> Option<&str> {
 /// Whether storcert can set a cache policy through this family's
 /// interface (else a finding carries no action, and `check --fix`
 /// leaves it to the vendor's tool).
-fn can_set(family: &str) -> bool {
+fn can_set(family: &FamilyKey) -> bool {
     crate::inventory::raid::family(family).is_some_and(|f| f.cache_policy_method() != "none")
 }
 
