@@ -40,6 +40,49 @@ fn spooled_bundle(results: &Path) -> PathBuf {
         .expect("a spooled bundle")
 }
 
+/// A run makes its summary and report of the values it holds, never
+/// reading its folder back; read back as `storcert report DIR` and
+/// `storcert bundle create DIR` judge a folder (every log judged again),
+/// they are the same: the bundle's summary, and the report byte for byte.
+fn assert_made_as_read(run_dir: &Path, bundle: &std::collections::BTreeMap<String, Vec<u8>>) {
+    for (format, file) in [("md", "report.md"), ("html", "report.html")] {
+        let out = storcert(&["report", s(run_dir), "--format", format]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let made = std::fs::read_to_string(run_dir.join(file)).unwrap();
+        let read = String::from_utf8(out.stdout).unwrap();
+        if made != read {
+            let at = made
+                .bytes()
+                .zip(read.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(made.len().min(read.len()));
+            let from = at.saturating_sub(300);
+            panic!(
+                "{file} as the run made it and as its folder reads differ at byte {at}:\n\
+                 made: {}\nread: {}",
+                &made[from..(at + 300).min(made.len())],
+                &read[from..(at + 300).min(read.len())]
+            );
+        }
+    }
+    let judged = storcert::bundle::create(run_dir).unwrap().summary;
+    let made: serde_json::Value = serde_json::from_slice(&bundle["summary.json"]).unwrap();
+    assert_eq!(serde_json::to_value(&judged).unwrap(), made);
+}
+
+/// The one run's folder in a results root.
+fn run_dir_in(results: &Path) -> PathBuf {
+    std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("run-"))
+        .expect("a run's folder")
+}
+
 /// The files of the bundle a run left in its spool.
 fn spooled_files(results: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     storcert::bundle::unpack_bytes(
@@ -147,6 +190,9 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
 
     // The bundle: complete (the first start's prep results too) and verified.
     let bundle = spooled_bundle(&results);
+    // The first start's results came from the folder, the second's from
+    // the run's own values: together, what the folder reads as.
+    assert_made_as_read(&run_dir, &spooled_files(&results));
     let pubkey = PathBuf::from(format!("{}.pub", s(&key)));
     let v = storcert(&["bundle", "verify", s(&bundle), "-p", s(&pubkey), "--json"]);
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
@@ -823,6 +869,7 @@ fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
         "{summary:#}"
     );
     assert_eq!(summary["drives"].as_array().unwrap().len(), 2);
+    assert_made_as_read(&run_dir_in(&results), &files);
 }
 
 /// A streaming burn-in: the passes three times over (each loop's result
@@ -960,6 +1007,34 @@ fn a_profile_runs_a_dd_pass_and_a_fio_style_pass() {
             && report.contains("256 KiB blocks, queue depth 8, 2 jobs a drive, O_DIRECT (<code>stream-fio/result.json</code>)"),
         "{report}"
     );
+}
+
+/// Every kind of result a run on a scratch file makes (prep, a timed run
+/// and its timeline, a search's trials, a stream, the policy, notes):
+/// the summary and report the run made of its values are what its folder
+/// reads as.
+#[test]
+fn a_run_s_report_is_what_its_folder_reads_as() {
+    let t = tempfile::tempdir().unwrap();
+    let (out, results) = run_started_in(
+        t.path(),
+        "name = \"made\"\n[devices]\nscratch = \"64M\"\n\
+         [policy]\ninline = \"\"\n\
+         [act]\nprep = true\nrun_to_end = true\nstorage = [{ load = \"1x\", duration = \"3s\" }]\n\
+         search = { max_load = 2, step = 1, trial = \"1s\", confirm = \"1s\" }\n\
+         [stream]\nsize = \"8M\"\n",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[act search scratch] done"), "{err}");
+    let files = spooled_files(&results);
+    let run_dir = run_dir_in(&results);
+    assert!(
+        files.keys().any(|f| f.contains("trial-01-1x.log"))
+            && files.contains_key("results/act/scratch-1x.timeline.jsonl"),
+        "{:?}",
+        files.keys()
+    );
+    assert_made_as_read(&run_dir, &files);
 }
 
 /// The reference profiles of docs/profile.md: each is valid as written,

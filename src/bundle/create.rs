@@ -192,11 +192,13 @@ fn open(dir: &Path, root: &OwnedFd, file: &Listed) -> Result<std::fs::File> {
     Ok(std::fs::File::from(fd))
 }
 
-/// The first pass: every file hashed and read for the summary, a chunk at
-/// a time. The machine's identity is the folder's `system.json` when the
-/// run recorded one, else an unrecorded machine's (never the machine this
-/// happens to run on).
-pub fn prepare(dir: &Path) -> Result<Prepared> {
+/// The first pass: every file hashed, a chunk at a time, and read for the
+/// summary unless the run that made the folder gives its own (`made`:
+/// the summary of the values it holds, which judged every log as it was
+/// written). The machine's identity is the folder's `system.json` when
+/// the run recorded one, else an unrecorded machine's (never the machine
+/// this happens to run on).
+pub fn prepare(dir: &Path, made: Option<Summary>) -> Result<Prepared> {
     let root = openat(
         rustix::fs::CWD,
         dir,
@@ -222,7 +224,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
     for file in &files {
         let (rel, path) = (&file.rel, dir.join(&file.rel));
         let mut f = open(dir, &root, file)?;
-        let mut reader = FileReader::new(rel);
+        let mut reader = made.is_none().then(|| FileReader::new(rel));
         let mut sha = <sha2::Sha256 as sha2::Digest>::new();
         let mut size = 0u64;
         let mut whole = (rel == SYSTEM).then(Vec::new);
@@ -234,7 +236,9 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
                 break;
             }
             sha2::Digest::update(&mut sha, &buf[..n]);
-            reader.push(&buf[..n], &mut left);
+            if let Some(r) = reader.as_mut() {
+                r.push(&buf[..n], &mut left);
+            }
             if let Some(w) = whole.as_mut() {
                 w.extend_from_slice(&buf[..n]);
             }
@@ -246,7 +250,9 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
                     .with_context(|| format!("{}/{SYSTEM}", dir.display()))?,
             );
         }
-        reads.insert(rel.clone(), reader.finish(&mut left));
+        if let Some(r) = reader {
+            reads.insert(rel.clone(), r.finish(&mut left));
+        }
         entries.push(ManifestEntry {
             path: format!("{RESULTS_PREFIX}{rel}"),
             sha256: hex::encode(sha2::Digest::finalize(sha)),
@@ -254,10 +260,12 @@ pub fn prepare(dir: &Path) -> Result<Prepared> {
         });
     }
     let system = recorded_system.unwrap_or_else(crate::bundle::system::unrecorded);
-    let summary = summary::summarise(
-        system.machine(),
-        &Contents::from_reads(reads, RESULTS_PREFIX),
-    );
+    let summary = made.unwrap_or_else(|| {
+        summary::summarise(
+            system.machine(),
+            &Contents::from_reads(reads, RESULTS_PREFIX),
+        )
+    });
     let (summary_json, system_json) = (pretty(&summary), pretty(&system));
     let mut manifest_files = vec![
         ManifestEntry {
@@ -527,7 +535,7 @@ mod tests {
     #[test]
     fn a_file_changed_between_the_passes_fails_the_bundle() {
         let t = folder();
-        let prepared = prepare(t.path()).unwrap();
+        let prepared = prepare(t.path(), None).unwrap();
         let tl = t.path().join("act/d-20x.timeline.jsonl");
         let mut data = std::fs::read(&tl).unwrap();
         data[10] ^= 1;
@@ -538,7 +546,7 @@ mod tests {
             "{e:#}"
         );
         // Grown past what was hashed: the bundle holds what was, whole.
-        let prepared = prepare(t.path()).unwrap();
+        let prepared = prepare(t.path(), None).unwrap();
         data.extend_from_slice(b"{\"t\":1}\n");
         std::fs::write(&tl, &data).unwrap();
         let (bytes, packed) = prepared.write(Vec::new()).unwrap();
@@ -564,14 +572,14 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(elsewhere.path().join("deep")).unwrap();
         std::fs::write(elsewhere.path().join("deep/x.conf"), "a = 1\n").unwrap();
-        let prepared = prepare(t.path()).unwrap();
+        let prepared = prepare(t.path(), None).unwrap();
         let act = t.path().join("act");
         std::fs::rename(act.join("deep"), t.path().join("deep.old")).unwrap();
         std::os::unix::fs::symlink(elsewhere.path().join("deep"), act.join("deep")).unwrap();
         let e = write_or_hang(prepared).err().expect("followed the link");
         assert!(format!("{e:#}").contains("act/deep/x.conf"), "{e:#}");
         // Listed, a link is refused by name as before.
-        let e = prepare(t.path()).err().expect("listed a link");
+        let e = prepare(t.path(), None).err().expect("listed a link");
         assert!(
             format!("{e:#}").contains("not a regular file or folder"),
             "{e:#}"
@@ -582,7 +590,7 @@ mod tests {
     fn a_file_swapped_for_a_fifo_or_another_file_is_refused_without_waiting() {
         let t = folder();
         let conf = t.path().join("act/deep/x.conf");
-        let prepared = prepare(t.path()).unwrap();
+        let prepared = prepare(t.path(), None).unwrap();
         std::fs::remove_file(&conf).unwrap();
         let c = std::ffi::CString::new(conf.to_str().unwrap()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
@@ -594,7 +602,7 @@ mod tests {
         // The same bytes in a new file renamed over it: not the file read.
         std::fs::remove_file(&conf).unwrap();
         std::fs::write(&conf, "a = 1\n").unwrap();
-        let prepared = prepare(t.path()).unwrap();
+        let prepared = prepare(t.path(), None).unwrap();
         let new = t.path().join("new");
         std::fs::write(&new, "a = 1\n").unwrap();
         std::fs::rename(&new, &conf).unwrap();
@@ -617,14 +625,16 @@ mod tests {
             }
             std::fs::File::create(dir.join(format!("{i}.txt"))).unwrap();
         }
-        let e = prepare(t.path()).err().expect("listed too many files");
+        let e = prepare(t.path(), None)
+            .err()
+            .expect("listed too many files");
         assert!(format!("{e:#}").contains("more than 99997 files"), "{e:#}");
         drop(t);
         // Zeros unpack past the reader's ratio: refused, not made.
         let t = folder();
         let zeros = t.path().join("zeros.bin");
         std::fs::write(&zeros, vec![0u8; 40 << 20]).unwrap();
-        let e = write_or_hang(prepare(t.path()).unwrap())
+        let e = write_or_hang(prepare(t.path(), None).unwrap())
             .err()
             .expect("made a bundle a reader refuses");
         assert!(
@@ -633,7 +643,7 @@ mod tests {
         );
         // Under the reader's floor they are bundled, and read back.
         std::fs::write(&zeros, vec![0u8; 20 << 20]).unwrap();
-        let (bytes, _) = write_or_hang(prepare(t.path()).unwrap()).unwrap();
+        let (bytes, _) = write_or_hang(prepare(t.path(), None).unwrap()).unwrap();
         crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
     }
 
@@ -641,7 +651,9 @@ mod tests {
     fn names_a_reader_refuses_are_refused_at_create() {
         let t = folder();
         std::fs::write(t.path().join("act/note\nx.txt"), "x").unwrap();
-        let e = prepare(t.path()).err().expect("listed a control character");
+        let e = prepare(t.path(), None)
+            .err()
+            .expect("listed a control character");
         assert!(format!("{e:#}").contains("control characters"), "{e:#}");
         std::fs::remove_file(t.path().join("act/note\nx.txt")).unwrap();
         // The longest path a reader takes is 4095 bytes with results/ (tar
@@ -676,7 +688,7 @@ mod tests {
         };
         let name = "g".repeat(room - len);
         make(&name);
-        let (bytes, _) = write_or_hang(prepare(t.path()).unwrap()).unwrap();
+        let (bytes, _) = write_or_hang(prepare(t.path(), None).unwrap()).unwrap();
         let un = crate::bundle::unpack_bytes(&bytes, &Default::default()).unwrap();
         assert!(un
             .manifest
@@ -684,7 +696,9 @@ mod tests {
             .iter()
             .any(|f| f.path.len() == room + RESULTS_PREFIX.len()));
         make(&format!("{name}h"));
-        let e = prepare(t.path()).err().expect("listed a path too long");
+        let e = prepare(t.path(), None)
+            .err()
+            .expect("listed a path too long");
         assert!(
             format!("{e:#}").contains("path longer than a bundle holds"),
             "{e:#}"

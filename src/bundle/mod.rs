@@ -28,7 +28,7 @@ pub struct Created {
 /// `dir`'s `system.json` when the run recorded one; else the bundle names
 /// no machine.
 pub fn create(dir: &Path) -> Result<Created> {
-    let (bytes, packed) = create::prepare(dir)?.write(Vec::new())?;
+    let (bytes, packed) = create::prepare(dir, None)?.write(Vec::new())?;
     Ok(Created {
         bytes,
         sha256: packed.sha256,
@@ -40,9 +40,15 @@ pub fn create(dir: &Path) -> Result<Created> {
 /// (signatures first, so a bundle on disk always has them). The bundle is
 /// written as it is made, never held: its files stream from the folder
 /// into a temporary beside `output`, which becomes the bundle once the
-/// signatures of its digests are written. Returns the bundle's size,
-/// digest and summary.
-pub fn create_signed(dir: &Path, output: &Path, key: Option<&SecretKey>) -> Result<create::Packed> {
+/// signatures of its digests are written. `made`: the summary of the run
+/// that made `dir`, from the values it holds; without it the folder is
+/// judged as it is read. Returns the bundle's size, digest and summary.
+pub fn create_signed(
+    dir: &Path,
+    made: Option<Summary>,
+    output: &Path,
+    key: Option<&SecretKey>,
+) -> Result<create::Packed> {
     let name = output
         .file_name()
         .and_then(|n| n.to_str())
@@ -51,7 +57,7 @@ pub fn create_signed(dir: &Path, output: &Path, key: Option<&SecretKey>) -> Resu
         Some(_) => name?,
         None => "",
     };
-    let prepared = create::prepare(dir)?;
+    let prepared = create::prepare(dir, made)?;
     crate::util::fs::write_durably_with(output, |f| {
         let mut w = std::io::BufWriter::with_capacity(256 << 10, f);
         let (_, packed) = prepared

@@ -250,6 +250,7 @@ fn execute(cmd: &str, r: &ActRunArgs, w: &dyn act::Workload, opts: &RunOptions) 
         log: r.log.clone(),
         timeline: r.timeline.clone(),
         json: r.json.clone(),
+        label: None,
     };
     let stop = stop_flag();
     let console = Console::for_command();
@@ -569,6 +570,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         trial_secs: trial,
         confirm_secs: confirm,
         out_dir: a.out.clone(),
+        label_dir: String::new(),
     };
     let opts = RunOptions {
         engine: a.engine.kind(),
@@ -577,7 +579,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         ..RunOptions::default()
     };
     let console = Console::for_command();
-    let result = search::search(&spec, &opts, &stop, &console);
+    let result = search::search(&spec, &opts, &stop, &console).map(|s| s.result);
     console.close();
     let result = match result {
         Ok(r) => r,

@@ -55,7 +55,7 @@ fn create(a: BundleCreateArgs) -> ExitCode {
             bundle::SYSTEM
         );
     }
-    let created = match create_signed(&a.dir, &a.output, key.as_ref()) {
+    let created = match create_signed(&a.dir, None, &a.output, key.as_ref()) {
         Ok(c) => c,
         Err(e) => return fail(CMD, format!("{e:#}")),
     };

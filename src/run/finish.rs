@@ -128,12 +128,19 @@ pub(super) fn start_heartbeats(
 }
 
 /// The run's notes (of this and earlier starts) and its report, into the
-/// results folder; returns each drive's answer, as the report's first
-/// screen gives it.
-pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<Vec<String>> {
+/// results folder. The summary and report are made of the values the run
+/// holds, not read back from the folder. Returns each drive's answer, as
+/// the report's first screen gives it, and the summary the bundle carries.
+pub(super) fn write_notes_and_report(
+    ctx: &Ctx,
+    opts: &Options,
+    system: &crate::bundle::system::SystemIdentity,
+) -> Result<(Vec<String>, crate::bundle::summary::Summary)> {
     let p = ctx.profile;
     let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let journal_copy = ctx.journal().clone();
+    ctx.made()
+        .artefact(journal::FILE, journal_copy.clone().into());
     ctx.write(
         "run-notes.json",
         RunNotes {
@@ -146,8 +153,15 @@ pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<Vec<St
             stages: journal_copy.stages,
         },
     )?;
-    let first = crate::report::write_for_results(&ctx.dir).context("report")?;
-    Ok(first
+    let contents = ctx.made().take_contents();
+    let summary = crate::bundle::summary::summarise(system.machine(), &contents);
+    let report = crate::report::Report::from_contents(
+        &crate::report::title_of(&ctx.dir),
+        summary.clone(),
+        &contents,
+    );
+    let first = crate::report::write_for_results(&ctx.dir, &report).context("report")?;
+    let answers = first
         .drives
         .iter()
         .map(|d| {
@@ -162,7 +176,8 @@ pub(super) fn write_notes_and_report(ctx: &Ctx, opts: &Options) -> Result<Vec<St
                 1000,
             )
         })
-        .collect())
+        .collect();
+    Ok((answers, summary))
 }
 
 /// Bundles and signs the results and puts the bundle in the spool: the
@@ -172,6 +187,7 @@ pub(super) fn bundle_and_spool(
     ctx: &Ctx,
     opts: &Options,
     system: &crate::bundle::system::SystemIdentity,
+    summary: crate::bundle::summary::Summary,
     ending: &mut Ending,
 ) -> Result<(crate::upload::spool::Spool, PathBuf)> {
     let p = ctx.profile;
@@ -191,8 +207,8 @@ pub(super) fn bundle_and_spool(
         .join("bundles")
         .join(&bundle_name);
     crate::util::fs::create_dir_durably(out.parent().expect("has a parent"))?;
-    let created =
-        crate::bundle::create_signed(&ctx.dir, &out, Some(&key)).map_err(|e| anyhow!(e))?;
+    let created = crate::bundle::create_signed(&ctx.dir, Some(summary), &out, Some(&key))
+        .map_err(|e| anyhow!(e))?;
     let spooled = spool.put(&out)?;
     ending.verdict = created.summary.verdict;
     ending.reasons = created.summary.reasons.clone();

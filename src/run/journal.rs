@@ -37,9 +37,15 @@ pub trait JournalFile: Sized {
     fn save(&self) -> Result<(), JournalError>;
     fn get(&self, id: &str) -> Option<&StageRecord>;
     fn is_done(&self, id: &str) -> bool;
-    /// Marks a stage started (again); when an earlier attempt was
-    /// interrupted, returns the seconds it had done (as last journalled).
-    fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError>;
+    /// Marks a stage started (again) on `devices` (none: the run as a
+    /// whole); when an earlier attempt was interrupted, returns the
+    /// seconds it had done (as last journalled).
+    fn start(
+        &mut self,
+        id: &str,
+        destructive: bool,
+        devices: &[String],
+    ) -> Result<Option<u64>, JournalError>;
     fn progress(&mut self, id: &str, seconds: u64) -> Result<(), JournalError>;
     fn finish(&mut self, id: &str, ok: bool, note: &str) -> Result<(), JournalError>;
     /// Names the result files a running stage writes (kept, not saved
@@ -94,7 +100,12 @@ impl JournalFile for Journal {
         self.get(id).is_some_and(|s| s.state == StageState::Done)
     }
 
-    fn start(&mut self, id: &str, destructive: bool) -> Result<Option<u64>, JournalError> {
+    fn start(
+        &mut self,
+        id: &str,
+        destructive: bool,
+        devices: &[String],
+    ) -> Result<Option<u64>, JournalError> {
         let mut interrupted = false;
         let rec = match self.stages.iter_mut().find(|s| s.id == id) {
             Some(r) => {
@@ -116,6 +127,7 @@ impl JournalFile for Journal {
                     seconds_done: 0,
                     note: String::new(),
                     outputs: Vec::new(),
+                    devices: None,
                 });
                 self.stages.last_mut().expect("just pushed")
             }
@@ -125,6 +137,7 @@ impl JournalFile for Journal {
         rec.started_at = now();
         rec.seconds_done = 0;
         rec.outputs.clear();
+        rec.devices = Some(devices.to_vec());
         let earlier = interrupted.then_some(rec.interrupted_seconds);
         self.save()?;
         Ok(earlier)
@@ -178,7 +191,7 @@ mod tests {
         );
 
         let mut j = Journal::new(&dir.path().join("gone"), "p", "d", "s");
-        let e = j.start("stage", false).unwrap_err();
+        let e = j.start("stage", false, &[]).unwrap_err();
         assert!(matches!(e, JournalError::Io { .. }), "{e:?}");
         assert!(e.to_string().contains("gone/journal.json: "), "{e}");
     }
@@ -188,7 +201,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(Journal::load(dir.path()).unwrap().is_none());
         let mut j = Journal::new(dir.path(), "p", "d", "s");
-        j.start("stage", true).unwrap();
+        j.start("stage", true, &[]).unwrap();
         j.finish("stage", true, "ok").unwrap();
         let again = Journal::load(dir.path()).unwrap().unwrap();
         assert_eq!(again, j);

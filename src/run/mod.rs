@@ -12,6 +12,7 @@ mod estimate;
 mod finish;
 pub mod heartbeat;
 pub mod journal;
+mod made;
 pub mod plan;
 pub mod profile;
 pub mod source;
@@ -267,6 +268,8 @@ struct Ctx<'a> {
     stop: Arc<AtomicBool>,
     deadline: Option<Instant>,
     notes: Mutex<Vec<String>>,
+    /// The results as typed values, as each is written.
+    made: Mutex<made::Made>,
     /// What the heartbeats say, and their thread (none without a
     /// collector among the upload targets).
     live: Arc<heartbeat::Live>,
@@ -307,10 +310,12 @@ impl Ctx<'_> {
     }
 
     /// Runs stage `id` unless the journal has it done. `work` returns a
-    /// note (or an error, which fails the stage but not the run).
+    /// note (or an error, which fails the stage but not the run). A stage
+    /// of one `drive` fails that drive; any other, the run as a whole.
     fn stage(
         &self,
         id: &str,
+        drive: Option<&Target>,
         destructive: bool,
         work: impl FnOnce() -> Result<String>,
     ) -> Result<()> {
@@ -330,7 +335,14 @@ impl Ctx<'_> {
         }
         let earlier = self
             .journal()
-            .start(id, destructive)
+            .start(
+                id,
+                destructive,
+                &drive
+                    .map(|t| t.disk.clone())
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            )
             .map_err(|e| anyhow!(e))?;
         if let Some(secs) = earlier {
             self.note(format!(
@@ -378,14 +390,20 @@ impl Ctx<'_> {
     }
 
     /// A result file in the run folder, tagged with what it is (folders
-    /// made as needed).
+    /// made as needed), written durably and kept as the typed value it is.
     fn write(&self, rel: &str, artefact: impl Into<Artefact>) -> Result<()> {
         let path = self.path(rel);
         if let Some(parent) = path.parent() {
             crate::util::fs::create_dir_durably(parent)?;
         }
-        write_durably(&path, artefact.into().to_json())
-            .with_context(|| format!("{}", path.display()))
+        let artefact = artefact.into();
+        write_durably(&path, artefact.to_json()).with_context(|| format!("{}", path.display()))?;
+        self.made().artefact(rel, artefact);
+        Ok(())
+    }
+
+    fn made(&self) -> std::sync::MutexGuard<'_, made::Made> {
+        self.made.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -393,10 +411,12 @@ impl Ctx<'_> {
 /// (`profile.toml`, whose SHA-256 is the journal's profile digest) and the
 /// policy's text (`policy.toml`). The bundle lists their digests as the
 /// statement's `configuration`, so a verifier sees what was asked for.
-fn write_inputs(dir: &Path, p: &crate::run::profile::Profile) -> Result<()> {
+/// Each is recorded in `made` as written.
+fn write_inputs(dir: &Path, p: &crate::run::profile::Profile, made: &mut made::Made) -> Result<()> {
     let profile = toml::to_string(p).map_err(|e| anyhow!("{e}"))?;
     write_durably(&dir.join("profile.toml"), &profile)
         .with_context(|| format!("{}", dir.join("profile.toml").display()))?;
+    made.configuration("profile.toml", profile.as_bytes());
     if let Some(pol) = &p.policy {
         let text = match (&pol.file, &pol.inline) {
             (Some(f), _) => crate::input::read_text(f).ok(),
@@ -406,6 +426,7 @@ fn write_inputs(dir: &Path, p: &crate::run::profile::Profile) -> Result<()> {
         if let Some(text) = text {
             write_durably(&dir.join("policy.toml"), &text)
                 .with_context(|| format!("{}", dir.join("policy.toml").display()))?;
+            made.configuration("policy.toml", text.as_bytes());
         }
     }
     Ok(())
@@ -486,7 +507,12 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let digest = sha_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
-    write_inputs(&dir, p)?;
+    // A resumed run's earlier starts left their results on disk only.
+    let mut made = match resumed {
+        true => made::Made::of_folder(&dir)?,
+        false => made::Made::default(),
+    };
+    write_inputs(&dir, p, &mut made)?;
     let console = Console::new(p.plan.progress_interval, opts.plain);
     console.say(&format!("profile: {} — {}", p.name, opts.source));
     console.say(&format!(
@@ -507,6 +533,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         stop,
         deadline: p.plan.time_budget.map(|b| Instant::now() + b),
         notes: Mutex::new(Vec::new()),
+        made: Mutex::new(made),
         live: Arc::new(heartbeat::Live::default()),
         beacon: Mutex::new(None),
     };
@@ -598,9 +625,10 @@ fn run_stages(
         return Ok(ending);
     }
     // Notes of this and earlier starts go into the results and the report.
-    ending.answers = write_notes_and_report(ctx, opts)?;
+    let (answers, summary) = write_notes_and_report(ctx, opts, &system)?;
+    ending.answers = answers;
 
-    let (spool, spooled) = bundle_and_spool(ctx, opts, &system, &mut ending)?;
+    let (spool, spooled) = bundle_and_spool(ctx, opts, &system, summary, &mut ending)?;
     if let Some(up) = &p.plan.upload {
         upload_spooled(ctx, up, &spool, &spooled, &mut ending)?;
     }
@@ -718,7 +746,7 @@ fn policy_stage(
     reach: &[crate::results::policy::Finding],
 ) -> Result<()> {
     if let Some(pol) = &ctx.profile.policy {
-        ctx.stage("policy", false, || {
+        ctx.stage("policy", None, false, || {
             let policy = load_policy(pol)?;
             let mut report = crate::policy::check::check(&policy, inv);
             scope_findings(&mut report, targets, pol.machine);
@@ -739,6 +767,7 @@ fn policy_stage(
     } else {
         // An earlier start on this machine may have left one that no
         // longer holds.
+        ctx.made().forget("policy.json");
         match std::fs::remove_file(ctx.path("policy.json")) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).context("removing an earlier start's policy.json")
@@ -754,21 +783,27 @@ fn policy_stage(
 fn health_and_suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let health = ctx.profile.health.as_ref().is_some_and(|h| h.enabled);
     if health {
-        ctx.stage("health before", false, || {
-            ctx.write(
-                "health-before.json",
-                crate::health::snapshot(&tested_disks(targets)),
-            )?;
+        ctx.stage("health before", None, false, || {
+            let before = crate::health::Snapshot {
+                moment: Some(crate::results::health::Moment::Before),
+                ..crate::health::snapshot(&tested_disks(targets))
+            };
+            ctx.write("health-before.json", before)?;
             Ok(String::new())
         })?;
     }
     suites(ctx, targets)?;
     if health && !ctx.stopped() {
-        ctx.stage("health after", false, || {
-            let after = crate::health::snapshot(&tested_disks(targets));
+        ctx.stage("health after", None, false, || {
+            let after = crate::health::Snapshot {
+                moment: Some(crate::results::health::Moment::After),
+                ..crate::health::snapshot(&tested_disks(targets))
+            };
             ctx.write("health-after.json", after.clone())?;
-            let before: crate::health::Snapshot =
-                serde_json::from_slice(&std::fs::read(ctx.path("health-before.json"))?)?;
+            let before = match ctx.made().artefact_at("health-before.json") {
+                Some(Artefact::HealthSnapshot(s)) => s.clone(),
+                _ => bail!("health-before.json: not a health snapshot this run holds"),
+            };
             let d = crate::health::diff(&before, &after, |_| None);
             ctx.write("health-diff.json", d.clone())?;
             Ok(if d.degraded {

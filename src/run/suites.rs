@@ -17,6 +17,7 @@ pub(super) fn act_run(
         log: Some(ctx.path(&format!("{base}.log"))),
         timeline: Some(ctx.path(&format!("{base}.timeline.jsonl"))),
         json: Some(ctx.path(&format!("{base}.json"))),
+        label: Some(format!("{base}.log")),
     };
     if let Some(dir) = ctx.path(base).parent() {
         crate::util::fs::create_dir_durably(dir)?;
@@ -33,7 +34,7 @@ pub(super) fn act_run(
     };
     let ran = crate::act::run_to_files(w, &act_options(ctx), &ctx.stop, &files, &mut progress);
     ctx.console.end(key);
-    let ran = ran?;
+    let ran = keep_ran(ctx, base, ran)?;
     // The stage's line says the log's verdict beside the run's lag.
     let verdict = match &ran.analysis {
         Ok(a) if a.analysis.verdict.pass => "PASS, ",
@@ -65,6 +66,33 @@ pub(super) fn act_run(
             "{verdict}stopped once decided after {seconds} s: {reason}"
         )),
     }
+}
+
+/// Keeps what an ACT run wrote (`base`.log, .json, .timeline.jsonl, and
+/// the log's analysis) as the values the run holds. A run that failed
+/// before its end leaves none: its stage's failure says why.
+fn keep_ran(ctx: &Ctx, base: &str, ran: Result<crate::act::Ran>) -> Result<crate::act::Ran> {
+    let log = format!("{base}.log");
+    let analysis = crate::act::analyze::analysis_path(Path::new(&log))
+        .to_string_lossy()
+        .into_owned();
+    let mut made = ctx.made();
+    for gone in [
+        &log,
+        &analysis,
+        &format!("{base}.json"),
+        &format!("{base}.timeline.jsonl"),
+    ] {
+        made.forget(gone);
+    }
+    let ran = ran?;
+    made.put(&log, crate::act::Unjudged::read(&ran.analysis));
+    if let Ok(a) = &ran.analysis {
+        made.artefact(&analysis, a.clone().into());
+    }
+    made.artefact(&format!("{base}.json"), ran.result.clone().into());
+    made.timeline(&format!("{base}.timeline.jsonl"), &ran.result.timeline);
+    Ok(ran)
 }
 
 /// How the profile's ACT runs run.
@@ -242,7 +270,7 @@ fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<(
         if !carrying.contains(&t.label) {
             return Ok(());
         }
-        ctx.stage(&remove_id(t), true, || {
+        ctx.stage(&remove_id(t), Some(t), true, || {
             if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
                 return Ok("removed by an earlier, interrupted attempt".into());
             }
@@ -326,7 +354,7 @@ fn provision_spare(
     // This start's records, for the kernel's late view of a partition.
     let written = std::sync::Mutex::new(std::collections::BTreeMap::new());
     each_parallel(targets, |t| {
-        ctx.stage(&provision_id(t), true, || {
+        ctx.stage(&provision_id(t), Some(t), true, || {
             let r = crate::provision::provision(&crate::provision::Spec {
                 device: PathBuf::from(&t.disk),
                 spare_pct,
@@ -368,6 +396,7 @@ fn provision_spare(
     for (t, part) in waiting.iter().zip(&found) {
         ctx.stage(
             &format!("{}partition {}", ph.id, t.label),
+            Some(t),
             false,
             || match part {
                 Some(p) => Ok(format!("the kernel lists {}", p.display())),
@@ -407,23 +436,28 @@ fn provision_spare(
 fn act_prep(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
     let dir = &ph.folder;
     each_parallel(targets, |t| {
-        ctx.stage(&format!("{}act prep {}", ph.id, t.label), true, || {
-            if t.file_size > 0 {
-                // A scratch file is created at its size first.
-                crate::act::device::Device::open(&t.path, false, t.file_size)?;
-            }
-            let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
-            let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
-            let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
-            ctx.write(
-                &format!("{dir}act/prep-{}.json", t.label),
-                Prep {
-                    schema_version: PREP_SCHEMA,
-                    devices: vec![r],
-                },
-            )?;
-            Ok(String::new())
-        })
+        ctx.stage(
+            &format!("{}act prep {}", ph.id, t.label),
+            Some(t),
+            true,
+            || {
+                if t.file_size > 0 {
+                    // A scratch file is created at its size first.
+                    crate::act::device::Device::open(&t.path, false, t.file_size)?;
+                }
+                let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+                let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
+                let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
+                ctx.write(
+                    &format!("{dir}act/prep-{}.json", t.label),
+                    Prep {
+                        schema_version: PREP_SCHEMA,
+                        devices: vec![r],
+                    },
+                )?;
+                Ok(String::new())
+            },
+        )
     })?;
     Ok(())
 }
@@ -435,7 +469,7 @@ fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
         // One run over every drive, judged per drive and over all.
         for tl in ph.storage {
             let id = format!("{}act {} wide", ph.id, tl.name);
-            ctx.stage(&id, true, || {
+            ctx.stage(&id, None, true, || {
                 let c = wide_storage_config(targets, tl)?;
                 act_run(ctx, &id, &c, &format!("{dir}act/wide-{}", tl.name), tl.secs)
             })?;
@@ -444,7 +478,7 @@ fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
     for tl in ph.storage.iter().filter(|_| !ph.wide) {
         each_parallel(targets, |t| {
             let id = format!("{}act {} {}", ph.id, tl.name, t.label);
-            ctx.stage(&id, true, || {
+            ctx.stage(&id, Some(t), true, || {
                 let c: StorageConfig = drive_config(t, tl, tl.secs)?;
                 act_run(
                     ctx,
@@ -463,31 +497,56 @@ fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchP
     let dir = &ph.folder;
     let (trial, confirm) = (s.trial_secs, s.confirm_secs);
     each_parallel(targets, |t| {
-        ctx.stage(&format!("{}act search {}", ph.id, t.label), true, || {
-            let spec = crate::act::search::SearchSpec {
-                base: drive_config(
-                    t,
-                    &profile::TimedPlan {
-                        load: 1.0,
-                        ..Default::default()
-                    },
-                    trial,
-                )?,
-                max_load: s.max_load,
-                step: s.step,
-                trial_secs: trial,
-                confirm_secs: confirm,
-                out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
-            };
-            let r = crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console)?;
-            ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
-            Ok(match r.highest_passing_load {
-                Some(l) => format!("highest passing load {l}x"),
-                None => "no load passed".into(),
-            })
-        })
+        ctx.stage(
+            &format!("{}act search {}", ph.id, t.label),
+            Some(t),
+            true,
+            || {
+                let spec = crate::act::search::SearchSpec {
+                    base: drive_config(
+                        t,
+                        &profile::TimedPlan {
+                            load: 1.0,
+                            ..Default::default()
+                        },
+                        trial,
+                    )?,
+                    max_load: s.max_load,
+                    step: s.step,
+                    trial_secs: trial,
+                    confirm_secs: confirm,
+                    out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
+                    label_dir: format!("{dir}act/search-{}/", t.label),
+                };
+                let searched =
+                    crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console)?;
+                keep_trials(ctx, &searched.trials);
+                let r = searched.result;
+                ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
+                Ok(match r.highest_passing_load {
+                    Some(l) => format!("highest passing load {l}x"),
+                    None => "no load passed".into(),
+                })
+            },
+        )
     })?;
     Ok(())
+}
+
+/// Keeps a search's trial logs as judged, with their analyses.
+fn keep_trials(ctx: &Ctx, trials: &[crate::act::search::Judged]) {
+    let mut made = ctx.made();
+    for (log, judged) in trials {
+        let Ok(rel) = log.strip_prefix(&ctx.dir) else {
+            continue;
+        };
+        let analysis = crate::act::analyze::analysis_path(rel);
+        made.put(&rel.to_string_lossy(), crate::act::Unjudged::read(judged));
+        match judged {
+            Ok(a) => made.artefact(&analysis.to_string_lossy(), a.clone().into()),
+            Err(_) => made.forget(&analysis.to_string_lossy()),
+        }
+    }
 }
 
 /// The spare area a phase sets before its ACT runs.
@@ -585,7 +644,7 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
         if let Some(ix) = &plan.index {
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.name, t.label);
-                ctx.stage(&id, true, || {
+                ctx.stage(&id, Some(t), true, || {
                     let c: IndexConfig = drive_config(t, ix, ix.secs)?;
                     act_run(
                         ctx,
@@ -603,7 +662,7 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             stream_stage(ctx, targets, s)?;
         }
         if let Some(fs) = &s.fs {
-            ctx.stage(&s.fs_stage(), true, || {
+            ctx.stage(&s.fs_stage(), None, true, || {
                 let r = crate::stream::fs::run(
                     &crate::stream::fs::FsSpec {
                         dir: fs.dir.clone(),
@@ -632,7 +691,7 @@ pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPla
     let writes = s.passes.contains(&crate::stream::Pass::Write);
     let burn_in = s.loops.is_some() || s.duration_secs.is_some();
     let stage = s.stage();
-    ctx.stage(&stage, writes, || {
+    ctx.stage(&stage, None, writes, || {
         let attempt = ctx.journal().get(&stage).map_or(1, |r| r.attempts);
         // None past what the clock can hold: no end but the loops'.
         let until = s

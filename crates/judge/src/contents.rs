@@ -15,6 +15,7 @@ use std::path::Path;
 use crate::act::analyze::{self, AnalyzeError, LogReader};
 use crate::act::timeline::{Second, Thinned, POINTS};
 use storcert_results::act::{LogAnalysis, Prep, PrepResult};
+use storcert_results::health::Moment;
 use storcert_results::run::{Target, Targets};
 use storcert_results::{Artefact, ReadError};
 
@@ -79,6 +80,8 @@ pub enum FileRead {
     Timeline(Thinned),
     /// A file not read, and why (beyond what a reader of bundles holds).
     NotRead(String),
+    /// An artefact as the run that wrote it holds it: never read back.
+    Artefact(Box<Artefact>),
     /// Anything else.
     Other,
 }
@@ -323,6 +326,52 @@ impl FileReader {
     }
 }
 
+impl FileRead {
+    /// A log as the run that wrote it judged it, read as a log read from
+    /// its file would be: its reason cut to what a page shows.
+    pub fn judged(judged: Result<LogAnalysis, AnalyzeError>) -> FileRead {
+        let mut left = Holding::UNBOUNDED;
+        kept_log(judged, &mut left)
+    }
+}
+
+/// Reads a results folder a file at a time, each as it passes (never held
+/// whole: a day's log of many drives is large), by path relative to
+/// `dir`. Leaves out what is not a result: temporaries (`*.tmp`) and the
+/// report made of them (`report.*` at the top); follows no link.
+pub fn read_folder(dir: &Path, left: Holding) -> std::io::Result<BTreeMap<String, FileRead>> {
+    fn walk(root: &Path, d: &Path, r: &mut ResultsReader) -> std::io::Result<()> {
+        let context = |p: &Path, e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+        };
+        for e in std::fs::read_dir(d).map_err(|e| context(d, e))? {
+            let e = e.map_err(|e| context(d, e))?;
+            let p = e.path();
+            let ft = e.file_type().map_err(|e| context(&p, e))?;
+            if ft.is_dir() {
+                walk(root, &p, r)?;
+            } else if ft.is_file() {
+                let rel = p
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .into_owned();
+                if rel.ends_with(".tmp") || rel.starts_with("report.") {
+                    continue;
+                }
+                let mut f = storcert_util::fs::open_nofollow(&p).map_err(|e| context(&p, e))?;
+                let read =
+                    FileReader::read_from(&rel, &mut f, &mut r.left).map_err(|e| context(&p, e))?;
+                r.reads.insert(rel, read);
+            }
+        }
+        Ok(())
+    }
+    let mut r = ResultsReader::new(left);
+    walk(dir, dir, &mut r)?;
+    Ok(r.reads)
+}
+
 /// A log's judgement, kept if `left` still has room for it. One that could
 /// not be judged is kept too: it is a line of the summary, and the
 /// unreadable files a report names are bounded (`NAMED_UNREADABLE`).
@@ -413,6 +462,20 @@ impl FileReader {
             r.push(&buf[..n], left);
         }
         Ok(r.finish(left))
+    }
+}
+
+/// A health snapshot of an older storcert says where in its run it was
+/// taken by the name the run gave it alone.
+fn moment_by_name(path: &str, a: &mut Artefact) {
+    if let Artefact::HealthSnapshot(s) = a {
+        if s.moment.is_none() {
+            s.moment = match split(path).1 {
+                "health-before.json" => Some(Moment::Before),
+                "health-after.json" => Some(Moment::After),
+                _ => None,
+            };
+        }
     }
 }
 
@@ -569,9 +632,14 @@ impl Contents {
                     }
                     continue;
                 }
+                FileRead::Artefact(mut a) => {
+                    moment_by_name(&path, &mut a);
+                    self.items.push(Item { path, artefact: *a });
+                    continue;
+                }
                 FileRead::Json(data) => data,
             };
-            let artefact = match Artefact::from_json(&data) {
+            let mut artefact = match Artefact::from_json(&data) {
                 Ok(a) => a,
                 Err(ReadError::Untagged) => match legacy(&path, &data) {
                     Some(Ok(a)) => a,
@@ -586,6 +654,7 @@ impl Contents {
                     continue;
                 }
             };
+            moment_by_name(&path, &mut artefact);
             self.items.push(Item { path, artefact });
         }
         (logs, timelines)

@@ -152,11 +152,16 @@ fn search_devices(search: &SearchResult, c: &Contents) -> Vec<String> {
 /// its note says why.
 fn failed_stages(s: &mut Summary, pd: &mut Asides, j: &Journal, targets: &[String]) {
     for st in j.stages.iter().filter(|st| st.state == StageState::Failed) {
-        let devices = targets
-            .iter()
-            .filter(|t| st.id.ends_with(t.rsplit('/').next().unwrap_or(t)))
-            .cloned()
-            .collect();
+        let devices = match &st.devices {
+            Some(devices) => devices.clone(),
+            // A journal of an older storcert: a stage of one drive ends
+            // with the drive's label.
+            None => targets
+                .iter()
+                .filter(|t| st.id.ends_with(t.rsplit('/').next().unwrap_or(t)))
+                .cloned()
+                .collect(),
+        };
         let note = if st.note.is_empty() {
             "failed".to_string()
         } else {
@@ -883,6 +888,7 @@ mod scope_tests {
             } else {
                 Vec::new()
             },
+            devices: None,
         };
         let journal = Journal {
             schema_version: 1,
@@ -920,6 +926,68 @@ mod scope_tests {
         let c = Contents::read_in(&files, "");
         assert!(c.unreadable.is_empty(), "{:?}", c.unreadable);
         summarise(Machine::default(), &c)
+    }
+
+    /// A stage names the drive it ran on: its failure is that drive's,
+    /// whatever its name says; a stage of the run as a whole is no
+    /// drive's even where its name ends like one. (A journal without the
+    /// names: by the label, `act_stage` above.)
+    #[test]
+    fn a_failed_stage_is_the_drive_s_it_names() {
+        let stage = |id: &str, devices: Vec<String>| storcert_results::run::StageRecord {
+            id: id.into(),
+            state: StageState::Failed,
+            destructive: true,
+            attempts: 1,
+            started_at: String::new(),
+            finished_at: None,
+            interrupted_seconds: 0,
+            seconds_done: 0,
+            note: "broke".into(),
+            outputs: Vec::new(),
+            devices: Some(devices),
+        };
+        let journal = Journal {
+            schema_version: 1,
+            profile_name: "p".into(),
+            profile_digest: "d".into(),
+            profile_source: "s".into(),
+            started_at: String::new(),
+            finished_at: None,
+            starts: 1,
+            stages: vec![
+                stage("provision", vec!["/dev/sdz".into()]),
+                stage("stream sdy", Vec::new()),
+            ],
+            path: Default::default(),
+        };
+        let target = |d: &str| storcert_results::run::Target {
+            path: d.into(),
+            disk: d.into(),
+            label: d.trim_start_matches("/dev/").into(),
+            serial: None,
+            model: None,
+            file_size: 0,
+        };
+        let targets = storcert_results::run::Targets {
+            schema_version: storcert_results::run::TARGETS_SCHEMA,
+            targets: vec![target("/dev/sdy"), target("/dev/sdz")],
+        };
+        let files: BTreeMap<String, Vec<u8>> = [
+            (
+                "journal.json".to_string(),
+                Artefact::from(journal).to_json(),
+            ),
+            (
+                "targets.json".to_string(),
+                Artefact::from(targets).to_json(),
+            ),
+        ]
+        .into();
+        let s = summarise(Machine::default(), &Contents::read(&files));
+        let test = |name: &str| s.tests.iter().find(|t| t.name == name).unwrap();
+        assert_eq!(test("stage provision").devices, ["/dev/sdz"]);
+        assert!(test("stage stream sdy").devices.is_empty());
     }
 
     fn could_not_keep_up(outputs: bool) -> Summary {

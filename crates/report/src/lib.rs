@@ -17,10 +17,10 @@ pub mod text;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use storcert_judge::act::analyze::Analysis;
 use storcert_judge::act::timeline::{spikes_of, Spikes, Thinned};
-use storcert_judge::contents::Contents;
+use storcert_judge::contents::{Contents, Holding};
 use storcert_judge::summary::{summarise, Summary};
 use storcert_results::policy::Finding;
 use storcert_results::provision::ProvisionResult;
@@ -343,54 +343,42 @@ pub fn spare_cells(p: &ProvisionResult) -> [String; 6] {
     ]
 }
 
-/// Files of a results folder, by relative path.
-pub fn read_dir_files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
-    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) -> Result<()> {
-        for e in std::fs::read_dir(d).with_context(|| format!("{}", d.display()))? {
-            let e = e?;
-            let p = e.path();
-            let ft = e.file_type()?;
-            if ft.is_dir() {
-                walk(root, &p, out)?;
-            } else if ft.is_file() {
-                let rel = p
-                    .strip_prefix(root)
-                    .expect("under root")
-                    .to_string_lossy()
-                    .into_owned();
-                if !rel.ends_with(".tmp") && !rel.starts_with("report.") {
-                    out.insert(rel, std::fs::read(&p)?);
-                }
-            }
-        }
-        Ok(())
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out)?;
-    Ok(out)
+/// The typed contents of a results folder, each file read as it passes.
+pub fn contents_of_results(dir: &Path) -> Result<Contents> {
+    let reads = storcert_judge::contents::read_folder(dir, Holding::UNBOUNDED)?;
+    Ok(Contents::from_reads(reads, storcert_bundle::RESULTS_PREFIX))
 }
 
-/// The typed contents of a results folder.
-pub fn contents_of_results(dir: &Path) -> Result<Contents> {
-    let files = read_dir_files(dir)?;
-    Ok(Contents::read_in(&files, storcert_bundle::RESULTS_PREFIX))
+/// The machine the results recorded (`system.json`), else an unrecorded
+/// machine's: never the machine this happens to run on.
+pub fn recorded_system(c: &Contents) -> SystemIdentity {
+    c.items
+        .iter()
+        .find_map(|i| match &i.artefact {
+            Artefact::System(s) if i.path == storcert_bundle::SYSTEM => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(storcert_results::system::unrecorded)
+}
+
+/// The report of results already judged (`c`), under the title `title`.
+pub fn of_contents(title: &str, c: &Contents) -> Report {
+    let summary = summarise(recorded_system(c).machine(), c);
+    Report::from_contents(title, summary, c)
 }
 
 /// The report of a results folder (as the bundle will judge it).
 pub fn for_results(dir: &Path) -> Result<Report> {
-    let files = read_dir_files(dir)?;
-    let system = files
-        .get(storcert_bundle::SYSTEM)
-        .and_then(|d| serde_json::from_slice::<SystemIdentity>(d).ok())
-        .unwrap_or_else(storcert_results::system::unrecorded);
-    let contents = Contents::read_in(&files, storcert_bundle::RESULTS_PREFIX);
-    let summary = summarise(system.machine(), &contents);
-    let title = dir
-        .file_name()
+    let contents = contents_of_results(dir)?;
+    Ok(of_contents(&title_of(dir), &contents))
+}
+
+/// A results folder's report's title: the folder's name.
+pub fn title_of(dir: &Path) -> String {
+    dir.file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("results")
-        .to_string();
-    Ok(Report::from_contents(&title, summary, &contents))
+        .to_string()
 }
 
 /// The report of a bundle: its summary and contents.
@@ -410,11 +398,11 @@ pub fn for_bundle(
 }
 
 /// Writes report.html and report.md into a results folder (before it is
-/// bundled, so every bundle carries its report).
-pub fn write_for_results(dir: &Path) -> Result<answer::FirstScreen> {
-    let r = for_results(dir)?;
-    storcert_util::fs::write_durably(&dir.join("report.html"), html::render(&r))?;
-    storcert_util::fs::write_durably(&dir.join("report.md"), text::markdown(&r))?;
+/// bundled, so every bundle carries its report); returns the first
+/// screen.
+pub fn write_for_results(dir: &Path, r: &Report) -> Result<answer::FirstScreen> {
+    storcert_util::fs::write_durably(&dir.join("report.html"), html::render(r))?;
+    storcert_util::fs::write_durably(&dir.join("report.md"), text::markdown(r))?;
     Ok(answer::first_screen(&r.summary, &r.comparison))
 }
 

@@ -10,7 +10,22 @@ pub struct Snapshot {
     pub schema_version: u32,
     /// Seconds since the Unix epoch.
     pub taken_at: u64,
+    /// Where in a run it was taken; `None` for one taken alone
+    /// (`storcert health`). Files of older storcerts lack it; their
+    /// reader gives it from the name the run gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moment: Option<Moment>,
     pub drives: Vec<DriveHealth>,
+}
+
+/// Where in a run a health snapshot was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Moment {
+    /// Before the first test that writes.
+    Before,
+    /// After the last.
+    After,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

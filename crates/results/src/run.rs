@@ -53,6 +53,12 @@ pub struct StageRecord {
     /// Empty in journals written before stages named them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// The drives (`Target::disk`, as targets.json lists them) a stage of
+    /// one drive runs on: its failure is that drive's. Empty for a stage
+    /// of the run as a whole; `None` in journals written before stages
+    /// named them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

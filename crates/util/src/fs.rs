@@ -101,7 +101,7 @@ fn write_durably_as<T>(
 }
 
 /// Opens `path` for reading without following a final link.
-fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)

@@ -135,6 +135,7 @@ pub fn snapshot(inv: &Inventory) -> Snapshot {
     Snapshot {
         schema_version: SCHEMA_VERSION,
         taken_at,
+        moment: None,
         drives,
     }
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use storcert_judge::contents::Contents;
 use storcert_judge::summary::Summary;
-use storcert_results::health::{DriveHealth, Snapshot};
+use storcert_results::health::{DriveHealth, Moment, Snapshot};
 use storcert_results::inventory::{Disk, Health, Inventory};
 use storcert_results::stream::{Pass, StreamResult};
 use storcert_results::{Artefact, Verdict};
@@ -248,14 +248,12 @@ impl<'a> Parts<'a> {
             match &item.artefact {
                 Artefact::Inventory(i) => p.inventory = Some(i),
                 Artefact::RunNotes(n) => p.notes = Some(n),
-                // A run with phases takes a snapshot per phase: the first
-                // "before" and the last "after" span the whole run.
-                Artefact::HealthSnapshot(s) if item.path.ends_with("health-before.json") => {
-                    p.before = p.before.or(Some(s))
-                }
-                Artefact::HealthSnapshot(s) if item.path.ends_with("health-after.json") => {
-                    p.after = Some(s)
-                }
+                // The first "before" and the last "after" span the run.
+                Artefact::HealthSnapshot(s) => match s.moment {
+                    Some(Moment::Before) => p.before = p.before.or(Some(s)),
+                    Some(Moment::After) => p.after = Some(s),
+                    None => {}
+                },
                 Artefact::Stream(s) => p.streams.push(s),
                 Artefact::Targets(t) => {
                     for t in &t.targets {
@@ -633,11 +631,14 @@ mod tests {
                 serde_json::json!({"taken_at": 1, "drives": [health("sdb", "A", 0), health("sdc", "B", 5)]}),
             ),
         );
+        // The snapshot after says so itself (any name); the one before is
+        // an older storcert's, known by its name alone.
         files.insert(
-            "health-after.json".to_string(),
+            "later.json".to_string(),
             artefact(
                 "health-snapshot",
-                serde_json::json!({"taken_at": 2, "drives": [health("sdb", "B", 6), health("sdc", "A", 1)]}),
+                serde_json::json!({"taken_at": 2, "moment": "after",
+                    "drives": [health("sdb", "B", 6), health("sdc", "A", 1)]}),
             ),
         );
         let c = Contents::read(&files);

@@ -24,6 +24,7 @@ use anyhow::{Context, Result};
 use device::Device;
 use runner::{RunResult, Sinks};
 use storcert_engine::{self as engine, EngineKind};
+use storcert_judge::contents::FileRead;
 
 /// How a workload run is carried out, beyond the ACT configuration.
 #[derive(Debug, Clone)]
@@ -124,14 +125,51 @@ pub fn run_workload(
     runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks)
 }
 
+/// Why a finished run's log has no analysis.
+#[derive(Debug, Clone)]
+pub enum Unjudged {
+    /// The judge read the log and found nothing it can judge (no whole
+    /// report): the log is judged as failing wherever it is read.
+    Log {
+        name: String,
+        why: analyze::AnalyzeError,
+    },
+    /// The log could not be read back, or its analysis written.
+    Io(String),
+}
+
+impl std::fmt::Display for Unjudged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unjudged::Log { name, why } => write!(f, "{name}: {why}"),
+            Unjudged::Io(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Unjudged {
+    /// The log as a results reader takes it: judged, or not read and why.
+    pub fn read(judged: &Result<storcert_results::act::LogAnalysis, Unjudged>) -> FileRead {
+        match judged {
+            Ok(a) => FileRead::judged(Ok(a.clone())),
+            Err(Unjudged::Log { why, .. }) => FileRead::judged(Err(why.clone())),
+            Err(Unjudged::Io(why)) => FileRead::NotRead(why.clone()),
+        }
+    }
+}
+
 /// Analyses a finished log, once, and saves the analysis beside it
 /// (`x.log` → `x.analysis.json`), naming the timeline when it was kept in
-/// the same folder. The summary and the report read this file.
+/// the same folder. The summary and the report read this file. `label`:
+/// the log's name in the analysis text (its path in a results folder, as
+/// a reader of the folder names it), else its file name.
 pub fn save_analysis(
     log: &std::path::Path,
+    label: Option<&str>,
     timeline: Option<&std::path::Path>,
-) -> Result<storcert_results::act::LogAnalysis> {
-    let text = std::fs::read(log).with_context(|| format!("{}", log.display()))?;
+) -> std::result::Result<storcert_results::act::LogAnalysis, Unjudged> {
+    let io = |e: std::io::Error, p: &std::path::Path| Unjudged::Io(format!("{}: {e}", p.display()));
+    let text = std::fs::read(log).map_err(|e| io(e, log))?;
     let name = log
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -140,11 +178,11 @@ pub fn save_analysis(
         .filter(|t| t.parent() == log.parent())
         .and_then(|t| t.file_name())
         .map(|n| n.to_string_lossy().into_owned());
-    let a = analyze::judge_log(&text, &name, &name, timeline)
-        .with_context(|| format!("analysing {}", log.display()))?;
+    let a = analyze::judge_log(&text, &name, label.unwrap_or(&name), timeline)
+        .map_err(|why| Unjudged::Log { name, why })?;
     let path = analyze::analysis_path(log);
     storcert_util::fs::write_durably(&path, storcert_results::Artefact::from(a.clone()).to_json())
-        .with_context(|| format!("{}", path.display()))?;
+        .map_err(|e| io(e, &path))?;
     Ok(a)
 }
 
@@ -162,6 +200,9 @@ pub struct Files {
     pub log: Option<std::path::PathBuf>,
     pub timeline: Option<std::path::PathBuf>,
     pub json: Option<std::path::PathBuf>,
+    /// The log's path in its results folder, which names it in its
+    /// analysis (`None`: its file name).
+    pub label: Option<String>,
 }
 
 /// A workload run with its outputs written.
@@ -171,7 +212,7 @@ pub struct Ran {
     /// judged as it passed for one written to standard output or a pipe.
     /// The error says why there is none (a log with no whole report has
     /// nothing to judge); the run's own result stands.
-    pub analysis: std::result::Result<storcert_results::act::LogAnalysis, String>,
+    pub analysis: std::result::Result<storcert_results::act::LogAnalysis, Unjudged>,
 }
 
 /// The log on its way to standard output (or a pipe), judged as it passes.
@@ -285,10 +326,13 @@ pub fn run_to_files(
         .with_context(|| format!("{}", p.display()))?;
     }
     let analysis = match analysed_log {
-        Some(log) => save_analysis(log, files.timeline.as_deref()).map_err(|e| format!("{e:#}")),
+        Some(log) => save_analysis(log, files.label.as_deref(), files.timeline.as_deref()),
         None => match log.reader.take() {
-            Some(r) => r.finish().analysis.map_err(|e| format!("{name}: {e}")),
-            None => Err(format!("{name} was not judged")),
+            Some(r) => r
+                .finish()
+                .analysis
+                .map_err(|why| Unjudged::Log { name, why }),
+            None => Err(Unjudged::Io(format!("{name} was not judged"))),
         },
     };
     Ok(Ran { result, analysis })

@@ -225,6 +225,10 @@ pub fn run(
             outcome = o;
         }
     }
+    // The seconds closed since the loop's last turn (and what the drain
+    // completed in them) go to the timeline's file too: the file holds
+    // every second the result does.
+    s.write_timeline(s.start + elapsed, sinks)?;
     write_outcome(sinks.log, &outcome, spec)?;
     sinks.log.flush()?;
     Ok(s.result(outcome, elapsed, devices, engine))

@@ -31,6 +31,9 @@ pub struct SearchSpec {
     pub trial_secs: u64,
     pub confirm_secs: u64,
     pub out_dir: PathBuf,
+    /// `out_dir`'s path in its results folder ("act/search-sda/"), which
+    /// names the trials' logs in their analyses; empty: their file names.
+    pub label_dir: String,
 }
 
 /// What every trial of one search shares.
@@ -52,14 +55,15 @@ fn trial(
     secs: u64,
     purpose: &str,
     n: usize,
-) -> Result<Trial> {
+) -> Result<(Trial, Judged)> {
     let mut cfg = spec.base.clone();
     let (r, w) = rates_for_load(load, cfg.device_names.len());
     cfg.read_reqs_per_sec = r;
     cfg.write_reqs_per_sec = w;
     cfg.test_duration_sec = secs;
     cfg.finish("search").map_err(|e| anyhow::anyhow!("{e}"))?;
-    let log_path = spec.out_dir.join(format!("trial-{n:02}-{load}x.log"));
+    let log_name = format!("trial-{n:02}-{load}x.log");
+    let log_path = spec.out_dir.join(&log_name);
     let mut log = std::fs::File::create(&log_path)
         .with_context(|| format!("create {}", log_path.display()))?;
     console.say(&format!(
@@ -79,8 +83,14 @@ fn trial(
     log.flush()?;
     drop(log);
     // The trial's log judged once, as every run's is, and kept beside it.
-    let analysis = super::save_analysis(&log_path, None).map(|a| a.analysis);
-    let (result, worst) = match (&run.outcome, &analysis) {
+    let label = format!("{}{log_name}", spec.label_dir);
+    let judged = super::save_analysis(
+        &log_path,
+        (!spec.label_dir.is_empty()).then_some(label.as_str()),
+        None,
+    );
+    let analysis = judged.as_ref().map(|a| &a.analysis);
+    let (result, worst) = match (&run.outcome, analysis) {
         (Outcome::CouldNotKeepUp { .. }, _) => ("could not keep up", None),
         (Outcome::DeviceErrors { .. }, _) => ("device errors", None),
         (Outcome::StuckIo { .. }, _) => ("stuck I/O", None),
@@ -114,7 +124,19 @@ fn trial(
         max_lag_ms: run.max_lag_ms,
         log: log_path.display().to_string(),
     };
-    Ok(t)
+    Ok((t, (log_path, judged)))
+}
+
+/// A trial's log and its judgement.
+pub type Judged = (
+    PathBuf,
+    std::result::Result<storcert_results::act::LogAnalysis, super::Unjudged>,
+);
+
+/// A search's result and the judgement of each of its trials' logs.
+pub struct Searched {
+    pub result: SearchResult,
+    pub trials: Vec<Judged>,
 }
 
 /// Each trial's start and result go to `console`.
@@ -123,7 +145,7 @@ pub fn search(
     opts: &RunOptions,
     stop: &Arc<AtomicBool>,
     console: &Console,
-) -> Result<SearchResult> {
+) -> Result<Searched> {
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("create {}", spec.out_dir.display()))?;
     let shared = Trials {
@@ -133,7 +155,8 @@ pub fn search(
         console,
     };
     let mut n = 0;
-    strategy(
+    let mut judged = Vec::new();
+    let result = strategy(
         spec.max_load,
         spec.step,
         spec.trial_secs,
@@ -143,11 +166,16 @@ pub fn search(
             if stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            let t = trial(&shared, load, secs, purpose, n)?;
+            let (t, j) = trial(&shared, load, secs, purpose, n)?;
             console.say(&format!("act search: {load}x: {}", t.result));
+            judged.push(j);
             Ok(Some(t))
         },
-    )
+    )?;
+    Ok(Searched {
+        result,
+        trials: judged,
+    })
 }
 
 /// Loads are counted in thousandths of 1x, so that bisection and steps
