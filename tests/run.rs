@@ -269,7 +269,15 @@ fn killed_mid_run_resumes_without_repeating_the_destructive_stage() {
     let dom = chromium(&["--dump-dom", &format!("file://{}", s(&report))]);
     let dom = String::from_utf8_lossy(&dom.stdout);
     for id in [
-        "verdict", "machine", "drives", "policy", "act", "stream", "health", "tests",
+        "verdict",
+        "machine",
+        "drives",
+        "policy",
+        "act",
+        "stream",
+        "health",
+        "tests",
+        "run-notes",
     ] {
         assert!(
             dom.contains(&format!("<section id=\"{id}\"")),

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod export;
 pub mod html;
 pub mod plot;
+pub mod section;
 pub mod text;
 
 use std::collections::BTreeMap;

@@ -17,25 +17,25 @@ pub fn plain(r: &Report) -> String {
 
 /// A Markdown code fence longer than any run of backticks in `text`, so
 /// the text cannot close it.
-fn fence(text: &str) -> String {
+pub fn fence(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     "`".repeat(longest.max(2) + 1)
 }
 
 /// The page being written, Markdown or plain text: headings, table rows
 /// and inline values in the one dialect.
-struct Doc {
-    md: bool,
-    out: String,
+pub struct Doc {
+    pub md: bool,
+    pub out: String,
 }
 
 impl Doc {
     /// A value from the run or the bundle, inline.
-    fn o(&self, v: &str) -> String {
+    pub fn o(&self, v: &str) -> String {
         inline(v, self.md)
     }
 
-    fn heading(&mut self, level: usize, t: &str) {
+    pub fn heading(&mut self, level: usize, t: &str) {
         if self.md {
             let _ = write!(self.out, "{} {t}\n\n", "#".repeat(level));
         } else {
@@ -46,7 +46,7 @@ impl Doc {
 
     /// A cell is one cell: a '|' or a line break in what a bundle says
     /// cannot add cells or rows.
-    fn row(&mut self, cells: &[String]) {
+    pub fn row(&mut self, cells: &[String]) {
         let cells: Vec<String> = cells
             .iter()
             .map(|c| {
@@ -65,7 +65,7 @@ impl Doc {
         }
     }
 
-    fn separator(&mut self, n: usize) {
+    pub fn separator(&mut self, n: usize) {
         if self.md {
             let _ = writeln!(self.out, "|{}", "---|".repeat(n));
         }
@@ -82,19 +82,8 @@ fn render(r: &Report, md: bool) -> String {
         d.heading(2, "Across loads and spare area");
         d.out += &super::compare::text(&r.comparison, md, false);
     }
-    spare_section(&mut d, r);
-    drives_section(&mut d, r);
-    findings_section(&mut d, r);
-    act_sections(&mut d, r);
-    stream_sections(&mut d, r);
-    filesystem_sections(&mut d, r);
-    health_section(&mut d, r);
-    if !r.notes.is_empty() {
-        d.heading(2, "Run notes");
-        for n in &r.notes {
-            let n = d.o(n);
-            let _ = writeln!(d.out, "- {n}");
-        }
+    for section in crate::section::SECTIONS {
+        section.text(r, &mut d);
     }
     d.out
 }
@@ -162,172 +151,6 @@ pub fn why_heading(v: storcert_results::Verdict) -> &'static str {
     } else {
         "Why it is not a pass"
     }
-}
-
-fn spare_section(d: &mut Doc, r: &Report) {
-    if r.spare.is_empty() {
-        return;
-    }
-    d.heading(2, "Spare area (over-provisioning)");
-    for p in &r.spare {
-        let [drive, part, size, spare, factory, total] = super::spare_cells(p).map(|c| d.o(&c));
-        let _ = writeln!(
-            d.out,
-            "- {drive}: partition {part} of {size}, spare {spare}, factory spare {factory}, total {total}"
-        );
-    }
-    d.out.push('\n');
-}
-
-/// The machine's line, then one row per drive.
-fn drives_section(d: &mut Doc, r: &Report) {
-    let s = &r.summary;
-    let m = &s.machine;
-    let machine = format!(
-        "Machine: {} {}, serial {}, host {}\n",
-        d.o(m.vendor.as_deref().unwrap_or("–")),
-        d.o(m.product.as_deref().unwrap_or("")),
-        d.o(m.serial.as_deref().unwrap_or("–")),
-        d.o(m.hostname.as_deref().unwrap_or("–"))
-    );
-    let _ = writeln!(d.out, "{machine}");
-    d.heading(2, "Drives");
-    d.row(&["device", "model", "serial", "verdict", "ACT passed"].map(String::from));
-    d.separator(5);
-    for drive in &s.drives {
-        let cells = [
-            d.o(&drive.device),
-            d.o(drive.model.as_deref().unwrap_or("–")),
-            d.o(drive.serial.as_deref().unwrap_or("–")),
-            drive.verdict.as_str().to_uppercase(),
-            drive
-                .act_load_passed
-                .map(|l| format!("{l}x"))
-                .unwrap_or_else(|| "–".into()),
-        ];
-        d.row(&cells);
-    }
-    d.out.push('\n');
-}
-
-fn findings_section(d: &mut Doc, r: &Report) {
-    if r.findings.is_empty() {
-        return;
-    }
-    d.heading(2, "Policy findings");
-    for f in &r.findings {
-        let line = format!(
-            "- {} {}{} {}: expected {}, found {}",
-            f.severity,
-            d.o(&f.device),
-            if f.machine {
-                " (the machine, not under test)"
-            } else {
-                ""
-            },
-            d.o(&f.check),
-            d.o(&f.expected),
-            d.o(&f.actual)
-        );
-        let _ = writeln!(d.out, "{line}");
-    }
-    d.out.push('\n');
-}
-
-fn act_sections(d: &mut Doc, r: &Report) {
-    for a in &r.act {
-        let title = format!(
-            "ACT {} {}",
-            d.o(&a.devices.join(", ")),
-            a.load.map(|l| format!("at {l}x")).unwrap_or_default()
-        );
-        d.heading(2, &title);
-        // The analysis as act_latency.py prints it (names from the log
-        // inside): in a fence it cannot close.
-        let text = a.analysis.text.clone() + &a.analysis.verdict_text();
-        let f = if d.md { fence(&text) } else { String::new() };
-        let _ = writeln!(d.out, "{f}");
-        d.out += &text;
-        let _ = writeln!(d.out, "{f}\n");
-    }
-}
-
-fn stream_sections(d: &mut Doc, r: &Report) {
-    for st in &r.streams {
-        let title = format!("Streaming {}", d.o(&st.targets.join(", ")));
-        d.heading(2, &title);
-        let _ = writeln!(
-            d.out,
-            "How it ran: {}, from {}.\n",
-            d.o(&st.how),
-            d.o(&st.path)
-        );
-        for p in &st.passes {
-            let line = format!(
-                "- {}: {} at {}/s",
-                d.o(&p.name),
-                storcert_util::units::decimal_bytes(p.bytes),
-                storcert_util::units::decimal_bytes(p.aggr_bw_bytes as u64)
-            );
-            let _ = writeln!(d.out, "{line}");
-        }
-        d.out.push('\n');
-    }
-}
-
-/// Each filesystem pass: its tables as `stream --fs` prints them, and its
-/// bonnie++ CSV line.
-fn filesystem_sections(d: &mut Doc, r: &Report) {
-    for (path, f) in &r.filesystem {
-        let title = format!("Filesystem pass in {}", d.o(&f.dir));
-        d.heading(2, &title);
-        let _ = writeln!(d.out, "From {}.\n", d.o(path));
-        if let Some(w) = f.page_cache_warning() {
-            let _ = writeln!(d.out, "Warning: {w}\n");
-        }
-        let text = storcert_util::text::printable_lines(&fs_tables(f));
-        let fence = if d.md { fence(&text) } else { String::new() };
-        let _ = writeln!(d.out, "{fence}\n{text}{fence}\n");
-    }
-}
-
-/// bonnie++'s two tables and its CSV line, in words.
-fn fs_tables(f: &storcert_results::stream::FsResult) -> String {
-    let mut s = String::new();
-    for m in f.data.iter().chain(&f.metadata) {
-        let _ = writeln!(
-            s,
-            "{:<20} {:>16} {:>11} us",
-            m.test,
-            m.rate_text(),
-            m.max_latency_us
-        );
-    }
-    let _ = writeln!(s, "\nbonnie++ CSV: {}", f.bonnie_csv());
-    s
-}
-
-fn health_section(d: &mut Doc, r: &Report) {
-    if r.health.is_empty() && r.endurance.is_empty() && r.health_compared {
-        d.heading(2, "Health");
-        let _ = writeln!(d.out, "{}\n", r.health_note());
-    }
-    if r.health.is_empty() {
-        return;
-    }
-    d.heading(2, "Health changes");
-    for c in &r.health {
-        let line = format!(
-            "- {} {}: {} -> {}{}",
-            d.o(&c.drive),
-            d.o(&c.what),
-            d.o(&c.before),
-            d.o(&c.after),
-            if c.degraded { " (DEGRADED)" } else { "" }
-        );
-        let _ = writeln!(d.out, "{line}");
-    }
-    d.out.push('\n');
 }
 
 #[cfg(test)]
