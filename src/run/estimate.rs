@@ -14,70 +14,49 @@ use crate::output::units::decimal_bytes;
 /// (NVMe drives are several times faster, disks slower).
 pub const ASSUMED_BYTES_PER_SEC: u64 = 500_000_000;
 
-/// Bytes one drive's size-bound stages move.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Bytes one drive's size-bound stages move, by part ("prep", "stream"),
+/// as each workload counts its own.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SizeBound {
-    /// ACT prep: the whole ACT area written twice (zeroes, then salt).
-    pub prep: u64,
-    /// The streaming passes, each loop.
-    pub stream: u64,
-    /// The filesystem pass's file: written, rewritten (read and written
-    /// again) and read; its small files are not counted.
-    pub fs: u64,
+    parts: Vec<(&'static str, u64)>,
 }
 
 impl SizeBound {
     pub fn total(&self) -> u64 {
-        self.prep
-            .saturating_add(self.stream)
-            .saturating_add(self.fs)
+        self.parts
+            .iter()
+            .fold(0u64, |t, (_, b)| t.saturating_add(*b))
+    }
+
+    /// The bytes of one part; 0 where no workload moves any.
+    #[cfg(test)]
+    pub fn part(&self, name: &str) -> u64 {
+        self.parts
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .fold(0u64, |t, (_, b)| t.saturating_add(*b))
     }
 
     /// What moves what, as "prep 8.0 GB, stream 2.2 GB".
     fn parts(&self) -> String {
-        [
-            ("prep", self.prep),
-            ("stream", self.stream),
-            ("filesystem pass", self.fs),
-        ]
-        .iter()
-        .filter(|(_, b)| *b > 0)
-        .map(|(what, b)| format!("{what} {}", decimal_bytes(*b)))
-        .collect::<Vec<_>>()
-        .join(", ")
+        self.parts
+            .iter()
+            .filter(|(_, b)| *b > 0)
+            .map(|(what, b)| format!("{what} {}", decimal_bytes(*b)))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
 /// The bytes a drive of `drive_bytes` moves in the profile's size-bound
 /// stages.
 pub fn size_bound(p: &Profile, drive_bytes: u64) -> SizeBound {
-    let share = |spare_pct: f64| (drive_bytes as f64 * (1.0 - spare_pct / 100.0)) as u64;
-    let mut prep: u64 = 0;
-    if p.act.as_ref().is_some_and(|a| a.prep) {
-        prep = prep.saturating_add(2 * drive_bytes);
+    SizeBound {
+        parts: super::workload::WORKLOADS
+            .iter()
+            .flat_map(|w| w.size_bound(p, drive_bytes))
+            .collect(),
     }
-    for ph in p.plan.phases.iter().filter(|ph| ph.prep) {
-        prep = prep.saturating_add(2 * share(ph.spare_pct));
-    }
-    let (mut stream, mut fs) = (0u64, 0u64);
-    for s in &p.plan.stream {
-        // A stream bounded by time is counted with the timed stages.
-        if s.duration_secs.is_none() {
-            let span = s
-                .size
-                .unwrap_or(drive_bytes / 100 * u64::from(s.percent))
-                .min(drive_bytes);
-            let loops = u64::from(s.loops.unwrap_or(1));
-            stream = stream.saturating_add(
-                span.saturating_mul(s.passes.len() as u64)
-                    .saturating_mul(loops),
-            );
-        }
-        if let Some(f) = &s.fs {
-            fs = fs.saturating_add(f.file_size.saturating_mul(4));
-        }
-    }
-    SizeBound { prep, stream, fs }
 }
 
 /// A drive's size: a scratch file's, or the inventory's for the disk.
@@ -145,10 +124,10 @@ mod tests {
         );
         let b = size_bound(&p, 1_000_000_000_000);
         // 2 x 1 TB, then 2 x 800 GB.
-        assert_eq!(b.prep, 3_600_000_000_000);
+        assert_eq!(b.part("prep"), 3_600_000_000_000);
         // Half the drive, written and read, twice.
-        assert_eq!(b.stream, 2_000_000_000_000);
-        assert_eq!(b.fs, 0);
+        assert_eq!(b.part("stream"), 2_000_000_000_000);
+        assert_eq!(b.part("filesystem pass"), 0);
     }
 
     /// The filesystem pass moves its one file four times (write, rewrite's
@@ -161,13 +140,16 @@ mod tests {
              [stream]\npattern = []\nfs_dir = \"/mnt/v\"\nfs_size = \"16G\"\nfs_files = 1024\n",
         );
         let b = size_bound(&p, 1 << 40);
-        assert_eq!((b.stream, b.fs), (0, 4 * (16 << 30)));
+        assert_eq!(
+            (b.part("stream"), b.part("filesystem pass")),
+            (0, 4 * (16 << 30))
+        );
     }
 
     #[test]
     fn a_stream_bounded_by_time_is_a_timed_stage() {
         let p = profile("name = \"x\"\n[devices]\nselect = \"all\"\n[stream]\nduration = \"2h\"\n");
-        assert_eq!(size_bound(&p, 1 << 40).stream, 0);
+        assert_eq!(size_bound(&p, 1 << 40).part("stream"), 0);
         assert_eq!(p.plan.timed_seconds(), 7200);
     }
 }

@@ -16,7 +16,7 @@ mod made;
 pub mod plan;
 pub mod profile;
 pub mod source;
-mod suites;
+mod workload;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +38,6 @@ use crate::results::run::{RunNotes, Targets, NOTES_SCHEMA, TARGETS_SCHEMA};
 use crate::results::{Artefact, Verdict};
 use crate::util::fs::write_durably;
 use finish::*;
-use suites::*;
 
 /// Name of the marker naming the unfinished run in the results root.
 const CURRENT: &str = "current";
@@ -792,7 +791,7 @@ fn health_and_suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             Ok(String::new())
         })?;
     }
-    suites(ctx, targets)?;
+    workload::run_all(ctx, targets)?;
     if health && !ctx.stopped() {
         ctx.stage("health after", None, false, || {
             let after = crate::health::Snapshot {

@@ -8,31 +8,13 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::profile::{PhasePlan, Profile, SearchPlan, TimedPlan};
+use super::profile::Profile;
 use super::{select_targets, Options, Target};
 use crate::inventory::Inventory;
 use crate::output::console::Console;
 
-fn secs(s: u64) -> String {
+pub(super) fn secs(s: u64) -> String {
     humantime::format_duration(Duration::from_secs(s)).to_string()
-}
-
-fn loads(storage: &[TimedPlan]) -> String {
-    storage
-        .iter()
-        .map(|t| format!("{} for {}", t.name, secs(t.secs)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn search(s: &SearchPlan) -> String {
-    format!(
-        "search for the highest passing load up to {}x in steps of {}x ({} trials, {} confirmation)",
-        s.max_load,
-        s.step,
-        secs(s.trial_secs),
-        secs(s.confirm_secs)
-    )
 }
 
 /// Whether the profile writes to the drives under test.
@@ -45,56 +27,6 @@ pub fn writes(p: &Profile) -> bool {
                 .stream
                 .iter()
                 .any(|s| s.passes.contains(&crate::stream::Pass::Write)))
-}
-
-/// The ACT steps of a phase (or of the run without phases), one line each.
-fn act_steps(
-    prep: bool,
-    storage: &[TimedPlan],
-    wide: bool,
-    srch: Option<&SearchPlan>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    if prep {
-        out.push("ACT prep (zero, then salt, every block)".into());
-    }
-    if !storage.is_empty() {
-        out.push(format!(
-            "ACT storage{} at {}",
-            if wide {
-                ", one run over all the drives at once (judged per drive and over all),"
-            } else {
-                ""
-            },
-            loads(storage)
-        ));
-    }
-    if let Some(s) = srch {
-        out.push(format!("ACT {}", search(s)));
-    }
-    out
-}
-
-fn phase_steps(i: usize, ph: &PhasePlan) -> Vec<String> {
-    let spare = if ph.spare_pct > 0.0 {
-        format!(
-            "phase {}: discard each drive, then storcert's partition leaving {}% spare; the tests run on it",
-            i + 1,
-            ph.spare_pct
-        )
-    } else {
-        format!(
-            "phase {}: no spare partition (storcert's own partition, where there is one, is removed); the whole drive is tested",
-            i + 1
-        )
-    };
-    std::iter::once(spare)
-        .chain(
-            act_steps(ph.prep, &ph.storage, ph.wide, ph.search.as_ref())
-                .into_iter()
-                .map(|s| format!("phase {}: {s}", i + 1)),
-        )
-        .collect()
 }
 
 /// The plan as text.
@@ -216,23 +148,8 @@ fn stages(p: &Profile) -> Vec<String> {
             pr.spare_pct
         ));
     }
-    let plan = &p.plan;
-    if let Some(a) = &p.act {
-        steps.extend(act_steps(
-            a.prep,
-            &plan.storage,
-            a.wide,
-            plan.search.as_ref(),
-        ));
-    }
-    for (i, ph) in plan.phases.iter().enumerate() {
-        steps.extend(phase_steps(i, ph));
-    }
-    if let Some(ix) = &plan.index {
-        steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
-    }
-    for s in &plan.stream {
-        steps.extend(stream_steps(s));
+    for w in super::workload::WORKLOADS {
+        steps.extend(w.steps(p));
     }
     if health {
         steps.push("health snapshot again, and what changed".into());
@@ -240,45 +157,6 @@ fn stages(p: &Profile) -> Vec<String> {
     steps.push("report, signed bundle, spool".into());
     if let Some(u) = &p.upload {
         steps.push(format!("upload to {}", u.to.join(", ")));
-    }
-    steps
-}
-
-/// The streaming suite's passes and its filesystem pass.
-fn stream_steps(s: &super::profile::StreamPlan) -> Vec<String> {
-    let mut steps = Vec::new();
-    if !s.passes.is_empty() {
-        steps.push(format!(
-            "{}: {} passes of {} blocks at queue depth {} ({} a drive) over {}{}{}",
-            s.stage(),
-            s.passes
-                .iter()
-                .map(|p| p.as_str())
-                .collect::<Vec<_>>()
-                .join(" then "),
-            crate::output::units::block_size(s.bs),
-            s.qd,
-            crate::util::text::counted(s.jobs as usize, "job"),
-            match s.size {
-                Some(b) => crate::output::units::decimal_bytes(b),
-                None => format!("{}% of each drive", s.percent),
-            },
-            if s.verify { ", verified" } else { "" },
-            match (s.loops, s.duration_secs) {
-                (Some(n), _) => format!(", {n} times over"),
-                (None, Some(d)) => format!(", again and again for {}", secs(d)),
-                (None, None) => String::new(),
-            }
-        ));
-    }
-    if let Some(fs) = &s.fs {
-        steps.push(format!(
-            "{}: filesystem pass in {} (a {} file, {} files; nothing is formatted)",
-            s.fs_stage(),
-            fs.dir.display(),
-            crate::output::units::decimal_bytes(fs.file_size),
-            fs.files
-        ));
     }
     steps
 }

@@ -1,8 +1,53 @@
-//! The suites a run carries out on its drives: ACT (storage, index,
-//! search; wide over several drives or one at a time), the phases that
-//! vary the spare area, and the streaming suite.
+//! ACT as a run carries it out: the phases that vary the spare area
+//! (provisioning or removing storcert's partition), ACT prep, storage
+//! (wide over several drives or one at a time), search, and index.
 
 use super::*;
+use crate::run::plan::secs;
+use crate::run::profile::{PhasePlan, SearchPlan, TimedPlan};
+
+/// ACT in the registry of workloads.
+pub(super) struct Act;
+
+impl Workload for Act {
+    fn steps(&self, p: &Profile) -> Vec<String> {
+        let plan = &p.plan;
+        let mut steps = Vec::new();
+        if let Some(a) = &p.act {
+            steps.extend(act_steps(
+                a.prep,
+                &plan.storage,
+                a.wide,
+                plan.search.as_ref(),
+            ));
+        }
+        for (i, ph) in plan.phases.iter().enumerate() {
+            steps.extend(phase_steps(i, ph));
+        }
+        if let Some(ix) = &plan.index {
+            steps.push(format!("ACT index at {}", loads(std::slice::from_ref(ix))));
+        }
+        steps
+    }
+
+    /// ACT prep writes the ACT area twice (zeroes, then salt): the whole
+    /// drive, or in a phase the share its spare area leaves.
+    fn size_bound(&self, p: &Profile, drive_bytes: u64) -> Vec<(&'static str, u64)> {
+        let share = |spare_pct: f64| (drive_bytes as f64 * (1.0 - spare_pct / 100.0)) as u64;
+        let mut prep: u64 = 0;
+        if p.act.as_ref().is_some_and(|a| a.prep) {
+            prep = prep.saturating_add(2 * drive_bytes);
+        }
+        for ph in p.plan.phases.iter().filter(|ph| ph.prep) {
+            prep = prep.saturating_add(2 * share(ph.spare_pct));
+        }
+        vec![("prep", prep)]
+    }
+
+    fn run(&self, ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
+        run(ctx, targets)
+    }
+}
 
 /// One ACT workload run on one target, its log, result, timeline and
 /// analysis in the results folder, progress to the console.
@@ -574,7 +619,9 @@ pub(super) struct PhaseRun<'a> {
     search: Option<&'a profile::SearchPlan>,
 }
 
-pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
+/// The phases (the run without phases is one): each sets its spare area,
+/// then runs ACT prep, storage and search; then ACT index.
+fn run(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     let p = ctx.profile;
     let plan = &p.plan;
     if plan.phases.is_empty() {
@@ -657,121 +704,73 @@ pub(super) fn suites(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
             })?;
         }
     }
-    for s in &plan.stream {
-        if !s.passes.is_empty() {
-            stream_stage(ctx, targets, s)?;
-        }
-        if let Some(fs) = &s.fs {
-            ctx.stage(&s.fs_stage(), None, true, || {
-                let r = crate::stream::fs::run(
-                    &crate::stream::fs::FsSpec {
-                        dir: fs.dir.clone(),
-                        file_size: fs.file_size,
-                        chunk: s.bs as usize,
-                        files: fs.files,
-                        seeks: 8000,
-                    },
-                    &ctx.stop,
-                )?;
-                ctx.write(&s.file("fs"), r.clone())?;
-                if let Some(w) = r.page_cache_warning() {
-                    ctx.note(format!("[{}] {w}", s.fs_stage()));
-                }
-                Ok(format!("in {}", fs.dir.display()))
-            })?;
-        }
-    }
     Ok(())
 }
 
-/// The streaming passes over the drives: once, or for a burn-in again and
-/// again (`loops`, or until `duration` has gone), each loop's result kept
-/// as it ends; a loop that fails ends the burn-in.
-pub(super) fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Result<()> {
-    let writes = s.passes.contains(&crate::stream::Pass::Write);
-    let burn_in = s.loops.is_some() || s.duration_secs.is_some();
-    let stage = s.stage();
-    ctx.stage(&stage, None, writes, || {
-        let attempt = ctx.journal().get(&stage).map_or(1, |r| r.attempts);
-        // None past what the clock can hold: no end but the loops'.
-        let until = s
-            .duration_secs
-            .and_then(|d| Instant::now().checked_add(Duration::from_secs(d)));
-        let mut n = 0u32;
-        loop {
-            n += 1;
-            let spec = crate::stream::Spec {
-                targets: targets.iter().map(|t| t.path.clone()).collect(),
-                size: s.size,
-                percent: s.percent,
-                bs: s.bs,
-                qd: s.qd,
-                jobs: s.jobs,
-                passes: s.passes.clone(),
-                verify: s.verify,
-                direct: true,
-                engine: crate::engine::EngineKind::Auto,
-                null_latency: Default::default(),
-                seed: rand::random(),
-            };
-            let r = crate::stream::run(&spec, &ctx.stop, &ctx.console)?;
-            if burn_in && ctx.stopped() {
-                // A loop cut short by a stop is no result: the stage runs
-                // again, whole, when the run resumes.
-                break;
-            }
-            // Each attempt's loops in a folder of their own: a resumed
-            // burn-in neither overwrites an earlier attempt's failed loop
-            // nor leaves it to look like this attempt's.
-            let name = if burn_in {
-                s.file(&format!("attempt-{attempt}/loop-{n:04}"))
+/// The ACT steps of a phase (or of the run without phases), one line each.
+fn act_steps(
+    prep: bool,
+    storage: &[TimedPlan],
+    wide: bool,
+    srch: Option<&SearchPlan>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if prep {
+        out.push("ACT prep (zero, then salt, every block)".into());
+    }
+    if !storage.is_empty() {
+        out.push(format!(
+            "ACT storage{} at {}",
+            if wide {
+                ", one run over all the drives at once (judged per drive and over all),"
             } else {
-                s.file("result")
-            };
-            ctx.write(&name, r.clone())?;
-            if r.failed() {
-                let why: Vec<String> = r
-                    .passes
-                    .iter()
-                    .flat_map(|p| {
-                        p.jobs.iter().filter_map(|j| {
-                            j.error.as_ref().map(|e| {
-                                format!(
-                                    "{} {}: {e}",
-                                    r.targets.get(j.target).map_or("?", |t| t.path.as_str()),
-                                    j.name
-                                )
-                            })
-                        })
-                    })
-                    .collect();
-                bail!(
-                    "a stream pass failed{}: {}",
-                    if burn_in {
-                        format!(" in loop {n}")
-                    } else {
-                        String::new()
-                    },
-                    if why.is_empty() {
-                        "verify found bad blocks".into()
-                    } else {
-                        why.join("; ")
-                    }
-                );
-            }
-            let more = match (until, s.loops) {
-                (Some(u), _) => Instant::now() < u,
-                (None, Some(l)) => n < l,
-                (None, None) => false,
-            };
-            if !more || ctx.stopped() {
-                break;
-            }
-        }
-        Ok(if burn_in {
-            format!("{n} loop(s)")
-        } else {
-            String::new()
-        })
-    })
+                ""
+            },
+            loads(storage)
+        ));
+    }
+    if let Some(s) = srch {
+        out.push(format!("ACT {}", search(s)));
+    }
+    out
+}
+
+fn phase_steps(i: usize, ph: &PhasePlan) -> Vec<String> {
+    let spare = if ph.spare_pct > 0.0 {
+        format!(
+            "phase {}: discard each drive, then storcert's partition leaving {}% spare; the tests run on it",
+            i + 1,
+            ph.spare_pct
+        )
+    } else {
+        format!(
+            "phase {}: no spare partition (storcert's own partition, where there is one, is removed); the whole drive is tested",
+            i + 1
+        )
+    };
+    std::iter::once(spare)
+        .chain(
+            act_steps(ph.prep, &ph.storage, ph.wide, ph.search.as_ref())
+                .into_iter()
+                .map(|s| format!("phase {}: {s}", i + 1)),
+        )
+        .collect()
+}
+
+fn loads(storage: &[TimedPlan]) -> String {
+    storage
+        .iter()
+        .map(|t| format!("{} for {}", t.name, secs(t.secs)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn search(s: &SearchPlan) -> String {
+    format!(
+        "search for the highest passing load up to {}x in steps of {}x ({} trials, {} confirmation)",
+        s.max_load,
+        s.step,
+        secs(s.trial_secs),
+        secs(s.confirm_secs)
+    )
 }
