@@ -14,7 +14,8 @@ use std::io::Write;
 
 use super::{DriveRow, Smart};
 
-/// The fixed columns before the ACT groups.
+/// The run's and the drive's columns, before each workload's
+/// (`super::WORKLOADS`), the health's and the ACT groups.
 const RUN: &[&str] = &[
     "schema_version",
     "bundle_sha256",
@@ -41,9 +42,6 @@ const RUN: &[&str] = &[
     "verdict",
     "waived",
     "reasons",
-    "act_load_passed",
-    "stream_write_bytes_per_s",
-    "stream_read_bytes_per_s",
 ];
 
 /// Each ACT group's columns, after its key.
@@ -111,7 +109,7 @@ fn num<T: ToString>(x: Option<T>) -> String {
 }
 
 /// A float without needless digits; none for NaN or infinite.
-fn float(x: Option<f64>) -> String {
+pub(super) fn float(x: Option<f64>) -> String {
     match x {
         // + 0.0 turns a -0.0 into 0.0.
         Some(x) if x.is_finite() => format!("{}", (x * 1e4).round() / 1e4 + 0.0),
@@ -159,6 +157,9 @@ impl<W: Write> Writer<W> {
     pub fn new(out: W, act_keys: Vec<String>) -> csv::Result<Writer<W>> {
         let mut out = csv::Writer::from_writer(out);
         let mut header: Vec<String> = RUN.iter().map(|s| s.to_string()).collect();
+        for w in super::WORKLOADS {
+            header.extend(w.columns().iter().map(|c| c.to_string()));
+        }
         for when in ["before", "after"] {
             header.extend(SMART.iter().map(|c| format!("smart_{when}_{c}")));
         }
@@ -197,10 +198,10 @@ impl<W: Write> Writer<W> {
             r.verdict.as_str().to_string(),
             waived.map(text).unwrap_or_default(),
             text(&r.reasons.join("; ")),
-            float(r.act_load_passed),
-            float(r.stream_write_bytes_per_s),
-            float(r.stream_read_bytes_per_s),
         ];
+        for w in super::WORKLOADS {
+            cells.extend(w.cells(r));
+        }
         cells.extend(smart_cells(&r.smart_before));
         cells.extend(smart_cells(&r.smart_after));
         for k in &self.act_keys {
@@ -324,7 +325,23 @@ mod tests {
         let out = String::from_utf8(w.finish().unwrap()).unwrap();
         let mut r = ::csv::Reader::from_reader(out.as_bytes());
         let h = r.headers().unwrap().clone();
-        assert_eq!(h.len(), RUN.len() + ACT.len() + 2 * SMART.len());
+        let workloads: usize = crate::export::WORKLOADS
+            .iter()
+            .map(|w| w.columns().len())
+            .sum();
+        assert_eq!(h.len(), RUN.len() + workloads + ACT.len() + 2 * SMART.len());
+        // The workloads' columns where docs/export-schema.md has them:
+        // after the drive's reasons, before the health.
+        let at = h.iter().position(|c| c == "reasons").unwrap();
+        assert_eq!(
+            h.iter().skip(at + 1).take(4).collect::<Vec<_>>(),
+            [
+                "act_load_passed",
+                "stream_write_bytes_per_s",
+                "stream_read_bytes_per_s",
+                "smart_before_overall"
+            ]
+        );
         let rec = r.records().next().unwrap().unwrap();
         let cell = |name: &str| rec[h.iter().position(|c| c == name).unwrap()].to_string();
         assert_eq!(cell("model"), "'=HYPERLINK(\"http://x\",\"y\")");

@@ -8,16 +8,18 @@
 //! docs/export-schema.md; a field is only ever added (the version says
 //! when), never renamed or given another meaning.
 
+mod act;
 pub mod csv;
 pub mod jsonl;
+mod stream;
 
 use serde::{Deserialize, Serialize};
 
 use storcert_judge::contents::Contents;
-use storcert_judge::summary::Summary;
+use storcert_judge::summary::{DriveVerdict, Summary};
 use storcert_results::health::{DriveHealth, Moment, Snapshot};
 use storcert_results::inventory::{Disk, Health, Inventory};
-use storcert_results::stream::{Pass, StreamResult};
+use storcert_results::stream::StreamResult;
 use storcert_results::{Artefact, Verdict};
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -53,6 +55,23 @@ pub type Begin = for<'a> fn(
     Box<dyn std::io::Write + 'a>,
     Vec<String>,
 ) -> std::io::Result<Box<dyn RowWriter + 'a>>;
+
+/// What a workload adds to a drive's row: its fields (part of the
+/// schema: a field of `DriveRow`), filled from the bundle's contents, and
+/// its columns among the fixed ones of a table whose columns are fixed
+/// (CSV). A workload's columns are its file here and its line in
+/// [`WORKLOADS`].
+pub trait WorkloadColumns: Sync {
+    /// Fills its fields of `row`, the row of drive `d`.
+    fn fill(&self, row: &mut DriveRow, parts: &Parts, d: &DriveVerdict);
+    /// Its columns' names, after the drive's verdict and reasons.
+    fn columns(&self) -> &'static [&'static str];
+    /// Its cells of `row`, one a column, as CSV writes them.
+    fn cells(&self, row: &DriveRow) -> Vec<String>;
+}
+
+/// Every workload's columns, in the tables' order.
+pub static WORKLOADS: &[&dyn WorkloadColumns] = &[&act::Act, &stream::Stream];
 
 /// Every export format, the first the default.
 pub static FORMATS: &[Format] = &[csv::FORMAT, jsonl::FORMAT];
@@ -221,7 +240,7 @@ fn same(a: &Option<String>, b: &Option<String>) -> bool {
 }
 
 /// What a bundle holds, found once for all its drives.
-struct Parts<'a> {
+pub struct Parts<'a> {
     inventory: Option<&'a Inventory>,
     notes: Option<&'a storcert_results::run::RunNotes>,
     before: Option<&'a Snapshot>,
@@ -343,96 +362,6 @@ fn place(
     (Some(name), firmware, slot)
 }
 
-/// The lowest bandwidth of a pass over `device` across the stream runs:
-/// a target is the drive, or a partition of it the run made (as the
-/// run's targets say). A pass that moved nothing counts, as 0.
-fn stream_bw(
-    streams: &[&StreamResult],
-    disks: &std::collections::BTreeMap<String, String>,
-    device: &str,
-    pass: Pass,
-) -> Option<f64> {
-    let mut lowest: Option<f64> = None;
-    for s in streams {
-        let Some(target) = s.targets.iter().position(|t| {
-            t.path == device || disks.get(&t.path).map(String::as_str) == Some(device)
-        }) else {
-            continue;
-        };
-        for p in s.passes.iter().filter(|p| p.pass == pass && !p.interrupted) {
-            let jobs: Vec<f64> = p
-                .jobs
-                .iter()
-                .filter(|j| j.target == target)
-                .map(|j| j.bw_bytes)
-                .collect();
-            if !jobs.is_empty() {
-                let bw: f64 = jobs.iter().sum();
-                lowest = Some(lowest.map_or(bw, |l| l.min(bw)));
-            }
-        }
-    }
-    lowest
-}
-
-/// The ACT figures of a drive: the comparison's tables of it (by serial,
-/// else by device path), the worst point per load and spare area.
-fn act_of(cmp: &crate::compare::Comparison, device: &str, serial: &Option<String>) -> Vec<ActLoad> {
-    let by_serial = serial
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| format!("serial {s}"));
-    let mut out: Vec<ActLoad> = Vec::new();
-    for t in &cmp.loads {
-        // A table is named by the drive's serial, else by its path (a
-        // spare partition's table by the drive under it); a share of
-        // several drives ("a + b") is no one drive's figure.
-        let mine = Some(&t.drive) == by_serial.as_ref() || t.drive == device;
-        // ACT's own mix only: a load at another mix is another scale.
-        if !mine || t.workload != "storage" || t.mix.is_some() {
-            continue;
-        }
-        let spare = t.spare.as_ref().map(|s| s.spare_pct);
-        for p in &t.rows {
-            let pct = |k: usize| p.worst_pct.get(k).copied().filter(|x| x.is_finite());
-            let point = ActLoad {
-                load: p.load,
-                spare_pct: spare,
-                pct_over_1ms: pct(0),
-                pct_over_8ms: pct(1),
-                pct_over_64ms: pct(2),
-                pass: p.pass,
-                seconds: p.seconds,
-            };
-            match out
-                .iter_mut()
-                .find(|o| o.load == point.load && o.spare_pct == point.spare_pct)
-            {
-                Some(o) => {
-                    let worse = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    };
-                    o.pct_over_1ms = worse(o.pct_over_1ms, point.pct_over_1ms);
-                    o.pct_over_8ms = worse(o.pct_over_8ms, point.pct_over_8ms);
-                    o.pct_over_64ms = worse(o.pct_over_64ms, point.pct_over_64ms);
-                    o.pass &= point.pass;
-                    o.seconds = o.seconds.max(point.seconds);
-                }
-                None => out.push(point),
-            }
-        }
-    }
-    out.sort_by(|a, b| {
-        a.spare_pct
-            .unwrap_or(-1.0)
-            .total_cmp(&b.spare_pct.unwrap_or(-1.0))
-            .then(a.load.total_cmp(&b.load))
-    });
-    out
-}
-
 /// The most rows one bundle gives (a summary is anyone's signed claim:
 /// matching each drive against the inventory costs drives × disks).
 pub const MAX_ROWS: usize = 4096;
@@ -464,7 +393,7 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
                 Some(inv) => place(inv, disk, &d.serial, &d.wwn),
                 None => (None, None, None),
             };
-            DriveRow {
+            let mut row = DriveRow {
                 schema_version: SCHEMA_VERSION,
                 bundle_sha256: received.sha256.clone(),
                 bundle: clip(&received.name),
@@ -493,23 +422,14 @@ pub fn rows(received: &Received, summary: &Summary, contents: &Contents) -> Vec<
                 slot: slot.as_deref().map(clip),
                 verdict: d.verdict,
                 reasons: d.reasons.clone(),
-                act_load_passed: d.act_load_passed,
-                act: act_of(&parts.act, &d.device, &d.serial),
-                stream_write_bytes_per_s: stream_bw(
-                    &parts.streams,
-                    &parts.disks,
-                    &d.device,
-                    Pass::Write,
-                ),
-                stream_read_bytes_per_s: stream_bw(
-                    &parts.streams,
-                    &parts.disks,
-                    &d.device,
-                    Pass::Read,
-                ),
                 smart_before: health_of(parts.before, &d.device, &d.serial).map(Smart::of),
                 smart_after: health_of(parts.after, &d.device, &d.serial).map(Smart::of),
+                ..DriveRow::default()
+            };
+            for w in WORKLOADS {
+                w.fill(&mut row, &parts, d);
             }
+            row
         })
         .collect()
 }

@@ -576,7 +576,10 @@ mod tests {
     /// the few drivers storcert reads no more of).
     #[test]
     fn a_driver_s_volume_mark_is_its_family_s() {
-        assert_eq!(volume_mark("megaraid_sas"), Some(VolumeMark::FromChannel(2)));
+        assert_eq!(
+            volume_mark("megaraid_sas"),
+            Some(VolumeMark::FromChannel(2))
+        );
         for d in ["hpsa", "smartpqi", "mpi3mr", "aacraid", "megaraid"] {
             assert_eq!(volume_mark(d), Some(VolumeMark::RaidLevel), "{d}");
         }
