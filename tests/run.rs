@@ -1045,6 +1045,63 @@ fn a_run_s_report_is_what_its_folder_reads_as() {
     assert_made_as_read(&run_dir, &files);
 }
 
+/// A file that reaches the run's folder by another way than the run's (a
+/// log dropped in mid-run) is in the bundle: the run sees its folder
+/// differs from what it made, says so, and judges the folder as read, so
+/// the signed summary fails on that log as any reader of the bundle would.
+#[test]
+fn a_file_the_run_did_not_make_is_judged_as_its_bundle_is() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"stray\"\nprogress_interval = \"1s\"\n[devices]\nscratch = \"32M\"\n\
+         [act]\nrun_to_end = true\nstorage = [{ load = \"1x\", duration = \"3s\" }]\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let mut run = run_cmd(&profile, &results, &t.path().join("k.key"))
+        .current_dir(t.path())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.starts_with("[act 1x scratch] started") {
+            break;
+        }
+    }
+    // The rest is read, so the run's progress never meets a closed pipe.
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let run_dir = run_dir_in(&results);
+    // The stage may not have made its folder yet.
+    std::fs::create_dir_all(run_dir.join("act")).unwrap();
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/verdicts/fail-5.01pct-over-1ms.log"
+        ),
+        run_dir.join("act/dropped-1x.log"),
+    )
+    .unwrap();
+    let out = run.wait_with_output().unwrap();
+    seen.extend(rest.join().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{seen:#?}");
+    let files = spooled_files(&results);
+    let summary: serde_json::Value = serde_json::from_slice(&files["summary.json"]).unwrap();
+    assert!(
+        summary["reasons"]
+            .to_string()
+            .contains("act/dropped-1x.log"),
+        "{summary:#}"
+    );
+    let notes = String::from_utf8_lossy(&files["results/run-notes.json"]).into_owned();
+    assert!(notes.contains("differ (act/dropped-1x.log)"), "{notes}");
+    assert_made_as_read(&run_dir, &files);
+}
+
 /// The reference profiles of docs/profile.md: each is valid as written,
 /// and on loop devices (durations cut to seconds) its dry run plans every
 /// phase; the streaming burn-in runs whole. (Their spare-area phases need

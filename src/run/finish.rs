@@ -137,10 +137,11 @@ pub(super) fn write_notes_and_report(
     system: &crate::bundle::system::SystemIdentity,
 ) -> Result<(Vec<String>, crate::bundle::summary::Summary)> {
     let p = ctx.profile;
-    let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let journal_copy = ctx.journal().clone();
     ctx.made()
         .artefact(journal::FILE, journal_copy.clone().into());
+    let as_made = folder_as_made(ctx)?;
+    let notes: Vec<String> = ctx.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     ctx.write(
         "run-notes.json",
         RunNotes {
@@ -153,7 +154,10 @@ pub(super) fn write_notes_and_report(
             stages: journal_copy.stages,
         },
     )?;
-    let contents = ctx.made().take_contents();
+    let contents = match as_made {
+        true => ctx.made().take_contents(),
+        false => crate::report::contents_of_results(&ctx.dir)?,
+    };
     let summary = crate::bundle::summary::summarise(system.machine(), &contents);
     let report = crate::report::Report::from_contents(
         &crate::report::title_of(&ctx.dir),
@@ -178,6 +182,29 @@ pub(super) fn write_notes_and_report(
         })
         .collect();
     Ok((answers, summary))
+}
+
+/// Whether the folder holds exactly the files the run holds values of.
+/// One it lacks a value of, or a value whose file is gone, reached or
+/// left the folder another way: a note says so, and the folder is then
+/// judged as read, so the signed summary never says other than the
+/// bundle's files.
+fn folder_as_made(ctx: &Ctx) -> Result<bool> {
+    let unlike = ctx.made().unlike_folder(&ctx.dir)?;
+    if unlike.is_empty() {
+        return Ok(true);
+    }
+    let shown: Vec<String> = unlike
+        .iter()
+        .take(5)
+        .map(|p| crate::util::text::printable(p, 200))
+        .collect();
+    ctx.note(format!(
+        "the results folder and the run's own record of it differ ({}{}): the folder is judged as read",
+        shown.join(", "),
+        if unlike.len() > 5 { ", …" } else { "" }
+    ));
+    Ok(false)
 }
 
 /// Bundles and signs the results and puts the bundle in the spool: the

@@ -10,7 +10,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::act::timeline::{Second, Thinned};
-use crate::bundle::contents::{read_folder, Contents, FileRead, Holding};
+pub(super) use crate::bundle::contents::FileRead;
+use crate::bundle::contents::{list_folder, read_files, read_folder, Contents, Holding};
 use crate::results::Artefact;
 
 #[derive(Default)]
@@ -73,6 +74,48 @@ impl Made {
         self.reads.remove(rel);
     }
 
+    /// The files at `rels` as they are on disk, read as a reader of the
+    /// folder reads them: what a stage that failed midway left (a log cut
+    /// short is judged, and fails, as it would be in the bundle). One that
+    /// is not there is forgotten.
+    pub(super) fn read_back(&mut self, dir: &Path, rels: &[String]) {
+        for rel in rels {
+            self.reads.remove(rel);
+            if !dir.join(rel).exists() {
+                continue;
+            }
+            let read = read_files(dir, std::slice::from_ref(rel), Holding::UNBOUNDED)
+                .map_err(|e| e.to_string())
+                .and_then(|mut r| r.remove(rel).ok_or_else(|| format!("{rel}: not read")));
+            self.put(
+                rel,
+                read.unwrap_or_else(|why| FileRead::NotRead(format!("not read back: {why}"))),
+            );
+        }
+    }
+
+    /// Every file under the folder `under` ("act/search-sda/") as it is on
+    /// disk: what a stage that failed midway left there.
+    pub(super) fn read_back_under(&mut self, dir: &Path, under: &str) {
+        self.reads.retain(|rel, _| !rel.starts_with(under));
+        let listed = list_folder(&dir.join(under)).unwrap_or_default();
+        let rels: Vec<String> = listed.iter().map(|r| format!("{under}{r}")).collect();
+        self.read_back(dir, &rels);
+    }
+
+    /// The files on disk the run holds no value of, and the values it holds
+    /// of files no longer on disk: none, unless a file reached the folder
+    /// by another way than the run's.
+    pub(super) fn unlike_folder(&self, dir: &Path) -> Result<Vec<String>> {
+        let listed = list_folder(dir).with_context(|| format!("{}", dir.display()))?;
+        let on_disk: std::collections::BTreeSet<&String> = listed.iter().collect();
+        let held: std::collections::BTreeSet<&String> = self.reads.keys().collect();
+        Ok(on_disk
+            .symmetric_difference(&held)
+            .map(|p| p.to_string())
+            .collect())
+    }
+
     /// The results as the summary and report take them. Taken once, at
     /// the end: what is held moves, it is not copied.
     pub(super) fn take_contents(&mut self) -> Contents {
@@ -80,5 +123,56 @@ impl Made {
             std::mem::take(&mut self.reads),
             crate::bundle::RESULTS_PREFIX,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAILING: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/act/verdicts/fail-5.01pct-over-1ms.log"
+    );
+
+    /// What a stage left on disk when it failed midway replaces what the
+    /// run held at that path, judged as the bundle's reader judges it.
+    #[test]
+    fn a_file_read_back_is_judged_as_the_folder_reads_it() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("act")).unwrap();
+        std::fs::copy(FAILING, t.path().join("act/d-1x.log")).unwrap();
+        let mut made = Made::default();
+        made.put("act/d-1x.log", FileRead::Other);
+        made.put("act/d-1x.json", FileRead::Other);
+        made.read_back(
+            t.path(),
+            &["act/d-1x.log".to_string(), "act/d-1x.json".to_string()],
+        );
+        assert!(made.unlike_folder(t.path()).unwrap().is_empty());
+        let held = made.take_contents();
+        let read = crate::report::contents_of_results(t.path()).unwrap();
+        let verdicts = |c: &Contents| {
+            c.analyses()
+                .map(|(log, a)| (log, a.analysis.verdict.pass))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(verdicts(&held), [("act/d-1x.log".to_string(), false)]);
+        assert_eq!(verdicts(&held), verdicts(&read));
+    }
+
+    /// A file that reached the folder another way, or a value whose file
+    /// is gone, is named.
+    #[test]
+    fn what_differs_from_the_folder_is_named() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("stray.log"), "x").unwrap();
+        std::fs::write(t.path().join("report.html"), "x").unwrap();
+        let mut made = Made::default();
+        made.put("gone.json", FileRead::Other);
+        assert_eq!(
+            made.unlike_folder(t.path()).unwrap(),
+            ["gone.json", "stray.log"]
+        );
     }
 }

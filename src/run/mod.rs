@@ -666,6 +666,9 @@ fn record_machine(
     ctx.write("inventory.json", inv.clone())?;
     let path = ctx.path(inventory::capture::RUN_CAPTURE);
     write_durably(&path, archive).with_context(|| format!("{}", path.display()))?;
+    // Bytes for `inventory --replay`, no result a reader judges.
+    ctx.made()
+        .put(inventory::capture::RUN_CAPTURE, made::FileRead::Other);
     // What this system cannot drive, from the inventory and the kernel's
     // log: always checked, whatever the policy.
     let reach = inventory::reach::findings(

@@ -335,41 +335,68 @@ impl FileRead {
     }
 }
 
-/// Reads a results folder a file at a time, each as it passes (never held
-/// whole: a day's log of many drives is large), by path relative to
-/// `dir`. Leaves out what is not a result: temporaries (`*.tmp`) and the
-/// report made of them (`report.*` at the top); follows no link.
-pub fn read_folder(dir: &Path, left: Holding) -> std::io::Result<BTreeMap<String, FileRead>> {
-    fn walk(root: &Path, d: &Path, r: &mut ResultsReader) -> std::io::Result<()> {
-        let context = |p: &Path, e: std::io::Error| {
-            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
-        };
-        for e in std::fs::read_dir(d).map_err(|e| context(d, e))? {
-            let e = e.map_err(|e| context(d, e))?;
+/// The files of a results folder by path relative to `dir`, as a reader
+/// of the folder takes them: leaving out temporaries (`*.tmp`) and the
+/// report made of them (`report.*` at the top), and refusing a name that
+/// is not UTF-8 (two such names could read as one) and anything that is
+/// neither a file nor a folder (a link is followed by no reader).
+pub fn list_folder(dir: &Path) -> std::io::Result<Vec<String>> {
+    fn walk(root: &Path, d: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(d).map_err(|e| in_file(d, e))? {
+            let e = e.map_err(|e| in_file(d, e))?;
             let p = e.path();
-            let ft = e.file_type().map_err(|e| context(&p, e))?;
+            let ft = e.file_type().map_err(|e| in_file(&p, e))?;
+            let rel = p.strip_prefix(root).expect("under root");
+            let Some(rel) = rel.to_str() else {
+                return Err(refused(&p, "a name that is not UTF-8"));
+            };
             if ft.is_dir() {
-                walk(root, &p, r)?;
-            } else if ft.is_file() {
-                let rel = p
-                    .strip_prefix(root)
-                    .expect("under root")
-                    .to_string_lossy()
-                    .into_owned();
-                if rel.ends_with(".tmp") || rel.starts_with("report.") {
-                    continue;
-                }
-                let mut f = storcert_util::fs::open_nofollow(&p).map_err(|e| context(&p, e))?;
-                let read =
-                    FileReader::read_from(&rel, &mut f, &mut r.left).map_err(|e| context(&p, e))?;
-                r.reads.insert(rel, read);
+                walk(root, &p, out)?;
+            } else if !ft.is_file() {
+                return Err(refused(&p, "not a regular file or folder"));
+            } else if !(rel.ends_with(".tmp") || rel.starts_with("report.")) {
+                out.push(rel.to_string());
             }
         }
         Ok(())
     }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out)?;
+    out.sort();
+    Ok(out)
+}
+
+fn in_file(p: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+}
+
+fn refused(p: &Path, why: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{}: {why}", reason(&p.to_string_lossy())),
+    )
+}
+
+/// Reads the files `rels` of a results folder, each as it passes (never
+/// held whole: a day's log of many drives is large), as regular files.
+pub fn read_files(
+    dir: &Path,
+    rels: &[String],
+    left: Holding,
+) -> std::io::Result<BTreeMap<String, FileRead>> {
     let mut r = ResultsReader::new(left);
-    walk(dir, dir, &mut r)?;
+    for rel in rels {
+        let p = dir.join(rel);
+        let mut f = storcert_util::fs::open_regular(&p).map_err(|e| in_file(&p, e))?;
+        let read = FileReader::read_from(rel, &mut f, &mut r.left).map_err(|e| in_file(&p, e))?;
+        r.reads.insert(rel.clone(), read);
+    }
     Ok(r.reads)
+}
+
+/// Reads a results folder: every file `list_folder` lists.
+pub fn read_folder(dir: &Path, left: Holding) -> std::io::Result<BTreeMap<String, FileRead>> {
+    read_files(dir, &list_folder(dir)?, left)
 }
 
 /// A log's judgement, kept if `left` still has room for it. One that could
@@ -1296,5 +1323,28 @@ mod hostile {
             verdict(&[("n.json", hidden.to_vec())]).verdict,
             Verdict::Fail
         );
+    }
+
+    /// A folder reader follows no link and reads no name that is not
+    /// UTF-8 (two could read as one name): it refuses them, as a bundle
+    /// does, rather than pass over a file.
+    #[test]
+    fn a_folder_with_a_link_or_an_odd_name_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("a.json"), "{}").unwrap();
+        std::fs::write(t.path().join("x.tmp"), "{}").unwrap();
+        assert_eq!(list_folder(t.path()).unwrap(), ["a.json"]);
+        std::os::unix::fs::symlink("/etc/passwd", t.path().join("l.log")).unwrap();
+        let e = list_folder(t.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file or folder"), "{e}");
+        std::fs::remove_file(t.path().join("l.log")).unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"a\xfe.log");
+        std::fs::write(t.path().join(odd), "x").unwrap();
+        let e = read_folder(t.path(), Holding::UNBOUNDED)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
     }
 }

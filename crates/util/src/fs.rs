@@ -100,8 +100,26 @@ fn write_durably_as<T>(
     Ok(t)
 }
 
+/// Opens `path` for reading if it is a regular file: not through a final
+/// link, and never waiting (a FIFO put in its place opens at once and is
+/// refused, as is anything else not a regular file).
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
+}
+
 /// Opens `path` for reading without following a final link.
-pub fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
+fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)

@@ -114,29 +114,47 @@ pub(super) fn act_run(
 }
 
 /// Keeps what an ACT run wrote (`base`.log, .json, .timeline.jsonl, and
-/// the log's analysis) as the values the run holds. A run that failed
-/// before its end leaves none: its stage's failure says why.
+/// the log's analysis) as the values the run holds. Where the run failed
+/// midway, or its log could not be read back or its analysis written,
+/// what it left on disk is read as the bundle's reader will read it.
 fn keep_ran(ctx: &Ctx, base: &str, ran: Result<crate::act::Ran>) -> Result<crate::act::Ran> {
     let log = format!("{base}.log");
     let analysis = crate::act::analyze::analysis_path(Path::new(&log))
         .to_string_lossy()
         .into_owned();
+    let (json, timeline) = (format!("{base}.json"), format!("{base}.timeline.jsonl"));
+    let written = [
+        log.clone(),
+        analysis.clone(),
+        json.clone(),
+        timeline.clone(),
+    ];
     let mut made = ctx.made();
-    for gone in [
-        &log,
-        &analysis,
-        &format!("{base}.json"),
-        &format!("{base}.timeline.jsonl"),
-    ] {
-        made.forget(gone);
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            made.read_back(&ctx.dir, &written);
+            return Err(e);
+        }
+    };
+    match &ran.analysis {
+        Ok(a) => {
+            made.put(&log, crate::act::Unjudged::read(&ran.analysis));
+            made.artefact(&analysis, a.clone().into());
+        }
+        Err(crate::act::Unjudged::Log { .. }) => {
+            made.put(&log, crate::act::Unjudged::read(&ran.analysis));
+            made.forget(&analysis);
+        }
+        Err(crate::act::Unjudged::Io(_)) => made.read_back(&ctx.dir, &written[..2]),
     }
-    let ran = ran?;
-    made.put(&log, crate::act::Unjudged::read(&ran.analysis));
-    if let Ok(a) = &ran.analysis {
-        made.artefact(&analysis, a.clone().into());
-    }
-    made.artefact(&format!("{base}.json"), ran.result.clone().into());
-    made.timeline(&format!("{base}.timeline.jsonl"), &ran.result.timeline);
+    // The seconds go in the timeline's points; the result on disk has none.
+    made.timeline(&timeline, &ran.result.timeline);
+    let result = crate::results::act::RunResult {
+        timeline: Vec::new(),
+        ..ran.result.clone()
+    };
+    made.artefact(&json, result.into());
     Ok(ran)
 }
 
@@ -564,7 +582,15 @@ fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchP
                     label_dir: format!("{dir}act/search-{}/", t.label),
                 };
                 let searched =
-                    crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console)?;
+                    crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console);
+                let searched = match searched {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // What the trials left is judged as it is on disk.
+                        ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
+                        return Err(e);
+                    }
+                };
                 keep_trials(ctx, &searched.trials);
                 let r = searched.result;
                 ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
