@@ -1102,6 +1102,60 @@ fn a_file_the_run_did_not_make_is_judged_as_its_bundle_is() {
     assert_made_as_read(&run_dir, &files);
 }
 
+/// A search interrupted and started again starts from an empty folder: a
+/// trial log the first attempt left (here one that passes at 64x) is not
+/// this attempt's, and neither counts as a test nor raises the load the
+/// drive passed.
+#[test]
+fn a_resumed_search_leaves_no_trial_of_the_attempt_before() {
+    let t = tempfile::tempdir().unwrap();
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"search-again\"\n[devices]\nscratch = \"32M\"\n\
+         [act]\nrun_to_end = true\nsearch = { max_load = 2, step = 1, trial = \"2s\", confirm = \"2s\" }\n",
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let mut first = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with("act search: escalate trial") {
+            break;
+        }
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let run_dir = run_dir_in(&results);
+    let stale = run_dir.join("act/search-scratch/trial-09-64x.log");
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/act/logs/storcert-us-20x.log"
+        ),
+        &stale,
+    )
+    .unwrap();
+    let out = run_cmd(&profile, &results, &key)
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("(resumed; start 2)"), "{err}");
+    assert!(!stale.exists());
+    let files = spooled_files(&results);
+    assert!(!files.keys().any(|f| f.contains("trial-09")));
+    let summary: serde_json::Value = serde_json::from_slice(&files["summary.json"]).unwrap();
+    let passed = summary["drives"][0]["act_load_passed"].as_f64();
+    assert!(passed.is_none_or(|l| l <= 2.0), "{summary:#}");
+    assert_made_as_read(&run_dir, &files);
+}
+
 /// The reference profiles of docs/profile.md: each is valid as written,
 /// and on loop devices (durations cut to seconds) its dry run plans every
 /// phase; the streaming burn-in runs whole. (Their spare-area phases need

@@ -507,9 +507,15 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
     // A resumed run's earlier starts left their results on disk only.
-    let mut made = match resumed {
-        true => made::Made::of_folder(&dir)?,
-        false => made::Made::default(),
+    // One it cannot read (a link put in it) is said, and the run goes on
+    // to test: at its end the folder is judged as read, or refused for a
+    // bundle with the reason, as it would be without a resume.
+    let (mut made, unread) = match resumed {
+        true => match made::Made::of_folder(&dir) {
+            Ok(m) => (m, None),
+            Err(e) => (made::Made::default(), Some(format!("{e:#}"))),
+        },
+        false => (made::Made::default(), None),
     };
     write_inputs(&dir, p, &mut made)?;
     let console = Console::new(p.plan.progress_interval, opts.plain);
@@ -536,6 +542,11 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         live: Arc::new(heartbeat::Live::default()),
         beacon: Mutex::new(None),
     };
+    if let Some(e) = unread {
+        ctx.note(format!(
+            "the results of earlier starts could not be read: {e}"
+        ));
+    }
     // Best-effort: a target that cannot take them (a bad CA file) is said,
     // and the run goes on; the upload at the end says it again.
     if let Err(e) = start_heartbeats(&ctx, opts, &system) {
@@ -665,10 +676,16 @@ fn record_machine(
     })?;
     ctx.write("inventory.json", inv.clone())?;
     let path = ctx.path(inventory::capture::RUN_CAPTURE);
+    // Bytes for `inventory --replay`, read as a reader of the bundle reads
+    // any file (it judges none of it).
+    let mut left = crate::bundle::contents::Holding::UNBOUNDED;
+    let read = crate::bundle::contents::FileReader::read(
+        inventory::capture::RUN_CAPTURE,
+        &archive,
+        &mut left,
+    );
     write_durably(&path, archive).with_context(|| format!("{}", path.display()))?;
-    // Bytes for `inventory --replay`, no result a reader judges.
-    ctx.made()
-        .put(inventory::capture::RUN_CAPTURE, made::FileRead::Other);
+    ctx.made().put(inventory::capture::RUN_CAPTURE, read);
     // What this system cannot drive, from the inventory and the kernel's
     // log: always checked, whatever the policy.
     let reach = inventory::reach::findings(

@@ -581,6 +581,10 @@ fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchP
                     out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
                     label_dir: format!("{dir}act/search-{}/", t.label),
                 };
+                // An interrupted attempt's trials are not this attempt's:
+                // the stage starts from an empty folder.
+                clear_folder(&spec.out_dir)?;
+                ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
                 let searched =
                     crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console);
                 let searched = match searched {
@@ -604,6 +608,16 @@ fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchP
     Ok(())
 }
 
+/// Removes a folder of the run's own and what it holds, if it is there.
+fn clear_folder(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Keeps a search's trial logs as judged, with their analyses.
 fn keep_trials(ctx: &Ctx, trials: &[crate::act::search::Judged]) {
     let mut made = ctx.made();
@@ -611,11 +625,24 @@ fn keep_trials(ctx: &Ctx, trials: &[crate::act::search::Judged]) {
         let Ok(rel) = log.strip_prefix(&ctx.dir) else {
             continue;
         };
-        let analysis = crate::act::analyze::analysis_path(rel);
-        made.put(&rel.to_string_lossy(), crate::act::Unjudged::read(judged));
+        let (rel, analysis) = (
+            rel.to_string_lossy().into_owned(),
+            crate::act::analyze::analysis_path(rel)
+                .to_string_lossy()
+                .into_owned(),
+        );
         match judged {
-            Ok(a) => made.artefact(&analysis.to_string_lossy(), a.clone().into()),
-            Err(_) => made.forget(&analysis.to_string_lossy()),
+            Ok(a) => {
+                made.put(&rel, crate::act::Unjudged::read(judged));
+                made.artefact(&analysis, a.clone().into());
+            }
+            Err(crate::act::Unjudged::Log { .. }) => {
+                made.put(&rel, crate::act::Unjudged::read(judged));
+                made.forget(&analysis);
+            }
+            // The log could not be read back or its analysis written:
+            // both are read as they are on disk.
+            Err(crate::act::Unjudged::Io(_)) => made.read_back(&ctx.dir, &[rel, analysis]),
         }
     }
 }

@@ -56,7 +56,6 @@ fn html(out: &mut String, r: &Report) {
         out.push_str("</tbody></table>");
     }
     out.push_str("</section>");
-    out.push_str("</section>");
 }
 
 fn text(d: &mut Doc, r: &Report) {
