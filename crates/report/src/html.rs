@@ -6,28 +6,7 @@ use storcert_results::Verdict;
 use super::compare::{headline, Comparison};
 use super::plot::{line_chart, Series};
 use super::Report;
-
-/// The pages' one escaper: entities, and a bundle's control and bidi
-/// characters shown escaped; cut, as the text formats cut, to
-/// `util::text::CELL_CHARS` characters (one 16 MB finding of `&` made an
-/// 80 MB page, and a report of 218 MiB).
-pub fn esc(s: &str) -> String {
-    storcert_util::text::html_escape(&storcert_util::text::cut(
-        s,
-        storcert_util::text::CELL_CHARS,
-    ))
-}
-
-/// A verdict as a badge (the pages' `v-*` classes colour it): the
-/// report's and the collector's pages show it alike.
-pub fn verdict(v: Verdict) -> String {
-    let v = v.as_str();
-    format!(
-        "<span class=\"verdict v-{0}\">{1}</span>",
-        esc(v),
-        esc(&v.to_uppercase())
-    )
-}
+pub use crate::markup::{esc, verdict};
 
 const STYLE: &str = ".warn{color:#8a4b00;font-weight:bold}code.csv{word-break:break-all}body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}\
 h1{margin-bottom:.2em}h2{border-bottom:2px solid #eee;padding-bottom:.2em;margin-top:1.6em}\

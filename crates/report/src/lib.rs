@@ -11,6 +11,7 @@ pub mod answer;
 pub mod compare;
 pub mod export;
 pub mod html;
+pub mod markup;
 pub mod plot;
 pub mod section;
 pub mod text;

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::Report;
-use storcert_util::text::inline;
+pub use crate::markup::{fence, Doc};
 
 pub fn markdown(r: &Report) -> String {
     storcert_util::text::printable_lines(&render(r, true))
@@ -13,63 +13,6 @@ pub fn markdown(r: &Report) -> String {
 /// serials, reasons) with its control characters escaped.
 pub fn plain(r: &Report) -> String {
     storcert_util::text::printable_lines(&render(r, false))
-}
-
-/// A Markdown code fence longer than any run of backticks in `text`, so
-/// the text cannot close it.
-pub fn fence(text: &str) -> String {
-    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    "`".repeat(longest.max(2) + 1)
-}
-
-/// The page being written, Markdown or plain text: headings, table rows
-/// and inline values in the one dialect.
-pub struct Doc {
-    pub md: bool,
-    pub out: String,
-}
-
-impl Doc {
-    /// A value from the run or the bundle, inline.
-    pub fn o(&self, v: &str) -> String {
-        inline(v, self.md)
-    }
-
-    pub fn heading(&mut self, level: usize, t: &str) {
-        if self.md {
-            let _ = write!(self.out, "{} {t}\n\n", "#".repeat(level));
-        } else {
-            let rule = if level == 1 { "=" } else { "-" }.repeat(t.chars().count());
-            let _ = write!(self.out, "{t}\n{rule}\n\n");
-        }
-    }
-
-    /// A cell is one cell: a '|' or a line break in what a bundle says
-    /// cannot add cells or rows.
-    pub fn row(&mut self, cells: &[String]) {
-        let cells: Vec<String> = cells
-            .iter()
-            .map(|c| {
-                let c = c.replace('\n', "\\n").replace('\r', "\\r");
-                if self.md {
-                    c.replace('|', "\\|")
-                } else {
-                    c
-                }
-            })
-            .collect();
-        if self.md {
-            let _ = writeln!(self.out, "| {} |", cells.join(" | "));
-        } else {
-            let _ = writeln!(self.out, "  {}", cells.join("  "));
-        }
-    }
-
-    pub fn separator(&mut self, n: usize) {
-        if self.md {
-            let _ = writeln!(self.out, "|{}", "---|".repeat(n));
-        }
-    }
 }
 
 fn render(r: &Report, md: bool) -> String {
@@ -156,6 +99,7 @@ pub fn why_heading(v: storcert_results::Verdict) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storcert_util::text::inline;
 
     #[test]
     fn a_bundle_string_adds_no_line_heading_or_fence() {

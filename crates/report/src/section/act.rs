@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::html::{esc, verdict};
+use crate::markup::{esc, verdict};
+use crate::markup::{fence, Doc};
 use crate::plot::{line_chart, Series};
-use crate::text::{fence, Doc};
 use crate::ActSection;
 use crate::Report;
 use storcert_judge::act::timeline::Second;

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::html::{esc, verdict};
-use crate::text::Doc;
+use crate::markup::Doc;
+use crate::markup::{esc, verdict};
 use crate::Report;
 
 pub struct Drives;

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::html::esc;
-use crate::text::{fence, Doc};
+use crate::markup::esc;
+use crate::markup::{fence, Doc};
 use crate::Report;
 
 pub struct Filesystem;

@@ -14,7 +14,7 @@ mod spare;
 mod stream;
 mod tests;
 
-use crate::text::Doc;
+use crate::markup::Doc;
 use crate::Report;
 
 /// What one kind of result adds to the report.

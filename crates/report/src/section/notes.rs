@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::html::esc;
-use crate::text::Doc;
+use crate::markup::esc;
+use crate::markup::Doc;
 use crate::Report;
 
 pub struct Notes;

@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::html::esc;
+use crate::markup::esc;
+use crate::markup::Doc;
 use crate::plot::{line_chart, Series};
-use crate::text::Doc;
 use crate::Report;
 
 pub struct Stream;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::html::{esc, verdict};
+use crate::markup::{esc, verdict};
 use crate::Report;
 
 pub struct Tests;
