@@ -74,6 +74,31 @@ fn assert_made_as_read(run_dir: &Path, bundle: &std::collections::BTreeMap<Strin
     assert_eq!(serde_json::to_value(&judged).unwrap(), made);
 }
 
+/// Starts `cmd` and reads its standard error up to the first line that
+/// starts with `prefix`: the run, the lines read, and the rest read on in
+/// a thread (so the run's progress never meets a closed pipe).
+fn run_until(
+    cmd: &mut Command,
+    prefix: &str,
+) -> (
+    std::process::Child,
+    Vec<String>,
+    std::thread::JoinHandle<Vec<String>>,
+) {
+    let mut run = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(run.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.starts_with(prefix) {
+            break;
+        }
+    }
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect());
+    (run, seen, rest)
+}
+
 /// The one run's folder in a results root.
 fn run_dir_in(results: &Path) -> PathBuf {
     std::fs::read_dir(results)
@@ -1060,21 +1085,8 @@ fn a_file_the_run_did_not_make_is_judged_as_its_bundle_is() {
     )
     .unwrap();
     let results = t.path().join("results");
-    let mut run = run_cmd(&profile, &results, &t.path().join("k.key"))
-        .current_dir(t.path())
-        .spawn()
-        .unwrap();
-    let mut seen = Vec::new();
-    let mut lines = BufReader::new(run.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        seen.push(line.clone());
-        if line.starts_with("[act 1x scratch] started") {
-            break;
-        }
-    }
-    // The rest is read, so the run's progress never meets a closed pipe.
-    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let mut cmd = run_cmd(&profile, &results, &t.path().join("k.key"));
+    let (run, mut seen, rest) = run_until(cmd.current_dir(t.path()), "[act 1x scratch] started");
     let run_dir = run_dir_in(&results);
     // The stage may not have made its folder yet.
     std::fs::create_dir_all(run_dir.join("act")).unwrap();
@@ -1118,16 +1130,8 @@ fn a_resumed_search_leaves_no_trial_of_the_attempt_before() {
     .unwrap();
     let results = t.path().join("results");
     let key = t.path().join("k.key");
-    let mut first = run_cmd(&profile, &results, &key)
-        .current_dir(t.path())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if line.unwrap().starts_with("act search: escalate trial") {
-            break;
-        }
-    }
+    let mut cmd = run_cmd(&profile, &results, &key);
+    let (mut first, _, _) = run_until(cmd.current_dir(t.path()), "act search: escalate trial");
     first.kill().unwrap();
     first.wait().unwrap();
     let run_dir = run_dir_in(&results);
