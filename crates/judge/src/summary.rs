@@ -864,6 +864,42 @@ mod scope_tests {
         }
     }
 
+    /// A stage that failed with `note`, on `devices` as the journal names
+    /// them (`None`: a journal from before stages named them).
+    fn failed_stage(
+        id: &str,
+        note: &str,
+        devices: Option<Vec<String>>,
+    ) -> storcert_results::run::StageRecord {
+        storcert_results::run::StageRecord {
+            id: id.into(),
+            state: StageState::Failed,
+            destructive: true,
+            attempts: 1,
+            started_at: String::new(),
+            finished_at: None,
+            interrupted_seconds: 0,
+            seconds_done: 0,
+            note: note.into(),
+            outputs: Vec::new(),
+            devices,
+        }
+    }
+
+    fn journal_of(stages: Vec<storcert_results::run::StageRecord>) -> Journal {
+        Journal {
+            schema_version: 1,
+            profile_name: "p".into(),
+            profile_digest: "d".into(),
+            profile_source: "s".into(),
+            started_at: String::new(),
+            finished_at: None,
+            starts: 1,
+            stages,
+            path: Default::default(),
+        }
+    }
+
     /// The records of one ACT stage on /dev/sdz: its JSON (if written),
     /// its log, and the stage, failed with `note`; where `outputs`, the
     /// journal names the two files as the stage's.
@@ -873,34 +909,11 @@ mod scope_tests {
         note: &str,
         outputs: bool,
     ) -> Summary {
-        let stage = storcert_results::run::StageRecord {
-            id: "act 1x sdz".into(),
-            state: StageState::Failed,
-            destructive: true,
-            attempts: 1,
-            started_at: String::new(),
-            finished_at: None,
-            interrupted_seconds: 0,
-            seconds_done: 0,
-            note: note.into(),
-            outputs: if outputs {
-                vec!["act/sdz-1x.log".into(), "act/sdz-1x.json".into()]
-            } else {
-                Vec::new()
-            },
-            devices: None,
-        };
-        let journal = Journal {
-            schema_version: 1,
-            profile_name: "p".into(),
-            profile_digest: "d".into(),
-            profile_source: "s".into(),
-            started_at: String::new(),
-            finished_at: None,
-            starts: 1,
-            stages: vec![stage],
-            path: Default::default(),
-        };
+        let mut stage = failed_stage("act 1x sdz", note, None);
+        if outputs {
+            stage.outputs = vec!["act/sdz-1x.log".into(), "act/sdz-1x.json".into()];
+        }
+        let journal = journal_of(vec![stage]);
         let targets = storcert_results::run::Targets {
             schema_version: storcert_results::run::TARGETS_SCHEMA,
             targets: vec![storcert_results::run::Target {
@@ -934,33 +947,10 @@ mod scope_tests {
     /// names: by the label, `act_stage` above.)
     #[test]
     fn a_failed_stage_is_the_drive_s_it_names() {
-        let stage = |id: &str, devices: Vec<String>| storcert_results::run::StageRecord {
-            id: id.into(),
-            state: StageState::Failed,
-            destructive: true,
-            attempts: 1,
-            started_at: String::new(),
-            finished_at: None,
-            interrupted_seconds: 0,
-            seconds_done: 0,
-            note: "broke".into(),
-            outputs: Vec::new(),
-            devices: Some(devices),
-        };
-        let journal = Journal {
-            schema_version: 1,
-            profile_name: "p".into(),
-            profile_digest: "d".into(),
-            profile_source: "s".into(),
-            started_at: String::new(),
-            finished_at: None,
-            starts: 1,
-            stages: vec![
-                stage("provision", vec!["/dev/sdz".into()]),
-                stage("stream sdy", Vec::new()),
-            ],
-            path: Default::default(),
-        };
+        let journal = journal_of(vec![
+            failed_stage("provision", "broke", Some(vec!["/dev/sdz".into()])),
+            failed_stage("stream sdy", "broke", Some(Vec::new())),
+        ]);
         let target = |d: &str| storcert_results::run::Target {
             path: d.into(),
             disk: d.into(),
