@@ -495,7 +495,7 @@ fn killed_at_many_points_every_finished_result_reaches_the_bundle() {
         &profile,
         format!(
             "name = \"kill-loop\"\nprogress_interval = \"1s\"\n[devices]\npaths = [\"{}\"]\n[health]\nenabled = true\n\
-             [act]\nprep = true\nstorage = [{{ load = \"1x\", duration = \"3s\" }}, {{ load = \"2x\", duration = \"3s\" }}]\n\
+             [act]\nprep = true\nrun_to_end = true\nstorage = [{{ load = \"1x\", duration = \"3s\" }}, {{ load = \"2x\", duration = \"3s\" }}]\n\
              [stream]\nsize = \"16M\"\n",
             a.dev
         ),
