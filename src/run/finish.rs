@@ -134,7 +134,6 @@ pub(super) fn start_heartbeats(
 pub(super) fn write_notes_and_report(
     ctx: &Ctx,
     opts: &Options,
-    system: &crate::bundle::system::SystemIdentity,
 ) -> Result<(Vec<String>, crate::bundle::summary::Summary)> {
     let p = ctx.profile;
     let journal_copy = ctx.journal().clone();
@@ -158,12 +157,7 @@ pub(super) fn write_notes_and_report(
         true => ctx.made().take_contents(),
         false => crate::report::contents_of_results(&ctx.dir)?,
     };
-    let summary = crate::bundle::summary::summarise(system.machine(), &contents);
-    let report = crate::report::Report::from_contents(
-        &crate::report::title_of(&ctx.dir),
-        summary.clone(),
-        &contents,
-    );
+    let report = crate::report::of_contents(&crate::report::title_of(&ctx.dir), &contents);
     let first = crate::report::write_for_results(&ctx.dir, &report).context("report")?;
     let answers = first
         .drives
@@ -181,7 +175,7 @@ pub(super) fn write_notes_and_report(
             )
         })
         .collect();
-    Ok((answers, summary))
+    Ok((answers, report.summary))
 }
 
 /// Whether the folder holds exactly the files the run holds values of.

@@ -66,7 +66,7 @@ impl Made {
 
     /// A configuration input (the profile, the policy): its digest.
     pub(super) fn configuration(&mut self, rel: &str, text: &[u8]) {
-        self.put(rel, FileRead::Config(super::sha_hex(text)));
+        self.put(rel, FileRead::Config(crate::util::sha256_hex(text)));
     }
 
     /// A file the run removed (a stale analysis of an earlier attempt).
@@ -95,12 +95,39 @@ impl Made {
     }
 
     /// Every file under the folder `under` ("act/search-sda/") as it is on
-    /// disk: what a stage that failed midway left there.
+    /// disk, listed as the folder check lists it: what a stage that failed
+    /// midway left there.
     pub(super) fn read_back_under(&mut self, dir: &Path, under: &str) {
         self.reads.retain(|rel, _| !rel.starts_with(under));
-        let listed = list_folder(&dir.join(under)).unwrap_or_default();
-        let rels: Vec<String> = listed.iter().map(|r| format!("{under}{r}")).collect();
+        let mut rels = list_folder(dir).unwrap_or_default();
+        rels.retain(|rel| rel.starts_with(under));
         self.read_back(dir, &rels);
+    }
+
+    /// A finished ACT log at `log` (a path in the folder) as its run
+    /// judged it, with the analysis saved beside it. Where the log could
+    /// not be read back or its analysis saved, both are read as they are
+    /// on disk.
+    pub(super) fn judged_log(
+        &mut self,
+        dir: &Path,
+        log: &str,
+        judged: &std::result::Result<crate::results::act::LogAnalysis, crate::act::Unjudged>,
+    ) {
+        let analysis = crate::act::analyze::analysis_path(Path::new(log))
+            .to_string_lossy()
+            .into_owned();
+        match judged {
+            Ok(a) => {
+                self.put(log, FileRead::judged(Ok(a.clone())));
+                self.artefact(&analysis, a.clone().into());
+            }
+            Err(crate::act::Unjudged::Log { why, .. }) => {
+                self.put(log, FileRead::judged(Err(why.clone())));
+                self.forget(&analysis);
+            }
+            Err(crate::act::Unjudged::Io(_)) => self.read_back(dir, &[log.to_string(), analysis]),
+        }
     }
 
     /// The files on disk the run holds no value of, and the values it holds

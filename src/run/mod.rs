@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
-use sha2::Digest;
 
 use self::journal::{Journal, JournalFile};
 use self::profile::Profile;
@@ -91,10 +90,6 @@ fn label_of(path: &str) -> String {
             }
         })
         .collect()
-}
-
-fn sha_hex(data: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(data))
 }
 
 /// The results root: the profile's, else the results partition's, else
@@ -503,7 +498,8 @@ fn scan(targets: Option<&[Target]>) -> Inventory {
 /// test); verdicts come back in `Ending`.
 pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
     let p = &opts.profile;
-    let digest = sha_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
+    let digest =
+        crate::util::sha256_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
     // A resumed run's earlier starts left their results on disk only.
@@ -635,7 +631,7 @@ fn run_stages(
         return Ok(ending);
     }
     // Notes of this and earlier starts go into the results and the report.
-    let (answers, summary) = write_notes_and_report(ctx, opts, &system)?;
+    let (answers, summary) = write_notes_and_report(ctx, opts)?;
     ending.answers = answers;
 
     let (spool, spooled) = bundle_and_spool(ctx, opts, &system, summary, &mut ending)?;

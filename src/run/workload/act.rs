@@ -118,36 +118,23 @@ pub(super) fn act_run(
 /// midway, or its log could not be read back or its analysis written,
 /// what it left on disk is read as the bundle's reader will read it.
 fn keep_ran(ctx: &Ctx, base: &str, ran: Result<crate::act::Ran>) -> Result<crate::act::Ran> {
-    let log = format!("{base}.log");
-    let analysis = crate::act::analyze::analysis_path(Path::new(&log))
-        .to_string_lossy()
-        .into_owned();
-    let (json, timeline) = (format!("{base}.json"), format!("{base}.timeline.jsonl"));
-    let written = [
-        log.clone(),
-        analysis.clone(),
-        json.clone(),
-        timeline.clone(),
-    ];
+    let (log, json, timeline) = (
+        format!("{base}.log"),
+        format!("{base}.json"),
+        format!("{base}.timeline.jsonl"),
+    );
     let mut made = ctx.made();
     let ran = match ran {
         Ok(r) => r,
         Err(e) => {
-            made.read_back(&ctx.dir, &written);
+            let analysis = crate::act::analyze::analysis_path(Path::new(&log))
+                .to_string_lossy()
+                .into_owned();
+            made.read_back(&ctx.dir, &[log, analysis, json, timeline]);
             return Err(e);
         }
     };
-    match &ran.analysis {
-        Ok(a) => {
-            made.put(&log, crate::act::Unjudged::read(&ran.analysis));
-            made.artefact(&analysis, a.clone().into());
-        }
-        Err(crate::act::Unjudged::Log { .. }) => {
-            made.put(&log, crate::act::Unjudged::read(&ran.analysis));
-            made.forget(&analysis);
-        }
-        Err(crate::act::Unjudged::Io(_)) => made.read_back(&ctx.dir, &written[..2]),
-    }
+    made.judged_log(&ctx.dir, &log, &ran.analysis);
     // The seconds go in the timeline's points; the result on disk has none.
     made.timeline(&timeline, &ran.result.timeline);
     let result = crate::results::act::RunResult {
@@ -622,27 +609,8 @@ fn clear_folder(dir: &Path) -> Result<()> {
 fn keep_trials(ctx: &Ctx, trials: &[crate::act::search::Judged]) {
     let mut made = ctx.made();
     for (log, judged) in trials {
-        let Ok(rel) = log.strip_prefix(&ctx.dir) else {
-            continue;
-        };
-        let (rel, analysis) = (
-            rel.to_string_lossy().into_owned(),
-            crate::act::analyze::analysis_path(rel)
-                .to_string_lossy()
-                .into_owned(),
-        );
-        match judged {
-            Ok(a) => {
-                made.put(&rel, crate::act::Unjudged::read(judged));
-                made.artefact(&analysis, a.clone().into());
-            }
-            Err(crate::act::Unjudged::Log { .. }) => {
-                made.put(&rel, crate::act::Unjudged::read(judged));
-                made.forget(&analysis);
-            }
-            // The log could not be read back or its analysis written:
-            // both are read as they are on disk.
-            Err(crate::act::Unjudged::Io(_)) => made.read_back(&ctx.dir, &[rel, analysis]),
+        if let Ok(rel) = log.strip_prefix(&ctx.dir) {
+            made.judged_log(&ctx.dir, &rel.to_string_lossy(), judged);
         }
     }
 }

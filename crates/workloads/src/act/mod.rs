@@ -24,7 +24,6 @@ use anyhow::{Context, Result};
 use device::Device;
 use runner::{RunResult, Sinks};
 use storcert_engine::{self as engine, EngineKind};
-use storcert_judge::contents::FileRead;
 
 /// How a workload run is carried out, beyond the ACT configuration.
 #[derive(Debug, Clone)]
@@ -143,17 +142,6 @@ impl std::fmt::Display for Unjudged {
         match self {
             Unjudged::Log { name, why } => write!(f, "{name}: {why}"),
             Unjudged::Io(why) => f.write_str(why),
-        }
-    }
-}
-
-impl Unjudged {
-    /// The log as a results reader takes it: judged, or not read and why.
-    pub fn read(judged: &Result<storcert_results::act::LogAnalysis, Unjudged>) -> FileRead {
-        match judged {
-            Ok(a) => FileRead::judged(Ok(a.clone())),
-            Err(Unjudged::Log { why, .. }) => FileRead::judged(Err(why.clone())),
-            Err(Unjudged::Io(why)) => FileRead::NotRead(why.clone()),
         }
     }
 }
