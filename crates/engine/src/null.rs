@@ -6,17 +6,18 @@
 //! reports is the modelled one, so a busy CPU that wakes late does not add
 //! latency; only the issue times (the scheduler's own lag) are real.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io;
+use std::os::fd::RawFd;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::{Completion, Engine, Request};
 
 /// How long a request takes: `base`, or the latency of the highest step
-/// whose rate the last second's requests exceeded (a drive that slows down
-/// past its sustainable rate).
+/// whose rate the last second's requests to the same drive exceeded (a
+/// drive that slows down past its sustainable rate).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NullLatency {
     pub base: Duration,
@@ -119,8 +120,10 @@ pub struct NullEngine {
     queued: Vec<Request>,
     /// Issued, with the modelled completion time, in issue order.
     pending: Vec<(Instant, Instant, Request)>,
-    /// Issue times within the last second, for the rate the model uses.
-    recent: VecDeque<Instant>,
+    /// Issue times within the last second, per drive (file descriptor):
+    /// the model's rate is each drive's own, so N null drives in one run
+    /// behave as N separate drives, not one drive at N times the rate.
+    recent: HashMap<RawFd, VecDeque<Instant>>,
 }
 
 impl NullEngine {
@@ -130,22 +133,22 @@ impl NullEngine {
             capacity: depth.max(1),
             queued: Vec::new(),
             pending: Vec::new(),
-            recent: VecDeque::new(),
+            recent: HashMap::new(),
         }
     }
 
     fn issue(&mut self) {
         let now = Instant::now();
         for req in self.queued.drain(..) {
-            while self
-                .recent
+            let recent = self.recent.entry(req.fd).or_default();
+            while recent
                 .front()
                 .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
             {
-                self.recent.pop_front();
+                recent.pop_front();
             }
-            self.recent.push_back(now);
-            let due = now + self.model.at_rate(self.recent.len());
+            recent.push_back(now);
+            let due = now + self.model.at_rate(recent.len());
             self.pending.push((now, due, req));
         }
     }
@@ -225,8 +228,12 @@ mod tests {
     use crate::AlignedBuf;
 
     fn req(tag: u64) -> Request {
+        on(-1, tag)
+    }
+
+    fn on(fd: RawFd, tag: u64) -> Request {
         Request {
-            fd: -1,
+            fd,
             offset: 0,
             len: 4096,
             write: false,
@@ -324,5 +331,28 @@ mod tests {
             .unwrap();
         assert!(asked.elapsed() >= Duration::from_millis(5));
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn each_drive_slows_at_its_own_rate() {
+        // Three requests a second each on two drives: neither is past its
+        // rate of 3/s, though together they are 6.
+        let mut e = NullEngine::new(16, "0us,3/s=5ms".parse().unwrap());
+        for t in 0..6 {
+            e.push(on(3 + (t % 2) as RawFd, t)).unwrap();
+        }
+        // A fourth on one drive is past its own rate.
+        e.push(on(3, 6)).unwrap();
+        e.submit().unwrap();
+        let mut out = Vec::new();
+        while out.len() < 7 {
+            e.reap(None, &mut out).unwrap();
+        }
+        out.sort_by_key(|c| c.tag);
+        let lat: Vec<u128> = out
+            .iter()
+            .map(|c| (c.completed_at - c.issued_at).as_millis())
+            .collect();
+        assert_eq!(lat, vec![0, 0, 0, 0, 0, 0, 5]);
     }
 }
