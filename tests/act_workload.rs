@@ -629,6 +629,149 @@ fn search_finds_the_highest_passing_load() {
     assert!(log.contains("open-loop null scheduler"), "{log}");
 }
 
+/// Four null drives searched side by side find what the serial search
+/// above finds (2x), each drive confirming 2x on its own run: the null
+/// engine's rate is each drive's own, so four drives at 2x are four drives
+/// under their rate, not one drive at 8x over it.
+#[test]
+fn a_search_side_by_side_finds_the_serial_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let drives: Vec<String> = (0..4)
+        .map(|i| tmp.path().join(format!("drive{i}")).display().to_string())
+        .collect();
+    let res = tmp.path().join("s.json");
+    let mut args = vec!["act", "search", "--parallel"];
+    for d in &drives {
+        args.extend(["--device", d.as_str()]);
+    }
+    let trials = tmp.path().join("trials");
+    args.extend([
+        "--file-size-mbytes",
+        "64",
+        "--engine",
+        "null",
+        "--null-latency",
+        "200us,5000/s=3ms",
+        "--max",
+        "8x",
+        "--trial",
+        "3s",
+        "--confirm",
+        "4s",
+        "--out",
+        trials.to_str().unwrap(),
+        "--json",
+        res.to_str().unwrap(),
+    ]);
+    let out = storcert(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("highest passing load: 2x (confirmed)")
+            && table.contains("loads ran side by side on 4 identical drives"),
+        "{table}"
+    );
+    let v = json(&res);
+    assert_eq!(
+        (v["parallel"].as_bool(), v["highest_passing_load"].as_f64()),
+        (Some(true), Some(2.0))
+    );
+    let got: Vec<(f64, String, String, String)> = v["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap().to_string();
+            (
+                t["load"].as_f64().unwrap(),
+                s("purpose"),
+                s("result"),
+                s("drive"),
+            )
+        })
+        .collect();
+    let trial =
+        |l: f64, p: &str, r: &str, d: usize| (l, p.to_string(), r.to_string(), drives[d].clone());
+    let (pass, slow) = ("passing", "stable at increased latency");
+    assert_eq!(
+        got,
+        vec![
+            // Round 1: the first four doublings at once.
+            trial(1.0, "escalate", pass, 0),
+            trial(2.0, "escalate", pass, 1),
+            trial(4.0, "escalate", slow, 2),
+            trial(8.0, "escalate", slow, 3),
+            // Round 2: the one load between 2x and 4x.
+            trial(3.0, "bisect", slow, 0),
+            // Round 3: 2x confirmed on every drive.
+            trial(2.0, "confirm", pass, 0),
+            trial(2.0, "confirm", pass, 1),
+            trial(2.0, "confirm", pass, 2),
+            trial(2.0, "confirm", pass, 3),
+        ]
+    );
+    for d in v["drives"].as_array().unwrap() {
+        assert_eq!(
+            (d["highest_passing_load"].as_f64(), d["confirmed"].as_bool()),
+            (Some(2.0), Some(true)),
+            "{d}"
+        );
+    }
+    // Every trial says how long it ran of its plan and how busy the CPUs
+    // were; a failing one stopped once decided, sooner than planned.
+    for t in v["trials"].as_array().unwrap() {
+        let busy = t["cpu_busy_pct"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&busy), "{t}");
+        assert!(t["planned_s"].as_u64().unwrap() >= 3, "{t}");
+    }
+    let four = &v["trials"][2];
+    assert!(four["elapsed_s"].as_f64().unwrap() < 3.0, "{four}");
+    // Each trial's log is one drive's run.
+    let log = std::fs::read_to_string(trials.join("trial-04-8x.log")).unwrap();
+    assert!(
+        log.contains(&format!("device-names: {}", drives[3])),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_search_side_by_side_refuses_drives_not_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::write(&a, vec![0u8; 4096]).unwrap();
+    std::fs::write(&b, vec![0u8; 8192]).unwrap();
+    let base = [
+        "act",
+        "search",
+        "--parallel",
+        "--engine",
+        "null",
+        "--trial",
+        "1s",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["-d", a.to_str().unwrap(), "-d", b.to_str().unwrap()]);
+    let out = storcert(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--parallel: the drives are not alike")
+            && err.contains("a regular file of 4096 bytes")
+            && err.contains("search each group on its own")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let mut args = base.to_vec();
+    args.extend(["-d", a.to_str().unwrap()]);
+    let out = storcert(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs two drives or more"), "{err}");
+}
+
 #[test]
 fn a_null_engine_result_qualifies_no_drive() {
     // The null engine's log passes ACT's rule (every read took 100 us),

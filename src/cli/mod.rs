@@ -389,6 +389,10 @@ pub struct ActSearchArgs {
     /// follows (by default a failing trial stops there)
     #[arg(long)]
     pub run_to_end: bool,
+    /// The drives are identical (model, firmware, capacity): try one load
+    /// per drive at once, then confirm the load found on every drive
+    #[arg(long)]
+    pub parallel: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

@@ -175,6 +175,7 @@ pub(super) fn select_targets(
             serial: None,
             model: Some("scratch file".into()),
             file_size: size,
+            likeness: None,
         }]);
     }
     let all = d.select.as_deref() == Some("all");
@@ -236,6 +237,7 @@ pub(super) fn select_targets(
             serial: disk.serial.clone(),
             model: disk.model.clone(),
             file_size: 0,
+            likeness: Some(disk.likeness()),
         });
     }
     for path in &d.paths {
@@ -264,6 +266,9 @@ struct Ctx<'a> {
     notes: Mutex<Vec<String>>,
     /// The results as typed values, as each is written.
     made: Mutex<made::Made>,
+    /// ACT runs and search trials of this start stopped once their
+    /// verdict was decided, and the planned seconds that saved.
+    saved: Mutex<(usize, f64)>,
     /// What the heartbeats say, and their thread (none without a
     /// collector among the upload targets).
     live: Arc<heartbeat::Live>,
@@ -295,6 +300,12 @@ impl Ctx<'_> {
             .push(text);
     }
 
+    /// `runs` ACT runs stopped once decided, `secs` before their planned end.
+    fn saved_by_early_decisions(&self, runs: usize, secs: f64) {
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        *saved = (saved.0 + runs, saved.1 + secs);
+    }
+
     fn journal(&self) -> std::sync::MutexGuard<'_, Journal> {
         self.journal.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -310,6 +321,19 @@ impl Ctx<'_> {
         &self,
         id: &str,
         drive: Option<&Target>,
+        destructive: bool,
+        work: impl FnOnce() -> Result<String>,
+    ) -> Result<()> {
+        let drives: Vec<&Target> = drive.into_iter().collect();
+        self.stage_on(id, &drives, destructive, work)
+    }
+
+    /// `stage` on a group of drives (a search side by side): its failure
+    /// fails those drives.
+    fn stage_on(
+        &self,
+        id: &str,
+        drives: &[&Target],
         destructive: bool,
         work: impl FnOnce() -> Result<String>,
     ) -> Result<()> {
@@ -332,10 +356,7 @@ impl Ctx<'_> {
             .start(
                 id,
                 destructive,
-                &drive
-                    .map(|t| t.disk.clone())
-                    .into_iter()
-                    .collect::<Vec<_>>(),
+                &drives.iter().map(|t| t.disk.clone()).collect::<Vec<_>>(),
             )
             .map_err(|e| anyhow!(e))?;
         if let Some(secs) = earlier {
@@ -535,6 +556,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         deadline: p.plan.time_budget.map(|b| Instant::now() + b),
         notes: Mutex::new(Vec::new()),
         made: Mutex::new(made),
+        saved: Mutex::new((0, 0.0)),
         live: Arc::new(heartbeat::Live::default()),
         beacon: Mutex::new(None),
     };
@@ -629,6 +651,19 @@ fn run_stages(
     };
     if ctx.stopped() {
         return Ok(ending);
+    }
+    let (runs, secs) = *ctx.saved.lock().unwrap_or_else(|e| e.into_inner());
+    if runs > 0 {
+        ctx.note(format!(
+            "early decisions saved {} of planned run time: {} stopped once decided{}",
+            crate::util::units::duration_text(secs),
+            crate::util::text::counted(runs, "ACT run"),
+            if ctx.journal().starts > 1 {
+                " (this start's)"
+            } else {
+                ""
+            }
+        ));
     }
     // Notes of this and earlier starts go into the results and the report.
     let (answers, summary) = write_notes_and_report(ctx, opts)?;
@@ -869,6 +904,7 @@ mod tests {
             serial: None,
             model: None,
             file_size: 0,
+            likeness: None,
         }]
     }
 

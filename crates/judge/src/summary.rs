@@ -755,6 +755,7 @@ mod scope_tests {
                     serial: None,
                     model: None,
                     file_size: 0,
+                    likeness: None,
                 })
                 .collect(),
         };
@@ -923,6 +924,7 @@ mod scope_tests {
                 serial: None,
                 model: None,
                 file_size: 0,
+                likeness: None,
             }],
         };
         let mut files: BTreeMap<String, Vec<u8>> = [
@@ -958,6 +960,7 @@ mod scope_tests {
             serial: None,
             model: None,
             file_size: 0,
+            likeness: None,
         };
         let targets = storcert_results::run::Targets {
             schema_version: storcert_results::run::TARGETS_SCHEMA,

@@ -1064,6 +1064,7 @@ mod tests {
                     serial: Some("S3R1AL".into()),
                     model: Some("=HYPERLINK(\"x\")".into()),
                     file_size: 0,
+                    likeness: None,
                 }],
             })
             .to_json(),
@@ -1112,8 +1113,10 @@ mod tests {
                         worst_pct_over_64ms: None,
                         max_lag_ms: 0.0,
                         log: trial,
+                        ..Default::default()
                     }],
                     interrupted: false,
+                    ..Default::default()
                 })
                 .to_json(),
             );

@@ -100,6 +100,8 @@ pub struct Report {
     pub system: Option<SystemIdentity>,
     pub findings: Vec<Finding>,
     pub act: Vec<ActSection>,
+    /// Load searches, by their path (the first `MAX_SHOWN`).
+    pub searches: Vec<(String, storcert_results::act::SearchResult)>,
     pub streams: Vec<StreamSection>,
     /// Filesystem passes (bonnie++'s tables), by their path.
     pub filesystem: Vec<(String, storcert_results::stream::FsResult)>,
@@ -199,6 +201,7 @@ impl Report {
             system: None,
             findings: Vec::new(),
             act: Vec::new(),
+            searches: Vec::new(),
             streams: Vec::new(),
             filesystem: Vec::new(),
             health: Vec::new(),
@@ -216,6 +219,9 @@ impl Report {
             match &item.artefact {
                 Artefact::System(sys) => r.system = Some(sys.clone()),
                 Artefact::Provision(p) => r.spare.push(p.clone()),
+                Artefact::ActSearch(s) if r.searches.len() < MAX_SHOWN => {
+                    r.searches.push((item.path.clone(), s.clone()))
+                }
                 Artefact::Policy(p) => {
                     r.policy_checked = true;
                     let more =

@@ -171,7 +171,7 @@ pub struct Spikes {
     pub threshold: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Trial {
     /// The load in x (fractional loads allowed: 1.5x).
     pub load: f64,
@@ -184,9 +184,32 @@ pub struct Trial {
     pub worst_pct_over_64ms: Option<f64>,
     pub max_lag_ms: f64,
     pub log: String,
+    /// The drive it ran on, in a search over several drives side by side;
+    /// none in a search over one drive (or a group run as one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<String>,
+    /// The length it was planned to run, and how long it ran (less when
+    /// its verdict was decided early); 0 in files written before.
+    #[serde(default)]
+    pub planned_s: u64,
+    #[serde(default)]
+    pub elapsed_s: f64,
+    /// The machine's CPU busy share over the trial (all cores, 0-100): a
+    /// host that was the bottleneck shows here, not as a slow drive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// One drive's own answer in a search over several identical drives side
+/// by side: the load it confirmed (each drive is qualified on its own).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DriveSearch {
+    pub drive: String,
+    pub highest_passing_load: Option<f64>,
+    pub confirmed: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SearchResult {
     /// `SEARCH_SCHEMA`; 0 in files written before artefacts carried one.
     #[serde(default)]
@@ -204,6 +227,13 @@ pub struct SearchResult {
     pub step: f64,
     pub trials: Vec<Trial>,
     pub interrupted: bool,
+    /// Loads ran side by side, one per drive, on identical drives; the
+    /// highest passing load is then the lowest any drive confirmed, and
+    /// `drives` holds each drive's own.
+    #[serde(default)]
+    pub parallel: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drives: Vec<DriveSearch>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -553,6 +583,17 @@ impl LogAnalysis {
 }
 
 impl SearchResult {
+    /// How many trials stopped sooner than planned once their verdict was
+    /// decided, and the seconds that saved.
+    pub fn saved_by_early_decisions(&self) -> (usize, f64) {
+        self.trials
+            .iter()
+            .filter(|t| t.result != "interrupted" && t.planned_s > 0)
+            .map(|t| (t.planned_s as f64 - t.elapsed_s).max(0.0))
+            .filter(|saved| *saved >= 1.0)
+            .fold((0, 0.0), |(n, total), saved| (n + 1, total + saved))
+    }
+
     /// A search is judged by its result: failing the loads above the
     /// highest passing one is how a search works. Its devices are those of
     /// its trials' logs, which the caller knows.

@@ -439,6 +439,17 @@ pub struct Disk {
 }
 
 impl Disk {
+    /// What makes drives alike for a search side by side: the model, the
+    /// firmware (another firmware may behave otherwise) and the capacity.
+    pub fn likeness(&self) -> String {
+        format!(
+            "{} firmware {}, {} bytes",
+            self.model.as_deref().unwrap_or("unknown model"),
+            self.firmware.as_deref().unwrap_or("unknown"),
+            self.capacity_bytes
+        )
+    }
+
     /// A disk of which nothing is known yet but its name, node and
     /// transport: what probing fills in.
     pub fn unprobed(name: &str, dev_path: &str, transport: Transport) -> Disk {

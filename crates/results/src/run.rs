@@ -19,6 +19,10 @@ pub struct Target {
     pub model: Option<String>,
     /// Bytes of a scratch file (ACT's file-size-mbytes).
     pub file_size: u64,
+    /// What makes it alike other drives (`Disk::likeness`): drives alike
+    /// may be searched side by side. None for a scratch file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likeness: Option<String>,
 }
 
 /// Where a stage stands in the journal.

@@ -2,6 +2,7 @@
 //! tables and units for people, and the random source of ACT, stream and
 //! provisioning. Nothing here knows a stage or the command line.
 
+pub mod cpu;
 pub mod fs;
 pub mod glob;
 pub mod input;

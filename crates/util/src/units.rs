@@ -42,3 +42,29 @@ mod tests {
         assert_eq!(block_size(0), "0 bytes");
     }
 }
+
+/// A span of seconds for people: "36 s", "12 min 5 s", "3 h 20 min".
+pub fn duration_text(secs: f64) -> String {
+    let s = if secs.is_finite() {
+        secs.max(0.0).round() as u64
+    } else {
+        0
+    };
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    #[test]
+    fn spans_read_in_their_largest_units() {
+        use super::duration_text as d;
+        assert_eq!(
+            [d(0.4), d(36.0), d(725.0), d(12_000.0), d(-5.0), d(f64::NAN)],
+            ["0 s", "36 s", "12 min 5 s", "3 h 20 min", "0 s", "0 s"]
+        );
+    }
+}

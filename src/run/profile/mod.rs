@@ -272,6 +272,10 @@ pub struct Search {
     pub step: Option<f64>,
     pub trial: String,
     pub confirm: String,
+    /// Drives alike (model, firmware, capacity) are searched as one group,
+    /// one load per drive at once, each drive confirming on its own.
+    #[serde(default)]
+    pub parallel: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -372,6 +376,7 @@ pub struct SearchPlan {
     pub step: f64,
     pub trial_secs: u64,
     pub confirm_secs: u64,
+    pub parallel: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -563,6 +568,7 @@ impl Profile {
             step,
             trial_secs: Self::duration(&format!("{key}.trial"), &s.trial)?,
             confirm_secs: Self::duration(&format!("{key}.confirm"), &s.confirm)?,
+            parallel: s.parallel,
         })
     }
 

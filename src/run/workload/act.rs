@@ -107,9 +107,12 @@ pub(super) fn act_run(
         )),
         Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
         // A verdict, not a broken stage: its log is judged as any other.
-        Outcome::Decided { seconds, reason } => Ok(format!(
-            "{verdict}stopped once decided after {seconds} s: {reason}"
-        )),
+        Outcome::Decided { seconds, reason } => {
+            ctx.saved_by_early_decisions(1, total_s.saturating_sub(*seconds) as f64);
+            Ok(format!(
+                "{verdict}stopped once decided after {seconds} s: {reason}"
+            ))
+        }
     }
 }
 
@@ -244,9 +247,9 @@ pub(super) fn wait_for_unlisted(disk: &Path, wait: Duration) -> Result<Duration,
 }
 
 /// Runs `f` for every target at once, one thread each.
-pub(super) fn each_parallel(
-    targets: &[Target],
-    f: impl Fn(&Target) -> Result<()> + Sync,
+pub(super) fn each_parallel<T: Sync>(
+    targets: &[T],
+    f: impl Fn(&T) -> Result<()> + Sync,
 ) -> Result<()> {
     std::thread::scope(|s| {
         let handles: Vec<_> = targets.iter().map(|t| s.spawn(|| f(t))).collect();
@@ -257,8 +260,8 @@ pub(super) fn each_parallel(
     })
 }
 
-/// The stage ids of a phase's ACT runs on `t`.
-pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
+/// The stage ids of a phase's ACT runs on `t`, one of `targets`.
+pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target, targets: &[Target]) -> Vec<String> {
     let mut ids: Vec<String> = ph
         .storage
         .iter()
@@ -270,8 +273,11 @@ pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target) -> Vec<String> {
             }
         })
         .collect();
-    if ph.search.is_some() {
-        ids.push(format!("{}act search {}", ph.id, t.label));
+    if let Some(s) = ph.search {
+        let groups = search_groups(targets, s.parallel);
+        if let Some(g) = groups.iter().find(|g| g.iter().any(|x| x.label == t.label)) {
+            ids.push(format!("{}act search {}", ph.id, group_label(g)));
+        }
     }
     ids
 }
@@ -280,8 +286,9 @@ pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> 
     if !ph.folder.is_empty() {
         // A resumed run does not set up again the spare area of a phase
         // whose every ACT run is done (a later phase may have changed it).
+        let all = targets.clone();
         targets.retain(|t| {
-            !phase_act_ids(ph, t)
+            !phase_act_ids(ph, t, &all)
                 .iter()
                 .all(|id| ctx.journal().is_done(id))
         });
@@ -544,55 +551,101 @@ fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
 }
 
 fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchPlan) -> Result<()> {
+    each_parallel(&search_groups(targets, s.parallel), |group| {
+        let label = group_label(group);
+        ctx.stage_on(&format!("{}act search {label}", ph.id), group, true, || {
+            search_group(ctx, group, &label, ph, s)
+        })
+    })
+}
+
+/// One search: over one drive, or side by side over a group alike.
+fn search_group(
+    ctx: &Ctx,
+    group: &[&Target],
+    label: &str,
+    ph: &PhaseRun,
+    s: &profile::SearchPlan,
+) -> Result<String> {
     let dir = &ph.folder;
-    let (trial, confirm) = (s.trial_secs, s.confirm_secs);
-    each_parallel(targets, |t| {
-        ctx.stage(
-            &format!("{}act search {}", ph.id, t.label),
-            Some(t),
-            true,
-            || {
-                let spec = crate::act::search::SearchSpec {
-                    base: drive_config(
-                        t,
-                        &profile::TimedPlan {
-                            load: 1.0,
-                            ..Default::default()
-                        },
-                        trial,
-                    )?,
-                    max_load: s.max_load,
-                    step: s.step,
-                    trial_secs: trial,
-                    confirm_secs: confirm,
-                    out_dir: ctx.path(&format!("{dir}act/search-{}", t.label)),
-                    label_dir: format!("{dir}act/search-{}/", t.label),
-                };
-                // An interrupted attempt's trials are not this attempt's:
-                // the stage starts from an empty folder.
-                clear_folder(&spec.out_dir)?;
-                ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
-                let searched =
-                    crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console);
-                let searched = match searched {
-                    Ok(s) => s,
-                    Err(e) => {
-                        // What the trials left is judged as it is on disk.
-                        ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
-                        return Err(e);
-                    }
-                };
-                keep_trials(ctx, &searched.trials);
-                let r = searched.result;
-                ctx.write(&format!("{dir}act/search-{}.json", t.label), r.clone())?;
-                Ok(match r.highest_passing_load {
-                    Some(l) => format!("highest passing load {l}x"),
-                    None => "no load passed".into(),
-                })
-            },
-        )
-    })?;
-    Ok(())
+    let mut base: StorageConfig = drive_config(
+        group[0],
+        &profile::TimedPlan {
+            load: 1.0,
+            ..Default::default()
+        },
+        s.trial_secs,
+    )?;
+    base.device_names = group.iter().map(|t| t.path.clone()).collect();
+    let spec = crate::act::search::SearchSpec {
+        base,
+        max_load: s.max_load,
+        step: s.step,
+        trial_secs: s.trial_secs,
+        confirm_secs: s.confirm_secs,
+        parallel: group.len() > 1,
+        out_dir: ctx.path(&format!("{dir}act/search-{label}")),
+        label_dir: format!("{dir}act/search-{label}/"),
+    };
+    // An interrupted attempt's trials are not this attempt's: the stage
+    // starts from an empty folder.
+    clear_folder(&spec.out_dir)?;
+    ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
+    let searched = crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console);
+    let searched = match searched {
+        Ok(s) => s,
+        Err(e) => {
+            // What the trials left is judged as it is on disk.
+            ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
+            return Err(e);
+        }
+    };
+    keep_trials(ctx, &searched.trials);
+    let r = searched.result;
+    let (runs, secs) = r.saved_by_early_decisions();
+    ctx.saved_by_early_decisions(runs, secs);
+    ctx.write(&format!("{dir}act/search-{label}.json"), r.clone())?;
+    Ok(match r.highest_passing_load {
+        Some(l) if r.parallel => format!(
+            "highest passing load {l}x on every drive ({} side by side)",
+            group.len()
+        ),
+        Some(l) => format!("highest passing load {l}x"),
+        None => "no load passed".into(),
+    })
+}
+
+/// The drives a phase's search runs on together: with `parallel`, drives
+/// alike (model, firmware, capacity, as the inventory read them) form
+/// one group searched side by side; otherwise, and a drive alike with
+/// no other, each drive alone.
+pub(super) fn search_groups(targets: &[Target], parallel: bool) -> Vec<Vec<&Target>> {
+    let mut groups: Vec<Vec<&Target>> = Vec::new();
+    for t in targets {
+        let alike = parallel
+            .then(|| {
+                groups
+                    .iter_mut()
+                    .find(|g| t.likeness.is_some() && g[0].likeness == t.likeness)
+            })
+            .flatten();
+        match alike {
+            Some(g) => g.push(t),
+            None => groups.push(vec![t]),
+        }
+    }
+    groups
+}
+
+/// A group's name in its stage id and files: its drives' labels
+/// ("sdb+sdc"), or the first and a count where that would be long.
+pub(super) fn group_label(group: &[&Target]) -> String {
+    let all: Vec<&str> = group.iter().map(|t| t.label.as_str()).collect();
+    let joined = all.join("+");
+    match joined.len() <= 120 {
+        true => joined,
+        false => format!("{}-and-{}-more", all[0], all.len() - 1),
+    }
 }
 
 /// Removes a folder of the run's own and what it holds, if it is there.
@@ -788,10 +841,15 @@ fn loads(storage: &[TimedPlan]) -> String {
 
 fn search(s: &SearchPlan) -> String {
     format!(
-        "search for the highest passing load up to {}x in steps of {}x ({} trials, {} confirmation)",
+        "search for the highest passing load up to {}x in steps of {}x ({} trials, {} confirmation){}",
         s.max_load,
         s.step,
         secs(s.trial_secs),
-        secs(s.confirm_secs)
+        secs(s.confirm_secs),
+        if s.parallel {
+            "; drives alike side by side, one load each, each confirming on its own"
+        } else {
+            ""
+        }
     )
 }

@@ -10,6 +10,7 @@ mod health;
 mod machine;
 mod notes;
 mod policy;
+mod search;
 mod spare;
 mod stream;
 mod tests;
@@ -32,6 +33,7 @@ pub static SECTIONS: &[&dyn Section] = &[
     &machine::Machine,
     &drives::Drives,
     &policy::Policy,
+    &search::Search,
     &act::Act,
     &stream::Stream,
     &filesystem::Filesystem,
