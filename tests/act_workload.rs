@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -738,6 +739,26 @@ fn a_search_side_by_side_finds_the_serial_answer() {
     );
 }
 
+/// A search side by side whose JSON says both drives confirmed 4x, where
+/// the second drive's own 4x confirmation failed and it passed 3x: one
+/// drive's pass does not stand for another's (found in review: the drives
+/// table said the second passed 4x).
+#[test]
+fn a_forged_side_by_side_claim_fails_the_drive_that_did_not_confirm() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/act/forged-side-by-side");
+    let out = storcert(&["report", dir.to_str().unwrap(), "--format", "md"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("**Verdict: FAIL**"), "{md}");
+    assert!(
+        md.contains(
+            "/dev/sdc: no confirmation of its own at 4x or above passes, though the search side by side \
+             says every drive confirmed it"
+        ),
+        "{md}"
+    );
+    assert!(!md.contains("| /dev/sdc | – | PASS"), "{md}");
+}
+
 #[test]
 fn a_search_side_by_side_refuses_drives_not_alike() {
     let tmp = tempfile::tempdir().unwrap();
@@ -770,6 +791,33 @@ fn a_search_side_by_side_refuses_drives_not_alike() {
     let out = storcert(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs two drives or more"), "{err}");
+    // One drive named twice (as itself, or by a link) would take two
+    // trials' loads at once (found in review).
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    for twice in [a.to_str().unwrap(), link.to_str().unwrap()] {
+        let mut args = base.to_vec();
+        args.extend(["-d", a.to_str().unwrap(), "-d", twice]);
+        let out = storcert(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("are the same file"), "{err}");
+    }
+    // Two files of one size on one filesystem are one device's load,
+    // unless no I/O is done.
+    let c = tmp.path().join("c");
+    std::fs::write(&c, vec![0u8; 4096]).unwrap();
+    let two = ["-d", a.to_str().unwrap(), "-d", c.to_str().unwrap()];
+    let mut args = vec!["act", "search", "--parallel", "--trial", "1s", "--dry-run"];
+    args.extend(two);
+    let out = storcert(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("are files on one filesystem"), "{err}");
+    let mut args = base.to_vec();
+    args.extend(two);
+    args.push("--dry-run");
+    let out = storcert(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("dry run"), "{err}");
 }
 
 #[test]

@@ -905,13 +905,14 @@ fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
     assert_made_as_read(&run_dir_in(&results), &files);
 }
 
-/// `search = { parallel = true }`: two drives alike (loop devices of one
-/// size) are searched as one group, one load each per round, and each
-/// confirms on its own run. What loads pass depends on the loop device's
-/// speed, so the test holds the shape, not the answer.
+/// `search = { parallel = true }` over drives that cannot be known to be
+/// alike: loop devices have no model or firmware (and two on one
+/// filesystem are not separate drives), so each is searched alone, under
+/// its own stage. Drives alike are grouped by `search_groups`, tested
+/// where it is.
 #[test]
 #[ignore = "needs root: loop devices; scripts/test runs it"]
-fn drives_alike_are_searched_side_by_side_as_one_stage() {
+fn drives_of_unknown_model_are_searched_alone_even_side_by_side() {
     let t = tempfile::tempdir().unwrap();
     let a = Loop::new(&t.path().join("a.img"), 64 << 20);
     let b = Loop::new(&t.path().join("b.img"), 64 << 20);
@@ -921,7 +922,7 @@ fn drives_alike_are_searched_side_by_side_as_one_stage() {
         format!(
             "name = \"side\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
              [act]\nrun_to_end = true\n\
-             search = {{ max_load = 2, step = 1, trial = \"1s\", confirm = \"1s\", parallel = true }}\n",
+             search = {{ max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\", parallel = true }}\n",
             a.dev, b.dev
         ),
     )
@@ -937,46 +938,14 @@ fn drives_alike_are_searched_side_by_side_as_one_stage() {
     let out = run_cmd(&profile, &results, &key).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
-    let label = |dev: &str| dev.rsplit('/').next().unwrap().to_string();
-    let group = format!("{}+{}", label(&a.dev), label(&b.dev));
-    assert!(err.contains(&format!("[act search {group}] done")), "{err}");
     let files = spooled_files(&results);
-    let search: serde_json::Value =
-        serde_json::from_slice(&files[&format!("results/act/search-{group}.json")]).unwrap();
-    assert_eq!(search["parallel"], true, "{search:#}");
-    let drives: Vec<&str> = search["drives"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["drive"].as_str().unwrap())
-        .collect();
-    assert_eq!(drives, [a.dev.as_str(), b.dev.as_str()]);
-    // The first round: 1x on the first drive and 2x on the second, at once.
-    let trial = |i: usize, k: &str| search["trials"][i][k].clone();
-    assert_eq!(
-        [
-            (trial(0, "load"), trial(0, "drive")),
-            (trial(1, "load"), trial(1, "drive"))
-        ],
-        [
-            (1.0.into(), a.dev.as_str().into()),
-            (2.0.into(), b.dev.as_str().into())
-        ],
-        "{search:#}"
-    );
-    // Every confirmation is one drive's own log.
-    for t in search["trials"].as_array().unwrap() {
-        let log = t["log"].as_str().unwrap().rsplit('/').next().unwrap();
-        let text = String::from_utf8_lossy(&files[&format!("results/act/search-{group}/{log}")])
-            .into_owned();
-        let drive = t["drive"].as_str().unwrap();
-        assert!(text.contains(&format!("device-names: {drive}\n")), "{log}");
+    for dev in [&a.dev, &b.dev] {
+        let label = dev.rsplit('/').next().unwrap();
+        assert!(err.contains(&format!("[act search {label}] done")), "{err}");
+        let search: serde_json::Value =
+            serde_json::from_slice(&files[&format!("results/act/search-{label}.json")]).unwrap();
+        assert_eq!(search["parallel"], false, "{search:#}");
     }
-    let report = String::from_utf8_lossy(&files["results/report.md"]).into_owned();
-    assert!(
-        report.contains("Loads ran side by side on 2 identical drives"),
-        "{report}"
-    );
     assert_made_as_read(&run_dir_in(&results), &files);
 }
 

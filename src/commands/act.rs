@@ -520,79 +520,6 @@ fn analyze_cmd(a: ActAnalyzeArgs) -> ExitCode {
     })
 }
 
-/// Refuses a search side by side over drives that are not alike (model,
-/// firmware, capacity, as the drives identify themselves; a partition is
-/// its disk's) or fewer than two. Regular files (scratch files, which
-/// the null engine also runs on) are alike when of one size: `file_size`
-/// where the run sets it (making the file where it is not there yet).
-fn alike(drives: &[String], file_size: u64) -> Result<(), String> {
-    if drives.len() < 2 {
-        return Err("a search side by side needs two drives or more".into());
-    }
-    let inv = crate::inventory::scan(
-        &crate::inventory::Roots::default(),
-        &crate::inventory::ScanOptions {
-            all: true,
-            ..Default::default()
-        },
-    );
-    let mut kinds: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
-    for d in drives {
-        let file = |len: u64| format!("a regular file of {} bytes", len);
-        let kind = match std::fs::metadata(d) {
-            Ok(m) if m.is_file() => file(if file_size > 0 { file_size } else { m.len() }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file_size > 0 => file(file_size),
-            _ => {
-                let name = disk_name(Path::new(d))
-                    .ok_or_else(|| format!("{}: no such drive", printable(d, 200)))?;
-                inv.disks
-                    .iter()
-                    .find(|x| x.name == name)
-                    .map(|x| x.likeness())
-                    .ok_or_else(|| format!("{}: not in the inventory", printable(d, 200)))?
-            }
-        };
-        kinds.entry(kind).or_default().push(d);
-    }
-    if kinds.len() > 1 {
-        let groups: Vec<String> = kinds
-            .iter()
-            .map(|(kind, ds)| {
-                let ds: Vec<String> = ds.iter().map(|d| printable(d, 200)).collect();
-                format!("{} ({})", ds.join(", "), printable(kind, 200))
-            })
-            .collect();
-        return Err(format!(
-            "the drives are not alike: {}; search each group on its own",
-            groups.join("; ")
-        ));
-    }
-    Ok(())
-}
-
-/// The kernel name of the disk a block device is, or is a partition of.
-fn disk_name(dev: &Path) -> Option<String> {
-    let name = std::fs::canonicalize(dev)
-        .ok()?
-        .file_name()?
-        .to_str()?
-        .to_string();
-    let class = Path::new("/sys/class/block").join(&name);
-    if class.join("partition").exists() {
-        let disk = std::fs::canonicalize(class.join(".."))
-            .ok()?
-            .file_name()?
-            .to_str()?
-            .to_string();
-        return Some(disk);
-    }
-    class.exists().then_some(name)
-}
-
-fn printable(s: &str, max: usize) -> String {
-    crate::util::text::printable(s, max)
-}
-
 fn search_cmd(a: ActSearchArgs) -> ExitCode {
     let mut settings = a.settings.clone();
     // Trials set their own rates and duration; a placeholder keeps the
@@ -627,7 +554,10 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         Err(e) => return fail("search", e),
     };
     if a.parallel {
-        if let Err(e) = alike(&base.device_names, act::Workload::file_size(&base)) {
+        let null = a.engine.kind() == crate::engine::EngineKind::Null;
+        if let Err(e) =
+            super::alike::check(&base.device_names, act::Workload::file_size(&base), null)
+        {
             return fail("search", format!("--parallel: {e}"));
         }
     }

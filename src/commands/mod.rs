@@ -2,6 +2,7 @@
 //! prints through `output`. Each returns the process exit status.
 
 pub mod act;
+mod alike;
 pub mod bundle;
 pub mod check;
 #[cfg(feature = "collector")]

@@ -237,7 +237,7 @@ pub(super) fn select_targets(
             serial: disk.serial.clone(),
             model: disk.model.clone(),
             file_size: 0,
-            likeness: Some(disk.likeness()),
+            likeness: disk.likeness(),
         });
     }
     for path in &d.paths {
@@ -655,7 +655,7 @@ fn run_stages(
     let (runs, secs) = *ctx.saved.lock().unwrap_or_else(|e| e.into_inner());
     if runs > 0 {
         ctx.note(format!(
-            "early decisions saved {} of planned run time: {} stopped once decided{}",
+            "early decisions saved {} of planned drive time: {} stopped once decided{}",
             crate::util::units::duration_text(secs),
             crate::util::text::counted(runs, "ACT run"),
             if ctx.journal().starts > 1 {

@@ -648,8 +648,41 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
                 "the highest passing load {l}x is not a trial whose log passes"
             ));
         }
+        if r.parallel && r.confirmed {
+            return unconfirmed_drive(r, c, l);
+        }
     }
     None
+}
+
+/// A search side by side claims every drive confirmed the load on its
+/// own: the first of its drives (those of its trials' logs) without a
+/// passing confirmation of its own (a log over that drive alone) at the
+/// load or above, and why.
+fn unconfirmed_drive(r: &SearchResult, c: &Contents, load: f64) -> Option<String> {
+    let own_pass = |device: &str| {
+        r.trials
+            .iter()
+            .filter(|t| t.purpose == "confirm" && t.load >= load)
+            .any(|t| {
+                c.analyses().any(|(log, a)| {
+                    is_trial_log(&log)
+                        && same_log(&log, &t.log)
+                        && a.analysis.verdict.pass
+                        && a.devices == [device]
+                })
+            })
+    };
+    search_devices(r, c)
+        .into_iter()
+        .find(|d| !own_pass(d))
+        .map(|d| {
+            format!(
+                "{}: no confirmation of its own at {load}x or above passes, \
+                 though the search side by side says every drive confirmed it",
+                storcert_util::text::printable(&d, 120)
+            )
+        })
 }
 
 /// A log in the bundle ("results/act/search-sdb/trial-2.log") and the path

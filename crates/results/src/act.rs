@@ -198,6 +198,10 @@ pub struct Trial {
     /// host that was the bottleneck shows here, not as a slow drive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_busy_pct: Option<f64>,
+    /// It stopped once its verdict could no longer change (not because it
+    /// could not keep up, had errors, or was interrupted).
+    #[serde(default)]
+    pub decided: bool,
 }
 
 /// One drive's own answer in a search over several identical drives side
@@ -584,11 +588,12 @@ impl LogAnalysis {
 
 impl SearchResult {
     /// How many trials stopped sooner than planned once their verdict was
-    /// decided, and the seconds that saved.
+    /// decided, and the drive time that saved (trials side by side each
+    /// count their own: the wall time saved is less).
     pub fn saved_by_early_decisions(&self) -> (usize, f64) {
         self.trials
             .iter()
-            .filter(|t| t.result != "interrupted" && t.planned_s > 0)
+            .filter(|t| t.decided && t.planned_s > 0)
             .map(|t| (t.planned_s as f64 - t.elapsed_s).max(0.0))
             .filter(|saved| *saved >= 1.0)
             .fold((0, 0.0), |(n, total), saved| (n + 1, total + saved))

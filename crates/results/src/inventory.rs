@@ -441,13 +441,16 @@ pub struct Disk {
 impl Disk {
     /// What makes drives alike for a search side by side: the model, the
     /// firmware (another firmware may behave otherwise) and the capacity.
-    pub fn likeness(&self) -> String {
-        format!(
+    /// None where the model or firmware is unknown (a loop, a virtio disk,
+    /// a drive a controller hides): such a drive cannot be known to be
+    /// alike another, and is searched alone.
+    pub fn likeness(&self) -> Option<String> {
+        Some(format!(
             "{} firmware {}, {} bytes",
-            self.model.as_deref().unwrap_or("unknown model"),
-            self.firmware.as_deref().unwrap_or("unknown"),
+            self.model.as_deref()?,
+            self.firmware.as_deref()?,
             self.capacity_bytes
-        )
+        ))
     }
 
     /// A disk of which nothing is known yet but its name, node and

@@ -283,10 +283,13 @@ pub(super) fn phase_act_ids(ph: &PhaseRun, t: &Target, targets: &[Target]) -> Ve
 }
 
 pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<()> {
+    // The phase's drives as it starts: search groups are made of these,
+    // whichever of them the steps below leave, so a group keeps its stage
+    // id across starts.
+    let all = targets.clone();
     if !ph.folder.is_empty() {
         // A resumed run does not set up again the spare area of a phase
         // whose every ACT run is done (a later phase may have changed it).
-        let all = targets.clone();
         targets.retain(|t| {
             !phase_act_ids(ph, t, &all)
                 .iter()
@@ -303,7 +306,7 @@ pub(super) fn run_phase(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> 
     }
     act_storage(ctx, targets, ph)?;
     if let Some(s) = ph.search {
-        act_search(ctx, targets, ph, s)?;
+        act_search(ctx, &all, targets, ph, s)?;
     }
     Ok(())
 }
@@ -550,11 +553,28 @@ fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
     Ok(())
 }
 
-fn act_search(ctx: &Ctx, targets: &[Target], ph: &PhaseRun, s: &profile::SearchPlan) -> Result<()> {
-    each_parallel(&search_groups(targets, s.parallel), |group| {
+/// The phase's searches, over groups made of all its drives (`all`) and
+/// run on those of them still to test (`targets`): a group whose drives
+/// are all done or dropped is not run, one that lost a drive (its spare
+/// area could not be set) runs on the rest under its own id.
+fn act_search(
+    ctx: &Ctx,
+    all: &[Target],
+    targets: &[Target],
+    ph: &PhaseRun,
+    s: &profile::SearchPlan,
+) -> Result<()> {
+    each_parallel(&search_groups(all, s.parallel), |group| {
         let label = group_label(group);
-        ctx.stage_on(&format!("{}act search {label}", ph.id), group, true, || {
-            search_group(ctx, group, &label, ph, s)
+        let left: Vec<&Target> = group
+            .iter()
+            .filter_map(|g| targets.iter().find(|t| t.label == g.label))
+            .collect();
+        if left.is_empty() {
+            return Ok(());
+        }
+        ctx.stage_on(&format!("{}act search {label}", ph.id), &left, true, || {
+            search_group(ctx, &left, &label, ph, s)
         })
     })
 }
@@ -852,4 +872,47 @@ fn search(s: &SearchPlan) -> String {
             ""
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(label: &str, likeness: Option<&str>) -> Target {
+        Target {
+            path: format!("/dev/{label}"),
+            disk: format!("/dev/{label}"),
+            label: label.into(),
+            serial: None,
+            model: None,
+            file_size: 0,
+            likeness: likeness.map(String::from),
+        }
+    }
+
+    #[test]
+    fn drives_alike_search_as_one_group_and_the_rest_alone() {
+        let m1 = Some("M1 firmware A, 100 bytes");
+        let ts = [
+            target("sdb", m1),
+            target("sdc", None),
+            target("sdd", Some("M1 firmware B, 100 bytes")),
+            target("sde", m1),
+            target("sdf", None),
+        ];
+        let labels = |groups: Vec<Vec<&Target>>| -> Vec<String> {
+            groups.iter().map(|g| group_label(g)).collect()
+        };
+        assert_eq!(
+            labels(search_groups(&ts, true)),
+            ["sdb+sde", "sdc", "sdd", "sdf"]
+        );
+        assert_eq!(
+            labels(search_groups(&ts, false)),
+            ["sdb", "sdc", "sdd", "sde", "sdf"]
+        );
+        // 24 drives alike: a name short enough for a file name.
+        let many: Vec<Target> = (0..24).map(|i| target(&format!("nvme{i}n1"), m1)).collect();
+        assert_eq!(labels(search_groups(&many, true)), ["nvme0n1-and-23-more"]);
+    }
 }

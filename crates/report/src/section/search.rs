@@ -19,7 +19,7 @@ impl super::Section for Search {
         out.push_str("<section id=\"search\"><h2>Load search</h2>");
         for (path, s) in &r.searches {
             let _ = write!(out, "<h3><code>{}</code></h3>", esc(path));
-            for line in lines(s) {
+            for line in lines(r, path, s) {
                 let _ = write!(out, "<p>{}</p>", esc(&line));
             }
             // Words read from the left, figures from the right.
@@ -51,9 +51,9 @@ impl super::Section for Search {
         }
         d.heading(2, "Load search");
         for (path, s) in &r.searches {
-            let path = d.o(path);
-            let _ = writeln!(d.out, "{path}:\n");
-            for line in lines(s) {
+            let shown = d.o(path);
+            let _ = writeln!(d.out, "{shown}:\n");
+            for line in lines(r, path, s) {
                 let line = d.o(&line);
                 let _ = writeln!(d.out, "- {line}");
             }
@@ -77,9 +77,10 @@ const TEXT_COLUMNS: [&str; 3] = ["purpose", "drive", "result"];
 /// bundle's may list millions.
 const MAX_TRIALS: usize = 500;
 
-/// What a reader takes from a search before its trials: the answer, how
-/// it ran, each drive's own answer, the time early decisions saved.
-fn lines(s: &SearchResult) -> Vec<String> {
+/// What a reader takes from a search before its trials: the answer (and
+/// whether the summary, judging its trials' logs afresh, took it), how it
+/// ran, each drive's own answer, the time early decisions saved.
+fn lines(r: &Report, path: &str, s: &SearchResult) -> Vec<String> {
     let answer = |l: Option<f64>, confirmed: bool| match (l, confirmed) {
         (Some(l), true) => format!("{l}x, confirmed"),
         (Some(l), false) => format!("{l}x, not confirmed"),
@@ -90,6 +91,21 @@ fn lines(s: &SearchResult) -> Vec<String> {
         answer(s.highest_passing_load, s.confirmed),
         if s.interrupted { " (interrupted)" } else { "" }
     )];
+    // The summary names it "act-search (PATH)", PATH under the bundle's
+    // results folder.
+    let named = |name: &str| {
+        name.strip_suffix(')')
+            .and_then(|n| n.strip_suffix(path))
+            .is_some_and(|n| n.ends_with('(') || n.ends_with('/'))
+    };
+    if let Some(t) = r.summary.tests.iter().find(|t| named(&t.name)) {
+        if t.verdict == storcert_results::Verdict::Fail {
+            lines.push(format!(
+                "The summary does not take this answer: {}",
+                t.detail
+            ));
+        }
+    }
     if s.parallel {
         lines.push(format!(
             "Loads ran side by side on {} identical drives (model, firmware, capacity), one load per \
@@ -114,7 +130,7 @@ fn lines(s: &SearchResult) -> Vec<String> {
     let (early, saved) = s.saved_by_early_decisions();
     if early > 0 {
         lines.push(format!(
-            "{early} trial(s) stopped once their verdict was decided, {} sooner than planned.",
+            "{early} trial(s) stopped once their verdict was decided, {} of drive time sooner than planned.",
             storcert_util::units::duration_text(saved)
         ));
     }
@@ -191,6 +207,7 @@ mod tests {
             planned_s: 60,
             elapsed_s: 12.0,
             cpu_busy_pct: Some(37.4),
+            decided: true,
             ..Default::default()
         }
     }
@@ -216,9 +233,9 @@ mod tests {
         );
         assert!(html.contains("<td class=\"l\">/dev/sdc</td>"), "{html}");
         assert!(html.contains("<td>12 of 60 s</td><td>37%</td>"), "{html}");
-        assert!(
-            html.contains("2 trial(s) stopped once their verdict was decided, 1 min 36 s sooner")
-        );
+        assert!(html.contains(
+            "2 trial(s) stopped once their verdict was decided, 1 min 36 s of drive time sooner"
+        ));
         assert!(!html.contains("<img src=x"), "{html}");
         // A '|' or a line break in a drive's name adds no cell or row.
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 1 |")).collect();

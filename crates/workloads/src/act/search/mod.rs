@@ -139,6 +139,7 @@ fn trial(shared: &Trials, ask: &Ask, n: usize) -> Result<(Trial, Judged)> {
         planned_s: ask.secs,
         elapsed_s,
         cpu_busy_pct,
+        decided: matches!(run.outcome, Outcome::Decided { .. }),
     };
     Ok((t, (log_path, judged)))
 }

@@ -93,6 +93,7 @@ pub fn side_by_side(
         n: drives.len(),
         lo: None,
         hi: None,
+        passed: vec![None; drives.len()],
         trials: Vec::new(),
         run,
     };
@@ -119,6 +120,8 @@ struct Search<'a, R> {
     /// The highest load passed below the lowest failed, and that failure.
     lo: Option<u64>,
     hi: Option<u64>,
+    /// The highest load each drive passed a trial at.
+    passed: Vec<Option<u64>>,
     trials: Vec<Trial>,
     run: R,
 }
@@ -154,10 +157,14 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
         );
         let mut passed = Vec::new();
         let mut interrupted = false;
-        for t in got {
+        for (t, &(load, drive)) in got.into_iter().zip(loads) {
             match t {
                 Some(t) if t.result != "interrupted" => {
-                    passed.push(t.result == "passing");
+                    let pass = t.result == "passing";
+                    if pass {
+                        self.passed[drive] = self.passed[drive].max(Some(load));
+                    }
+                    passed.push(pass);
                     self.trials.push(t);
                 }
                 other => {
@@ -285,7 +292,10 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
                     .iter()
                     .zip(0..)
                     .map(|(name, d)| {
-                        let (at, passed) = confirmations.get(d).copied().unwrap_or((lo, false));
+                        // Not confirmed (interrupted first): the most it
+                        // passed itself, up to the search's last pass.
+                        let own = self.passed[d].zip(lo).map(|(p, l)| p.min(l));
+                        let (at, passed) = confirmations.get(d).copied().unwrap_or((own, false));
                         DriveSearch {
                             drive: name.clone(),
                             highest_passing_load: at.map(x),
@@ -661,6 +671,25 @@ mod tests {
         assert!(r.interrupted && !r.confirmed);
         // The first round passed 1x and 2x; of the second, 4x passed.
         assert_eq!((r.trials.len(), r.highest_passing_load), (3, Some(2.0)));
+        // Interrupted before any confirmation, each drive's own answer is
+        // what it passed itself, never more than the search's last pass:
+        // the drive that only failed 4x passed nothing.
+        let mut rounds = 0;
+        let r = side_by_side(&plan(60.0, 1.0), &names(3), |asks| {
+            rounds += 1;
+            Ok(asks
+                .iter()
+                .map(|a| match rounds {
+                    1 => drive(2.0, 2.0)(a.load, a.secs, a.purpose).unwrap(),
+                    _ => None,
+                })
+                .collect())
+        })
+        .unwrap();
+        assert!(r.interrupted);
+        let own: Vec<Option<f64>> = r.drives.iter().map(|d| d.highest_passing_load).collect();
+        assert_eq!(own, [Some(1.0), Some(2.0), None]);
+        assert!(r.drives.iter().all(|d| !d.confirmed));
         // A runner that answers a round short is an error, not a pass.
         let e = side_by_side(&plan(60.0, 1.0), &names(2), |_| Ok(Vec::new())).unwrap_err();
         assert!(e.to_string().contains("answered 0 of 2"), "{e}");
