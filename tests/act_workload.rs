@@ -533,24 +533,16 @@ fn two_drives_get_their_own_histograms_and_an_even_share() {
         .any(|l| l["read_p99_us"].as_f64().unwrap() > 0.0));
 }
 
-#[test]
-fn search_finds_the_highest_passing_load() {
-    // A drive whose latency the test sets, so the answer does not depend
-    // on how fast (or how busy) this machine is: the null engine answers
-    // in 200 us until more than 5000 requests were issued in the last
-    // second, then in 3 ms. At Nx the storage workload issues about
-    // 2023 x N requests a second (2000 reads, ~12 large-block reads and
-    // ~12 large-block writes per 1x), so 2x passes (a quarter under the
-    // rate: a stall of 200 ms and its catch-up stay under it) and 3x fails
-    // (a fifth over).
-    let tmp = tempfile::tempdir().unwrap();
-    let scratch = tmp.path().join("drive");
-    let res = tmp.path().join("s.json");
-    let out = storcert(&[
-        "act",
-        "search",
-        "--device",
-        scratch.to_str().unwrap(),
+/// `act search` over `drives` on the null engine at 200 us, 3 ms past
+/// 5000 requests a second (a drive that passes 2x and fails 3x), up to 8x
+/// with 3 s trials and a 4 s confirmation.
+fn null_search(drives: &[&str], extra: &[&str], trials: &Path, res: &Path) -> std::process::Output {
+    let mut args = vec!["act", "search"];
+    for d in drives {
+        args.extend(["--device", d]);
+    }
+    args.extend(extra);
+    args.extend([
         "--file-size-mbytes",
         "64",
         "--engine",
@@ -564,10 +556,32 @@ fn search_finds_the_highest_passing_load() {
         "--confirm",
         "4s",
         "--out",
-        tmp.path().join("trials").to_str().unwrap(),
+        trials.to_str().unwrap(),
         "--json",
         res.to_str().unwrap(),
     ]);
+    storcert(&args)
+}
+
+#[test]
+fn search_finds_the_highest_passing_load() {
+    // A drive whose latency the test sets, so the answer does not depend
+    // on how fast (or how busy) this machine is: the null engine answers
+    // in 200 us until more than 5000 requests were issued in the last
+    // second, then in 3 ms. At Nx the storage workload issues about
+    // 2023 x N requests a second (2000 reads, ~12 large-block reads and
+    // ~12 large-block writes per 1x), so 2x passes (a quarter under the
+    // rate: a stall of 200 ms and its catch-up stay under it) and 3x fails
+    // (a fifth over).
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("drive");
+    let res = tmp.path().join("s.json");
+    let out = null_search(
+        &[scratch.to_str().unwrap()],
+        &[],
+        &tmp.path().join("trials"),
+        &res,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -641,30 +655,9 @@ fn a_search_side_by_side_finds_the_serial_answer() {
         .map(|i| tmp.path().join(format!("drive{i}")).display().to_string())
         .collect();
     let res = tmp.path().join("s.json");
-    let mut args = vec!["act", "search", "--parallel"];
-    for d in &drives {
-        args.extend(["--device", d.as_str()]);
-    }
     let trials = tmp.path().join("trials");
-    args.extend([
-        "--file-size-mbytes",
-        "64",
-        "--engine",
-        "null",
-        "--null-latency",
-        "200us,5000/s=3ms",
-        "--max",
-        "8x",
-        "--trial",
-        "3s",
-        "--confirm",
-        "4s",
-        "--out",
-        trials.to_str().unwrap(),
-        "--json",
-        res.to_str().unwrap(),
-    ]);
-    let out = storcert(&args);
+    let names: Vec<&str> = drives.iter().map(String::as_str).collect();
+    let out = null_search(&names, &["--parallel"], &trials, &res);
     assert!(
         out.status.success(),
         "{}",
