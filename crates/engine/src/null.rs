@@ -6,10 +6,9 @@
 //! reports is the modelled one, so a busy CPU that wakes late does not add
 //! latency; only the issue times (the scheduler's own lag) are real.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::os::fd::RawFd;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -123,7 +122,9 @@ pub struct NullEngine {
     /// Issue times within the last second, per drive (file descriptor):
     /// the model's rate is each drive's own, so N null drives in one run
     /// behave as N separate drives, not one drive at N times the rate.
-    recent: HashMap<RawFd, VecDeque<Instant>>,
+    /// (Indexed by the descriptor, which the kernel hands out from the
+    /// lowest free: a few dozen slots.)
+    recent: Vec<VecDeque<Instant>>,
 }
 
 impl NullEngine {
@@ -133,14 +134,18 @@ impl NullEngine {
             capacity: depth.max(1),
             queued: Vec::new(),
             pending: Vec::new(),
-            recent: HashMap::new(),
+            recent: Vec::new(),
         }
     }
 
     fn issue(&mut self) {
         let now = Instant::now();
         for req in self.queued.drain(..) {
-            let recent = self.recent.entry(req.fd).or_default();
+            let slot = usize::try_from(req.fd).unwrap_or(0);
+            if slot >= self.recent.len() {
+                self.recent.resize_with(slot + 1, VecDeque::new);
+            }
+            let recent = &mut self.recent[slot];
             while recent
                 .front()
                 .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
@@ -226,6 +231,7 @@ impl Engine for NullEngine {
 mod tests {
     use super::*;
     use crate::AlignedBuf;
+    use std::os::fd::RawFd;
 
     fn req(tag: u64) -> Request {
         on(-1, tag)
