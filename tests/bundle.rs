@@ -583,8 +583,13 @@ fn a_bundle_of_the_untagged_format_still_verifies_judges_and_renders() {
     // Today's first screen answers per drive and groups the reasons per
     // drive (once), where 0.1 listed them under the verdict and again in
     // the drives table's "why" column: the same reasons, the same rows.
-    let first_screen =
-        |s: &String| s.starts_with('\n') || s.starts_with("Why it ") || s.starts_with("Drives\n");
+    // The load-search section (its trial table) is new since 0.1.
+    let first_screen = |s: &String| {
+        s.starts_with('\n')
+            || s.starts_with("Why it ")
+            || s.starts_with("Drives\n")
+            || s.starts_with("Load search\n")
+    };
     // A streaming section now says how it ran ("How it ran: 1 MiB blocks,
     // …"), so a dd pass and a fio pass of one run read apart; 0.1 did not.
     let rest = |t: &str| -> Vec<String> {
