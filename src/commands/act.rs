@@ -573,10 +573,12 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
     let stop = stop_flag();
     let spec = search::SearchSpec {
         base,
-        max_load: max,
-        step,
-        trial_secs: trial,
-        confirm_secs: confirm,
+        plan: search::Plan {
+            max_load: max,
+            step,
+            trial_secs: trial,
+            confirm_secs: confirm,
+        },
         parallel: a.parallel,
         out_dir: a.out.clone(),
         label_dir: String::new(),

@@ -599,10 +599,12 @@ fn search_group(
     base.device_names = group.iter().map(|t| t.path.clone()).collect();
     let spec = crate::act::search::SearchSpec {
         base,
-        max_load: s.max_load,
-        step: s.step,
-        trial_secs: s.trial_secs,
-        confirm_secs: s.confirm_secs,
+        plan: crate::act::search::Plan {
+            max_load: s.max_load,
+            step: s.step,
+            trial_secs: s.trial_secs,
+            confirm_secs: s.confirm_secs,
+        },
         parallel: group.len() > 1,
         out_dir: ctx.path(&format!("{dir}act/search-{label}")),
         label_dir: format!("{dir}act/search-{label}/"),

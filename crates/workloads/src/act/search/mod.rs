@@ -22,19 +22,14 @@ pub use storcert_results::act::{SearchResult, Trial};
 
 mod strategy;
 
-pub use strategy::{check_loads, side_by_side, strategy, Ask, Plan};
+pub use strategy::{check_loads, side_by_side, Ask, Plan};
 
 #[derive(Debug, Clone)]
 pub struct SearchSpec {
     /// The configuration every trial starts from (devices, record sizes,
     /// ...); its rates and duration are set per trial.
     pub base: StorageConfig,
-    /// In x.
-    pub max_load: f64,
-    /// The resolution of the bisection, in x.
-    pub step: f64,
-    pub trial_secs: u64,
-    pub confirm_secs: u64,
+    pub plan: Plan,
     /// The base's drives are identical and each runs its own trials, side
     /// by side (`side_by_side`); otherwise each trial runs over them all.
     pub parallel: bool,
@@ -203,19 +198,13 @@ pub fn search(
         stop,
         console,
     };
-    let plan = Plan {
-        max_load: spec.max_load,
-        step: spec.step,
-        trial_secs: spec.trial_secs,
-        confirm_secs: spec.confirm_secs,
-    };
     let drives = match spec.parallel {
         true => spec.base.device_names.clone(),
         false => vec![spec.base.device_names.join(",")],
     };
     let mut n = 0;
     let mut judged = Vec::new();
-    let result = side_by_side(&plan, &drives, |asks| {
+    let result = side_by_side(&spec.plan, &drives, |asks| {
         if stop.load(Ordering::Relaxed) {
             return Ok(vec![None; asks.len()]);
         }

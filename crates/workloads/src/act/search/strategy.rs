@@ -37,38 +37,13 @@ pub struct Ask {
     pub drive: usize,
 }
 
-/// The loads, times and drives of a search.
+/// The loads and trial lengths of a search.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
     pub max_load: f64,
     pub step: f64,
     pub trial_secs: u64,
     pub confirm_secs: u64,
-}
-
-/// The search on one drive, one trial at a time (None: interrupted):
-/// escalate by doubling from 1x (or from --max, if lower) up to
-/// `max_load`, bisect between the last pass (or 0) and the first failure
-/// down to `step`, then confirm with a longer run, stepping down by `step`
-/// while the confirmation fails.
-pub fn strategy(
-    max_load: f64,
-    step: f64,
-    trial_secs: u64,
-    confirm_secs: u64,
-    mut run: impl FnMut(f64, u64, &str) -> Result<Option<Trial>>,
-) -> Result<SearchResult> {
-    let plan = Plan {
-        max_load,
-        step,
-        trial_secs,
-        confirm_secs,
-    };
-    side_by_side(&plan, &[String::new()], |asks| {
-        asks.iter()
-            .map(|a| run(a.load, a.secs, a.purpose))
-            .collect()
-    })
 }
 
 /// The same search over identical drives, a round of trials at a time,
@@ -78,7 +53,10 @@ pub fn strategy(
 /// and the first failure, and the load found is confirmed on every drive,
 /// each stepping down on its own while its confirmation fails, so that
 /// each drive is qualified by its own full-length run. The answer is the
-/// lowest load any drive confirmed. With one drive this is `strategy`.
+/// lowest load any drive confirmed. With one drive it is the serial search:
+/// escalate by doubling from 1x (or from --max, if lower), bisect between
+/// the last pass (or 0) and the first failure down to `step`, confirm,
+/// stepping down by `step` while the confirmation fails.
 pub fn side_by_side(
     plan: &Plan,
     drives: &[String],
@@ -90,7 +68,6 @@ pub fn side_by_side(
         plan,
         unit: ((plan.step * MILLI).round() as u64).max(1),
         max: (plan.max_load * MILLI).round() as u64,
-        n: drives.len(),
         lo: None,
         hi: None,
         passed: vec![None; drives.len()],
@@ -116,11 +93,10 @@ struct Search<'a, R> {
     plan: &'a Plan,
     unit: u64,
     max: u64,
-    n: usize,
     /// The highest load passed below the lowest failed, and that failure.
     lo: Option<u64>,
     hi: Option<u64>,
-    /// The highest load each drive passed a trial at.
+    /// The highest load each drive passed a trial at (one a drive).
     passed: Vec<Option<u64>>,
     trials: Vec<Trial>,
     run: R,
@@ -184,7 +160,7 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
         loop {
             let loads: Vec<(u64, usize)> =
                 std::iter::successors(Some(next), |&l| (l < max).then(|| (l * 2).min(max)))
-                    .take(self.n)
+                    .take(self.passed.len())
                     .zip(0..)
                     .collect();
             if !self.judge_round(&loads, "escalate")? {
@@ -202,10 +178,11 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
     /// until they lie one step apart; false when interrupted.
     fn bisect(&mut self) -> Result<bool> {
         while let Some(h) = self.hi {
-            let loads: Vec<(u64, usize)> = between(self.lo.unwrap_or(0), h, self.unit, self.n)
-                .into_iter()
-                .zip(0..)
-                .collect();
+            let loads: Vec<(u64, usize)> =
+                between(self.lo.unwrap_or(0), h, self.unit, self.passed.len())
+                    .into_iter()
+                    .zip(0..)
+                    .collect();
             if loads.is_empty() {
                 break;
             }
@@ -237,7 +214,7 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
     /// its confirmation fails; each drive's confirmation, and whether the
     /// search was interrupted.
     fn confirm(&mut self, load: u64) -> Result<(Vec<Confirmation>, bool)> {
-        let mut drives: Vec<Confirmation> = vec![(Some(load), false); self.n];
+        let mut drives: Vec<Confirmation> = vec![(Some(load), false); self.passed.len()];
         loop {
             let loads: Vec<(u64, usize)> = drives
                 .iter()
@@ -329,6 +306,28 @@ fn between(l: u64, h: u64, unit: u64, n: usize) -> Vec<u64> {
 mod tests {
     use super::*;
     use crate::act::search::table;
+
+    /// The search on one drive, one trial at a time (None: interrupted),
+    /// as the serial search's tests ask it.
+    fn strategy(
+        max_load: f64,
+        step: f64,
+        trial_secs: u64,
+        confirm_secs: u64,
+        mut run: impl FnMut(f64, u64, &str) -> Result<Option<Trial>>,
+    ) -> Result<SearchResult> {
+        let plan = Plan {
+            max_load,
+            step,
+            trial_secs,
+            confirm_secs,
+        };
+        side_by_side(&plan, &[String::new()], |asks| {
+            asks.iter()
+                .map(|a| run(a.load, a.secs, a.purpose))
+                .collect()
+        })
+    }
 
     /// Trials that pass up to a load, as a drive would.
     fn drive(
