@@ -147,17 +147,19 @@ fn what(name: &str, file_size: u64) -> Result<Drive, String> {
 }
 
 /// The kernel name of the disk a block device (by its device number) is,
-/// or is a partition of.
+/// or is a partition of, by the inventory's own sysfs reading.
 fn disk_of(rdev: u64) -> Result<String, String> {
-    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
-    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}"))
-        .map_err(|e| format!("block device {major}:{minor} is not in sysfs: {e}"))?;
-    let disk = match sys.join("partition").exists() {
-        true => sys.parent().map(Path::to_path_buf).unwrap_or_default(),
-        false => sys,
-    };
-    disk.file_name()
-        .and_then(|n| n.to_str())
-        .map(String::from)
+    use crate::inventory::sysfs::{name_of_devnum, underlying_disks};
+    let roots = crate::inventory::Roots::default();
+    let devnum = format!("{}:{}", libc::major(rdev), libc::minor(rdev));
+    let name = name_of_devnum(&roots, &devnum)
+        .ok_or_else(|| format!("block device {devnum} is not in sysfs"))?;
+    let class = roots.sys.join("class/block").join(&name);
+    if !roots.exists(&class.join("partition")) {
+        return Ok(name);
+    }
+    underlying_disks(&roots, &name)
+        .into_iter()
+        .next()
         .ok_or_else(|| "its disk has no name in sysfs".into())
 }
