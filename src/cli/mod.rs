@@ -393,6 +393,11 @@ pub struct ActSearchArgs {
     /// per drive at once, then confirm the load found on every drive
     #[arg(long)]
     pub parallel: bool,
+    /// Let a trial (never the confirmation) end early once statistics say
+    /// how it ends: at most a 0.1% chance of a trial decided the wrong way
+    /// (docs/act.md)
+    #[arg(long, conflicts_with = "run_to_end")]
+    pub statistical: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

@@ -328,7 +328,8 @@ fn summary(r: &RunResult) -> String {
             format!("STOPPED: an I/O on {device} stuck for {seconds} s")
         }
         Outcome::Interrupted => "interrupted (the log holds every whole report)".to_string(),
-        Outcome::Decided { seconds, reason } => {
+        // (A pass by statistics is a search trial's alone.)
+        Outcome::Decided { seconds, reason } | Outcome::PassingByStatistics { seconds, reason } => {
             format!("STOPPED once decided at {seconds} s ({reason}; --run-to-end runs on)")
         }
     };
@@ -580,6 +581,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
             confirm_secs: confirm,
         },
         parallel: a.parallel,
+        statistical: a.statistical.then_some(act::statistics::ALPHA),
         out_dir: a.out.clone(),
         label_dir: String::new(),
     };

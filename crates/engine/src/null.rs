@@ -13,15 +13,25 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::{Completion, Engine, Request};
+use storcert_util::random::Rng;
 
 /// How long a request takes: `base`, or the latency of the highest step
 /// whose rate the last second's requests to the same drive exceeded (a
-/// drive that slows down past its sustainable rate).
+/// drive that slows down past its sustainable rate); or, for a share of
+/// requests drawn at random, a latency of its own where that is longer
+/// (a drive whose tail a test sets: "200us,4%=2ms" puts 4% of reads over
+/// 1 ms, near ACT's 5%).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NullLatency {
     pub base: Duration,
     /// (requests in the last second above which, latency), rising rates.
     pub steps: Vec<(u32, Duration)>,
+    /// (parts per million of requests, latency): each request draws at
+    /// most one share; the shares add up to at most all of them.
+    pub shares: Vec<(u32, Duration)>,
+    /// The draws' seed ("seed=7"), for a run that repeats; else each
+    /// engine draws its own.
+    pub seed: Option<u64>,
 }
 
 impl NullLatency {
@@ -32,10 +42,41 @@ impl NullLatency {
             .find(|(above, _)| per_sec > *above as usize)
             .map_or(self.base, |s| s.1)
     }
+
+    /// The drawn share's latency for a draw in 0..1,000,000, if any.
+    fn drawn(&self, ppm: u32) -> Option<Duration> {
+        let mut below = 0;
+        self.shares.iter().find_map(|&(share, lat)| {
+            below += share;
+            (ppm < below).then_some(lat)
+        })
+    }
+}
+
+const PPM: u32 = 1_000_000;
+
+/// "4%" (decimals allowed, to a millionth) in parts per million.
+fn parse_share(s: &str) -> Option<u32> {
+    let pct = s.trim().strip_suffix('%')?;
+    let (whole, frac) = pct.split_once('.').unwrap_or((pct, ""));
+    if whole.is_empty()
+        || frac.len() > 4
+        || !(whole.chars().chain(frac.chars())).all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u32 = whole.parse().ok().filter(|w| *w <= 100)?;
+    let frac: u32 = format!("{frac:0<4}").parse().ok()?;
+    Some(whole * 10_000 + frac).filter(|p| *p <= PPM)
+}
+
+fn share_text(ppm: u32) -> String {
+    let text = format!("{}.{:04}", ppm / 10_000, ppm % 10_000);
+    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("null latency {text:?}: {why} (expected e.g. \"200us\" or \"200us,5000/s=3ms\")")]
+#[error("null latency {text:?}: {why} (expected e.g. \"200us\", \"200us,5000/s=3ms\" or \"200us,4%=2ms\")")]
 pub struct NullLatencyError {
     text: String,
     why: String,
@@ -67,28 +108,48 @@ impl FromStr for NullLatency {
         let base = parse_latency(parts.next().unwrap_or_default()).ok_or_else(|| {
             err("the first part is a latency with a unit (ns, us, ms, s) of at most 60 s")
         })?;
-        let mut steps: Vec<(u32, Duration)> = Vec::new();
+        let mut m = NullLatency {
+            base,
+            ..NullLatency::default()
+        };
         for part in parts {
-            let (rate, lat) = part
+            let (key, lat) = part
                 .split_once('=')
-                .ok_or_else(|| err("a step is RATE/s=LATENCY"))?;
-            let rate: u32 = rate
+                .ok_or_else(|| err("a step is RATE/s=LATENCY, a share PCT%=LATENCY"))?;
+            if key.trim() == "seed" {
+                m.seed = Some(
+                    lat.trim()
+                        .parse()
+                        .map_err(|_| err("a seed is a whole number"))?,
+                );
+                continue;
+            }
+            let lat = parse_latency(lat).ok_or_else(|| {
+                err("a step's or share's latency has a unit (ns, us, ms, s) and is at most 60 s")
+            })?;
+            if key.trim().ends_with('%') {
+                let share = parse_share(key)
+                    .ok_or_else(|| err("a share is a percentage of at most 100, to 4 decimals"))?;
+                m.shares.push((share, lat));
+                if m.shares.iter().map(|s| s.0).sum::<u32>() > PPM {
+                    return Err(err("the shares add up to more than 100%"));
+                }
+                continue;
+            }
+            let rate: u32 = key
                 .trim()
                 .strip_suffix("/s")
                 .and_then(|r| r.parse().ok())
                 .ok_or_else(|| err("a step's rate is a whole number of requests with /s"))?;
-            let lat = parse_latency(lat).ok_or_else(|| {
-                err("a step's latency has a unit (ns, us, ms, s) and is at most 60 s")
-            })?;
-            if steps.last().is_some_and(|s| s.0 >= rate) {
+            if m.steps.last().is_some_and(|s| s.0 >= rate) {
                 return Err(err("steps go in rising order of rate"));
             }
-            steps.push((rate, lat));
+            m.steps.push((rate, lat));
         }
-        if steps.len() > 16 {
-            return Err(err("at most 16 steps"));
+        if m.steps.len() > 16 || m.shares.len() > 16 {
+            return Err(err("at most 16 steps and 16 shares"));
         }
-        Ok(NullLatency { base, steps })
+        Ok(m)
     }
 }
 
@@ -108,6 +169,12 @@ impl fmt::Display for NullLatency {
         for (rate, lat) in &self.steps {
             write!(f, ",{rate}/s={}", latency_text(*lat))?;
         }
+        for (share, lat) in &self.shares {
+            write!(f, ",{}={}", share_text(*share), latency_text(*lat))?;
+        }
+        if let Some(seed) = self.seed {
+            write!(f, ",seed={seed}")?;
+        }
         Ok(())
     }
 }
@@ -125,11 +192,14 @@ pub struct NullEngine {
     /// (Indexed by the descriptor, which the kernel hands out from the
     /// lowest free: a few dozen slots.)
     recent: Vec<VecDeque<Instant>>,
+    /// Draws the shares' requests.
+    rng: Rng,
 }
 
 impl NullEngine {
     pub fn new(depth: usize, model: NullLatency) -> NullEngine {
         NullEngine {
+            rng: model.seed.map_or_else(Rng::from_entropy, Rng::seeded),
             model,
             capacity: depth.max(1),
             queued: Vec::new(),
@@ -153,7 +223,12 @@ impl NullEngine {
                 recent.pop_front();
             }
             recent.push_back(now);
-            let due = now + self.model.at_rate(recent.len());
+            let mut latency = self.model.at_rate(recent.len());
+            if !self.model.shares.is_empty() {
+                let drawn = self.model.drawn((self.rng.next_u64() % PPM as u64) as u32);
+                latency = latency.max(drawn.unwrap_or_default());
+            }
+            let due = now + latency;
             self.pending.push((now, due, req));
         }
     }
@@ -337,6 +412,63 @@ mod tests {
             .unwrap();
         assert!(asked.elapsed() >= Duration::from_millis(5));
         assert_eq!(got.len(), 1);
+    }
+
+    #[test]
+    fn parses_shares_and_a_seed() {
+        let m: NullLatency = "200us,5000/s=3ms,4%=2ms,0.05%=70ms,seed=7".parse().unwrap();
+        assert_eq!(
+            m.shares,
+            vec![
+                (40_000, Duration::from_millis(2)),
+                (500, Duration::from_millis(70))
+            ]
+        );
+        assert_eq!(m.seed, Some(7));
+        assert_eq!(m.to_string(), "200us,5000/s=3ms,4%=2ms,0.05%=70ms,seed=7");
+        assert_eq!(m.to_string().parse::<NullLatency>().unwrap(), m);
+        assert_eq!(m.drawn(0), Some(Duration::from_millis(2)));
+        assert_eq!(m.drawn(39_999), Some(Duration::from_millis(2)));
+        assert_eq!(m.drawn(40_499), Some(Duration::from_millis(70)));
+        assert_eq!(m.drawn(40_500), None);
+        for bad in [
+            "1ms,101%=2ms",
+            "1ms,60%=2ms,50%=3ms",
+            "1ms,%=2ms",
+            "1ms,1.00001%=2ms",
+            "1ms,-1%=2ms",
+            "1ms,seed=x",
+            "1ms,4%=2",
+        ] {
+            let e = bad.parse::<NullLatency>().unwrap_err().to_string();
+            assert!(e.starts_with("null latency"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_share_of_requests_drawn_at_random_takes_its_latency() {
+        // 20,000 requests, 4% drawn for 2 ms: as many as chance gives
+        // (sd 28), and the same ones again from the same seed.
+        let slow = |seed: u64| {
+            let mut e = NullEngine::new(20_000, format!("0us,4%=2ms,seed={seed}").parse().unwrap());
+            for t in 0..20_000 {
+                e.push(req(t)).unwrap();
+            }
+            e.submit().unwrap();
+            let mut out = Vec::new();
+            while out.len() < 20_000 {
+                e.reap(None, &mut out).unwrap();
+            }
+            out.sort_by_key(|c| c.tag);
+            out.iter()
+                .filter(|c| c.completed_at - c.issued_at == Duration::from_millis(2))
+                .map(|c| c.tag)
+                .collect::<Vec<u64>>()
+        };
+        let drawn = slow(7);
+        assert!((700..=900).contains(&drawn.len()), "{}", drawn.len());
+        assert_eq!(slow(7), drawn);
+        assert_ne!(slow(8), drawn);
     }
 
     #[test]

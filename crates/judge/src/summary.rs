@@ -620,6 +620,23 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
                 ));
             }
         }
+        // A trial passing by statistics rests on no claim (its log is cut
+        // short, and an answer needs a whole log), but it steered the
+        // search: its log must hold no slice over ACT's limits.
+        if t.result == storcert_results::act::PASSING_BY_STATISTICS && t.purpose == "confirm" {
+            return Some(format!(
+                "trial {} ({}x) is a confirmation counted as passing by statistics, which a confirmation never is",
+                i + 1,
+                t.load
+            ));
+        }
+        if t.result == storcert_results::act::PASSING_BY_STATISTICS && over_limits(t, c) {
+            return Some(format!(
+                "trial {} ({}x) is counted as passing by statistics, but its log is over ACT's limits",
+                i + 1,
+                t.load
+            ));
+        }
         match got.map(|g| g.0) {
             None => {
                 return Some(format!(
@@ -640,8 +657,17 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
         }
     }
     if let Some(l) = r.highest_passing_load {
+        // Borne by a trial that ran its full length at that load, at ACT's
+        // mix, whose log passes (found in review: a result other than
+        // "passing" skipped the load check above, so a log at 1x could
+        // bear a claim of 8x).
         let borne = r.trials.iter().any(|t| {
-            t.load == l && (!r.confirmed || t.purpose == "confirm") && fresh(t).is_some_and(|f| f.0)
+            t.load == l
+                && t.result == "passing"
+                && (!r.confirmed || t.purpose == "confirm")
+                && fresh(t).is_some_and(|(pass, load, standard)| {
+                    pass && standard && load.is_some_and(|x| (x - l).abs() <= 1.0 / 2000.0)
+                })
         });
         if !borne {
             return Some(format!(
@@ -653,6 +679,13 @@ fn search_claims(r: &SearchResult, c: &Contents) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a trial's log holds a slice over ACT's limits.
+fn over_limits(t: &storcert_results::act::Trial, c: &Contents) -> bool {
+    c.analyses().any(|(log, a)| {
+        is_trial_log(&log) && same_log(&log, &t.log) && !a.analysis.verdict.failures.is_empty()
+    })
 }
 
 /// A search side by side claims every drive confirmed the load on its

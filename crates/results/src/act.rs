@@ -23,6 +23,13 @@ pub enum Outcome {
         seconds: u64,
         reason: String,
     },
+    /// A search trial stopped once statistics put every rule's share of
+    /// reads under its limit (`act search --statistical`): a pass for the
+    /// search's steps, never a pass on ACT's rule (its log is cut short).
+    PassingByStatistics {
+        seconds: u64,
+        reason: String,
+    },
 }
 
 /// An outcome as written, read flat: serde's own reading of a tagged enum
@@ -38,6 +45,7 @@ enum OutcomeKind {
     StuckIo,
     Interrupted,
     Decided,
+    PassingByStatistics,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +77,10 @@ impl<'de> Deserialize<'de> for Outcome {
             },
             OutcomeKind::Interrupted => Outcome::Interrupted,
             OutcomeKind::Decided => Outcome::Decided {
+                seconds: j.seconds.ok_or_else(|| missing("seconds"))?,
+                reason: j.reason.ok_or_else(|| missing("reason"))?,
+            },
+            OutcomeKind::PassingByStatistics => Outcome::PassingByStatistics {
                 seconds: j.seconds.ok_or_else(|| missing("seconds"))?,
                 reason: j.reason.ok_or_else(|| missing("reason"))?,
             },
@@ -176,8 +188,9 @@ pub struct Trial {
     /// The load in x (fractional loads allowed: 1.5x).
     pub load: f64,
     pub purpose: String,
-    /// "passing", "stable at increased latency", "could not keep up",
-    /// "device errors", "stuck I/O" or "interrupted".
+    /// "passing", "passing by statistics" (`PASSING_BY_STATISTICS`),
+    /// "stable at increased latency", "could not keep up", "device
+    /// errors", "stuck I/O" or "interrupted".
     pub result: String,
     pub worst_pct_over_1ms: Option<f64>,
     pub worst_pct_over_8ms: Option<f64>,
@@ -202,6 +215,24 @@ pub struct Trial {
     /// could not keep up, had errors, or was interrupted).
     #[serde(default)]
     pub decided: bool,
+}
+
+/// A trial stopped once statistics put it under ACT's limits: passing for
+/// the search's next step, but no pass of ACT's rule (its log is cut
+/// short), so no answer rests on it.
+pub const PASSING_BY_STATISTICS: &str = "passing by statistics";
+
+/// A chance as a percentage: "0.1%" for 0.001.
+pub fn chance_text(p: f64) -> String {
+    let text = format!("{:.4}", p * 100.0);
+    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+impl Trial {
+    /// Whether the search takes the trial as passing its load.
+    pub fn passed(&self) -> bool {
+        self.result == "passing" || self.result == PASSING_BY_STATISTICS
+    }
 }
 
 /// One drive's own answer in a search over several identical drives side
@@ -238,6 +269,10 @@ pub struct SearchResult {
     pub parallel: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drives: Vec<DriveSearch>,
+    /// The trials (not the confirmations) could end early by statistics,
+    /// at this chance of a wrong early decision each (`--statistical`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistical: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -502,7 +537,10 @@ impl RunResult {
                 format!("stopped: an I/O on {device} did not complete in {seconds} s")
             }
             Outcome::Interrupted => "interrupted".to_string(),
-            Outcome::Decided { seconds, reason } => format!("decided after {seconds} s: {reason}"),
+            Outcome::Decided { seconds, reason }
+            | Outcome::PassingByStatistics { seconds, reason } => {
+                format!("decided after {seconds} s: {reason}")
+            }
         };
         super::verdict::Judgement {
             per_device: Vec::new(),
@@ -757,6 +795,10 @@ mod tests {
             Outcome::Decided {
                 seconds: 36,
                 reason: "slice 1 (0-3600 s) can no longer pass".into(),
+            },
+            Outcome::PassingByStatistics {
+                seconds: 15,
+                reason: "slice 1 (0-60 s) passes by statistics".into(),
             },
         ] {
             let json = serde_json::to_string(&o).unwrap();

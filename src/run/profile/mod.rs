@@ -276,6 +276,10 @@ pub struct Search {
     /// one load per drive at once, each drive confirming on its own.
     #[serde(default)]
     pub parallel: bool,
+    /// Trials (never the confirmation) may end early once statistics say
+    /// how they end, at a 0.1% chance of deciding one the wrong way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub statistical: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -377,6 +381,7 @@ pub struct SearchPlan {
     pub trial_secs: u64,
     pub confirm_secs: u64,
     pub parallel: bool,
+    pub statistical: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -560,7 +565,19 @@ impl Profile {
         })
     }
 
-    fn search_plan(key: &str, s: &Search) -> Result<SearchPlan, (String, String)> {
+    fn search_plan(
+        key: &str,
+        s: &Search,
+        run_to_end: bool,
+    ) -> Result<SearchPlan, (String, String)> {
+        if s.statistical && run_to_end {
+            return Err((
+                format!("{key}.statistical"),
+                "trials decided by statistics stop early, and act.run_to_end runs every trial \
+                 to its end: set one"
+                    .into(),
+            ));
+        }
         let step = s.step.unwrap_or(1.0);
         crate::act::search::check_loads(s.max_load, step).map_err(|e| (key.to_string(), e))?;
         Ok(SearchPlan {
@@ -569,6 +586,7 @@ impl Profile {
             trial_secs: Self::duration(&format!("{key}.trial"), &s.trial)?,
             confirm_secs: Self::duration(&format!("{key}.confirm"), &s.confirm)?,
             parallel: s.parallel,
+            statistical: s.statistical,
         })
     }
 
@@ -728,7 +746,7 @@ impl Profile {
             plan.search = a
                 .search
                 .as_ref()
-                .map(|s| Self::search_plan("act.search", s))
+                .map(|s| Self::search_plan("act.search", s, a.run_to_end))
                 .transpose()?;
             if let Some(t) = &a.index {
                 let ix = Self::timed_plan("act.index", t)?;
@@ -784,7 +802,10 @@ impl Profile {
                 search: ph
                     .search
                     .as_ref()
-                    .map(|s| Self::search_plan(&format!("{k}.search"), s))
+                    .map(|s| {
+                        let run_to_end = self.act.as_ref().is_some_and(|a| a.run_to_end);
+                        Self::search_plan(&format!("{k}.search"), s, run_to_end)
+                    })
                     .transpose()?,
             });
         }
@@ -937,8 +958,26 @@ mod tests {
         .unwrap();
         let s = p.plan.search.as_ref().unwrap();
         assert_eq!(
-            (s.max_load, s.step, s.trial_secs, s.confirm_secs),
-            (8.0, 1.0, 60, 600)
+            (
+                s.max_load,
+                s.step,
+                s.trial_secs,
+                s.confirm_secs,
+                s.statistical
+            ),
+            (8.0, 1.0, 60, 600, false)
+        );
+        let stat = |more: &str| {
+            Profile::parse(
+                &format!("name = \"x\"\n[devices]\nscratch = \"1G\"\n[act]\n{more}search = {{ max_load = 8, trial = \"1m\", confirm = \"10m\", statistical = true }}\n"),
+                "t",
+            )
+        };
+        assert!(stat("").unwrap().plan.search.unwrap().statistical);
+        let e = stat("run_to_end = true\n").unwrap_err().0;
+        assert!(
+            e.contains("act.search.statistical: trials decided by statistics"),
+            "{e}"
         );
         assert_eq!(p.plan.timed_seconds(), 4 * 60 + 600);
         assert_eq!(p.plan.time_budget, Some(Duration::from_secs(7200)));

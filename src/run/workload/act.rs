@@ -107,7 +107,8 @@ pub(super) fn act_run(
         )),
         Outcome::CouldNotKeepUp { stream } => Err(anyhow!("{stream} could not keep up")),
         // A verdict, not a broken stage: its log is judged as any other.
-        Outcome::Decided { seconds, reason } => {
+        // (A pass by statistics is a search trial's alone.)
+        Outcome::Decided { seconds, reason } | Outcome::PassingByStatistics { seconds, reason } => {
             ctx.saved_by_early_decisions(1, total_s.saturating_sub(*seconds) as f64);
             Ok(format!(
                 "{verdict}stopped once decided after {seconds} s: {reason}"
@@ -606,6 +607,7 @@ fn search_group(
             confirm_secs: s.confirm_secs,
         },
         parallel: group.len() > 1,
+        statistical: s.statistical.then_some(crate::act::statistics::ALPHA),
         out_dir: ctx.path(&format!("{dir}act/search-{label}")),
         label_dir: format!("{dir}act/search-{label}/"),
     };

@@ -127,6 +127,17 @@ fn lines(r: &Report, path: &str, s: &SearchResult) -> Vec<String> {
             .collect();
         lines.push(format!("Each drive's own: {}.", own.join("; ")));
     }
+    if let Some(alpha) = s.statistical {
+        lines.push(format!(
+            "Trials could end early by statistics: at most a {} chance of each, judged on its \
+             reads' latency, decided the wrong way (docs/act.md); {}",
+            storcert_results::act::chance_text(alpha),
+            match s.confirmed {
+                true => "the confirmations ran their full length, and the answer rests on them.",
+                false => "nothing was confirmed, and no load passed by statistics is an answer.",
+            }
+        ));
+    }
     let (early, saved) = s.saved_by_early_decisions();
     if early > 0 {
         lines.push(format!(
@@ -263,5 +274,33 @@ mod tests {
             html.matches("<td>escalate").count() + html.matches("<td class=\"l\">escalate").count(),
             super::MAX_TRIALS
         );
+    }
+
+    #[test]
+    fn statistical_trials_are_named_as_such_with_their_chance_of_error() {
+        let mut early = trial(1.0, None);
+        early.result = storcert_results::act::PASSING_BY_STATISTICS.into();
+        let (html, md) = page(SearchResult {
+            statistical: Some(0.001),
+            trials: vec![early],
+            ..Default::default()
+        });
+        for page in [&html, &md] {
+            assert!(
+                page.contains(
+                    "Trials could end early by statistics: at most a 0.1% chance of each"
+                ),
+                "{page}"
+            );
+            assert!(
+                page.contains(
+                    "nothing was confirmed, and no load passed by statistics is an answer"
+                ),
+                "{page}"
+            );
+            assert!(page.contains("passing by statistics"), "{page}");
+        }
+        let (html, _) = page(SearchResult::default());
+        assert!(!html.contains("by statistics"), "{html}");
     }
 }

@@ -86,6 +86,8 @@ fn run_spec(cfg: &IndexConfig, opts: &super::RunOptions) -> RunSpec {
         // verdict judges.
         judged: vec![0],
         stop_when_decided: !opts.run_to_end,
+        // Only a search's trials are decided by statistics.
+        statistical: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod index;
 pub mod prep;
 pub mod runner;
 pub mod search;
+pub mod statistics;
 pub mod storage;
 
 // What is read rather than run (the configuration, the histograms, the
@@ -38,6 +39,10 @@ pub struct RunOptions {
     /// Run to the end even once the verdict is decided (a failed slice
     /// cannot pass again); the default stops there.
     pub run_to_end: bool,
+    /// Decide by statistics too, at this chance of deciding the wrong way
+    /// (`statistics::ALPHA`): a search's trials only, never a run that
+    /// qualifies a drive.
+    pub statistical: Option<f64>,
 }
 
 impl Default for RunOptions {
@@ -49,6 +54,7 @@ impl Default for RunOptions {
             max_errors: 100,
             io_timeout: Duration::from_secs(30),
             run_to_end: false,
+            statistical: None,
         }
     }
 }

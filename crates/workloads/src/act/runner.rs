@@ -89,6 +89,48 @@ pub struct RunSpec {
     pub judged: Vec<usize>,
     /// Stop once the verdict is decided (`decide`); false runs to the end.
     pub stop_when_decided: bool,
+    /// Decide by statistics too, at this chance of deciding the wrong way
+    /// (`statistics`; search trials only, with `stop_when_decided`).
+    pub statistical: Option<f64>,
+}
+
+/// What decides a run: the histograms its verdict judges (and each drive's
+/// share of their reads, which a pass by statistics needs too), with the
+/// streams that feed each.
+fn decider(spec: &RunSpec, interval_ns: u64, total_reports: u64) -> super::decide::Decider {
+    let feeders = |h: usize| -> Vec<usize> {
+        spec.streams
+            .iter()
+            .enumerate()
+            .filter(|(_, st)| {
+                st.hist == Some(h) || st.device_hists.as_ref().is_some_and(|d| d.contains(&h))
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let named = |h: usize| (h, spec.hist_names[h].clone(), feeders(h));
+    let mut shares: Vec<usize> = spec
+        .streams
+        .iter()
+        .filter(|st| st.hist.is_some_and(|h| spec.judged.contains(&h)))
+        .flat_map(|st| st.device_hists.iter().flatten().copied())
+        .collect();
+    shares.sort_unstable();
+    shares.dedup();
+    let end_ns = total_reports * interval_ns;
+    let sampling = spec.statistical.map(|alpha| {
+        let judged = spec.judged.len() + shares.len();
+        super::statistics::Sampling::new(alpha, judged, total_reports, end_ns)
+    });
+    super::decide::Decider::new(
+        (
+            spec.judged.iter().map(|&h| named(h)).collect(),
+            shares.into_iter().map(named).collect(),
+        ),
+        sampling,
+        spec.microsecond,
+        (interval_ns, end_ns),
+    )
 }
 
 struct StreamState {
@@ -328,31 +370,9 @@ impl<'s> Scheduler<'s> {
         let total_reports = (spec.duration.as_nanos() as u64)
             .div_ceil(interval_ns)
             .max(1);
-        let decider = spec.stop_when_decided.then(|| {
-            let judged = spec
-                .judged
-                .iter()
-                .map(|&h| {
-                    let feeders = spec
-                        .streams
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, st)| {
-                            st.hist == Some(h)
-                                || st.device_hists.as_ref().is_some_and(|d| d.contains(&h))
-                        })
-                        .map(|(i, _)| i)
-                        .collect();
-                    (h, spec.hist_names[h].clone(), feeders)
-                })
-                .collect();
-            super::decide::Decider::new(
-                judged,
-                spec.microsecond,
-                interval_ns,
-                total_reports * interval_ns,
-            )
-        });
+        let decider = spec
+            .stop_when_decided
+            .then(|| decider(spec, interval_ns, total_reports));
         Scheduler {
             spec,
             patterns,
@@ -422,19 +442,28 @@ impl<'s> Scheduler<'s> {
                     .unwrap_or(0.0);
                 p(secs, rate, over);
             }
-            if let Some(reason) = self.decided() {
-                return Ok(Some(Outcome::Decided {
-                    seconds: secs,
-                    reason,
-                }));
+            use super::decide::Decision;
+            match self.decided() {
+                Some(Decision::Fails(reason)) => {
+                    return Ok(Some(Outcome::Decided {
+                        seconds: secs,
+                        reason,
+                    }))
+                }
+                Some(Decision::Passes(reason)) => {
+                    return Ok(Some(Outcome::PassingByStatistics {
+                        seconds: secs,
+                        reason,
+                    }))
+                }
+                None => {}
             }
         }
         Ok(None)
     }
 
-    /// Why the run has failed already, whatever follows, if it has
-    /// (asked after each report).
-    fn decided(&mut self) -> Option<String> {
+    /// What the reports so far decided, if anything (asked after each).
+    fn decided(&mut self) -> Option<super::decide::Decision> {
         let t_ns = self.reports * self.interval_ns;
         let streams = &self.streams;
         let remaining = |i: usize, until_ns: u64| -> Option<u64> {
@@ -447,7 +476,10 @@ impl<'s> Scheduler<'s> {
             let due = ((until_ns as f64 / st.interval_ns).floor() as u64).saturating_add(2);
             Some(due.max(st.issued) - st.completed)
         };
-        self.decider.as_mut()?.check(t_ns, &self.hists, &remaining)
+        let in_flight = |i: usize| streams[i].issued - streams[i].completed;
+        self.decider
+            .as_mut()?
+            .check(t_ns, &self.hists, (&remaining, &in_flight))
     }
 
     /// The seconds that closed since the last turn, into the timeline.
@@ -767,7 +799,9 @@ fn write_outcome(log: &mut dyn Write, outcome: &Outcome, spec: &RunSpec) -> Resu
                 "ERROR: an I/O on {device} did not complete in {seconds} s - test stopped"
             )?;
         }
-        Outcome::Decided { seconds, reason } => {
+        // A trial passing by statistics is cut short too: as a log on its
+        // own it is not an ACT pass.
+        Outcome::Decided { seconds, reason } | Outcome::PassingByStatistics { seconds, reason } => {
             writeln!(log, "decided after {seconds} sec: {reason} - test stopped")?;
         }
         _ => {}

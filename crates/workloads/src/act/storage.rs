@@ -209,6 +209,7 @@ impl Workload for StorageConfig {
             io_timeout: opts.io_timeout,
             judged,
             stop_when_decided: !opts.run_to_end,
+            statistical: opts.statistical.filter(|_| !opts.run_to_end),
         }
     }
 

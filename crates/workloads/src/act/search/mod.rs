@@ -33,6 +33,9 @@ pub struct SearchSpec {
     /// The base's drives are identical and each runs its own trials, side
     /// by side (`side_by_side`); otherwise each trial runs over them all.
     pub parallel: bool,
+    /// Trials (never a confirmation) may end early by statistics, at this
+    /// chance of a wrong early decision (`statistics::ALPHA`).
+    pub statistical: Option<f64>,
     pub out_dir: PathBuf,
     /// `out_dir`'s path in its results folder ("act/search-sda/"), which
     /// names the trials' logs in their analyses; empty: their file names.
@@ -96,6 +99,11 @@ fn trial(shared: &Trials, ask: &Ask, n: usize) -> Result<(Trial, Judged)> {
             .unwrap_or_default(),
         log_path.display()
     ));
+    // A confirmation always runs its full length.
+    let opts = &RunOptions {
+        statistical: spec.statistical.filter(|_| ask.purpose != "confirm"),
+        ..(*opts).clone()
+    };
     let (started, cpu) = (std::time::Instant::now(), CpuTimes::now());
     let run = run_workload(
         &cfg,
@@ -134,7 +142,10 @@ fn trial(shared: &Trials, ask: &Ask, n: usize) -> Result<(Trial, Judged)> {
         planned_s: ask.secs,
         elapsed_s,
         cpu_busy_pct,
-        decided: matches!(run.outcome, Outcome::Decided { .. }),
+        decided: matches!(
+            run.outcome,
+            Outcome::Decided { .. } | Outcome::PassingByStatistics { .. }
+        ),
     };
     Ok((t, (log_path, judged)))
 }
@@ -150,21 +161,29 @@ fn trial_result<E>(
         (Outcome::DeviceErrors { .. }, _) => ("device errors", None),
         (Outcome::StuckIo { .. }, _) => ("stuck I/O", None),
         (Outcome::Interrupted, _) => ("interrupted", None),
-        (Outcome::Completed | Outcome::Decided { .. }, Ok(a)) => {
+        (
+            Outcome::Completed | Outcome::Decided { .. } | Outcome::PassingByStatistics { .. },
+            Ok(a),
+        ) => {
             let reads = &a.histograms[0];
             let worst = Some((reads.max[0], reads.max[3], reads.max[6]));
-            let result = if a.verdict.pass {
+            let result = if !a.verdict.failures.is_empty() {
+                "stable at increased latency"
+            } else if matches!(outcome, Outcome::PassingByStatistics { .. }) {
+                // Its log is cut short, so it is no pass of ACT's rule.
+                storcert_results::act::PASSING_BY_STATISTICS
+            } else if a.verdict.pass {
                 "passing"
-            } else if a.verdict.failures.is_empty() {
+            } else {
                 // No slice over the limits, yet not a pass: a slice in
                 // which no read completed.
                 "stalled"
-            } else {
-                "stable at increased latency"
             };
             (result, worst)
         }
-        (Outcome::Completed, Err(_)) => ("could not keep up", None),
+        (Outcome::Completed | Outcome::PassingByStatistics { .. }, Err(_)) => {
+            ("could not keep up", None)
+        }
         (Outcome::Decided { .. }, Err(_)) => ("over ACT's limits", None),
     }
 }
@@ -242,7 +261,10 @@ pub fn search(
         Ok(trials)
     })?;
     Ok(Searched {
-        result,
+        result: SearchResult {
+            statistical: spec.statistical,
+            ..result
+        },
         trials: judged,
     })
 }
@@ -289,6 +311,17 @@ pub fn table(r: &SearchResult) -> String {
         (Some(l), false) => format!("highest passing load: {l}x (not confirmed)\n"),
         (None, _) => "no load passed\n".to_string(),
     });
+    if let Some(alpha) = r.statistical {
+        s.push_str(&format!(
+            "trials could end early by statistics (at most a {} chance of each, on its reads' \
+             latency, decided the wrong way){}\n",
+            storcert_results::act::chance_text(alpha),
+            match r.confirmed {
+                true => "; the confirmation ran its full length",
+                false => "; nothing was confirmed, and no load passed by statistics is an answer",
+            }
+        ));
+    }
     if r.reached_max {
         s.push_str(&format!(
             "reached --max {}x: the drive passed every load tried, its limit is higher\n",

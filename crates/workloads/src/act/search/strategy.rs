@@ -71,6 +71,7 @@ pub fn side_by_side(
         lo: None,
         hi: None,
         passed: vec![None; drives.len()],
+        in_full: vec![None; drives.len()],
         trials: Vec::new(),
         run,
     };
@@ -98,6 +99,9 @@ struct Search<'a, R> {
     hi: Option<u64>,
     /// The highest load each drive passed a trial at (one a drive).
     passed: Vec<Option<u64>>,
+    /// The same, counting only trials that ran their full length (not
+    /// passing by statistics): what an answer not confirmed may claim.
+    in_full: Vec<Option<u64>>,
     trials: Vec<Trial>,
     run: R,
 }
@@ -136,9 +140,12 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
         for (t, &(load, drive)) in got.into_iter().zip(loads) {
             match t {
                 Some(t) if t.result != "interrupted" => {
-                    let pass = t.result == "passing";
+                    let pass = t.passed();
                     if pass {
                         self.passed[drive] = self.passed[drive].max(Some(load));
+                    }
+                    if t.result == "passing" {
+                        self.in_full[drive] = self.in_full[drive].max(Some(load));
                     }
                     passed.push(pass);
                     self.trials.push(t);
@@ -237,7 +244,9 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
     }
 
     /// The answer: the lowest load a drive is at (confirmed or not), as
-    /// the search left it; the last pass where nothing was confirmed.
+    /// the search left it; the last pass where nothing was confirmed. A
+    /// load not confirmed is at most one a trial passed in full: a pass by
+    /// statistics steers the search but is no answer.
     fn result(
         self,
         drives: &[String],
@@ -245,10 +254,19 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
         interrupted: bool,
     ) -> SearchResult {
         let lo = self.lo;
+        // The highest load any drive passed in full (without statistics,
+        // the search's last pass).
+        let in_full = self.in_full.iter().copied().max().flatten().min(lo);
         let (highest, confirmed) = match confirmations {
-            [] => (lo, false),
+            [] => (in_full, false),
             c => (
-                c.iter().map(|d| d.0).min().flatten(),
+                c.iter()
+                    .map(|&(at, passed)| match passed {
+                        true => at,
+                        false => at.min(in_full),
+                    })
+                    .min()
+                    .flatten(),
                 c.iter().all(|d| d.1) && !interrupted,
             ),
         };
@@ -263,6 +281,7 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
             trials: self.trials,
             interrupted,
             parallel,
+            statistical: None,
             drives: match parallel {
                 false => Vec::new(),
                 true => drives
@@ -271,8 +290,12 @@ impl<R: FnMut(&[Ask]) -> Result<Vec<Option<Trial>>>> Search<'_, R> {
                     .map(|(name, d)| {
                         // Not confirmed (interrupted first): the most it
                         // passed itself, up to the search's last pass.
-                        let own = self.passed[d].zip(lo).map(|(p, l)| p.min(l));
-                        let (at, passed) = confirmations.get(d).copied().unwrap_or((own, false));
+                        let own = self.in_full[d].zip(lo).map(|(p, l)| p.min(l));
+                        let (at, passed) = match confirmations.get(d).copied() {
+                            Some((at, false)) => (at.min(self.in_full[d]), false),
+                            Some(c) => c,
+                            None => (own, false),
+                        };
                         DriveSearch {
                             drive: name.clone(),
                             highest_passing_load: at.map(x),
@@ -692,5 +715,49 @@ mod tests {
         // A runner that answers a round short is an error, not a pass.
         let e = side_by_side(&plan(60.0, 1.0), &names(2), |_| Ok(Vec::new())).unwrap_err();
         assert!(e.to_string().contains("answered 0 of 2"), "{e}");
+    }
+
+    /// Interrupted before its confirmation, a search answers with the
+    /// highest load a trial passed in full: a pass by statistics steered
+    /// it, but is no answer (found in review).
+    #[test]
+    fn a_load_passed_by_statistics_alone_is_no_answer() {
+        // 1x passes in full, 2x and 4x by statistics, 8x fails; the
+        // confirmation (at 4x, after bisecting 6x and 5x) is interrupted.
+        let run = |load: f64, _: u64, purpose: &str| -> Result<Option<Trial>> {
+            let result = match (purpose, load) {
+                ("confirm", _) => return Ok(None),
+                (_, l) if l <= 1.0 => "passing",
+                (_, l) if l <= 4.0 => storcert_results::act::PASSING_BY_STATISTICS,
+                _ => "stable at increased latency",
+            };
+            Ok(Some(Trial {
+                load,
+                purpose: purpose.into(),
+                result: result.into(),
+                ..Default::default()
+            }))
+        };
+        let r = strategy(8.0, 1.0, 10, 60, run).unwrap();
+        let tried: Vec<f64> = r.trials.iter().map(|t| t.load).collect();
+        assert_eq!(tried, [1.0, 2.0, 4.0, 8.0, 6.0, 5.0]);
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(1.0), false));
+        // Side by side, each drive's own answer is its own full pass.
+        let plan = Plan {
+            max_load: 8.0,
+            step: 1.0,
+            trial_secs: 10,
+            confirm_secs: 60,
+        };
+        let drives = ["a".to_string(), "b".to_string()];
+        let r = side_by_side(&plan, &drives, |asks| {
+            asks.iter()
+                .map(|a| run(a.load, a.secs, a.purpose))
+                .collect()
+        })
+        .unwrap();
+        let own: Vec<Option<f64>> = r.drives.iter().map(|d| d.highest_passing_load).collect();
+        assert_eq!(own, [Some(1.0), None]);
+        assert_eq!((r.highest_passing_load, r.confirmed), (Some(1.0), false));
     }
 }
