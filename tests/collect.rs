@@ -1622,6 +1622,7 @@ fn reads_need_the_token_unless_public_read() {
         "/",
         "/api/bundles",
         "/bundles/0",
+        "/metrics",
         &format!("/download/{}.tar.zst", "a".repeat(64)),
     ] {
         let a = get(path, None);
@@ -2727,4 +2728,102 @@ fn hostile_fleet_text_is_escaped_and_forged_store_times_are_not_believed() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("0 row(s)"), "{}", text(&o));
+}
+
+/// `/metrics` as Prometheus' own tools read it: `promtool check metrics`
+/// passes it, and a Prometheus server started here scrapes the collector
+/// and answers a query with the stored bundles' count (Debian's
+/// `prometheus` package, which scripts/setup installs).
+#[test]
+fn metrics_pass_promtool_and_a_prometheus_server_scrapes_them() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let b = lab.bundle("one.tar.zst", true, 0);
+    assert!(upload(&[s(&b), "--to", &c.upload_url()]).status.success());
+    // Again: already stored, which is no second bundle.
+    assert!(upload(&[s(&b), "--to", &c.upload_url()]).status.success());
+    // A refused upload: a name the collector will not take.
+    let (code, _) = http(&c.addr, "PUT", "/upload/..x.tar.zst", &[], b"x");
+    assert_eq!(code, 400);
+    // Another method is no upload, and is not counted as one.
+    let (code, _) = http(&c.addr, "GET", "/upload/x.tar.zst", &[], b"");
+    assert_eq!(code, 405);
+    let (code, page) = c.get("/metrics");
+    assert_eq!(code, 200, "{page}");
+    for line in [
+        "storcert_bundles{verdict=\"pass\"} 1",
+        "storcert_uploads_total{outcome=\"stored\"} 1",
+        "storcert_uploads_total{outcome=\"already_stored\"} 1",
+        "storcert_uploads_total{outcome=\"bad_request\"} 1",
+        "storcert_uploads_total{outcome=\"other\"} 0",
+        "storcert_drives{model=\"QEMU HARDDISK\",verdict=\"untested\"} 3",
+        "storcert_index_up 1",
+        "storcert_store_up 1",
+    ] {
+        assert!(page.lines().any(|l| l == line), "{line}\n{page}");
+    }
+    let promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package: scripts/setup installs it)");
+    let mut promtool = promtool;
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(page.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(checked.status.success(), "{}{}", text(&checked), page);
+    // No lint either (names, units, HELP on every family).
+    assert!(
+        checked.stdout.is_empty() && checked.stderr.is_empty(),
+        "promtool's lint: {}",
+        text(&checked)
+    );
+
+    // A real server, scraping every second.
+    let port = free_port();
+    let host = c.addr.trim_start_matches("http://");
+    let config = lab.path("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: storcert\n    static_configs:\n      - targets: ['{host}']\n"),
+    )
+    .unwrap();
+    let mut server = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            lab.path("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus (Debian's prometheus package)");
+    let query = "/api/v1/query?query=storcert_bundles%7Bverdict%3D%22pass%22%7D";
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let answer = loop {
+        let (code, body) = http(&format!("http://127.0.0.1:{port}"), "GET", query, &[], b"");
+        if code == 200 && body.contains("\"result\":[{") {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no scrape in 90 s: {code} {body}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(v["data"]["result"][0]["value"][1], "1", "{answer}");
+    assert_eq!(
+        v["data"]["result"][0]["metric"]["job"], "storcert",
+        "{answer}"
+    );
 }

@@ -714,6 +714,10 @@ pub struct RunArgs {
     /// Abandon an unfinished earlier run instead of resuming it
     #[arg(long)]
     pub fresh: bool,
+    /// Keep DIR/storcert.prom (Prometheus' text format) for node_exporter's
+    /// textfile collector, with every heartbeat (profile: textfile)
+    #[arg(long, value_name = "DIR")]
+    pub textfile: Option<PathBuf>,
     /// Read the kernel command line from this file instead of /proc/cmdline
     #[arg(long, value_name = "FILE", hide = true)]
     pub cmdline: Option<PathBuf>,

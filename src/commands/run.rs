@@ -27,7 +27,7 @@ pub fn run(a: RunArgs) -> ExitCode {
     };
     let partition = run::boot::results_partition();
     // The whole profile is validated here, before any device is touched.
-    let resolved = match source::resolve(
+    let mut resolved = match source::resolve(
         a.profile.as_deref(),
         &cmdline,
         partition.as_deref(),
@@ -36,6 +36,9 @@ pub fn run(a: RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    if let Some(dir) = &a.textfile {
+        resolved.profile.textfile = Some(dir.clone());
+    }
     if a.show_profile {
         println!("# {}", resolved.source);
         print!("{}", toml::to_string(&resolved.profile).unwrap_or_default());

@@ -92,7 +92,8 @@ pub(super) fn start_heartbeats(
             Some((crate::upload::shown_url(&to), c, url))
         })
         .collect();
-    if targets.is_empty() {
+    let textfile = ctx.profile.textfile.clone();
+    if targets.is_empty() && textfile.is_none() {
         return Ok(());
     }
     if !crate::results::heartbeat::valid_run_id(&run_id) {
@@ -113,17 +114,29 @@ pub(super) fn start_heartbeats(
         // Beside the run folder, not in it: not a result.
         seq_file: ctx.dir.with_extension("heartbeat-seq"),
     };
+    let to: Vec<String> = targets
+        .iter()
+        .map(|t| t.0.clone())
+        .chain(textfile.iter().map(|d| {
+            let file = d.join(super::textfile::FILE);
+            format!(
+                "{} (node_exporter)",
+                crate::util::text::printable(&file.display().to_string(), 300)
+            )
+        }))
+        .collect();
     ctx.console.say(&format!(
         "heartbeats every {} s to {}",
         p.plan.progress_interval.as_secs().max(1),
-        targets
-            .iter()
-            .map(|t| t.0.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        to.join(", ")
     ));
-    *ctx.beacon.lock().unwrap_or_else(|e| e.into_inner()) =
-        heartbeat::Beacon::start(targets, key, info, ctx.live.clone(), ctx.console.clone());
+    *ctx.beacon.lock().unwrap_or_else(|e| e.into_inner()) = heartbeat::Beacon::start(
+        (targets, textfile),
+        key,
+        info,
+        ctx.live.clone(),
+        ctx.console.clone(),
+    );
     Ok(())
 }
 

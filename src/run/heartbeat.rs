@@ -7,6 +7,7 @@
 //! stage; a collector that is down costs the run nothing but a line in its
 //! notes. The signed bundle stays the record.
 
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -139,22 +140,24 @@ pub struct Beacon {
 }
 
 impl Beacon {
-    /// Starts sending to `targets` (name shown, client, heartbeat URL).
-    /// None without a target that takes heartbeats.
+    /// Starts sending to `targets` (name shown, client, heartbeat URL) and
+    /// writing each heartbeat into the textfile folder (`textfile`), if
+    /// given. None with neither.
     pub fn start(
-        targets: Vec<(String, Client, reqwest::Url)>,
+        (targets, textfile): (Vec<(String, Client, reqwest::Url)>, Option<PathBuf>),
         key: SecretKey,
         info: RunInfo,
         live: Arc<Live>,
         console: Arc<Console>,
     ) -> Option<Beacon> {
-        if targets.is_empty() {
+        if targets.is_empty() && textfile.is_none() {
             return None;
         }
         let (tx, rx) = std::sync::mpsc::channel();
+        let to = To { targets, textfile };
         let thread = std::thread::Builder::new()
             .name("heartbeat".into())
-            .spawn(move || send_loop(rx, targets, key, info, live, console))
+            .spawn(move || send_loop(rx, to, key, info, live, console))
             .ok()?;
         Some(Beacon {
             tx,
@@ -238,9 +241,15 @@ fn heartbeat(
     hb
 }
 
+/// Where heartbeats go: collectors, and node_exporter's textfile folder.
+struct To {
+    targets: Vec<(String, Client, reqwest::Url)>,
+    textfile: Option<PathBuf>,
+}
+
 fn send_loop(
     rx: Receiver<Msg>,
-    targets: Vec<(String, Client, reqwest::Url)>,
+    To { targets, textfile }: To,
     key: SecretKey,
     info: RunInfo,
     live: Arc<Live>,
@@ -265,6 +274,7 @@ fn send_loop(
         .max(saved);
     // Each target's failure is said once, until it answers again.
     let mut failing = vec![false; targets.len()];
+    let mut textfile_failing = false;
     let mut last = false;
     while !last {
         match rx.recv_timeout(info.interval.max(Duration::from_secs(1))) {
@@ -282,6 +292,22 @@ fn send_loop(
         seq += 1;
         let _ = std::fs::write(&info.seq_file, seq.to_string());
         let hb = heartbeat(&info, &live.snapshot(), console.live(), seq, started);
+        if let Some(dir) = &textfile {
+            if let Err(e) = super::textfile::write(dir, &hb) {
+                if !textfile_failing {
+                    console.say(&format!(
+                        "textfile {}: {e} (best-effort: the run goes on)",
+                        crate::util::text::printable(&dir.display().to_string(), 300)
+                    ));
+                }
+                textfile_failing = true;
+            } else {
+                textfile_failing = false;
+            }
+        }
+        if targets.is_empty() {
+            continue;
+        }
         let Ok(body) = serde_json::to_vec(&hb) else {
             continue;
         };

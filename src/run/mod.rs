@@ -16,6 +16,7 @@ mod made;
 pub mod plan;
 pub mod profile;
 pub mod source;
+pub mod textfile;
 mod workload;
 
 use std::path::{Path, PathBuf};

@@ -24,10 +24,11 @@ pub struct Cmdline {
     pub interval: Option<String>,
     pub debug: bool,
     pub tag: Option<String>,
+    pub textfile: Option<String>,
 }
 
-const KEYS: &str =
-    "profile, upload, done, devices, load, duration, allow_http, pin, interval, debug, tag";
+const KEYS: &str = "profile, upload, done, devices, load, duration, allow_http, pin, interval, \
+                    debug, tag, textfile";
 
 impl Cmdline {
     /// Parses `/proc/cmdline` text; words that are not `storcert.*` are
@@ -61,6 +62,7 @@ impl Cmdline {
                 "interval" => c.interval = Some(need(v)?),
                 "debug" => c.debug = flag(v),
                 "tag" => c.tag = Some(need(v)?),
+                "textfile" => c.textfile = Some(need(v)?),
                 _ => {
                     return Err(ProfileError(format!(
                         "kernel command line: unknown key storcert.{k} (known: {KEYS})"
@@ -82,6 +84,9 @@ impl Cmdline {
         }
         if let Some(t) = &self.tag {
             p.tag = Some(t.clone());
+        }
+        if let Some(t) = &self.textfile {
+            p.textfile = Some(t.into());
         }
         if let Some(d) = &self.devices {
             p.devices.scratch = None;
@@ -276,6 +281,10 @@ mod tests {
         let mut p = Profile::parse("name = \"x\"\n[devices]\nscratch = \"1G\"\n", "t").unwrap();
         c.apply(&mut p);
         assert_eq!(p.tag.as_deref(), Some("PO-4471"));
+        // So does node_exporter's textfile folder.
+        let c = Cmdline::parse("storcert.textfile=/run/node-exporter").unwrap();
+        c.apply(&mut p);
+        assert_eq!(p.textfile, Some("/run/node-exporter".into()));
         let e = Cmdline::parse("storcert.tag=").unwrap_err().0;
         assert!(e.contains("needs a value"), "{e}");
     }

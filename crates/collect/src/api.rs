@@ -51,6 +51,27 @@ pub(super) fn json_answer<T: serde::Serialize>(value: &T) -> Response {
 /// come first; how many did not fit is said in `x-storcert-left-out`.
 pub(super) const API_BOARD_BYTES: usize = 16 << 20;
 
+/// The fleet in Prometheus' text format (`metrics`).
+pub(super) async fn api_metrics(State(c): State<Shared>) -> Response {
+    c.fresh().await;
+    let fleet = match c
+        .blocking(&c.boards, MAX_BOARDS, |c| c.fleet_metrics())
+        .await
+    {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    let page = super::metrics::render(&fleet, &c.traffic, c.started);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        page,
+    )
+        .into_response()
+}
+
 pub(super) async fn api_board(State(c): State<Shared>) -> Response {
     c.fresh().await;
     let rows = match c.board().await {

@@ -522,6 +522,31 @@ impl Index {
         Ok(out)
     }
 
+    /// Bundles by verdict, and drives by (model, verdict), for /metrics:
+    /// two grouped counts, no record read.
+    #[allow(clippy::type_complexity)]
+    pub fn metric_counts(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String, u64)>)> {
+        let db = self.reader()?;
+        let mut st = db.prepare("SELECT verdict, COUNT(*) FROM bundles GROUP BY verdict")?;
+        let bundles = st
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut st =
+            db.prepare("SELECT COALESCE(model, ''), verdict, COUNT(*) FROM drives GROUP BY 1, 2")?;
+        let drives = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)? as u64,
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok((bundles, drives))
+    }
+
     pub fn count(&self) -> Result<u64> {
         let n: i64 = self
             .lock()

@@ -24,6 +24,7 @@ pub mod fleet;
 pub mod fuzz;
 pub mod heartbeat;
 pub mod index;
+pub mod metrics;
 mod pace;
 mod receive;
 mod serve;
@@ -149,6 +150,9 @@ pub struct Collector {
     exports: Arc<tokio::sync::Semaphore>,
     /// Report pages being unpacked from their bundles.
     page_unpacks: Arc<tokio::sync::Semaphore>,
+    /// Uploads and heartbeats answered, for /metrics.
+    traffic: metrics::Traffic,
+    started: Instant,
 }
 
 /// Report pages unpacked at once; the others wait their turn. Each holds a
@@ -410,6 +414,8 @@ impl Collector {
             heartbeats: Arc::new(tokio::sync::Semaphore::new(heartbeat::MAX_BODIES)),
             heavy: Arc::new(tokio::sync::Semaphore::new(MAX_HEAVY_READS)),
             page_unpacks: Arc::new(tokio::sync::Semaphore::new(MAX_PAGE_UNPACKS)),
+            traffic: metrics::Traffic::default(),
+            started: Instant::now(),
             boards: Arc::new(tokio::sync::Semaphore::new(MAX_BOARDS)),
             run_locks: (0..64).map(|_| tokio::sync::Mutex::new(())).collect(),
             exports: Arc::new(tokio::sync::Semaphore::new(MAX_EXPORTS)),
@@ -844,15 +850,28 @@ pub fn router(state: Shared) -> Router {
         .route("/board", get(web::board_page))
         .route("/api/board", get(api_board))
         .route("/static/board.js", get(web::board_script))
-        .route("/download/{file}", get(download));
+        .route("/download/{file}", get(download))
+        .route("/metrics", get(api_metrics));
     let reads = exports::routes(reads).layer(axum::middleware::from_fn_with_state(
         state.clone(),
         read_guard,
     ));
     Router::new()
         .merge(reads)
-        .route("/upload/{name}", put(receive))
-        .route("/heartbeat/{run}", put(heartbeat::receive))
+        .route(
+            "/upload/{name}",
+            put(receive).route_layer(axum::middleware::from_fn_with_state(
+                (state.clone(), metrics::Counted::Uploads),
+                metrics::count_answers,
+            )),
+        )
+        .route(
+            "/heartbeat/{run}",
+            put(heartbeat::receive).route_layer(axum::middleware::from_fn_with_state(
+                (state.clone(), metrics::Counted::Heartbeats),
+                metrics::count_answers,
+            )),
+        )
         .layer(axum::middleware::from_fn(security_headers))
         .with_state(state)
 }

@@ -157,6 +157,24 @@ pub fn html_escape(s: &str) -> String {
     out
 }
 
+/// A label value as Prometheus' text format reads it: cut at `max_chars`
+/// characters, `\`, `"` and line breaks escaped, other control characters
+/// dropped (a value a bundle or a heartbeat chose can start no line or
+/// series of its own).
+pub fn prometheus_label(v: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for c in v.chars().take(max_chars) {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{html_escape, json_printable, printable, printable_lines};

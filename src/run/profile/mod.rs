@@ -42,6 +42,10 @@ pub struct Profile {
     pub results: Option<PathBuf>,
     /// Seconds between plain progress lines (serial console, pipe).
     pub progress_interval: Option<String>,
+    /// A folder node_exporter's textfile collector reads: the run keeps
+    /// `storcert.prom` there with every heartbeat (`run::textfile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub textfile: Option<PathBuf>,
     /// The delivery or lot this machine's drives belong to ("PO-4471",
     /// "lot:2026-11"): the collector groups results by it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
