@@ -49,26 +49,67 @@ impl Rng {
 
     /// Fills `buf` (a multiple of 8 bytes) with random words; for each whole
     /// 512-byte interval only `rand_pct`% of the words are random, the rest
-    /// zero, as ACT's rand_fill().
+    /// zero, as ACT's rand_fill(). The words come from four xorshift128+
+    /// generators seeded from this one, in turn: the same generator as
+    /// ACT's, with four chains the CPU runs at once instead of one it waits
+    /// on (salting every large block at 200x on eight drives is 4.8 GB/s of
+    /// random data, half a wide run's CPU with one chain).
     pub fn fill(&mut self, buf: &mut [u8], rand_pct: u32) {
         const INTERVAL: usize = 512;
         const WORDS: usize = INTERVAL / 8;
-        let intervals = if rand_pct < 100 {
-            buf.len() / INTERVAL
-        } else {
-            0
+        let mut lanes = Lanes::from(self);
+        let zeros = match rand_pct < 100 {
+            true => WORDS * (100 - rand_pct as usize) / 100,
+            false => 0,
         };
-        let zeros = WORDS * (100 - rand_pct.min(100) as usize) / 100;
-        let mut chunks = buf.chunks_exact_mut(8);
-        for _ in 0..intervals {
-            for (k, c) in chunks.by_ref().take(WORDS).enumerate() {
-                let v = if k < zeros { 0 } else { self.next_u64() };
-                c.copy_from_slice(&v.to_ne_bytes());
-            }
+        let whole = match zeros {
+            0 => 0,
+            _ => buf.len() / INTERVAL * INTERVAL,
+        };
+        let (intervals, rest) = buf.split_at_mut(whole);
+        for interval in intervals.chunks_exact_mut(INTERVAL) {
+            let (zero, random) = interval.split_at_mut(zeros * 8);
+            zero.fill(0);
+            lanes.fill(random);
         }
-        for c in chunks {
-            let v = self.next_u64();
-            c.copy_from_slice(&v.to_ne_bytes());
+        lanes.fill(rest);
+    }
+}
+
+/// Four generators taking turns, one word each.
+struct Lanes([Rng; 4]);
+
+impl Lanes {
+    fn from(rng: &mut Rng) -> Lanes {
+        let mut lane = || Rng {
+            s0: rng.next_u64(),
+            s1: rng.next_u64() | 1,
+        };
+        Lanes([lane(), lane(), lane(), lane()])
+    }
+
+    /// Random words into `buf`, whole words only.
+    fn fill(&mut self, buf: &mut [u8]) {
+        // Each word stored as an array, not copied from a slice: built for
+        // size, copy_from_slice was a call to memcpy for every 8 bytes.
+        let word = |c: &mut [u8], v: u64| {
+            if let Ok(w) = <&mut [u8; 8]>::try_from(c) {
+                *w = v.to_ne_bytes();
+            }
+        };
+        let mut groups = buf.chunks_exact_mut(32);
+        for g in groups.by_ref() {
+            let (a, b) = g.split_at_mut(16);
+            let (w0, w1) = a.split_at_mut(8);
+            let (w2, w3) = b.split_at_mut(8);
+            let [l0, l1, l2, l3] = &mut self.0;
+            word(w0, l0.next_u64());
+            word(w1, l1.next_u64());
+            word(w2, l2.next_u64());
+            word(w3, l3.next_u64());
+        }
+        for w in groups.into_remainder().chunks_exact_mut(8) {
+            word(w, self.0[0].next_u64());
         }
     }
 }
@@ -90,6 +131,27 @@ mod tests {
         let mut full = vec![0u8; 1536];
         rng.fill(&mut full, 100);
         assert!(full.chunks(8).filter(|w| w.iter().all(|&b| b == 0)).count() < 2);
+    }
+
+    #[test]
+    fn a_large_block_s_words_are_all_different() {
+        // 16,384 words of a 128 KiB block from the four generators: no
+        // word twice (a lane repeating another, or a block the last's,
+        // would show), and no zero word.
+        let mut rng = Rng::seeded(3);
+        let mut block = vec![0u8; 128 << 10];
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..2 {
+            rng.fill(&mut block, 100);
+            for w in block.chunks(8) {
+                assert!(seen.insert(w.to_vec()), "a word twice");
+            }
+        }
+        assert!(!seen.contains(&vec![0u8; 8]));
+        // A length that is no multiple of 32 bytes is filled to its end.
+        let mut odd = vec![0u8; 40];
+        rng.fill(&mut odd, 100);
+        assert!(odd[32..].iter().any(|&b| b != 0));
     }
 
     #[test]
