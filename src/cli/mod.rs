@@ -207,6 +207,11 @@ pub struct ActRunArgs {
     /// Write per-second samples (JSON lines) here
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Worker threads, each with its own io_uring and its share of the
+    /// drives (default: enough for the asked rate, at most the cores; never
+    /// more than drives: docs/act.md)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Device errors tolerated before the run stops
@@ -398,6 +403,11 @@ pub struct ActSearchArgs {
     /// (docs/act.md)
     #[arg(long, conflicts_with = "run_to_end")]
     pub statistical: bool,
+    /// Worker threads, each with its own io_uring and its share of the
+    /// drives (default: enough for the asked rate, at most the cores; never
+    /// more than drives: docs/act.md)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]

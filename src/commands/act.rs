@@ -239,6 +239,7 @@ fn run_options(r: &ActRunArgs) -> Result<RunOptions, &'static str> {
         max_errors: r.max_errors,
         io_timeout: Duration::from_secs(r.io_timeout),
         run_to_end: r.run_to_end,
+        threads: r.threads.map(usize::from),
         ..RunOptions::default()
     })
 }
@@ -589,6 +590,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         engine: a.engine.kind(),
         null_latency,
         run_to_end: a.run_to_end,
+        threads: a.threads.map(usize::from),
         ..RunOptions::default()
     };
     let console = Console::for_command();

@@ -370,7 +370,6 @@ fn routes(out: &mut String, t: &Traffic) {
     }
 }
 
-
 /// The route whose answers a layer counts for /metrics.
 #[derive(Clone, Copy)]
 pub(crate) enum Counted {
@@ -425,7 +424,6 @@ impl Collector {
         }
         Ok(fleet)
     }
-
 }
 
 #[cfg(test)]

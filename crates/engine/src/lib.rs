@@ -55,7 +55,8 @@ impl Completion {
     }
 }
 
-pub trait Engine {
+/// `Send`: a multi-threaded ACT run gives each worker thread its own.
+pub trait Engine: Send {
     fn name(&self) -> &'static str;
     /// Requests in flight plus queued.
     fn in_flight(&self) -> usize;

@@ -45,10 +45,18 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
     }
 }
 
+/// The most requests one ring holds in flight: a drive at 600,000 reads/s
+/// and 50 ms holds 30,000 (the kernel's completion queue is at most 65,536).
+pub const MAX_DEPTH: u32 = 32_768;
+
 impl UringEngine {
     pub fn new(depth: u32) -> io::Result<UringEngine> {
-        let depth = depth.clamp(1, 4096);
-        let entries = depth.next_power_of_two();
+        // Up to MAX_DEPTH in flight; the submission queue stays at most
+        // 4,096 deep (what is queued past it is submitted first), and the
+        // completion queue holds every request in flight and the timer's.
+        let depth = depth.clamp(1, MAX_DEPTH);
+        let entries = depth.min(4096).next_power_of_two();
+        let cq = (depth + 2).next_power_of_two();
         // One thread submits and reaps: let the kernel run completion work
         // only when we wait for it (no interrupting IPIs), else
         // cooperatively (5.19), else plainly. DEFER_TASKRUN appeared in
@@ -62,6 +70,7 @@ impl UringEngine {
                 .setup_clamp()
                 .setup_single_issuer()
                 .setup_defer_taskrun()
+                .setup_cqsize(cq)
                 .build(entries)
         } else {
             Err(io::Error::other("DEFER_TASKRUN not used before Linux 6.6"))
@@ -71,9 +80,15 @@ impl UringEngine {
                 IoUring::builder()
                     .setup_clamp()
                     .setup_coop_taskrun()
+                    .setup_cqsize(cq)
                     .build(entries)
             })
-            .or_else(|_| IoUring::builder().setup_clamp().build(entries))?;
+            .or_else(|_| {
+                IoUring::builder()
+                    .setup_clamp()
+                    .setup_cqsize(cq)
+                    .build(entries)
+            })?;
         Ok(UringEngine {
             ring,
             slots: (0..depth).map(|_| None).collect(),

@@ -80,12 +80,37 @@ impl LatencyHistogram {
 
     /// Percentage of samples above `threshold_ns` (from the HDR histogram).
     pub fn pct_over_ns(&self, threshold_ns: u64) -> f64 {
-        let total = self.hdr.len();
-        if total == 0 {
-            return 0.0;
+        match self.over_ns(threshold_ns) {
+            (_, 0) => 0.0,
+            (over, total) => over as f64 * 100.0 / total as f64,
         }
+    }
+
+    /// Adds `other`'s samples (a worker thread's share of the same run;
+    /// both have the same scale and bounds).
+    pub fn add(&mut self, other: &LatencyHistogram) {
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        // Same bounds on both sides: the add cannot fail.
+        let _ = self.hdr.add(&other.hdr);
+    }
+
+    /// A histogram of ACT's buckets alone, its HDR samples empty (so its
+    /// quantiles and `pct_over_ns` say nothing): the run's view at a report
+    /// of a run on worker threads, which dumps and decides on the buckets
+    /// only. Each worker hands on its 65 counts, not its HDR's 33,000.
+    pub fn set_buckets(&mut self, counts: &[u64; N_BUCKETS]) {
+        self.hdr.reset();
+        self.counts = *counts;
+    }
+
+    /// The samples over `threshold_ns` and in all, from the HDR histogram
+    /// (a worker's part of the run's `pct_over_ns`).
+    pub fn over_ns(&self, threshold_ns: u64) -> (u64, u64) {
+        let total = self.hdr.len();
         let at_or_below = self.hdr.count_between(0, threshold_ns);
-        (total - at_or_below.min(total)) as f64 * 100.0 / total as f64
+        (total - at_or_below.min(total), total)
     }
 
     pub fn clear(&mut self) {

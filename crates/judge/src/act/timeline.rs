@@ -81,6 +81,16 @@ impl Timeline {
     pub fn lag(&mut self, lag_ns: u64) {
         self.max_lag_ns = self.max_lag_ns.max(lag_ns);
     }
+
+    /// Adds what `part` recorded since it last closed a second (a worker
+    /// thread's share of this second) to the second this timeline is in.
+    pub fn absorb(&mut self, part: &Timeline) {
+        for (c, o) in self.counts.iter_mut().zip(&part.counts) {
+            *c += o;
+        }
+        self.reads.add(&part.reads);
+        self.max_lag_ns = self.max_lag_ns.max(part.max_lag_ns);
+    }
 }
 
 /// The most points a thinned timeline keeps: a ten-minute trial keeps

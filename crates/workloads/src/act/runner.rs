@@ -11,7 +11,7 @@
 //! completion, which includes any lag; ACT hides it).
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,11 @@ use anyhow::Result;
 
 use super::device::{Device, RecordPattern};
 use super::histogram::LatencyHistogram;
-use super::timeline::{self, Kind, Timeline};
+use super::runlog::{
+    build_result, progress_of, reads_over_1ms, remaining_of, starved, write_block, write_outcome,
+    Ended, Snapshot,
+};
+use super::timeline::{Kind, Timeline};
 use storcert_engine::{BufferPools, Completion, Engine, Request};
 pub use storcert_results::act::{DeviceResult, HistSummary, Outcome, RunResult, StreamResult};
 use storcert_util::random::Rng;
@@ -97,7 +101,11 @@ pub struct RunSpec {
 /// What decides a run: the histograms its verdict judges (and each drive's
 /// share of their reads, which a pass by statistics needs too), with the
 /// streams that feed each.
-fn decider(spec: &RunSpec, interval_ns: u64, total_reports: u64) -> super::decide::Decider {
+pub(super) fn decider(
+    spec: &RunSpec,
+    interval_ns: u64,
+    total_reports: u64,
+) -> super::decide::Decider {
     let feeders = |h: usize| -> Vec<usize> {
         spec.streams
             .iter()
@@ -133,11 +141,11 @@ fn decider(spec: &RunSpec, interval_ns: u64, total_reports: u64) -> super::decid
     )
 }
 
-struct StreamState {
+pub(super) struct StreamState {
     spec: StreamSpec,
     interval_ns: f64,
-    issued: u64,
-    completed: u64,
+    pub(super) issued: u64,
+    pub(super) completed: u64,
     busy: bool,
     /// For unpaced streams: not before this time.
     not_before: Instant,
@@ -207,7 +215,7 @@ pub struct Sinks<'a> {
     pub progress: Option<&'a mut dyn FnMut(u64, f64, f64)>,
 }
 
-struct PerDevicePatterns {
+pub(super) struct PerDevicePatterns {
     records: Option<RecordPattern>,
     n_large_blocks: u64,
     n_4k: u64,
@@ -223,7 +231,7 @@ pub fn run(
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
     let patterns = patterns(spec, devices)?;
-    let mut s = Scheduler::new(spec, patterns, devices.len());
+    let mut s = Scheduler::new(spec, patterns, devices.len(), None);
     let mut outcome = Outcome::Completed;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -239,15 +247,7 @@ pub fn run(
             break;
         }
         s.write_timeline(now, sinks)?;
-        if let Some(o) = s.issue_due(now, devices, engine)? {
-            outcome = o;
-            break;
-        }
-        if let Some(o) = s.reap(now, devices, engine)? {
-            outcome = o;
-            break;
-        }
-        if let Some(o) = s.stuck(devices, engine) {
+        if let Some(o) = s.step(now, devices, engine)? {
             outcome = o;
             break;
         }
@@ -263,7 +263,8 @@ pub fn run(
         writeln!(sinks.log, "{line}")?;
     }
     if outcome == Outcome::Completed {
-        if let Some(o) = s.starved(elapsed) {
+        let completed: Vec<u64> = s.streams.iter().map(|st| st.completed).collect();
+        if let Some(o) = starved(spec, &completed, elapsed) {
             outcome = o;
         }
     }
@@ -273,11 +274,11 @@ pub fn run(
     s.write_timeline(s.start + elapsed, sinks)?;
     write_outcome(sinks.log, &outcome, spec)?;
     sinks.log.flush()?;
-    Ok(s.result(outcome, elapsed, devices, engine))
+    Ok(s.result(outcome, elapsed, devices, engine.name()))
 }
 
 /// Each device's offsets, checked against the streams that use them.
-fn patterns(spec: &RunSpec, devices: &[Device]) -> Result<Vec<PerDevicePatterns>> {
+pub(super) fn patterns(spec: &RunSpec, devices: &[Device]) -> Result<Vec<PerDevicePatterns>> {
     let lb = spec.large_block_bytes;
     let patterns: Vec<PerDevicePatterns> = devices
         .iter()
@@ -324,7 +325,7 @@ fn patterns(spec: &RunSpec, devices: &[Device]) -> Result<Vec<PerDevicePatterns>
 
 /// The run's state from one turn of the loop to the next: the streams'
 /// schedules, the requests in flight, the histograms and the timeline.
-struct Scheduler<'s> {
+pub(super) struct Scheduler<'s> {
     spec: &'s RunSpec,
     patterns: Vec<PerDevicePatterns>,
     max_record: usize,
@@ -339,15 +340,43 @@ struct Scheduler<'s> {
     timeline: Timeline,
     error_lines: Vec<String>,
     total_errors: u64,
-    max_lag_ns: u64,
+    /// Device errors of the whole run: a worker thread's share of a run
+    /// counts the others' too (the limit is the run's).
+    run_errors: Arc<AtomicU64>,
+    pub(super) max_lag_ns: u64,
     interval_ns: u64,
-    total_reports: u64,
-    reports: u64,
+    pub(super) total_reports: u64,
+    pub(super) reports: u64,
     decider: Option<super::decide::Decider>,
+    /// A worker thread's share wakes at each second too, to hand its
+    /// timeline's second on (`workers`).
+    pub(super) wake_each_second: bool,
+    /// The streams in the order they are issued: those that keep one
+    /// request in flight first (`ISSUE_BATCH`).
+    order: Vec<usize>,
+    /// When `stuck` last looked.
+    stuck_checked: Instant,
 }
 
+/// The most requests of paced streams one turn of the loop issues before
+/// it reaps. A stream that keeps one request in flight (ACT's large-block
+/// reader and writer) sees its completion only when the loop reaps, so a
+/// turn that issued every due read first held it to 63% of its rate (8
+/// null drives at 200x on two threads); at 512 it reached 88 to 91%. At
+/// 128 it reached 83 to 100%, but a run on one thread reaped so often that
+/// its reads waited (53% of them over 1 ms of transaction latency at 100x,
+/// against 6 to 10% at 512).
+const ISSUE_BATCH: u32 = 512;
+
 impl<'s> Scheduler<'s> {
-    fn new(spec: &'s RunSpec, patterns: Vec<PerDevicePatterns>, n_devices: usize) -> Self {
+    /// `shared`: a worker thread's share of a run, with the run's start
+    /// (one schedule for every share) and its device error count.
+    pub(super) fn new(
+        spec: &'s RunSpec,
+        patterns: Vec<PerDevicePatterns>,
+        n_devices: usize,
+        shared: Option<(Instant, Arc<AtomicU64>)>,
+    ) -> Self {
         let scale = if spec.microsecond {
             super::histogram::Scale::Microseconds
         } else {
@@ -364,8 +393,9 @@ impl<'s> Scheduler<'s> {
             .map(|_| LatencyHistogram::new(scale))
             .collect();
         let pools = BufferPools::default();
-        // The clock starts after the allocations: they are no request's lag.
-        let start = Instant::now();
+        // The clock starts after the allocations: they are no request's lag
+        // (a worker's share is given the run's, a little ahead).
+        let (start, run_errors) = shared.unwrap_or_else(|| (Instant::now(), Arc::default()));
         let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
         let total_reports = (spec.duration.as_nanos() as u64)
             .div_ceil(interval_ns)
@@ -400,11 +430,19 @@ impl<'s> Scheduler<'s> {
             timeline: Timeline::default(),
             error_lines: Vec::new(),
             total_errors: 0,
+            run_errors,
             max_lag_ns: 0,
             interval_ns,
             total_reports,
             reports: 0,
             decider,
+            wake_each_second: false,
+            stuck_checked: start,
+            order: {
+                let mut order: Vec<usize> = (0..spec.streams.len()).collect();
+                order.sort_by_key(|&i| !spec.streams[i].one_in_flight);
+                order
+            },
         }
     }
 
@@ -416,30 +454,19 @@ impl<'s> Scheduler<'s> {
             && now >= self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns)
         {
             self.reports += 1;
-            for line in self.error_lines.drain(..) {
-                writeln!(sinks.log, "{line}")?;
-            }
             let secs = self.reports * self.interval_ns / 1_000_000_000;
-            writeln!(sinks.log, "after {secs} sec:")?;
-            for (name, h) in spec.hist_names.iter().zip(&self.hists) {
-                sinks.log.write_all(h.dump(name).as_bytes())?;
-            }
-            writeln!(sinks.log)?;
-            sinks.log.flush()?;
+            write_block(
+                sinks.log,
+                secs,
+                &spec.hist_names,
+                &self.hists,
+                &self.error_lines,
+            )?;
+            self.error_lines.clear();
             if let Some(p) = sinks.progress.as_mut() {
-                let elapsed = now.duration_since(self.start).as_secs_f64().max(1e-9);
-                let reads = spec
-                    .streams
-                    .iter()
-                    .position(|s| s.label == "reads")
-                    .map(|i| self.streams[i].completed);
-                let rate = reads.map(|r| r as f64 / elapsed).unwrap_or(0.0);
-                let over = spec
-                    .hist_names
-                    .iter()
-                    .position(|n| n == "reads")
-                    .map(|i| self.hists[i].pct_over_ns(1_000_000))
-                    .unwrap_or(0.0);
+                let completed: Vec<u64> = self.streams.iter().map(|st| st.completed).collect();
+                let over = reads_over_1ms(spec, &self.hists);
+                let (rate, over) = progress_of(spec, &completed, over, now - self.start);
                 p(secs, rate, over);
             }
             use super::decide::Decision;
@@ -468,13 +495,7 @@ impl<'s> Scheduler<'s> {
         let streams = &self.streams;
         let remaining = |i: usize, until_ns: u64| -> Option<u64> {
             let st = &streams[i];
-            if st.spec.rate <= 0.0 {
-                return None;
-            }
-            // Requests 0, 1, … are due at k intervals; one more for the
-            // float's rounding.
-            let due = ((until_ns as f64 / st.interval_ns).floor() as u64).saturating_add(2);
-            Some(due.max(st.issued) - st.completed)
+            remaining_of(st.spec.rate, (st.issued, st.completed), until_ns)
         };
         let in_flight = |i: usize| streams[i].issued - streams[i].completed;
         self.decider
@@ -497,6 +518,23 @@ impl<'s> Scheduler<'s> {
         Ok(())
     }
 
+    /// One turn of a run's loop past its reports: issue what is due, wait
+    /// and reap, look for a stuck request; the outcome if one ends the run.
+    pub(super) fn step(
+        &mut self,
+        now: Instant,
+        devices: &mut [Device],
+        engine: &mut dyn Engine,
+    ) -> Result<Option<Outcome>> {
+        if let Some(o) = self.issue_due(now, devices, engine)? {
+            return Ok(Some(o));
+        }
+        if let Some(o) = self.reap(now, devices, engine)? {
+            return Ok(Some(o));
+        }
+        Ok(self.stuck(devices, engine))
+    }
+
     /// Issues every request that is due; the outcome if a stream fell
     /// further behind than the run allows.
     fn issue_due(
@@ -507,10 +545,18 @@ impl<'s> Scheduler<'s> {
     ) -> Result<Option<Outcome>> {
         let spec = self.spec;
         let lb = spec.large_block_bytes;
-        for (si, st) in self.streams.iter_mut().enumerate() {
+        let mut budget = ISSUE_BATCH;
+        for &si in &self.order {
+            let st = &mut self.streams[si];
             while let Some(due) = st.due(self.start) {
                 if due > now {
                     break;
+                }
+                if !st.spec.one_in_flight {
+                    if budget == 0 {
+                        break;
+                    }
+                    budget -= 1;
                 }
                 let lag = now.duration_since(due);
                 let lag_ns = lag.as_nanos() as u64;
@@ -599,7 +645,12 @@ impl<'s> Scheduler<'s> {
         engine: &mut dyn Engine,
     ) -> Result<Option<Outcome>> {
         let next_report = self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns);
-        let wake = next_wake(&self.streams, self.start).map_or(next_report, |d| d.min(next_report));
+        let mut wake =
+            next_wake(&self.streams, self.start).map_or(next_report, |d| d.min(next_report));
+        if self.wake_each_second {
+            let next_second = now.saturating_duration_since(self.start).as_secs() + 1;
+            wake = wake.min(self.start + Duration::from_secs(next_second));
+        }
         // At least every 100 ms, to see Ctrl-C and stuck requests.
         let until = wake.min(now + Duration::from_millis(100));
         self.completions.clear();
@@ -618,6 +669,7 @@ impl<'s> Scheduler<'s> {
             if let Some(err) = c.error() {
                 devices[p.device].record_error(c.write, c.offset, c.len, &err);
                 self.total_errors += 1;
+                let run_errors = self.run_errors.fetch_add(1, Ordering::Relaxed) + 1;
                 if self.error_lines.len() < 100 {
                     // ACT's wording: "ERROR: reading DEV: ERRNO 'STRERROR'".
                     let text = err.to_string();
@@ -631,11 +683,9 @@ impl<'s> Scheduler<'s> {
                         c.offset
                     ));
                 }
-                if self.total_errors > self.spec.max_errors {
+                if run_errors > self.spec.max_errors {
                     self.pools.put(c.buf);
-                    return Ok(Some(Outcome::DeviceErrors {
-                        errors: self.total_errors,
-                    }));
+                    return Ok(Some(Outcome::DeviceErrors { errors: run_errors }));
                 }
             } else {
                 let device_ns = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
@@ -660,11 +710,19 @@ impl<'s> Scheduler<'s> {
     }
 
     /// A request outstanding too long: a stuck device, not a slow one.
-    fn stuck(&self, devices: &[Device], engine: &dyn Engine) -> Option<Outcome> {
+    fn stuck(&mut self, devices: &[Device], engine: &dyn Engine) -> Option<Outcome> {
         if engine.in_flight() == 0 || self.spec.io_timeout.is_zero() {
             return None;
         }
-        let (dev, age) = oldest_pending(&self.pending, Instant::now())?;
+        // A pass over every slot, so at most ten a second: the timeout is
+        // seconds, and a loop turning 25,000 times a second spent more on
+        // this pass than on its requests.
+        let now = Instant::now();
+        if now < self.stuck_checked + Duration::from_millis(100) {
+            return None;
+        }
+        self.stuck_checked = now;
+        let (dev, age) = oldest_pending(&self.pending, now)?;
         (age > self.spec.io_timeout).then(|| Outcome::StuckIo {
             device: devices[dev].name.clone(),
             seconds: age.as_secs(),
@@ -674,7 +732,11 @@ impl<'s> Scheduler<'s> {
     /// Lets what is in flight finish (bounded), so buffers are not freed
     /// under the kernel and the devices see no aborted writes; false if
     /// some never came back.
-    fn drain(&mut self, devices: &mut [Device], engine: &mut dyn Engine) -> Result<bool> {
+    pub(super) fn drain(
+        &mut self,
+        devices: &mut [Device],
+        engine: &mut dyn Engine,
+    ) -> Result<bool> {
         let drain_until = Instant::now() + self.spec.io_timeout.max(Duration::from_secs(1));
         while engine.in_flight() > 0 && Instant::now() < drain_until {
             self.completions.clear();
@@ -699,25 +761,37 @@ impl<'s> Scheduler<'s> {
         Ok(true)
     }
 
-    /// A run in which requests went out on time but most never came back
-    /// (a device stalling every I/O for seconds) has empty histograms and
-    /// would pass act_latency.py's rules; ACT never sees this because it
-    /// only watches the issue lag. Fewer than half the requests a stream
-    /// should have completed is "could not keep up".
-    fn starved(&self, elapsed: Duration) -> Option<Outcome> {
-        let secs = elapsed.as_secs_f64();
-        let s = self.streams.iter().find(|s| {
-            let expected = s.spec.rate * secs;
-            expected >= 10.0 && (s.completed as f64) < expected / 2.0
-        })?;
-        Some(Outcome::CouldNotKeepUp {
-            stream: format!(
-                "{} ({} of {:.0} completed)",
-                s.spec.label,
-                s.completed,
-                s.spec.rate * secs
-            ),
-        })
+    /// What a worker thread's share hands on at a report: its histograms
+    /// and each stream's counts so far (`workers`).
+    pub(super) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            buckets: self.hists.iter().map(|h| *h.counts()).collect(),
+            reads_over_1ms: reads_over_1ms(self.spec, &self.hists),
+            counts: self.counts(),
+        }
+    }
+
+    /// Each stream's (issued, completed).
+    pub(super) fn counts(&self) -> Vec<(u64, u64)> {
+        self.streams
+            .iter()
+            .map(|st| (st.issued, st.completed))
+            .collect()
+    }
+
+    /// The histograms, whole, as the run ends (`workers`).
+    pub(super) fn take_hists(&mut self) -> Vec<LatencyHistogram> {
+        std::mem::take(&mut self.hists)
+    }
+
+    /// The timeline's part since it was last taken (`workers`).
+    pub(super) fn take_timeline(&mut self) -> Timeline {
+        std::mem::take(&mut self.timeline)
+    }
+
+    /// Error lines not yet written (`workers`).
+    pub(super) fn take_error_lines(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.error_lines)
     }
 
     fn result(
@@ -725,88 +799,24 @@ impl<'s> Scheduler<'s> {
         outcome: Outcome,
         elapsed: Duration,
         devices: &[Device],
-        engine: &dyn Engine,
+        engine: &str,
     ) -> RunResult {
         self.timeline.advance(elapsed.as_secs());
-        let secs = elapsed.as_secs_f64().max(1e-9);
-        let read_series: Vec<(u64, f64)> = self
-            .timeline
-            .seconds
-            .iter()
-            .map(|s| (s.t, s.read_p99_us))
-            .collect();
-        RunResult {
-            schema_version: storcert_results::act::RUN_SCHEMA,
+        let counts = self.counts();
+        let ended = Ended {
             outcome,
-            engine: engine.name().to_string(),
-            elapsed_s: elapsed.as_secs_f64(),
-            max_lag_ms: self.max_lag_ns as f64 / 1e6,
+            elapsed,
+            max_lag_ns: self.max_lag_ns,
             reports: self.reports,
-            streams: self
-                .streams
-                .iter()
-                .map(|s| StreamResult {
-                    label: s.spec.label.clone(),
-                    device: s.spec.device.map(|d| devices[d].name.clone()),
-                    asked_per_sec: s.spec.rate,
-                    issued: s.issued,
-                    completed: s.completed,
-                    achieved_per_sec: s.issued as f64 / secs,
-                })
-                .collect(),
-            histograms: self
-                .spec
-                .hist_names
-                .iter()
-                .zip(&self.hists)
-                .map(|(name, h)| summarize(name, h))
-                .collect(),
-            devices: devices
-                .iter()
-                .map(|d| DeviceResult {
-                    name: d.name.clone(),
-                    size_bytes: d.size_bytes,
-                    min_op_bytes: d.min_op_bytes,
-                    direct_io: d.direct,
-                    read_errors: d.errors.read_errors,
-                    write_errors: d.errors.write_errors,
-                    first_errors: d.errors.first.clone(),
-                })
-                .collect(),
-            read_spikes: timeline::find_spikes(&read_series),
-            timeline: self.timeline.seconds,
-        }
+        };
+        build_result(
+            self.spec,
+            ended,
+            (&counts, &self.hists),
+            self.timeline,
+            (devices, engine),
+        )
     }
-}
-
-/// Why the run stopped, in ACT's words where ACT has them.
-fn write_outcome(log: &mut dyn Write, outcome: &Outcome, spec: &RunSpec) -> Result<()> {
-    match outcome {
-        Outcome::CouldNotKeepUp { stream } => {
-            writeln!(log, "ERROR: {stream} can't keep up")?;
-            writeln!(log, "drive(s) can't keep up - test stopped")?;
-        }
-        Outcome::DeviceErrors { errors } => {
-            writeln!(
-                log,
-                "ERROR: {errors} device errors, more than the limit of {} - test stopped",
-                spec.max_errors
-            )?;
-        }
-        Outcome::StuckIo { device, seconds } => {
-            writeln!(
-                log,
-                "ERROR: an I/O on {device} did not complete in {seconds} s - test stopped"
-            )?;
-        }
-        // A trial passing by statistics is cut short too: as a log on its
-        // own it is not an ACT pass.
-        Outcome::Decided { seconds, reason } | Outcome::PassingByStatistics { seconds, reason } => {
-            writeln!(log, "decided after {seconds} sec: {reason} - test stopped")?;
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 fn oldest_pending(pending: &[Option<Pending>], now: Instant) -> Option<(usize, Duration)> {
@@ -816,22 +826,6 @@ fn oldest_pending(pending: &[Option<Pending>], now: Instant) -> Option<(usize, D
         .flatten()
         .map(|p| (p.device, now.saturating_duration_since(p.scheduled)))
         .max_by_key(|x| x.1)
-}
-
-pub fn summarize(name: &str, h: &LatencyHistogram) -> HistSummary {
-    let us = |ns: u64| ns as f64 / 1000.0;
-    let any = h.total() > 0;
-    HistSummary {
-        name: name.to_string(),
-        total: h.total(),
-        p50_us: if any { us(h.quantile_ns(0.5)) } else { 0.0 },
-        p99_us: if any { us(h.quantile_ns(0.99)) } else { 0.0 },
-        p999_us: if any { us(h.quantile_ns(0.999)) } else { 0.0 },
-        max_us: if any { us(h.hdr().max()) } else { 0.0 },
-        pct_over_1ms: h.pct_over_ns(1_000_000),
-        pct_over_8ms: h.pct_over_ns(8_000_000),
-        pct_over_64ms: h.pct_over_ns(64_000_000),
-    }
 }
 
 #[cfg(test)]
