@@ -138,28 +138,28 @@ pub fn run_workload(
     let spec = w.run_spec(opts);
     let threads = threads_for(&spec, devices.len(), opts.threads);
     let shares = workers::shares(&spec, devices.len(), threads);
-    let engines = shares
-        .iter()
-        .enumerate()
-        .map(|(i, share)| {
-            // Each worker's null drives draw their own latencies.
-            let mut null = opts.null_latency.clone();
-            null.seed = null.seed.map(|s| s.wrapping_add(i as u64));
-            let depth = opts.depth.unwrap_or_else(|| depth_for(&share.spec));
-            engine::open_with(opts.engine, depth, &null)
-        })
-        .collect::<std::io::Result<Vec<_>>>()
-        .context("open the I/O engine")?;
-    let name = engines.first().map_or("", |e| e.name());
-    let header = header(w, &devices, &spec.hist_names, (name, engines.len()));
+    let open = |i: usize| {
+        // Each worker's null drives draw their own latencies.
+        let mut null = opts.null_latency.clone();
+        null.seed = null.seed.map(|s| s.wrapping_add(i as u64));
+        let depth = opts.depth.unwrap_or_else(|| depth_for(&shares[i].spec));
+        engine::open_with(opts.engine, depth, &null)
+    };
+    // Opened here, on this thread, for one thread; for several, each
+    // worker opens its own on its own thread (`workers::OpenEngine`), and
+    // this one only learns which engine the log names.
+    let mut engine = open(0).context("open the I/O engine")?;
+    let name = engine.name();
+    let header = header(w, &devices, &spec.hist_names, (name, shares.len()));
     sinks.log.write_all(header.as_bytes())?;
     // On disk as the run starts: `tail -f` shows what runs, and a run
     // stopped before its first report leaves a log that says what it was.
     sinks.log.flush()?;
-    match <[_; 1]>::try_from(engines) {
-        Ok([mut engine]) => runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks),
-        Err(engines) => workers::run(&spec, &shares, &mut devices, engines, stop, sinks),
+    if shares.len() == 1 {
+        return runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks);
     }
+    drop(engine);
+    workers::run(&spec, (&shares, &open, name), &mut devices, stop, sinks)
 }
 
 /// A request's latency that the in-flight limit leaves room for at the

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,20 +123,30 @@ struct WorkerEnd {
     drained: bool,
 }
 
-/// Runs `spec` over `devices` in `shares`, one engine each, and writes
-/// ACT-format report blocks to `sinks.log`. The caller has written the
-/// log's header.
+/// Opens worker `w`'s engine, on the worker's own thread: an io_uring set
+/// up for a single issuer (Linux 6.6 on) belongs to the thread that made
+/// it, and refuses any other's submissions (found in review: every run on
+/// several threads failed on io_uring).
+pub type OpenEngine<'a> = &'a (dyn Fn(usize) -> std::io::Result<Box<dyn Engine>> + Sync);
+
+/// Messages a worker may have waiting for this thread: a few seconds'
+/// worth, so a log that blocks (a pager, a paused terminal) holds the
+/// workers back as it holds a run on one thread, instead of queueing a
+/// timeline of 270 KB a second each (found in review).
+const QUEUED_PER_WORKER: usize = 8;
+
+/// Runs `spec` over `devices` in `shares`, an engine each (`open`), and
+/// writes ACT-format report blocks to `sinks.log`. The caller has written
+/// the log's header, naming `engine`.
 pub fn run(
     spec: &RunSpec,
-    shares: &[Share],
+    (shares, open, engine_name): (&[Share], OpenEngine<'_>, &str),
     devices: &mut [Device],
-    engines: Vec<Box<dyn Engine>>,
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
     // The whole run's check, as on one thread, before any thread starts.
     runner::patterns(spec, devices)?;
-    let engine_name = engines.first().map_or("", |e| e.name());
     let ctl = Control {
         // A little ahead: each worker allocates its share before the first
         // request is due.
@@ -145,15 +155,17 @@ pub fn run(
         halt: AtomicBool::new(false),
         errors: Arc::default(),
     };
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(QUEUED_PER_WORKER * shares.len());
     let merged = std::thread::scope(|scope| {
         let mut rest: &mut [Device] = devices;
-        for (w, (share, mut engine)) in shares.iter().zip(engines).enumerate() {
+        for (w, share) in shares.iter().enumerate() {
             let (mine, others) = std::mem::take(&mut rest).split_at_mut(share.devices.len());
             rest = others;
             let (tx, ctl) = (tx.clone(), &ctl);
             scope.spawn(move || {
-                let end = work(share, mine, engine.as_mut(), ctl, (w, &tx));
+                let end = open(w)
+                    .map_err(|e| anyhow!("worker {w}'s I/O engine: {e}"))
+                    .and_then(|mut engine| work(share, mine, engine.as_mut(), ctl, (w, &tx)));
                 if end.is_err() {
                     ctl.halt.store(true, Ordering::Relaxed);
                 }
@@ -162,7 +174,14 @@ pub fn run(
         }
         drop(tx);
         let mut m = Merge::new(spec, shares, &ctl);
-        m.take_all(rx, sinks).map(|()| m)
+        let taken = m.take_all(rx, sinks);
+        // This thread failing (a log it cannot write) stops the workers,
+        // as it stops a run on one thread (found in review: they ran on,
+        // unlogged, to the end).
+        if taken.is_err() {
+            ctl.halt.store(true, Ordering::Relaxed);
+        }
+        taken.map(|()| m)
     })?;
     merged.finish(devices, engine_name, sinks)
 }
@@ -173,7 +192,7 @@ fn work(
     devices: &mut [Device],
     engine: &mut dyn Engine,
     ctl: &Control,
-    (w, tx): (usize, &Sender<Msg>),
+    (w, tx): (usize, &SyncSender<Msg>),
 ) -> Result<WorkerEnd> {
     let patterns = runner::patterns(&share.spec, devices)?;
     let shared = Some((ctl.start, ctl.errors.clone()));
