@@ -2827,3 +2827,38 @@ fn metrics_pass_promtool_and_a_prometheus_server_scrapes_them() {
         "{answer}"
     );
 }
+
+/// With the index gone, /metrics still answers, saying so
+/// (`storcert_index_up 0`, and no count it could not read), so
+/// StorcertCollectorIndexDown can fire; it came back a 500 with no page
+/// (found in review). With the index back, so are the counts.
+#[test]
+fn metrics_say_the_index_is_down_rather_than_fail() {
+    let lab = Lab::new();
+    let c = Collector::start(&lab, "store", &[], &[]);
+    let b = lab.bundle("one.tar.zst", true, 0);
+    assert!(upload(&[s(&b), "--to", &c.upload_url()]).status.success());
+    let index = c.store.join("index.sqlite");
+    let away = c.store.join("index.sqlite.away");
+    std::fs::rename(&index, &away).unwrap();
+    let (code, page) = c.get("/metrics");
+    assert_eq!(code, 200, "{page}");
+    assert!(page.lines().any(|l| l == "storcert_index_up 0"), "{page}");
+    assert!(
+        !page.lines().any(|l| l.starts_with("storcert_bundles{")),
+        "{page}"
+    );
+    assert!(
+        page.contains("storcert_collector_uptime_seconds "),
+        "{page}"
+    );
+    std::fs::rename(&away, &index).unwrap();
+    let (code, page) = c.get("/metrics");
+    assert_eq!(code, 200, "{page}");
+    assert!(page.lines().any(|l| l == "storcert_index_up 1"), "{page}");
+    assert!(
+        page.lines()
+            .any(|l| l == "storcert_bundles{verdict=\"pass\"} 1"),
+        "{page}"
+    );
+}

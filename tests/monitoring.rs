@@ -24,7 +24,7 @@ fn promtool(args: &[&str]) -> (bool, String) {
 #[test]
 fn the_shipped_alert_rules_are_valid_and_fire_as_their_tests_say() {
     let (ok, text) = promtool(&["check", "rules", "storcert-rules.yml"]);
-    assert!(ok && text.contains("SUCCESS: 7 rules found"), "{text}");
+    assert!(ok && text.contains("SUCCESS: 8 rules found"), "{text}");
     let (ok, text) = promtool(&["test", "rules", "storcert-rules.test.yml"]);
     assert!(ok && text.contains("SUCCESS"), "{text}");
 }
@@ -289,4 +289,76 @@ fn the_maas_script_tests_a_loop_device_and_writes_the_results_maas_reads() {
     assert_eq!(r["status"], "failed", "{r}");
     let why = r["results"]["reason"].as_str().unwrap();
     assert!(why.contains("cannot run storcert"), "{why}");
+}
+
+/// Arguments MAAS would never pass are refused before anything runs, and
+/// the refusal is in the results MAAS reads: a second --storage (MAAS
+/// splits a parameter's value on spaces, so a load of "3x
+/// --storage=/dev/sda" would add one), an abbreviation, a value that is no
+/// load, duration or device (found in review: the last --storage won,
+/// and storcert wiped a disk MAAS had not named).
+#[test]
+fn the_maas_script_refuses_arguments_maas_would_not_pass() {
+    let t = tempfile::tempdir().unwrap();
+    let fake = t.path().join("storcert");
+    let ran = t.path().join("ran");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", ran.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let result_path = t.path().join("result.yaml");
+    for (args, why) in [
+        (
+            &["--storage=/dev/sdb", "--load=3x", "--storage=/dev/sda"][..],
+            "--storage given 2 times",
+        ),
+        (&["--stor=/dev/sda"], "required: --storage"),
+        (&["--storage=/dev/sdb", "--load=3x;reboot"], "is no load"),
+        (
+            &["--storage=/dev/sdb", "--duration=1h", "--duration=9h"],
+            "--duration given 2 times",
+        ),
+        (
+            &["--storage=/dev/sdb", "--duration=forever"],
+            "is no duration",
+        ),
+        (&["--storage=sda"], "is no device under /dev"),
+        (&["--storage=/dev/sdb", "extra"], "unrecognized arguments"),
+    ] {
+        let out = Command::new(MAAS_SCRIPT)
+            .args(args)
+            .env("RESULT_PATH", &result_path)
+            .env("STORCERT", &fake)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&result_path).unwrap()).unwrap();
+        assert_eq!(r["status"], "failed", "{args:?}: {r}");
+        assert_eq!(r["results"]["verdict"], "error", "{args:?}: {r}");
+        let reason = r["results"]["reason"].as_str().unwrap();
+        assert!(reason.contains(why), "{args:?}: {reason}");
+        assert!(!ran.exists(), "{args:?} ran storcert");
+    }
+    // What MAAS does pass runs, on the disk it names and no other.
+    let out = Command::new(MAAS_SCRIPT)
+        .args(["--storage=/dev/sdb", "--load=1.5x", "--duration=30m"])
+        .env("RESULT_PATH", &result_path)
+        .env("STORCERT", &fake)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let said = std::fs::read_to_string(&ran).unwrap();
+    assert!(
+        said.starts_with("act storage -d /dev/sdb --load 1.5x --duration 30m "),
+        "{said}"
+    );
+    assert!(
+        said.trim_end().ends_with("--force-destroy /dev/sdb"),
+        "{said}"
+    );
+    assert!(!said.contains("/dev/sda"), "{said}");
 }

@@ -164,24 +164,23 @@ fn progress(out: &mut String, hb: &Heartbeat) {
     }
 }
 
-/// Writes the file whole into `dir`. Something other than a file or a
-/// link where the file goes (a FIFO someone made) is refused, not
-/// written into: a write that never returns would silence the heartbeats
-/// too (found in review).
+/// Writes the file whole into `dir`, always as a new file renamed into
+/// place: something other than a file where the file goes (a FIFO or a
+/// link someone made) is replaced, never written into or through (a
+/// write into a FIFO never returns, and would silence the heartbeats too;
+/// found in review, twice: a check before the write left a race).
 pub fn write(dir: &Path, hb: &Heartbeat) -> std::io::Result<()> {
     let path = dir.join(FILE);
-    if let Ok(m) = std::fs::symlink_metadata(&path) {
-        if !m.file_type().is_file() && !m.file_type().is_symlink() {
-            return Err(std::io::Error::other(format!(
-                "{} is not a regular file",
-                path.display()
-            )));
-        }
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other(format!(
+            "{} is a folder",
+            path.display()
+        )));
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    crate::util::fs::write_durably(&path, render(hb, now))
+    crate::util::fs::replace_durably(&path, render(hb, now))
 }
 
 #[cfg(test)]
@@ -240,14 +239,33 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_where_the_file_goes_is_refused_not_written_into() {
+    fn a_fifo_or_link_where_the_file_goes_is_replaced_not_written_into() {
+        // (A write into the FIFO would block this test for good.)
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join(FILE);
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        let path = dir.path().join(FILE);
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let hb: Heartbeat = serde_json::from_str(HEARTBEAT).unwrap();
+        write(dir.path(), &hb).unwrap();
+        let m = std::fs::symlink_metadata(&path).unwrap();
+        assert!(m.is_file(), "{m:?}");
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("storcert_run_info{"));
+        // A link planted there is replaced; what it pointed to is untouched.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        write(dir.path(), &hb).unwrap();
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        // A folder there is an error, said once by the caller.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
         let e = write(dir.path(), &hb).unwrap_err().to_string();
-        assert!(e.contains("is not a regular file"), "{e}");
+        assert!(e.contains("is a folder"), "{e}");
     }
 
     const HEARTBEAT: &str = r#"{"schema_version":1,"run_id":"r","seq":1,"sent_at":"2026-12-03T00:00:00Z",

@@ -33,6 +33,9 @@ pub(super) const MAX_EXPORTS_PER_CLIENT: usize = 2;
 /// Board pages made at once.
 pub(super) const MAX_BOARDS: usize = 2;
 
+/// /metrics pages made at once (a scrape every few seconds needs one).
+pub(super) const MAX_METRICS: usize = 1;
+
 /// A JSON answer of what machines and bundles said: the same JSON, with
 /// every C1, bidi and invisible character inside it escaped (serde
 /// escapes only C0), so a reader's terminal shows text, never a control.
@@ -55,7 +58,7 @@ pub(super) const API_BOARD_BYTES: usize = 16 << 20;
 pub(super) async fn api_metrics(State(c): State<Shared>) -> Response {
     c.fresh().await;
     let fleet = match c
-        .blocking(&c.boards, MAX_BOARDS, |c| c.fleet_metrics())
+        .blocking(&c.metrics, MAX_METRICS, |c| Ok(c.fleet_metrics()))
         .await
     {
         Ok(f) => f,

@@ -267,6 +267,14 @@ pub struct StatusRow {
     pub foreign: Option<(u64, String)>,
 }
 
+/// What /metrics counts in the index: bundles by verdict, drives by
+/// (model, verdict), bundles by model.
+pub type MetricCounts = (
+    Vec<(String, u64)>,
+    Vec<(String, String, u64)>,
+    Vec<(String, u64)>,
+);
+
 pub struct Index {
     db: Mutex<Connection>,
     path: std::path::PathBuf,
@@ -525,7 +533,8 @@ impl Index {
     /// Bundles by verdict, and drives by (model, verdict), for /metrics:
     /// two grouped counts, no record read.
     #[allow(clippy::type_complexity)]
-    pub fn metric_counts(&self) -> Result<(Vec<(String, u64)>, Vec<(String, String, u64)>)> {
+    /// Bundles by verdict, drives by (model, verdict), bundles by model.
+    pub fn metric_counts(&self) -> Result<MetricCounts> {
         let db = self.reader()?;
         let mut st = db.prepare("SELECT verdict, COUNT(*) FROM bundles GROUP BY verdict")?;
         let bundles = st
@@ -544,7 +553,14 @@ impl Index {
                 ))
             })?
             .collect::<Result<_, _>>()?;
-        Ok((bundles, drives))
+        let mut st = db
+            .prepare("SELECT COALESCE(model, ''), COUNT(DISTINCT sha256) FROM drives GROUP BY 1")?;
+        let models = st
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok((bundles, drives, models))
     }
 
     pub fn count(&self) -> Result<u64> {

@@ -143,6 +143,9 @@ pub struct Collector {
     heavy: Arc<tokio::sync::Semaphore>,
     /// Board pages being made.
     boards: Arc<tokio::sync::Semaphore>,
+    /// /metrics pages being made: turns of their own, so board readers
+    /// cannot keep Prometheus' scrapes answered 503 (found in review).
+    metrics: Arc<tokio::sync::Semaphore>,
     /// One heartbeat of a run at a time, by a hash of its id: the index
     /// check and the store write of two heartbeats of a run do not cross.
     run_locks: Vec<tokio::sync::Mutex<()>>,
@@ -417,6 +420,7 @@ impl Collector {
             traffic: metrics::Traffic::default(),
             started: Instant::now(),
             boards: Arc::new(tokio::sync::Semaphore::new(MAX_BOARDS)),
+            metrics: Arc::new(tokio::sync::Semaphore::new(api::MAX_METRICS)),
             run_locks: (0..64).map(|_| tokio::sync::Mutex::new(())).collect(),
             exports: Arc::new(tokio::sync::Semaphore::new(MAX_EXPORTS)),
         })

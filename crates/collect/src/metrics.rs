@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -57,14 +56,15 @@ impl Route {
             .unwrap_or_else(|p| p.into_inner())
             .entry(outcome)
             .or_default() += 1;
-        // The count first, the buckets after, and `routes` reads them the
-        // other way round: no bucket is ever seen above +Inf (found in
-        // review).
+        // The count first, the buckets after, highest first, and `routes`
+        // reads them the other way round (lowest bucket first, the count
+        // last): no bucket is ever seen above +Inf, nor above a higher
+        // bucket (found in review).
         self.count.fetch_add(1, Ordering::SeqCst);
         self.sum_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
         let secs = took.as_secs_f64();
-        for (b, le) in self.buckets.iter().zip(LATENCY_BUCKETS) {
+        for (b, le) in self.buckets.iter().zip(LATENCY_BUCKETS).rev() {
             if secs <= le {
                 b.fetch_add(1, Ordering::SeqCst);
             }
@@ -88,7 +88,7 @@ pub struct Traffic {
 
 /// Every reason a refusal gives, each written from the start (at 0), so
 /// the first refusals after a restart are an increase Prometheus sees.
-const REFUSALS: [&str; 14] = [
+const REFUSALS: [&str; 15] = [
     "bad_request",
     "unauthorised",
     "forbidden",
@@ -101,6 +101,7 @@ const REFUSALS: [&str; 14] = [
     "unprocessable",
     "rate_limited",
     "busy",
+    "store_full",
     "server_error",
     "other",
 ];
@@ -120,6 +121,8 @@ fn refusal(status: StatusCode) -> &'static str {
         422 => "unprocessable",
         429 => "rate_limited",
         503 => "busy",
+        // --max-runs reached, or the store out of room.
+        507 => "store_full",
         500..=599 => "server_error",
         _ => "other",
     }
@@ -150,11 +153,15 @@ pub struct Fleet {
     pub bundles: Vec<(String, u64)>,
     /// Drives by (model, verdict), the most common models first.
     pub drives: Vec<(String, String, u64)>,
+    /// Bundles holding each model: what ranks the models named (one
+    /// bundle listing 50 models of its own cannot push the fleet's out).
+    pub model_bundles: Vec<(String, u64)>,
     /// Runs on the board by (state: running, stalled, stopped, finished;
     /// verdict so far: pass, fail, untested).
     pub runs: BTreeMap<(&'static str, &'static str), u64>,
-    /// Running (or stalled) runs: (run id, seconds since last heard).
-    pub silent: Vec<(String, u64)>,
+    /// Running (or stalled) runs: (run id, seconds since last heard,
+    /// stalled by the collector's own rule).
+    pub silent: Vec<(String, u64, bool)>,
     /// The index answered, and how long its queries took.
     pub index_up: bool,
     pub index_seconds: f64,
@@ -226,11 +233,21 @@ pub fn render(fleet: &Fleet, traffic: &Traffic, started: Instant) -> String {
         &mut out,
         "storcert_run_last_heard_seconds",
         "gauge",
-        "Seconds since a running run's last heartbeat (the 100 longest silent).",
+        "Seconds since a running run's last heartbeat (100 runs: the stalled, most recently stalled first, then the longest silent of the others).",
     );
     let mut silent = fleet.silent.clone();
-    silent.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    for (run, s) in silent.iter().take(MAX_SILENT_RUNS) {
+    // Stalled runs first, the most recently heard first: 100 runs
+    // abandoned this week cannot hide a stall that began a minute ago
+    // (found in review); then the running, the longest silent first.
+    silent.sort_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then_with(|| match a.2 {
+                true => a.1.cmp(&b.1),
+                false => b.1.cmp(&a.1),
+            })
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    for (run, s, _) in silent.iter().take(MAX_SILENT_RUNS) {
         let _ = writeln!(
             out,
             "storcert_run_last_heard_seconds{{run=\"{}\"}} {s}",
@@ -285,24 +302,9 @@ fn drives(out: &mut String, fleet: &Fleet) {
         out,
         "storcert_drives",
         "gauge",
-        "Drives in the index's bundles, by model (the 50 most common) and verdict.",
+        "Drives in the index's bundles, by model (the 50 in most bundles) and verdict.",
     );
-    family(
-        out,
-        "storcert_drives_other_models",
-        "gauge",
-        "Drives in the index's bundles of the models storcert_drives does not name, by verdict.",
-    );
-    if !fleet.index_up {
-        return;
-    }
-    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
-    for (model, _, n) in &fleet.drives {
-        *totals.entry(model).or_default() += n;
-    }
-    let mut ranked: Vec<(&str, u64)> = totals.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    let named: Vec<&str> = ranked.iter().take(MAX_MODELS).map(|r| r.0).collect();
+    let named = ranked_models(fleet);
     // The rest in a family of their own: a model that calls itself
     // "other" is not the sum of the others (found in review).
     let mut rows: BTreeMap<(String, &str), u64> = BTreeMap::new();
@@ -319,9 +321,37 @@ fn drives(out: &mut String, fleet: &Fleet) {
             "storcert_drives{{model=\"{model}\",verdict=\"{v}\"}} {n}"
         );
     }
+    // Each family's lines together, as the text format asks (found in
+    // review: this HELP came between the other's TYPE and samples).
+    family(
+        out,
+        "storcert_drives_other_models",
+        "gauge",
+        "Drives in the index's bundles of the models storcert_drives does not name, by verdict.",
+    );
     for (v, n) in others {
         let _ = writeln!(out, "storcert_drives_other_models{{verdict=\"{v}\"}} {n}");
     }
+}
+
+/// The models `storcert_drives` names: those in the most bundles, then
+/// with the most drives; none while the index is down.
+fn ranked_models(fleet: &Fleet) -> Vec<&str> {
+    if !fleet.index_up {
+        return Vec::new();
+    }
+    let mut totals: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for (model, _, n) in &fleet.drives {
+        totals.entry(model).or_default().1 += n;
+    }
+    for (model, n) in &fleet.model_bundles {
+        if let Some(t) = totals.get_mut(model.as_str()) {
+            t.0 = *n;
+        }
+    }
+    let mut ranked: Vec<(&str, (u64, u64))> = totals.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ranked.into_iter().take(MAX_MODELS).map(|r| r.0).collect()
 }
 
 /// The counters and latency histograms of uploads and heartbeats.
@@ -400,7 +430,7 @@ pub(crate) async fn count_answers(
 
 impl Collector {
     /// What /metrics shows: the index's counts and the board's runs.
-    pub(crate) fn fleet_metrics(&self) -> Result<Fleet> {
+    pub(crate) fn fleet_metrics(&self) -> Fleet {
         let asked = Instant::now();
         let counted = self.cfg.index.metric_counts();
         let index_seconds = asked.elapsed().as_secs_f64();
@@ -412,17 +442,27 @@ impl Collector {
             store_up: self.backoff().until.is_none(),
             ..Default::default()
         };
-        if let Ok((bundles, drives)) = counted {
-            (fleet.bundles, fleet.drives) = (bundles, drives);
+        if let Ok((bundles, drives, models)) = counted {
+            (fleet.bundles, fleet.drives, fleet.model_bundles) = (bundles, drives, models);
         }
-        for row in heartbeat::board_rows(self)? {
+        // The board reads the same index: where it fails, the page still
+        // answers, saying the index is down (found in review: a 500 with
+        // no page, so StorcertCollectorIndexDown could never fire).
+        let Ok(rows) = heartbeat::board_rows(self) else {
+            fleet.index_up = false;
+            return fleet;
+        };
+        for row in rows {
             let verdict = verdict(row.heartbeat.verdict.as_str());
             *fleet.runs.entry((row.shown.as_str(), verdict)).or_default() += 1;
-            if matches!(row.shown, board::Shown::Running | board::Shown::Stalled) {
-                fleet.silent.push((row.heartbeat.run_id, row.silent_s));
+            let stalled = row.shown == board::Shown::Stalled;
+            if stalled || row.shown == board::Shown::Running {
+                fleet
+                    .silent
+                    .push((row.heartbeat.run_id, row.silent_s, stalled));
             }
         }
-        Ok(fleet)
+        fleet
     }
 }
 
@@ -443,7 +483,7 @@ mod tests {
                 })
                 .chain([("A".repeat(500), "PWNED".into(), 1)])
                 .collect(),
-            silent: (0..150).map(|i| (format!("run-{i}\\"), i)).collect(),
+            silent: (0..150).map(|i| (format!("run-{i}\\"), i, false)).collect(),
             index_up: true,
             ..Fleet::default()
         };
@@ -478,6 +518,57 @@ mod tests {
         assert_eq!(
             runs[0],
             "storcert_run_last_heard_seconds{run=\"run-149\\\\\"} 149"
+        );
+    }
+
+    #[test]
+    fn a_new_stall_and_the_fleet_s_models_are_named_whatever_floods_them() {
+        // 100 runs stalled for days, one stalled a minute ago, one running:
+        // the new stall is named first, the running one not at all.
+        let mut silent: Vec<(String, u64, bool)> = (0..100)
+            .map(|i| (format!("old-{i:03}"), 500_000 + i, true))
+            .collect();
+        silent.push(("new".into(), 960, true));
+        silent.push(("busy".into(), 5, false));
+        // One bundle listing 50 models of its own, three drives each; the
+        // fleet's model in 10 bundles, one drive each.
+        let mut drives: Vec<(String, String, u64)> = (0..50)
+            .map(|i| (format!("JUNK-{i:02}"), "pass".to_string(), 3))
+            .collect();
+        drives.push(("KIOXIA".into(), "fail".into(), 10));
+        let mut model_bundles: Vec<(String, u64)> =
+            (0..50).map(|i| (format!("JUNK-{i:02}"), 1)).collect();
+        model_bundles.push(("KIOXIA".into(), 10));
+        let fleet = Fleet {
+            silent,
+            drives,
+            model_bundles,
+            index_up: true,
+            ..Fleet::default()
+        };
+        let page = render(&fleet, &Traffic::default(), Instant::now());
+        let runs: Vec<&str> = page
+            .lines()
+            .filter(|l| l.starts_with("storcert_run_last_heard_seconds{"))
+            .collect();
+        assert_eq!(runs.len(), MAX_SILENT_RUNS);
+        assert_eq!(runs[0], "storcert_run_last_heard_seconds{run=\"new\"} 960");
+        assert!(!page.contains("run=\"busy\""), "{page}");
+        assert!(
+            page.lines()
+                .any(|l| l == "storcert_drives{model=\"KIOXIA\",verdict=\"fail\"} 10"),
+            "{page}"
+        );
+        assert!(
+            page.lines()
+                .any(|l| l == "storcert_drives_other_models{verdict=\"pass\"} 3"),
+            "{page}"
+        );
+        // Each family's HELP, TYPE and samples together.
+        let at = |l: &str| page.find(l).unwrap();
+        assert!(
+            at("storcert_drives{model=") < at("# HELP storcert_drives_other_models"),
+            "{page}"
         );
     }
 
@@ -545,7 +636,10 @@ mod tests {
         );
         // A long run id stays whole: two runs are two series.
         let runs = Fleet {
-            silent: vec![("r".repeat(100) + "1", 1), ("r".repeat(100) + "2", 2)],
+            silent: vec![
+                ("r".repeat(100) + "1", 1, false),
+                ("r".repeat(100) + "2", 2, false),
+            ],
             ..Fleet::default()
         };
         let page = render(&runs, &Traffic::default(), Instant::now());

@@ -73,6 +73,23 @@ fn write_durably_as<T>(
             .open(path)?;
         return write(&mut f);
     }
+    replace_with(path, mode, write)
+}
+
+/// `write_durably` that always puts a new file at `path` (a temporary
+/// beside it, synced, renamed over), never writes into what is there: a
+/// FIFO or device someone made where a file of ours goes is replaced,
+/// not opened (a write into a FIFO nobody reads never returns; found in
+/// review of the node_exporter textfile).
+pub fn replace_durably(path: &Path, data: impl AsRef<[u8]>) -> std::io::Result<()> {
+    replace_with(path, 0o644, |f| f.write_all(data.as_ref()))
+}
+
+fn replace_with<T>(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+) -> std::io::Result<T> {
     let (mut f, tmp) = create_temporary(path, mode)?;
     let written = write(&mut f).and_then(|t| {
         f.sync_all()?;
@@ -118,12 +135,14 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Opens `path` for reading without following a final link.
+/// Opens `path` for reading without following a final link, and without
+/// waiting: a FIFO swapped in since the rename opens at once (and its
+/// fsync fails) instead of blocking until someone writes to it.
 fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(path)
 }
 
