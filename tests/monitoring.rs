@@ -327,6 +327,12 @@ fn the_maas_script_refuses_arguments_maas_would_not_pass() {
         ),
         (&["--storage=sda"], "is no device under /dev"),
         (&["--storage=/dev/sdb", "extra"], "unrecognized arguments"),
+        // argparse's help exits 0: MAAS would read a pass, nothing run.
+        (
+            &["--storage=/dev/sdb", "--load=3x", "-h"],
+            "unrecognized arguments",
+        ),
+        (&["--storage=/dev/sdb", "--help"], "unrecognized arguments"),
     ] {
         let out = Command::new(MAAS_SCRIPT)
             .args(args)

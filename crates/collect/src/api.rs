@@ -33,7 +33,8 @@ pub(super) const MAX_EXPORTS_PER_CLIENT: usize = 2;
 /// Board pages made at once.
 pub(super) const MAX_BOARDS: usize = 2;
 
-/// /metrics pages made at once (a scrape every few seconds needs one).
+/// /metrics fleets read at once; another scrape waits for it and takes
+/// what it read (`Collector::scrape_fleet`).
 pub(super) const MAX_METRICS: usize = 1;
 
 /// A JSON answer of what machines and bundles said: the same JSON, with
@@ -57,10 +58,7 @@ pub(super) const API_BOARD_BYTES: usize = 16 << 20;
 /// The fleet in Prometheus' text format (`metrics`).
 pub(super) async fn api_metrics(State(c): State<Shared>) -> Response {
     c.fresh().await;
-    let fleet = match c
-        .blocking(&c.metrics, MAX_METRICS, |c| Ok(c.fleet_metrics()))
-        .await
-    {
+    let fleet = match c.scrape_fleet().await {
         Ok(f) => f,
         Err(r) => return r,
     };

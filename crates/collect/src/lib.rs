@@ -146,6 +146,8 @@ pub struct Collector {
     /// /metrics pages being made: turns of their own, so board readers
     /// cannot keep Prometheus' scrapes answered 503 (found in review).
     metrics: Arc<tokio::sync::Semaphore>,
+    /// The fleet the last scrape read, and when (`metrics::scrape_fleet`).
+    last_fleet: Mutex<Option<(Instant, Arc<metrics::Fleet>)>>,
     /// One heartbeat of a run at a time, by a hash of its id: the index
     /// check and the store write of two heartbeats of a run do not cross.
     run_locks: Vec<tokio::sync::Mutex<()>>,
@@ -421,6 +423,7 @@ impl Collector {
             started: Instant::now(),
             boards: Arc::new(tokio::sync::Semaphore::new(MAX_BOARDS)),
             metrics: Arc::new(tokio::sync::Semaphore::new(api::MAX_METRICS)),
+            last_fleet: Mutex::new(None),
             run_locks: (0..64).map(|_| tokio::sync::Mutex::new(())).collect(),
             exports: Arc::new(tokio::sync::Semaphore::new(MAX_EXPORTS)),
         })
