@@ -173,11 +173,16 @@ const LATENCY_BOUND_S: f64 = 0.064;
 /// flight; at least 2,048 (the fixed limit it replaces), at most what one
 /// io_uring holds.
 pub fn depth_for(spec: &runner::RunSpec) -> u32 {
-    let rate: f64 = spec.streams.iter().map(|s| s.rate.max(0.0)).sum();
+    let rate = asked_rate(spec);
     let lone = spec.streams.iter().filter(|s| s.one_in_flight).count() as f64;
     (rate * LATENCY_BOUND_S + lone)
         .ceil()
         .clamp(2048.0, engine::uring::MAX_DEPTH as f64) as u32
+}
+
+/// Requests a second the run's paced streams ask for, in all.
+fn asked_rate(spec: &runner::RunSpec) -> f64 {
+    spec.streams.iter().map(|s| s.rate.max(0.0)).sum()
 }
 
 /// Requests a second one worker thread is given by default: well under
@@ -195,7 +200,7 @@ pub fn threads_for(spec: &runner::RunSpec, n_devices: usize, asked: Option<usize
         return 1;
     }
     let wanted = asked.unwrap_or_else(|| {
-        let rate: f64 = spec.streams.iter().map(|s| s.rate.max(0.0)).sum();
+        let rate = asked_rate(spec);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ((rate / REQUESTS_PER_THREAD).ceil() as usize).min(cores)
     });

@@ -490,8 +490,7 @@ impl<'a> Merge<'a> {
         let elapsed = ends.iter().map(|e| e.elapsed).max().unwrap_or_default();
         // What the workers recorded after their last whole second.
         for (k, (sum, _)) in std::mem::take(&mut self.seconds) {
-            self.timeline.absorb(&sum);
-            self.timeline.advance(k + 1);
+            self.close_second(k, &sum, sinks)?;
         }
         for e in &ends {
             self.timeline.absorb(&e.timeline);
