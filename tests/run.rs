@@ -949,6 +949,60 @@ fn drives_of_unknown_model_are_searched_alone_even_side_by_side() {
     assert_made_as_read(&run_dir_in(&results), &files);
 }
 
+/// The per-drive runs of a storage entry and a search's trials side by
+/// side go on one pool of worker threads (`act.threads`), not a thread
+/// each: each log says so, and each is still its own run and verdict.
+#[test]
+#[ignore = "needs root: loop devices; scripts/test runs it"]
+fn per_drive_runs_share_one_pool_of_worker_threads() {
+    let t = tempfile::tempdir().unwrap();
+    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
+    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
+    let profile = t.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"pool\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
+             [act]\nrun_to_end = true\nthreads = 1\n\
+             storage = [{{ load = \"1x\", duration = \"2s\" }}]\n\
+             search = {{ max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\" }}\n",
+            a.dev, b.dev
+        ),
+    )
+    .unwrap();
+    let results = t.path().join("results");
+    let key = t.path().join("k.key");
+    let out = run_cmd(&profile, &results, &key).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let files = spooled_files(&results);
+    let logs: Vec<(&String, String)> = files
+        .iter()
+        .filter(|(p, _)| p.starts_with("results/act/") && p.ends_with(".log"))
+        .map(|(p, b)| (p, String::from_utf8_lossy(b).into_owned()))
+        .collect();
+    // Two storage runs and at least a trial and a confirmation per drive.
+    assert!(logs.len() >= 6, "{:?}", files.keys().collect::<Vec<_>>());
+    for (path, log) in &logs {
+        assert!(
+            log.contains("scheduler on a worker thread shared with other runs,"),
+            "{path}: {log}"
+        );
+        // Each run is over its own drive alone.
+        let devices = log
+            .lines()
+            .find(|l| l.starts_with("device-names: "))
+            .unwrap();
+        assert!(!devices.contains(','), "{path}: {devices}");
+    }
+    for dev in [&a.dev, &b.dev] {
+        let label = dev.rsplit('/').next().unwrap();
+        assert!(err.contains(&format!("[act 1x {label}] done")), "{err}");
+        assert!(err.contains(&format!("[act search {label}] done")), "{err}");
+    }
+    assert_made_as_read(&run_dir_in(&results), &files);
+}
+
 /// A streaming burn-in: the passes three times over (each loop's result
 /// kept), dd's single stream, then a filesystem pass in a directory.
 #[test]

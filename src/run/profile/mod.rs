@@ -188,6 +188,11 @@ pub struct Act {
     /// run stops there, failed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub run_to_end: bool,
+    /// Worker threads that carry the ACT runs going side by side (a
+    /// run's per-drive runs, its searches' trials), or a wide run's;
+    /// default: enough for their asked rate, at most the cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u16>,
 }
 
 /// One phase of a run: the spare area, then ACT on it.
@@ -745,6 +750,9 @@ impl Profile {
             }
             if a.wide && d.scratch.is_some() {
                 return bad("act.wide", "a scratch file is one drive".into());
+            }
+            if a.threads.is_some_and(|n| !(1..=1024).contains(&n)) {
+                return bad("act.threads", "must be from 1 to 1024".into());
             }
             plan.storage = Self::storage_plan("act.storage", &a.storage)?;
             plan.search = a

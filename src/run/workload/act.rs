@@ -53,7 +53,7 @@ impl Workload for Act {
 /// analysis in the results folder, progress to the console.
 pub(super) fn act_run(
     ctx: &Ctx,
-    key: &str,
+    (key, pool): (&str, Option<&Pool>),
     w: &dyn crate::act::Workload,
     base: &str,
     total_s: u64,
@@ -77,7 +77,11 @@ pub(super) fn act_run(
             let _ = ctx.journal().progress(key, secs);
         }
     };
-    let ran = crate::act::run_to_files(w, &act_options(ctx), &ctx.stop, &files, &mut progress);
+    let opts = crate::act::RunOptions {
+        pool: pool.cloned(),
+        ..act_options(ctx)
+    };
+    let ran = crate::act::run_to_files(w, &opts, &ctx.stop, &files, &mut progress);
     ctx.console.end(key);
     let ran = keep_ran(ctx, base, ran)?;
     // The stage's line says the log's verdict beside the run's lag.
@@ -151,10 +155,38 @@ fn keep_ran(ctx: &Ctx, base: &str, ran: Result<crate::act::Ran>) -> Result<crate
 
 /// How the profile's ACT runs run.
 fn act_options(ctx: &Ctx) -> crate::act::RunOptions {
+    let act = ctx.profile.act.as_ref();
     crate::act::RunOptions {
-        run_to_end: ctx.profile.act.as_ref().is_some_and(|a| a.run_to_end),
+        run_to_end: act.is_some_and(|a| a.run_to_end),
+        threads: act.and_then(|a| a.threads).map(usize::from),
         ..Default::default()
     }
+}
+
+/// The worker threads that carry ACT runs going side by side, or why
+/// there are none: each stage that would have run on them fails with it.
+type Pool = Arc<crate::act::pool::Pool>;
+type PoolOrWhy = std::result::Result<Pool, String>;
+
+/// A pool for one ACT run per target, each `C` at `plan` for `secs`:
+/// sized to their asked rate in all (`act::pool_for`), so a box of many
+/// drives runs them on as many threads as the cores need, not one each.
+fn pool_for<C>(ctx: &Ctx, targets: &[&Target], plan: &profile::TimedPlan, secs: u64) -> PoolOrWhy
+where
+    C: crate::act::config::RunConfig + crate::act::Workload,
+{
+    let opts = act_options(ctx);
+    let runs = targets
+        .iter()
+        .map(|t| Ok((drive_config::<C>(t, plan, secs)?.run_spec(&opts), 1)))
+        .collect::<Result<Vec<_>>>();
+    runs.and_then(|runs| crate::act::pool_for(&runs, &opts))
+        .map_err(|e| format!("ACT worker threads: {e:#}"))
+}
+
+/// The pool a stage runs on, or its error.
+fn pooled(pool: &PoolOrWhy) -> Result<&Pool> {
+    pool.as_ref().map_err(|why| anyhow!("{why}"))
 }
 
 /// One drive's ACT configuration (storage or index) for `plan`, `secs`.
@@ -532,18 +564,26 @@ fn act_storage(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
             let id = format!("{}act {} wide", ph.id, tl.name);
             ctx.stage(&id, None, true, || {
                 let c = wide_storage_config(targets, tl)?;
-                act_run(ctx, &id, &c, &format!("{dir}act/wide-{}", tl.name), tl.secs)
+                act_run(
+                    ctx,
+                    (&id, None),
+                    &c,
+                    &format!("{dir}act/wide-{}", tl.name),
+                    tl.secs,
+                )
             })?;
         }
     }
     for tl in ph.storage.iter().filter(|_| !ph.wide) {
+        let all: Vec<&Target> = targets.iter().collect();
+        let pool = pool_for::<StorageConfig>(ctx, &all, tl, tl.secs);
         each_parallel(targets, |t| {
             let id = format!("{}act {} {}", ph.id, tl.name, t.label);
             ctx.stage(&id, Some(t), true, || {
                 let c: StorageConfig = drive_config(t, tl, tl.secs)?;
                 act_run(
                     ctx,
-                    &id,
+                    (&id, Some(pooled(&pool)?)),
                     &c,
                     &format!("{dir}act/{}-{}", t.label, tl.name),
                     tl.secs,
@@ -565,6 +605,14 @@ fn act_search(
     ph: &PhaseRun,
     s: &profile::SearchPlan,
 ) -> Result<()> {
+    // Every group's trials on one pool, sized for every drive at the
+    // highest load.
+    let highest = profile::TimedPlan {
+        load: s.max_load,
+        ..Default::default()
+    };
+    let left: Vec<&Target> = targets.iter().collect();
+    let pool = pool_for::<StorageConfig>(ctx, &left, &highest, s.trial_secs);
     each_parallel(&search_groups(all, s.parallel), |group| {
         let label = group_label(group);
         let left: Vec<&Target> = group
@@ -575,7 +623,7 @@ fn act_search(
             return Ok(());
         }
         ctx.stage_on(&format!("{}act search {label}", ph.id), &left, true, || {
-            search_group(ctx, &left, &label, ph, s)
+            search_group(ctx, (&left, pooled(&pool)?), &label, ph, s)
         })
     })
 }
@@ -583,7 +631,7 @@ fn act_search(
 /// One search: over one drive, or side by side over a group alike.
 fn search_group(
     ctx: &Ctx,
-    group: &[&Target],
+    (group, pool): (&[&Target], &Pool),
     label: &str,
     ph: &PhaseRun,
     s: &profile::SearchPlan,
@@ -615,7 +663,11 @@ fn search_group(
     // starts from an empty folder.
     clear_folder(&spec.out_dir)?;
     ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
-    let searched = crate::act::search::search(&spec, &act_options(ctx), &ctx.stop, &ctx.console);
+    let opts = crate::act::RunOptions {
+        pool: Some(Arc::clone(pool)),
+        ..act_options(ctx)
+    };
+    let searched = crate::act::search::search(&spec, &opts, &ctx.stop, &ctx.console);
     let searched = match searched {
         Ok(s) => s,
         Err(e) => {
@@ -787,13 +839,15 @@ fn run(ctx: &Ctx, targets: &mut Vec<Target>) -> Result<()> {
     }
     if p.act.is_some() {
         if let Some(ix) = &plan.index {
+            let all: Vec<&Target> = targets.iter().collect();
+            let pool = pool_for::<IndexConfig>(ctx, &all, ix, ix.secs);
             each_parallel(targets, |t| {
                 let id = format!("act index {} {}", ix.name, t.label);
                 ctx.stage(&id, Some(t), true, || {
                     let c: IndexConfig = drive_config(t, ix, ix.secs)?;
                     act_run(
                         ctx,
-                        &id,
+                        (&id, Some(pooled(&pool)?)),
                         &c,
                         &format!("act/index-{}-{}", t.label, ix.name),
                         ix.secs,

@@ -6,6 +6,7 @@
 mod decide;
 pub mod device;
 pub mod index;
+pub mod pool;
 pub mod prep;
 mod runlog;
 pub mod runner;
@@ -49,6 +50,10 @@ pub struct RunOptions {
     /// (`statistics::ALPHA`): a search's trials only, never a run that
     /// qualifies a drive.
     pub statistical: Option<f64>,
+    /// Worker threads shared with other runs (`storcert run`'s per-drive
+    /// runs, a search's trials side by side); `None`: the run has its own
+    /// thread, or threads (`threads`).
+    pub pool: Option<Arc<pool::Pool>>,
 }
 
 impl Default for RunOptions {
@@ -62,6 +67,7 @@ impl Default for RunOptions {
             io_timeout: Duration::from_secs(30),
             run_to_end: false,
             statistical: None,
+            pool: None,
         }
     }
 }
@@ -95,17 +101,28 @@ pub trait Workload {
 /// The version of ACT whose log format storcert writes.
 pub const ACT_VERSION: &str = "6.6";
 
+/// Which threads carry a run, as its log's banner says it.
+#[derive(Debug, Clone, Copy)]
+pub enum Carried {
+    /// On this many worker threads of its own (one: the run's own thread).
+    Own(usize),
+    /// On this many of a pool's worker threads, shared with other runs.
+    Pool(usize),
+}
+
 /// The log up to the first report block: ACT's banner, the configuration
 /// echo, the device lines and the histogram names.
 pub fn header(
     w: &dyn Workload,
     devices: &[Device],
     names: &[String],
-    (engine, threads): (&str, usize),
+    (engine, carried): (&str, Carried),
 ) -> String {
-    let threads = match threads {
-        1 => String::new(),
-        n => format!(" on {n} worker threads"),
+    let threads = match carried {
+        Carried::Own(1) => String::new(),
+        Carried::Own(n) => format!(" on {n} worker threads"),
+        Carried::Pool(1) => " on a worker thread shared with other runs".into(),
+        Carried::Pool(n) => format!(" on {n} worker threads shared with other runs"),
     };
     let mut s = format!(
         "\nACT version {ACT_VERSION}\n{}\nstorcert {} (ACT-compatible log; open-loop {engine} scheduler{threads}, \
@@ -137,29 +154,35 @@ pub fn run_workload(
     let mut devices = open_devices(w.device_names(), w.dsync(), w.file_size())?;
     let spec = w.run_spec(opts);
     let threads = threads_for(&spec, devices.len(), opts.threads);
-    let shares = workers::shares(&spec, devices.len(), threads);
-    let open = |i: usize| {
-        // Each worker's null drives draw their own latencies.
-        let mut null = opts.null_latency.clone();
-        null.seed = null.seed.map(|s| s.wrapping_add(i as u64));
-        let depth = opts.depth.unwrap_or_else(|| depth_for(&shares[i].spec));
-        engine::open_with(opts.engine, depth, &null)
+    let write_header = |sinks: &mut Sinks<'_>, engine: &str, carried: Carried| -> Result<()> {
+        let header = header(w, &devices, &spec.hist_names, (engine, carried));
+        sinks.log.write_all(header.as_bytes())?;
+        // On disk as the run starts: `tail -f` shows what runs, and a run
+        // stopped before its first report leaves a log that says what it
+        // was.
+        sinks.log.flush()?;
+        Ok(())
     };
-    // Opened here, on this thread, for one thread; for several, each
-    // worker opens its own on its own thread (`workers::OpenEngine`), and
-    // this one only learns which engine the log names.
-    let mut engine = open(0).context("open the I/O engine")?;
-    let name = engine.name();
-    let header = header(w, &devices, &spec.hist_names, (name, shares.len()));
-    sinks.log.write_all(header.as_bytes())?;
-    // On disk as the run starts: `tail -f` shows what runs, and a run
-    // stopped before its first report leaves a log that says what it was.
-    sinks.log.flush()?;
+    if let Some(pool) = &opts.pool {
+        let shares = workers::shares(&spec, devices.len(), threads.min(pool.len()));
+        write_header(sinks, pool.engine(), Carried::Pool(shares.len()))?;
+        return workers::run(&spec, (&shares, pool, opts.depth), devices, stop, sinks);
+    }
+    let shares = workers::shares(&spec, devices.len(), threads);
+    let depths: Vec<u32> = shares
+        .iter()
+        .map(|s| opts.depth.unwrap_or_else(|| depth_for(&s.spec)))
+        .collect();
     if shares.len() == 1 {
+        let mut engine = engine::open_with(opts.engine, depths[0], &opts.null_latency)
+            .context("open the I/O engine")?;
+        write_header(sinks, engine.name(), Carried::Own(1))?;
         return runner::run(&spec, &mut devices, engine.as_mut(), stop, sinks);
     }
-    drop(engine);
-    workers::run(&spec, (&shares, &open, name), &mut devices, stop, sinks)
+    // Each worker opens its own engine on its own thread.
+    let pool = pool::Pool::start(opts.engine, &opts.null_latency, &depths)?;
+    write_header(sinks, pool.engine(), Carried::Own(shares.len()))?;
+    workers::run(&spec, (&shares, &pool, opts.depth), devices, stop, sinks)
 }
 
 /// A request's latency that the in-flight limit leaves room for at the
@@ -199,12 +222,37 @@ pub fn threads_for(spec: &runner::RunSpec, n_devices: usize, asked: Option<usize
     if !workers::splittable(spec) {
         return 1;
     }
-    let wanted = asked.unwrap_or_else(|| {
-        let rate = asked_rate(spec);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        ((rate / REQUESTS_PER_THREAD).ceil() as usize).min(cores)
-    });
+    let wanted = asked.unwrap_or_else(|| threads_for_rate(asked_rate(spec)));
     wanted.clamp(1, n_devices.max(1))
+}
+
+/// Enough worker threads for `rate` requests a second, at most the cores.
+fn threads_for_rate(rate: f64) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    ((rate / REQUESTS_PER_THREAD).ceil() as usize).min(cores)
+}
+
+/// A pool for runs that go side by side, each of `runs` with its drives'
+/// count: `opts.threads` worker threads, else enough for their asked rate
+/// in all at `REQUESTS_PER_THREAD`, at most the cores; never more than
+/// their drives. Each worker's engine holds its part of the runs' own
+/// in-flight limits (`depth_for`, or `opts.depth` each).
+pub fn pool_for(runs: &[(runner::RunSpec, usize)], opts: &RunOptions) -> Result<Arc<pool::Pool>> {
+    let rate: f64 = runs.iter().map(|(s, _)| asked_rate(s)).sum();
+    let drives: usize = runs.iter().map(|(_, n)| n).sum();
+    let threads = opts
+        .threads
+        .unwrap_or_else(|| threads_for_rate(rate))
+        .clamp(1, drives.max(1));
+    let depth: u64 = runs
+        .iter()
+        .map(|(s, _)| u64::from(opts.depth.unwrap_or_else(|| depth_for(s))))
+        .sum();
+    let per_worker = depth
+        .div_ceil(threads as u64)
+        .min(u64::from(engine::uring::MAX_DEPTH)) as u32;
+    let pool = pool::Pool::start(opts.engine, &opts.null_latency, &vec![per_worker; threads])?;
+    Ok(Arc::new(pool))
 }
 
 /// Why a finished run's log has no analysis.

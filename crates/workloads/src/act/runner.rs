@@ -71,6 +71,7 @@ pub struct StreamSpec {
     pub kind: Kind,
 }
 
+#[derive(Clone)]
 pub struct RunSpec {
     pub streams: Vec<StreamSpec>,
     /// Histogram names, in the order of the log's blocks.
@@ -231,7 +232,7 @@ pub fn run(
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
     let patterns = patterns(spec, devices)?;
-    let mut s = Scheduler::new(spec, patterns, devices.len(), None);
+    let mut s = Scheduler::new(Arc::new(spec.clone()), patterns, devices.len(), None);
     let mut outcome = Outcome::Completed;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -325,8 +326,8 @@ pub(super) fn patterns(spec: &RunSpec, devices: &[Device]) -> Result<Vec<PerDevi
 
 /// The run's state from one turn of the loop to the next: the streams'
 /// schedules, the requests in flight, the histograms and the timeline.
-pub(super) struct Scheduler<'s> {
-    spec: &'s RunSpec,
+pub(super) struct Scheduler {
+    spec: Arc<RunSpec>,
     patterns: Vec<PerDevicePatterns>,
     max_record: usize,
     hists: Vec<LatencyHistogram>,
@@ -356,6 +357,13 @@ pub(super) struct Scheduler<'s> {
     order: Vec<usize>,
     /// When `stuck` last looked.
     stuck_checked: Instant,
+    /// Added to every request's tag: a pool worker's engine carries the
+    /// requests of several runs and gives each its own completions by it
+    /// (`pool`). The slot is the low 32 bits.
+    pub(super) tag_base: u64,
+    /// The most of this run's requests in flight at once: on an engine of
+    /// its own, the engine's capacity; on a pool's, the run's own share.
+    pub(super) depth: usize,
 }
 
 /// The most requests of paced streams one turn of the loop issues before
@@ -368,11 +376,15 @@ pub(super) struct Scheduler<'s> {
 /// against 6 to 10% at 512).
 const ISSUE_BATCH: u32 = 512;
 
-impl<'s> Scheduler<'s> {
+/// The bits of a request's tag that name its slot; the rest is the run's
+/// `tag_base`.
+pub(super) const SLOT_BITS: u64 = (1 << 32) - 1;
+
+impl Scheduler {
     /// `shared`: a worker thread's share of a run, with the run's start
     /// (one schedule for every share) and its device error count.
     pub(super) fn new(
-        spec: &'s RunSpec,
+        spec: Arc<RunSpec>,
         patterns: Vec<PerDevicePatterns>,
         n_devices: usize,
         shared: Option<(Instant, Arc<AtomicU64>)>,
@@ -402,9 +414,13 @@ impl<'s> Scheduler<'s> {
             .max(1);
         let decider = spec
             .stop_when_decided
-            .then(|| decider(spec, interval_ns, total_reports));
+            .then(|| decider(&spec, interval_ns, total_reports));
+        let order = {
+            let mut order: Vec<usize> = (0..spec.streams.len()).collect();
+            order.sort_by_key(|&i| !spec.streams[i].one_in_flight);
+            order
+        };
         Scheduler {
-            spec,
             patterns,
             max_record,
             hists,
@@ -438,18 +454,17 @@ impl<'s> Scheduler<'s> {
             decider,
             wake_each_second: false,
             stuck_checked: start,
-            order: {
-                let mut order: Vec<usize> = (0..spec.streams.len()).collect();
-                order.sort_by_key(|&i| !spec.streams[i].one_in_flight);
-                order
-            },
+            order,
+            tag_base: 0,
+            depth: usize::MAX,
+            spec,
         }
     }
 
     /// Report blocks, each at its interval's end, and the progress after
     /// each; the outcome if a report decided the run.
     fn write_reports(&mut self, now: Instant, sinks: &mut Sinks<'_>) -> Result<Option<Outcome>> {
-        let spec = self.spec;
+        let spec = Arc::clone(&self.spec);
         while self.reports < self.total_reports
             && now >= self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns)
         {
@@ -465,8 +480,8 @@ impl<'s> Scheduler<'s> {
             self.error_lines.clear();
             if let Some(p) = sinks.progress.as_mut() {
                 let completed: Vec<u64> = self.streams.iter().map(|st| st.completed).collect();
-                let over = reads_over_1ms(spec, &self.hists);
-                let (rate, over) = progress_of(spec, &completed, over, now - self.start);
+                let over = reads_over_1ms(&spec, &self.hists);
+                let (rate, over) = progress_of(&spec, &completed, over, now - self.start);
                 p(secs, rate, over);
             }
             use super::decide::Decision;
@@ -532,18 +547,18 @@ impl<'s> Scheduler<'s> {
         if let Some(o) = self.reap(now, devices, engine)? {
             return Ok(Some(o));
         }
-        Ok(self.stuck(devices, engine))
+        Ok(self.stuck(devices))
     }
 
     /// Issues every request that is due; the outcome if a stream fell
     /// further behind than the run allows.
-    fn issue_due(
+    pub(super) fn issue_due(
         &mut self,
         now: Instant,
         devices: &[Device],
         engine: &mut dyn Engine,
     ) -> Result<Option<Outcome>> {
-        let spec = self.spec;
+        let spec = &*self.spec;
         let lb = spec.large_block_bytes;
         let mut budget = ISSUE_BATCH;
         for &si in &self.order {
@@ -565,9 +580,11 @@ impl<'s> Scheduler<'s> {
                         stream: st.spec.label.clone(),
                     }));
                 }
-                // A full engine: the request waits, and its lag grows
-                // until the check above ends the run.
-                if engine.in_flight() >= engine.capacity() {
+                // A full engine, or the run's own share of a pool's: the
+                // request waits, and its lag grows until the check above
+                // ends the run.
+                let in_flight = self.pending.len() - self.free_slots.len();
+                if engine.in_flight() >= engine.capacity() || in_flight >= self.depth {
                     break;
                 }
                 if st.spec.rate > 0.0 {
@@ -621,7 +638,7 @@ impl<'s> Scheduler<'s> {
                     len,
                     write,
                     buf,
-                    tag: slot as u64,
+                    tag: self.tag_base | slot as u64,
                 })?;
                 st.issued += 1;
                 if st.spec.one_in_flight {
@@ -644,6 +661,23 @@ impl<'s> Scheduler<'s> {
         devices: &mut [Device],
         engine: &mut dyn Engine,
     ) -> Result<Option<Outcome>> {
+        let until = self.wake(now);
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.clear();
+        engine.reap(Some(until), &mut completions)?;
+        let mut outcome = None;
+        for c in completions.drain(..) {
+            let ended = self.complete(c, devices);
+            outcome = outcome.or(ended);
+        }
+        self.completions = completions;
+        Ok(outcome)
+    }
+
+    /// When this run's loop must wake next: its next due request or
+    /// report (or second, on a worker), and at least every 100 ms, to see
+    /// Ctrl-C and stuck requests.
+    pub(super) fn wake(&self, now: Instant) -> Instant {
         let next_report = self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns);
         let mut wake =
             next_wake(&self.streams, self.start).map_or(next_report, |d| d.min(next_report));
@@ -651,67 +685,69 @@ impl<'s> Scheduler<'s> {
             let next_second = now.saturating_duration_since(self.start).as_secs() + 1;
             wake = wake.min(self.start + Duration::from_secs(next_second));
         }
-        // At least every 100 ms, to see Ctrl-C and stuck requests.
-        let until = wake.min(now + Duration::from_millis(100));
-        self.completions.clear();
-        engine.reap(Some(until), &mut self.completions)?;
-        for c in self.completions.drain(..) {
-            let Some(p) = self.pending.get_mut(c.tag as usize).and_then(Option::take) else {
-                continue;
-            };
-            self.free_slots.push(c.tag as usize);
-            let st = &mut self.streams[p.stream];
-            st.completed += 1;
-            st.busy = false;
-            if !st.spec.pause.is_zero() || st.spec.rate <= 0.0 {
-                st.not_before = c.completed_at + st.spec.pause;
-            }
-            if let Some(err) = c.error() {
-                devices[p.device].record_error(c.write, c.offset, c.len, &err);
-                self.total_errors += 1;
-                let run_errors = self.run_errors.fetch_add(1, Ordering::Relaxed) + 1;
-                if self.error_lines.len() < 100 {
-                    // ACT's wording: "ERROR: reading DEV: ERRNO 'STRERROR'".
-                    let text = err.to_string();
-                    let text = text.split(" (os error").next().unwrap_or(&text).to_string();
-                    self.error_lines.push(format!(
-                        "ERROR: {} {}: {} '{}' (offset {})",
-                        if c.write { "writing" } else { "reading" },
-                        devices[p.device].name,
-                        err.raw_os_error().unwrap_or(0),
-                        text,
-                        c.offset
-                    ));
-                }
-                if run_errors > self.spec.max_errors {
-                    self.pools.put(c.buf);
-                    return Ok(Some(Outcome::DeviceErrors { errors: run_errors }));
-                }
-            } else {
-                let device_ns = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
-                let txn_ns = c
-                    .completed_at
-                    .saturating_duration_since(p.scheduled)
-                    .as_nanos() as u64;
-                if let Some(h) = st.spec.hist {
-                    self.hists[h].record(device_ns);
-                }
-                if let Some(dh) = &st.spec.device_hists {
-                    self.hists[dh[p.device]].record(device_ns);
-                }
-                if let Some(h) = st.spec.txn_hist {
-                    self.hists[h].record(txn_ns);
-                }
-                self.timeline.record(st.spec.kind, device_ns);
+        wake.min(now + Duration::from_millis(100))
+    }
+
+    /// This run's requests in flight.
+    pub(super) fn in_flight(&self) -> usize {
+        self.pending.len() - self.free_slots.len()
+    }
+
+    /// Records one of this run's completions; the outcome if device errors
+    /// passed the limit.
+    pub(super) fn complete(&mut self, c: Completion, devices: &mut [Device]) -> Option<Outcome> {
+        let slot = (c.tag & SLOT_BITS) as usize;
+        let p = self.pending.get_mut(slot).and_then(Option::take)?;
+        self.free_slots.push(slot);
+        let st = &mut self.streams[p.stream];
+        st.completed += 1;
+        st.busy = false;
+        if !st.spec.pause.is_zero() || st.spec.rate <= 0.0 {
+            st.not_before = c.completed_at + st.spec.pause;
+        }
+        if let Some(err) = c.error() {
+            devices[p.device].record_error(c.write, c.offset, c.len, &err);
+            self.total_errors += 1;
+            let run_errors = self.run_errors.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.error_lines.len() < 100 {
+                // ACT's wording: "ERROR: reading DEV: ERRNO 'STRERROR'".
+                let text = err.to_string();
+                let text = text.split(" (os error").next().unwrap_or(&text).to_string();
+                self.error_lines.push(format!(
+                    "ERROR: {} {}: {} '{}' (offset {})",
+                    if c.write { "writing" } else { "reading" },
+                    devices[p.device].name,
+                    err.raw_os_error().unwrap_or(0),
+                    text,
+                    c.offset
+                ));
             }
             self.pools.put(c.buf);
+            return (run_errors > self.spec.max_errors)
+                .then_some(Outcome::DeviceErrors { errors: run_errors });
         }
-        Ok(None)
+        let device_ns = c.completed_at.duration_since(c.issued_at).as_nanos() as u64;
+        let txn_ns = c
+            .completed_at
+            .saturating_duration_since(p.scheduled)
+            .as_nanos() as u64;
+        if let Some(h) = st.spec.hist {
+            self.hists[h].record(device_ns);
+        }
+        if let Some(dh) = &st.spec.device_hists {
+            self.hists[dh[p.device]].record(device_ns);
+        }
+        if let Some(h) = st.spec.txn_hist {
+            self.hists[h].record(txn_ns);
+        }
+        self.timeline.record(st.spec.kind, device_ns);
+        self.pools.put(c.buf);
+        None
     }
 
     /// A request outstanding too long: a stuck device, not a slow one.
-    fn stuck(&mut self, devices: &[Device], engine: &dyn Engine) -> Option<Outcome> {
-        if engine.in_flight() == 0 || self.spec.io_timeout.is_zero() {
+    pub(super) fn stuck(&mut self, devices: &[Device]) -> Option<Outcome> {
+        if self.in_flight() == 0 || self.spec.io_timeout.is_zero() {
             return None;
         }
         // A pass over every slot, so at most ten a second: the timeout is
@@ -731,34 +767,43 @@ impl<'s> Scheduler<'s> {
 
     /// Lets what is in flight finish (bounded), so buffers are not freed
     /// under the kernel and the devices see no aborted writes; false if
-    /// some never came back.
+    /// some never came back (their buffers stay with the engine).
     pub(super) fn drain(
         &mut self,
         devices: &mut [Device],
         engine: &mut dyn Engine,
     ) -> Result<bool> {
-        let drain_until = Instant::now() + self.spec.io_timeout.max(Duration::from_secs(1));
-        while engine.in_flight() > 0 && Instant::now() < drain_until {
+        let drain_until = self.drain_deadline();
+        while self.in_flight() > 0 && Instant::now() < drain_until {
             self.completions.clear();
             engine.reap(
                 Some(Instant::now() + Duration::from_millis(50)),
                 &mut self.completions,
             )?;
-            for c in self.completions.drain(..) {
-                if let Some(Some(p)) = self.pending.get_mut(c.tag as usize).map(Option::take) {
-                    if let Some(err) = c.error() {
-                        devices[p.device].record_error(c.write, c.offset, c.len, &err);
-                    }
-                }
+            let mut completions = std::mem::take(&mut self.completions);
+            for c in completions.drain(..) {
+                self.drained(c, devices);
+            }
+            self.completions = completions;
+        }
+        Ok(self.in_flight() == 0)
+    }
+
+    /// How long a run that ended waits for what it has in flight.
+    pub(super) fn drain_deadline(&self) -> Instant {
+        Instant::now() + self.spec.io_timeout.max(Duration::from_secs(1))
+    }
+
+    /// One of this run's completions after its end: its slot freed, a
+    /// device error still recorded against its drive.
+    pub(super) fn drained(&mut self, c: Completion, devices: &mut [Device]) {
+        let slot = (c.tag & SLOT_BITS) as usize;
+        if let Some(p) = self.pending.get_mut(slot).and_then(Option::take) {
+            self.free_slots.push(slot);
+            if let Some(err) = c.error() {
+                devices[p.device].record_error(c.write, c.offset, c.len, &err);
             }
         }
-        if engine.in_flight() > 0 {
-            // Requests that never came back: the buffers stay allocated on
-            // purpose (the kernel may still write into them).
-            std::mem::forget(std::mem::take(&mut self.completions));
-            return Ok(false);
-        }
-        Ok(true)
     }
 
     /// What a worker thread's share hands on at a report: its histograms
@@ -766,7 +811,7 @@ impl<'s> Scheduler<'s> {
     pub(super) fn snapshot(&self) -> Snapshot {
         Snapshot {
             buckets: self.hists.iter().map(|h| *h.counts()).collect(),
-            reads_over_1ms: reads_over_1ms(self.spec, &self.hists),
+            reads_over_1ms: reads_over_1ms(&self.spec, &self.hists),
             counts: self.counts(),
         }
     }
@@ -810,7 +855,7 @@ impl<'s> Scheduler<'s> {
             reports: self.reports,
         };
         build_result(
-            self.spec,
+            &self.spec,
             ended,
             (&counts, &self.hists),
             self.timeline,

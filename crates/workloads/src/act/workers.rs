@@ -1,8 +1,9 @@
 //! One ACT run over several worker threads (`--threads`), for wide NVMe
-//! boxes whose asked rate one thread cannot issue and reap.
+//! boxes whose asked rate one thread cannot issue and reap, or over a
+//! pool's workers that it shares with other runs (`pool`).
 //!
-//! Each worker owns a share of the drives, an engine of its own (its own
-//! io_uring) and the streams of those drives: a stream bound to a drive
+//! Each worker owns a share of the drives, an engine (its own io_uring)
+//! and the streams of those drives: a stream bound to a drive
 //! (a large-block reader or writer, the tomb raider) goes to that drive's
 //! worker, and one that picks a drive at random for each request (ACT's
 //! reads and writes) is split, each worker taking its drives' share of the
@@ -16,8 +17,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,10 +27,10 @@ use anyhow::{anyhow, Result};
 use super::decide::{Decider, Decision};
 use super::device::Device;
 use super::histogram::LatencyHistogram;
+use super::pool::{Control, Job, Msg, Part, Pool, ShareEnd};
 use super::runlog::{self, Ended, Snapshot};
-use super::runner::{self, RunResult, RunSpec, Scheduler, Sinks};
+use super::runner::{self, RunResult, RunSpec, Sinks};
 use super::timeline::Timeline;
-use storcert_engine::Engine;
 pub use storcert_results::act::Outcome;
 
 /// One worker's part of a run.
@@ -90,167 +91,69 @@ pub fn shares(spec: &RunSpec, n_devices: usize, workers: usize) -> Vec<Share> {
         .collect()
 }
 
-/// What the workers and this thread share.
-struct Control {
-    start: Instant,
-    stop: Arc<AtomicBool>,
-    /// Set by whoever ends the run early: a worker's outcome, a decision.
-    halt: AtomicBool,
-    errors: Arc<AtomicU64>,
-}
-
-enum Msg {
-    /// A second (from 0), a worker's timeline's part of it.
-    Second(u64, Timeline),
-    /// Worker, report (from 1), its histograms and counts, its error lines.
-    Report(usize, u64, Part),
-    Done(usize, Result<WorkerEnd>),
-}
-
-struct WorkerEnd {
-    outcome: Outcome,
-    /// Stopped by the caller's stop flag (Ctrl-C).
-    interrupted: bool,
-    /// Its histograms, whole (the result's quantiles), and each stream's
-    /// (issued, completed).
-    hists: Vec<LatencyHistogram>,
-    counts: Vec<(u64, u64)>,
-    timeline: Timeline,
-    error_lines: Vec<String>,
-    max_lag_ns: u64,
-    /// Its loop's time, before the drain.
-    elapsed: Duration,
-    drained: bool,
-}
-
-/// Opens worker `w`'s engine, on the worker's own thread: an io_uring set
-/// up for a single issuer (Linux 6.6 on) belongs to the thread that made
-/// it, and refuses any other's submissions (found in review: every run on
-/// several threads failed on io_uring).
-pub type OpenEngine<'a> = &'a (dyn Fn(usize) -> std::io::Result<Box<dyn Engine>> + Sync);
-
-/// Messages a worker may have waiting for this thread: a few seconds'
-/// worth, so a log that blocks (a pager, a paused terminal) holds the
-/// workers back as it holds a run on one thread, instead of queueing a
-/// timeline of 270 KB a second each (found in review).
+/// Messages a share may have waiting for its run's thread: a few
+/// seconds' worth, so a log that blocks (a pager, a paused terminal) holds
+/// the run back as it holds a run on one thread, instead of queueing a
+/// timeline of 270 KB a second each (found in review). On a pool shared
+/// with other runs it holds their worker back too: the runs of `storcert
+/// run` write their logs to files.
 const QUEUED_PER_WORKER: usize = 8;
 
-/// Runs `spec` over `devices` in `shares`, an engine each (`open`), and
-/// writes ACT-format report blocks to `sinks.log`. The caller has written
-/// the log's header, naming `engine`.
+/// Runs `spec` over `devices` in `shares` on `pool`'s workers (`depth`:
+/// each share's in-flight limit, else from its rate), and writes
+/// ACT-format report blocks to `sinks.log`. The caller has written the
+/// log's header, naming the pool's engine.
 pub fn run(
     spec: &RunSpec,
-    (shares, open, engine_name): (&[Share], OpenEngine<'_>, &str),
-    devices: &mut [Device],
+    (shares, pool, depth): (&[Share], &Pool, Option<u32>),
+    devices: Vec<Device>,
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
-    // The whole run's check, as on one thread, before any thread starts.
-    runner::patterns(spec, devices)?;
-    let ctl = Control {
-        // A little ahead: each worker allocates its share before the first
-        // request is due.
+    // The whole run's check, as on one thread, before any share starts.
+    runner::patterns(spec, &devices)?;
+    let ctl = Arc::new(Control {
+        // A little ahead: each worker takes its share on and allocates it
+        // before the first request is due.
         start: Instant::now() + Duration::from_millis(20),
         stop: stop.clone(),
         halt: AtomicBool::new(false),
         errors: Arc::default(),
-    };
+    });
     let (tx, rx) = mpsc::sync_channel(QUEUED_PER_WORKER * shares.len());
-    let merged = std::thread::scope(|scope| {
-        let mut rest: &mut [Device] = devices;
-        for (w, share) in shares.iter().enumerate() {
-            let (mine, others) = std::mem::take(&mut rest).split_at_mut(share.devices.len());
-            rest = others;
-            let (tx, ctl) = (tx.clone(), &ctl);
-            scope.spawn(move || {
-                let end = open(w)
-                    .map_err(|e| anyhow!("worker {w}'s I/O engine: {e}"))
-                    .and_then(|mut engine| work(share, mine, engine.as_mut(), ctl, (w, &tx)));
-                if end.is_err() {
-                    ctl.halt.store(true, Ordering::Relaxed);
-                }
-                let _ = tx.send(Msg::Done(w, end));
-            });
-        }
-        drop(tx);
-        let mut m = Merge::new(spec, shares, &ctl);
-        let taken = m.take_all(rx, sinks);
-        // This thread failing (a log it cannot write) stops the workers,
-        // as it stops a run on one thread (found in review: they ran on,
-        // unlogged, to the end).
-        if taken.is_err() {
+    let mut devices = devices.into_iter();
+    for (w, share) in shares.iter().enumerate() {
+        let job = Job {
+            spec: Arc::new(share.spec.clone()),
+            devices: devices.by_ref().take(share.devices.len()).collect(),
+            ctl: Arc::clone(&ctl),
+            tx: tx.clone(),
+            share: w,
+            depth: depth.unwrap_or_else(|| super::depth_for(&share.spec)) as usize,
+        };
+        if let Err(e) = pool.attach(job) {
             ctl.halt.store(true, Ordering::Relaxed);
-        }
-        taken.map(|()| m)
-    })?;
-    merged.finish(devices, engine_name, sinks)
-}
-
-/// One worker: its share's schedule, until the run ends or is halted.
-fn work(
-    share: &Share,
-    devices: &mut [Device],
-    engine: &mut dyn Engine,
-    ctl: &Control,
-    (w, tx): (usize, &SyncSender<Msg>),
-) -> Result<WorkerEnd> {
-    let patterns = runner::patterns(&share.spec, devices)?;
-    let shared = Some((ctl.start, ctl.errors.clone()));
-    let mut s = Scheduler::new(&share.spec, patterns, devices.len(), shared);
-    s.wake_each_second = true;
-    let interval_ns = share.spec.report_interval.as_nanos().max(1) as u64;
-    let (mut outcome, mut interrupted, mut second) = (Outcome::Completed, false, 0);
-    loop {
-        if ctl.stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        if ctl.halt.load(Ordering::Relaxed) {
-            break;
-        }
-        let now = Instant::now();
-        while now >= ctl.start + Duration::from_secs(second + 1) {
-            let _ = tx.send(Msg::Second(second, s.take_timeline()));
-            second += 1;
-        }
-        while s.reports < s.total_reports
-            && now >= ctl.start + Duration::from_nanos((s.reports + 1) * interval_ns)
-        {
-            s.reports += 1;
-            let part = (s.snapshot(), s.take_error_lines());
-            let _ = tx.send(Msg::Report(w, s.reports, part));
-        }
-        if s.reports >= s.total_reports {
-            break;
-        }
-        if let Some(o) = s.step(now, devices, engine)? {
-            outcome = o;
-            ctl.halt.store(true, Ordering::Relaxed);
-            break;
+            return Err(e);
         }
     }
-    let elapsed = ctl.start.elapsed();
-    let drained = s.drain(devices, engine)?;
-    Ok(WorkerEnd {
-        outcome,
-        interrupted,
-        hists: s.take_hists(),
-        counts: s.counts(),
-        timeline: s.take_timeline(),
-        error_lines: s.take_error_lines(),
-        max_lag_ns: s.max_lag_ns,
-        elapsed,
-        drained,
-    })
+    drop(tx);
+    let mut m = Merge::new(spec, (shares, pool.engine()), &ctl);
+    // This thread failing (a log it cannot write) stops the shares, as it
+    // stops a run on one thread (found in review: they ran on, unlogged,
+    // to the end).
+    if let Err(e) = m.take_all(&rx, sinks) {
+        ctl.halt.store(true, Ordering::Relaxed);
+        return Err(e);
+    }
+    m.finish(sinks)
 }
-
-/// A worker's report: its snapshot and its error lines since the last.
-type Part = (Snapshot, Vec<String>);
 
 /// This thread's side: the workers' parts added up, the log written.
 struct Merge<'a> {
     spec: &'a RunSpec,
     shares: &'a [Share],
+    /// The engine the shares ran on (the result names it).
+    engine: &'static str,
     ctl: &'a Control,
     /// Seconds some workers have handed on: their sum, and how many.
     seconds: BTreeMap<u64, (Timeline, usize)>,
@@ -264,14 +167,18 @@ struct Merge<'a> {
     written_seconds: usize,
     decider: Option<Decider>,
     decided: Option<Outcome>,
-    ends: Vec<Option<WorkerEnd>>,
+    ends: Vec<Option<ShareEnd>>,
     /// Which workers ended, in the order they did.
     ended: Vec<usize>,
     error: Option<anyhow::Error>,
 }
 
 impl<'a> Merge<'a> {
-    fn new(spec: &'a RunSpec, shares: &'a [Share], ctl: &'a Control) -> Merge<'a> {
+    fn new(
+        spec: &'a RunSpec,
+        (shares, engine): (&'a [Share], &'static str),
+        ctl: &'a Control,
+    ) -> Merge<'a> {
         let interval_ns = spec.report_interval.as_nanos().max(1) as u64;
         let total_reports = (spec.duration.as_nanos() as u64)
             .div_ceil(interval_ns)
@@ -279,6 +186,7 @@ impl<'a> Merge<'a> {
         Merge {
             spec,
             shares,
+            engine,
             ctl,
             seconds: BTreeMap::new(),
             timeline: Timeline::default(),
@@ -297,7 +205,7 @@ impl<'a> Merge<'a> {
     }
 
     /// Takes every worker's messages until the last worker has ended.
-    fn take_all(&mut self, rx: Receiver<Msg>, sinks: &mut Sinks<'_>) -> Result<()> {
+    fn take_all(&mut self, rx: &Receiver<Msg>, sinks: &mut Sinks<'_>) -> Result<()> {
         for msg in rx {
             match msg {
                 Msg::Second(k, part) => self.second(k, &part, sinks)?,
@@ -476,17 +384,17 @@ impl<'a> Merge<'a> {
             .check(t_ns, hists, (&remaining, &in_flight))
     }
 
-    /// The run's outcome and result, once every worker has ended.
-    fn finish(
-        mut self,
-        devices: &[Device],
-        engine: &str,
-        sinks: &mut Sinks<'_>,
-    ) -> Result<RunResult> {
-        let ends: Vec<WorkerEnd> = std::mem::take(&mut self.ends)
+    /// The run's outcome and result, once every share has ended.
+    fn finish(mut self, sinks: &mut Sinks<'_>) -> Result<RunResult> {
+        let mut ends: Vec<ShareEnd> = std::mem::take(&mut self.ends)
             .into_iter()
             .collect::<Option<_>>()
             .ok_or_else(|| anyhow!("a worker thread ended without its result"))?;
+        // Each share's drives, back in the run's order.
+        let devices: Vec<Device> = ends
+            .iter_mut()
+            .flat_map(|e| std::mem::take(&mut e.devices))
+            .collect();
         let elapsed = ends.iter().map(|e| e.elapsed).max().unwrap_or_default();
         // What the workers recorded after their last whole second.
         for (k, (sum, _)) in std::mem::take(&mut self.seconds) {
@@ -524,14 +432,14 @@ impl<'a> Merge<'a> {
             ended,
             (&counts, &hists),
             self.timeline,
-            (devices, engine),
+            (&devices, self.engine),
         ))
     }
 
     /// As on one thread: a decision; else the first worker's own outcome
     /// (in the order they ended); else interrupted; a request that never
     /// came back; too few completed.
-    fn outcome(&self, ends: &[WorkerEnd], counts: &[(u64, u64)], elapsed: Duration) -> Outcome {
+    fn outcome(&self, ends: &[ShareEnd], counts: &[(u64, u64)], elapsed: Duration) -> Outcome {
         if let Some(o) = &self.decided {
             return o.clone();
         }

@@ -50,19 +50,18 @@ struct Trials<'a> {
     console: &'a Console,
 }
 
-impl Trials<'_> {
+impl SearchSpec {
     /// The drive an ask runs on, in a search side by side.
     fn drive(&self, ask: &Ask) -> Option<&String> {
-        self.spec
-            .parallel
-            .then(|| self.spec.base.device_names.get(ask.drive))
+        self.parallel
+            .then(|| self.base.device_names.get(ask.drive))
             .flatten()
     }
 
     /// The trial's configuration: the base at the ask's load for its
     /// length, over the ask's drive alone in a search side by side.
     fn config(&self, ask: &Ask) -> Result<StorageConfig> {
-        let mut cfg = self.spec.base.clone();
+        let mut cfg = self.base.clone();
         if let Some(d) = self.drive(ask) {
             cfg.device_names = vec![d.clone()];
         }
@@ -82,8 +81,8 @@ fn trial(shared: &Trials, ask: &Ask, n: usize) -> Result<(Trial, Judged)> {
         stop,
         console,
     } = shared;
-    let cfg = shared.config(ask)?;
-    let drive = shared.drive(ask).cloned();
+    let cfg = spec.config(ask)?;
+    let drive = spec.drive(ask).cloned();
     let load = ask.load;
     let log_name = format!("trial-{n:02}-{load}x.log");
     let log_path = spec.out_dir.join(&log_name);
@@ -201,8 +200,9 @@ pub struct Searched {
 }
 
 /// Each trial's start and result go to `console`. A search side by side
-/// runs each round's trials at once, one thread each: every trial is its
-/// own run with its own engine, as on a drive of its own.
+/// runs each round's trials at once: every trial is its own run, as on a
+/// drive of its own, and they share one pool of worker threads (the
+/// caller's, else one sized for every drive at the search's highest load).
 pub fn search(
     spec: &SearchSpec,
     opts: &RunOptions,
@@ -211,6 +211,17 @@ pub fn search(
 ) -> Result<Searched> {
     std::fs::create_dir_all(&spec.out_dir)
         .with_context(|| format!("create {}", spec.out_dir.display()))?;
+    let pooled;
+    let opts = match opts.pool.is_none() && spec.parallel {
+        true => {
+            pooled = RunOptions {
+                pool: Some(pool_at_highest_load(spec, opts)?),
+                ..opts.clone()
+            };
+            &pooled
+        }
+        false => opts,
+    };
     let shared = &Trials {
         spec,
         opts,
@@ -267,6 +278,30 @@ pub fn search(
         },
         trials: judged,
     })
+}
+
+/// A pool for `spec`'s trials side by side: one run per drive at the
+/// search's highest load.
+pub fn pool_at_highest_load(
+    spec: &SearchSpec,
+    opts: &RunOptions,
+) -> Result<Arc<super::pool::Pool>> {
+    let runs = (0..spec.base.device_names.len())
+        .map(|drive| {
+            let ask = Ask {
+                load: spec.plan.max_load,
+                secs: spec.plan.trial_secs,
+                purpose: "size the pool",
+                drive,
+            };
+            let cfg = spec.config(&ask)?;
+            Ok((
+                super::Workload::run_spec(&cfg, opts),
+                cfg.device_names.len(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    super::pool_for(&runs, opts)
 }
 
 /// The trial table as people read it.
