@@ -985,7 +985,7 @@ fn per_drive_runs_share_one_pool_of_worker_threads() {
     assert!(logs.len() >= 6, "{:?}", files.keys().collect::<Vec<_>>());
     for (path, log) in &logs {
         assert!(
-            log.contains("scheduler on a worker thread shared with other runs,"),
+            log.contains("scheduler on a worker thread of a pool shared by runs side by side,"),
             "{path}: {log}"
         );
         // Each run is over its own drive alone.

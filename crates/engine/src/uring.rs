@@ -283,7 +283,14 @@ impl Engine for UringEngine {
         let wait = match until {
             None if self.in_flight == 0 => return self.submit(),
             None => Wait::Completion,
-            Some(t) if t <= now => return self.submit(),
+            // Due already, with requests in flight: no wait, but an enter
+            // that asks for events all the same. Under DEFER_TASKRUN the
+            // kernel posts completions only then, so a caller that is
+            // always behind (a full engine, a run at its in-flight limit)
+            // would never see one (found in review: one stalled drive
+            // stopped every run on its pool's worker).
+            Some(t) if t <= now && self.in_flight == 0 => return self.submit(),
+            Some(t) if t <= now => Wait::Timeout(Duration::ZERO),
             // A timer already armed for this deadline or earlier wakes us.
             Some(t) if self.timer_armed.is_some_and(|armed| armed <= t) => Wait::Completion,
             Some(t) if t - now >= RING_TIMER_FROM => {

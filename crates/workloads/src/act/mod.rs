@@ -121,8 +121,8 @@ pub fn header(
     let threads = match carried {
         Carried::Own(1) => String::new(),
         Carried::Own(n) => format!(" on {n} worker threads"),
-        Carried::Pool(1) => " on a worker thread shared with other runs".into(),
-        Carried::Pool(n) => format!(" on {n} worker threads shared with other runs"),
+        Carried::Pool(1) => " on a worker thread of a pool shared by runs side by side".into(),
+        Carried::Pool(n) => format!(" on {n} worker threads of a pool shared by runs side by side"),
     };
     let mut s = format!(
         "\nACT version {ACT_VERSION}\n{}\nstorcert {} (ACT-compatible log; open-loop {engine} scheduler{threads}, \

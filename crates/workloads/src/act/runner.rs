@@ -583,8 +583,9 @@ impl Scheduler {
                 // A full engine, or the run's own share of a pool's: the
                 // request waits, and its lag grows until the check above
                 // ends the run.
-                let in_flight = self.pending.len() - self.free_slots.len();
-                if engine.in_flight() >= engine.capacity() || in_flight >= self.depth {
+                if engine.in_flight() >= engine.capacity()
+                    || self.pending.len() - self.free_slots.len() >= self.depth
+                {
                     break;
                 }
                 if st.spec.rate > 0.0 {
@@ -627,19 +628,24 @@ impl Scheduler {
                     pending.push(None);
                     pending.len() - 1
                 });
-                pending[slot] = Some(Pending {
-                    stream: si,
-                    device: dev,
-                    scheduled: due,
-                });
-                engine.push(Request {
+                let pushed = engine.push(Request {
                     fd: devices[dev].fd(),
                     offset,
                     len,
                     write,
                     buf,
                     tag: self.tag_base | slot as u64,
-                })?;
+                });
+                if let Err(e) = pushed {
+                    // Not in flight: a run that ends on it waits for none.
+                    self.free_slots.push(slot);
+                    return Err(e.into());
+                }
+                pending[slot] = Some(Pending {
+                    stream: si,
+                    device: dev,
+                    scheduled: due,
+                });
                 st.issued += 1;
                 if st.spec.one_in_flight {
                     st.busy = true;
@@ -661,7 +667,7 @@ impl Scheduler {
         devices: &mut [Device],
         engine: &mut dyn Engine,
     ) -> Result<Option<Outcome>> {
-        let until = self.wake(now);
+        let until = self.wake(now, self.blocked(engine));
         let mut completions = std::mem::take(&mut self.completions);
         completions.clear();
         engine.reap(Some(until), &mut completions)?;
@@ -674,13 +680,23 @@ impl Scheduler {
         Ok(outcome)
     }
 
-    /// When this run's loop must wake next: its next due request or
-    /// report (or second, on a worker), and at least every 100 ms, to see
-    /// Ctrl-C and stuck requests.
-    pub(super) fn wake(&self, now: Instant) -> Instant {
+    /// Whether no request of this run can go out now: the engine is full,
+    /// or the run has its own limit in flight. Its due requests then wait
+    /// for a completion, not for their due time, which has passed.
+    pub(super) fn blocked(&self, engine: &dyn Engine) -> bool {
+        engine.in_flight() >= engine.capacity() || self.in_flight() >= self.depth
+    }
+
+    /// When this run's loop must wake next: its next due request (unless
+    /// `blocked`) or report (or second, on a worker), and at least every
+    /// 100 ms, to see Ctrl-C and stuck requests.
+    pub(super) fn wake(&self, now: Instant, blocked: bool) -> Instant {
         let next_report = self.start + Duration::from_nanos((self.reports + 1) * self.interval_ns);
-        let mut wake =
-            next_wake(&self.streams, self.start).map_or(next_report, |d| d.min(next_report));
+        let due = match blocked {
+            true => None,
+            false => next_wake(&self.streams, self.start),
+        };
+        let mut wake = due.map_or(next_report, |d| d.min(next_report));
         if self.wake_each_second {
             let next_second = now.saturating_duration_since(self.start).as_secs() + 1;
             wake = wake.min(self.start + Duration::from_secs(next_second));

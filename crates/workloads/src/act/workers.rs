@@ -137,15 +137,24 @@ pub fn run(
         }
     }
     drop(tx);
+    // However this thread leaves (an error, a panic), its shares stop.
+    let _halt = HaltOnDrop(&ctl);
     let mut m = Merge::new(spec, (shares, pool.engine()), &ctl);
     // This thread failing (a log it cannot write) stops the shares, as it
     // stops a run on one thread (found in review: they ran on, unlogged,
     // to the end).
-    if let Err(e) = m.take_all(&rx, sinks) {
-        ctl.halt.store(true, Ordering::Relaxed);
-        return Err(e);
-    }
+    m.take_all(&rx, sinks)?;
     m.finish(sinks)
+}
+
+/// Halts a run's shares when dropped: they are done by then, unless this
+/// thread is leaving early.
+struct HaltOnDrop<'a>(&'a Control);
+
+impl Drop for HaltOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.halt.store(true, Ordering::Relaxed);
+    }
 }
 
 /// This thread's side: the workers' parts added up, the log written.
