@@ -72,6 +72,11 @@ pub trait Engine: Send {
     /// limit while requests are in flight). With nothing in flight it
     /// sleeps until `until`: the workloads' schedulers wake this way.
     fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()>;
+    /// The drive behind `fd` is done with (its run ended; the descriptor
+    /// is closed next and its number may be handed to another drive): an
+    /// engine that keeps anything per descriptor lets it go. A pool's
+    /// engine outlives its runs.
+    fn forget(&mut self, _fd: RawFd) {}
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

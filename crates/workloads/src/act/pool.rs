@@ -310,6 +310,9 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
                 Some(e) if r.sched.in_flight() == 0 || now >= e.until => {
                     let r = runs.swap_remove(i);
                     load.fetch_sub(r.rate, Ordering::Relaxed);
+                    for d in &r.job.devices {
+                        engine.forget(d.fd());
+                    }
                     r.finish();
                 }
                 _ => i += 1,
@@ -608,5 +611,37 @@ mod tests {
         // Never held back for the stalled run's 5 s (a busy machine's
         // scheduling lag is far less).
         assert!(a.max_lag_ms < 1000.0, "{} ms: {a_log}", a.max_lag_ms);
+    }
+
+    #[test]
+    fn a_run_after_another_on_the_same_worker_starts_as_a_new_drive() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RunOptions {
+            engine: EngineKind::Null,
+            null_latency: "200us,9000/s=3ms".parse().unwrap(),
+            run_to_end: true,
+            ..Default::default()
+        };
+        let (over, under) = (drive(dir.path(), "a", 5, 2), drive(dir.path(), "b", 1, 2));
+        let runs = [(crate::act::Workload::run_spec(&over, &opts), 1)];
+        let opts = RunOptions {
+            pool: Some(crate::act::pool_for(&runs, &opts).unwrap()),
+            ..opts
+        };
+        let reads = |r: &runner::RunResult| {
+            r.histograms
+                .iter()
+                .find(|h| h.name == "reads")
+                .unwrap()
+                .pct_over_1ms
+        };
+        let (first, first_log) = run(&over, &opts);
+        assert!(reads(&first) > 50.0, "{first_log}");
+        // Its drive is closed, and the next run's drive is likely given its
+        // descriptor's number within the second: that drive has had none
+        // of the first one's requests, and answers at 200 us from its start.
+        let (second, second_log) = run(&under, &opts);
+        assert_eq!(second.outcome, Outcome::Completed, "{second_log}");
+        assert_eq!(reads(&second), 0.0, "{second_log}");
     }
 }
