@@ -850,24 +850,34 @@ fn a_scratch_file_asked_for_is_kept() {
     assert!(!t.path().join("storcert-scratch.img").exists());
 }
 
+/// Two 64 MiB loop devices in `dir` and a profile there naming them,
+/// with `act` as its [act] section.
+fn two_drives_profile(dir: &Path, name: &str, act: &str) -> (Loop, Loop, std::path::PathBuf) {
+    let a = Loop::new(&dir.join("a.img"), 64 << 20);
+    let b = Loop::new(&dir.join("b.img"), 64 << 20);
+    let profile = dir.join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"{name}\"\n[devices]\npaths = [\"{}\", \"{}\"]\n[act]\n{act}",
+            a.dev, b.dev
+        ),
+    )
+    .unwrap();
+    (a, b, profile)
+}
+
 /// `act.wide`: one ACT run over both drives at twice the rates, whose log
 /// has each drive's own histogram, judged per drive and over both.
 #[test]
 #[ignore = "needs root: loop devices; scripts/test runs it"]
 fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
     let t = tempfile::tempdir().unwrap();
-    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
-    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
-    let profile = t.path().join("p.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"wide\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
-             [act]\nwide = true\nstorage = [{{ load = \"1x\", duration = \"2s\" }}]\n",
-            a.dev, b.dev
-        ),
-    )
-    .unwrap();
+    let (a, b, profile) = two_drives_profile(
+        t.path(),
+        "wide",
+        "wide = true\nstorage = [{ load = \"1x\", duration = \"2s\" }]\n",
+    );
     let results = t.path().join("results");
     let key = t.path().join("k.key");
     let out = run_cmd(&profile, &results, &key).output().unwrap();
@@ -914,19 +924,8 @@ fn a_wide_run_is_one_act_over_all_drives_judged_per_drive() {
 #[ignore = "needs root: loop devices; scripts/test runs it"]
 fn drives_of_unknown_model_are_searched_alone_even_side_by_side() {
     let t = tempfile::tempdir().unwrap();
-    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
-    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
-    let profile = t.path().join("p.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"side\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
-             [act]\nrun_to_end = true\n\
-             search = {{ max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\", parallel = true }}\n",
-            a.dev, b.dev
-        ),
-    )
-    .unwrap();
+    let (a, b, profile) = two_drives_profile(t.path(), "side", "run_to_end = true\n\
+             search = { max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\", parallel = true }\n");
     let results = t.path().join("results");
     let key = t.path().join("k.key");
     let dry = run_cmd(&profile, &results, &key)
@@ -956,20 +955,13 @@ fn drives_of_unknown_model_are_searched_alone_even_side_by_side() {
 #[ignore = "needs root: loop devices; scripts/test runs it"]
 fn per_drive_runs_share_one_pool_of_worker_threads() {
     let t = tempfile::tempdir().unwrap();
-    let a = Loop::new(&t.path().join("a.img"), 64 << 20);
-    let b = Loop::new(&t.path().join("b.img"), 64 << 20);
-    let profile = t.path().join("p.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            "name = \"pool\"\n[devices]\npaths = [\"{}\", \"{}\"]\n\
-             [act]\nrun_to_end = true\nthreads = 1\n\
-             storage = [{{ load = \"1x\", duration = \"2s\" }}]\n\
-             search = {{ max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\" }}\n",
-            a.dev, b.dev
-        ),
-    )
-    .unwrap();
+    let (a, b, profile) = two_drives_profile(
+        t.path(),
+        "pool",
+        "run_to_end = true\nthreads = 1\n\
+             storage = [{ load = \"1x\", duration = \"2s\" }]\n\
+             search = { max_load = 1, step = 1, trial = \"1s\", confirm = \"1s\" }\n",
+    );
     let results = t.path().join("results");
     let key = t.path().join("k.key");
     let out = run_cmd(&profile, &results, &key).output().unwrap();
