@@ -464,6 +464,36 @@ mod tests {
         assert!(spikes.period_s.is_none_or(|p| p < 30));
     }
 
+    /// A verdict's problems (a run stopped once decided, a log cut short)
+    /// are in the page as in the text, escaped: without them a trial
+    /// passed by statistics read FAIL over slices that all pass.
+    #[test]
+    fn a_verdict_s_problems_are_on_the_page() {
+        let mut stopped = log("storcert-us-20x.log");
+        stopped.extend_from_slice(
+            b"decided after 24 sec: slice 1 passes by statistics <script>x</script> - test stopped\n",
+        );
+        let a = analyze::judge_log(&stopped, "a.log", "a.log", None).unwrap();
+        assert!(!a.analysis.verdict.pass);
+        let pass = stopped;
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("a.log".to_string(), pass.clone()),
+            ("a.analysis.json".to_string(), Artefact::from(a).to_json()),
+        ]
+        .into();
+        let r = crate::Report::build("t", Default::default(), &files);
+        let page = crate::html::render(&r);
+        assert!(
+            page.contains(
+                "<p class=\"failure\">the run stopped: decided after 24 sec: slice 1 passes by \
+                 statistics &lt;script&gt;x&lt;/script&gt; - test stopped</p>"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("<script>x"));
+        assert!(crate::text::markdown(&r).contains("passes by statistics"));
+    }
+
     /// 1x, 2x, 10x: never 10x before 1x as the file names sort.
     #[test]
     fn act_sections_come_in_numeric_order_of_load() {

@@ -44,6 +44,12 @@ fn html(out: &mut String, r: &Report) {
             a.analysis.slice_seconds
         );
         act_table(out, a, i);
+        // What the verdict rests on beside its slices (a log cut short, a
+        // run stopped once decided, by statistics too): the text and
+        // Markdown reports say it, and a FAIL over passing slices needs it.
+        for p in &a.analysis.verdict.problems {
+            let _ = write!(out, "<p class=\"failure\">{}</p>", esc(p));
+        }
         for f in &a.analysis.verdict.failures {
             let _ = write!(
                 out,
