@@ -281,7 +281,16 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
             .unwrap_or(now)
             .min(now + NEW_JOB_POLL);
         completions.clear();
-        if let Err(e) = engine.reap(Some(until), &mut completions) {
+        let reaped = engine.reap(Some(until), &mut completions);
+        if let Err(e) = &reaped {
+            // Short of memory or interrupted for now: the next turn asks
+            // again (a run that keeps falling behind ends on its lag).
+            let transient = [libc::EAGAIN, libc::ENOMEM, libc::EINTR];
+            if e.raw_os_error().is_some_and(|n| transient.contains(&n)) {
+                continue;
+            }
+        }
+        if let Err(e) = reaped {
             // The engine is every run's here: each ends with its error, and
             // so does every share given to this worker after (the pool
             // gives it none once it sees it broken).
@@ -321,17 +330,33 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
     }
 }
 
-/// Each run's in-flight limit on a shared engine: its own, at most an
-/// even share of what the engine holds, less what runs that ended left in
-/// it for good. A drive that stalls fills its own share and no other's
-/// (found in review: on the sync engine, 1,024 requests shared by 24
-/// runs, one slow drive failed them all).
+/// Each run's in-flight limit on a shared engine: its own where the
+/// live runs' own limits fit in what the engine holds (less what ended
+/// runs still hold, and what runs that ended left in it for good), else
+/// that room shared in proportion to their own limits. A drive that
+/// stalls fills its own share and no other run's (found in review: on the
+/// sync engine, 1,024 requests shared by 24 runs, one slow drive failed
+/// them all). What a run already holds is not taken back: a run that
+/// joins a worker whose engine a stalled run filled alone waits for it.
 fn share_out(runs: &mut [Running], engine: &dyn Engine) {
     let ours: usize = runs.iter().map(|r| r.sched.in_flight()).sum();
+    let ended: usize = runs
+        .iter()
+        .filter(|r| r.ended.is_some())
+        .map(|r| r.sched.in_flight())
+        .sum();
     let left_behind = engine.in_flight().saturating_sub(ours);
-    let share = engine.capacity().saturating_sub(left_behind) / runs.len().max(1);
-    for r in runs {
-        r.sched.depth = r.job.depth.min(share.max(1));
+    let room = engine.capacity().saturating_sub(left_behind + ended);
+    let asked: usize = runs
+        .iter()
+        .filter(|r| r.ended.is_none())
+        .map(|r| r.job.depth)
+        .sum();
+    for r in runs.iter_mut().filter(|r| r.ended.is_none()) {
+        r.sched.depth = match asked <= room {
+            true => r.job.depth,
+            false => (room as u128 * r.job.depth as u128 / asked.max(1) as u128).max(1) as usize,
+        };
     }
 }
 
@@ -499,6 +524,15 @@ mod tests {
     }
 
     fn run(cfg: &StorageConfig, opts: &RunOptions) -> (runner::RunResult, String) {
+        run_reporting(cfg, opts, &mut |_, _, _| {})
+    }
+
+    /// `run`, telling `report` of each report.
+    fn run_reporting(
+        cfg: &StorageConfig,
+        opts: &RunOptions,
+        report: &mut dyn FnMut(u64, f64, f64),
+    ) -> (runner::RunResult, String) {
         let mut log = Vec::new();
         let result = run_workload(
             cfg,
@@ -507,7 +541,7 @@ mod tests {
             &mut Sinks {
                 log: &mut log,
                 timeline: None,
-                progress: None,
+                progress: Some(report),
             },
         )
         .unwrap();
@@ -593,9 +627,21 @@ mod tests {
             ..Default::default()
         };
         let (healthy, stalled) = (drive(dir.path(), "a", 4, 6), drive(dir.path(), "b", 5, 6));
+        // The stalled run joins once the healthy one runs (its first
+        // report), however busy this machine: what a run already holds is
+        // not taken back, so the order is the test's, not the scheduler's.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (healthy, stalled, opts) = (&healthy, &stalled, &opts);
         let ((a, a_log), (b, b_log)) = std::thread::scope(|s| {
-            let a = s.spawn(|| run(&healthy, &opts));
-            let b = s.spawn(|| run(&stalled, &opts));
+            let a = s.spawn(move || {
+                run_reporting(healthy, opts, &mut |_, _, _| {
+                    let _ = tx.send(());
+                })
+            });
+            let b = s.spawn(move || {
+                rx.recv().unwrap();
+                run(stalled, opts)
+            });
             (a.join().unwrap(), b.join().unwrap())
         });
         // Decided, or too few of its reads back to judge: failed either way.
