@@ -412,9 +412,10 @@ fn a_collector_that_starts_late_gets_the_bundle_once() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    common::wait_for("the bundle's three files in the spool", 60, || {
+        std::fs::read_dir(spool.join("pending")).map_or(0, |d| d.count()) == 3
+    });
     assert!(up.try_wait().unwrap().is_none(), "still retrying");
-    assert_eq!(std::fs::read_dir(spool.join("pending")).unwrap().count(), 3);
     let c = Collector::start_on(&lab, "store", &format!("127.0.0.1:{port}"), &[], &[]);
     let o = up.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -2362,8 +2363,9 @@ fn the_banner_names_the_bundle_where_the_upload_left_it() {
     let c = Collector::start(&lab, "store", &[], &[]);
     let out = run_cmd_against(&lab, &c, "banner", 2).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Pass (0) or fail (1) is the scratch file's latency at that moment.
     assert!(
-        out.status.success(),
+        matches!(out.status.code(), Some(0 | 1)),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );

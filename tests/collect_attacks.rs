@@ -695,6 +695,10 @@ fn a_broken_store_record_is_tried_once_until_it_changes() {
 fn an_open_collector_says_so_at_start() {
     let lab = Lab::new();
     let open = Collector::start(&lab, "0.0.0.0:0", &[]);
+    // Printed after the line start-up waits for: waited for, not slept on.
+    common::wait_for("the open collector's warning", 30, || {
+        open.lines_with("with no --token-file") > 0
+    });
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(open.lines_with("with no --token-file"), 1);
     drop(open);

@@ -738,7 +738,9 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
         serde_json::from_str(&std::fs::read_to_string(results.join("act.json")).unwrap()).unwrap();
     assert_eq!(act["outcome"]["outcome"], "completed", "{err}");
     assert_eq!(act["engine"], "io_uring");
-    assert!(act["histograms"][0]["total"].as_u64().unwrap() > 7000);
+    // Reads came back: at 1x for 4 s, 8000 asked. A guest under TCG on a
+    // busy host lags, and a read still due at the end is not counted.
+    assert!(act["histograms"][0]["total"].as_u64().unwrap() > 4000);
     let log = std::fs::read_to_string(results.join("act.log")).unwrap();
     let analysis = storcert::act::analyze::analyze(
         &log,

@@ -6,6 +6,7 @@
 use std::process::Command;
 
 mod common;
+use common::wait_for;
 
 fn promtool(args: &[&str]) -> (bool, String) {
     let out = Command::new("promtool")
@@ -49,17 +50,6 @@ fn get(port: u16, path: &str) -> Option<String> {
     out.starts_with("HTTP/1.1 200").then_some(out)
 }
 
-fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while !f() {
-        assert!(
-            std::time::Instant::now() < until,
-            "{what}: not within {secs} s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-}
-
 /// `storcert run --textfile DIR` on a scratch file keeps DIR/storcert.prom
 /// up to date; Debian's node_exporter, reading that folder, serves its
 /// series while the run goes on, and the file ends saying the run
@@ -73,9 +63,11 @@ fn a_running_machine_shows_in_node_exporter_through_its_textfile() {
     std::fs::write(
         &profile,
         "name = \"textfile\"\nprogress_interval = \"1s\"\n[devices]\nscratch = \"64M\"\n\
-         [act]\nstorage = [{ load = \"1x\", duration = \"10s\" }]\n",
+         [act]\nrun_to_end = true\nstorage = [{ load = \"1x\", duration = \"10s\" }]\n",
     )
     .unwrap();
+    // run_to_end: a scratch file that fails 1x on a busy machine would
+    // otherwise end its run once decided, before node_exporter scrapes.
     let run = Command::new(env!("CARGO_BIN_EXE_storcert"))
         .args(["run", "--profile", profile.to_str().unwrap()])
         .args(["--results", t.path().join("results").to_str().unwrap()])

@@ -560,7 +560,14 @@ fn ctrl_c_still_prints_valid_partial_json() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once its write pass is under way (the handler is set
+    // before any I/O): its file has blocks.
+    common::wait_for("the stream's first writes", 60, || {
+        std::fs::metadata(&file).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.blocks() > 0
+        })
+    });
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();

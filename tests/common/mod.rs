@@ -6,6 +6,20 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+/// Waits, polling every 200 ms, until `f` holds; fails naming `what`
+/// after `secs` (a bound for a machine far busier than usual, never the
+/// expected time).
+pub fn wait_for(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < until,
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }

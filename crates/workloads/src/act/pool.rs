@@ -655,8 +655,8 @@ mod tests {
         );
         assert_eq!(a.outcome, Outcome::Completed, "{a_log}");
         // Never held back for the stalled run's 5 s (a busy machine's
-        // scheduling lag is far less).
-        assert!(a.max_lag_ms < 1000.0, "{} ms: {a_log}", a.max_lag_ms);
+        // scheduling lag is far less, even beside CPU burners).
+        assert!(a.max_lag_ms < 4000.0, "{} ms: {a_log}", a.max_lag_ms);
     }
 
     #[test]
