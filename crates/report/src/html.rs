@@ -18,6 +18,7 @@ width:16px;height:3px;margin-right:5px;vertical-align:middle}.swatch.limit{backg
 font-weight:bold;padding:.4em .6em}#provenance.verified{color:#075e07}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
 .v-pass{background:#d7f5d7;color:#075e07}.v-fail{background:#fbd5d5;color:#8a0b0b}\
 .v-incomplete,.v-untested,.v-interrupted{background:#eee;color:#555}\
+.v-statistical{background:#eef7ee;color:#075e07;border:1px dashed #075e07}\
 td.bad{background:#fbd5d5;color:#8a0b0b;font-weight:bold}#banner{font-size:2.2em;padding:.3em .6em;\
 border-radius:6px;display:inline-block}#banner.v-pass{background:#d7f5d7}#banner.v-fail{background:#fbd5d5}\
 .chart{display:block;margin:.6em 0}code{font-size:12px}#why p.about{font-weight:bold;margin:.6em 0 .1em}\

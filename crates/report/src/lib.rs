@@ -494,6 +494,67 @@ mod tests {
         assert!(crate::text::markdown(&r).contains("passes by statistics"));
     }
 
+    /// A search trial passing by statistics is badged so, not FAIL, though
+    /// its log, cut short, fails ACT's rule; any other log keeps its own.
+    #[test]
+    fn a_trial_passing_by_statistics_is_badged_so() {
+        let mut stopped = log("storcert-us-20x.log");
+        stopped.extend_from_slice(
+            b"decided after 24 sec: slice 1 passes by statistics - test stopped\n",
+        );
+        let a = analyze::judge_log(&stopped, "trial-01-1x.log", "trial-01-1x.log", None).unwrap();
+        let b = analyze::judge_log(&stopped, "trial-02-1x.log", "trial-02-1x.log", None).unwrap();
+        let files: BTreeMap<String, Vec<u8>> = [
+            ("act/search-x/trial-01-1x.log".to_string(), stopped.clone()),
+            (
+                "act/search-x/trial-01-1x.analysis.json".to_string(),
+                Artefact::from(a).to_json(),
+            ),
+            ("act/search-x/trial-02-1x.log".to_string(), stopped),
+            (
+                "act/search-x/trial-02-1x.analysis.json".to_string(),
+                Artefact::from(b).to_json(),
+            ),
+        ]
+        .into();
+        let mut r = crate::Report::build("t", Default::default(), &files);
+        let trial = |n: u32, result: &str| storcert_results::act::Trial {
+            load: 1.0,
+            result: result.into(),
+            // Where the run wrote it, not the bundle's path.
+            log: format!("/var/lib/storcert/runs/r1/act/search-x/trial-0{n}-1x.log"),
+            ..Default::default()
+        };
+        r.searches.push((
+            "act/search-x.json".into(),
+            storcert_results::act::SearchResult {
+                trials: vec![
+                    trial(1, storcert_results::act::PASSING_BY_STATISTICS),
+                    trial(2, "stable at increased latency"),
+                ],
+                ..Default::default()
+            },
+        ));
+        let page = crate::html::render(&r);
+        assert_eq!(
+            page.matches(">PASSING BY STATISTICS</span>").count(),
+            1,
+            "{page}"
+        );
+        assert_eq!(
+            page.matches("<span class=\"verdict v-fail\">FAIL</span>")
+                .count(),
+            1,
+            "{page}"
+        );
+        let text = crate::text::markdown(&r);
+        assert_eq!(
+            text.matches("A search trial passing by statistics").count(),
+            1,
+            "{text}"
+        );
+    }
+
     /// 1x, 2x, 10x: never 10x before 1x as the file names sort.
     #[test]
     fn act_sections_come_in_numeric_order_of_load() {

@@ -34,7 +34,7 @@ fn html(out: &mut String, r: &Report) {
             "<h3>{} {} — {}</h3><p><code>{}</code>; ACT {}, {} of {} s. Pass: every slice &lt; 5% &gt; 1 ms, &lt; 1% &gt; 8 ms, &lt; 0.1% &gt; 64 ms.</p>",
             esc(&a.devices.join(", ")),
             a.load.map(|l| format!("at {l}x")).unwrap_or_default(),
-            verdict(Verdict::of(a.analysis.verdict.pass)),
+            badge(r, a),
             esc(&a.path),
             esc(&a.analysis.act_version),
             storcert_util::text::counted(
@@ -237,6 +237,31 @@ fn timeline_charts(out: &mut String, a: &ActSection, i: usize) {
     }
 }
 
+/// The log's verdict on ACT's rule, but for a search trial that passed by
+/// statistics: its log, cut short once statistics put every rule under
+/// its limit, fails ACT's rule as a log, yet the trial steered the search
+/// as a pass. FAIL there read as a failed trial.
+fn badge(r: &Report, a: &ActSection) -> String {
+    match passed_by_statistics(r, a) {
+        true => "<span class=\"verdict v-statistical\" title=\"a pass for the search's steps, not on ACT's rule: the log is cut short\">PASSING BY STATISTICS</span>".into(),
+        false => verdict(Verdict::of(a.analysis.verdict.pass)),
+    }
+}
+
+/// Whether `a` is the log of a search trial passing by statistics (the
+/// search names its trials' logs by the paths they were written to; the
+/// report, by the bundle's: the same search folder and file).
+fn passed_by_statistics(r: &Report, a: &ActSection) -> bool {
+    fn tail(p: &str) -> Vec<&str> {
+        p.rsplit('/').take(2).collect()
+    }
+    let want = tail(&a.path);
+    r.searches
+        .iter()
+        .flat_map(|(_, s)| &s.trials)
+        .any(|t| t.result == storcert_results::act::PASSING_BY_STATISTICS && tail(&t.log) == want)
+}
+
 fn text(d: &mut Doc, r: &Report) {
     for a in &r.act {
         let title = format!(
@@ -245,6 +270,9 @@ fn text(d: &mut Doc, r: &Report) {
             a.load.map(|l| format!("at {l}x")).unwrap_or_default()
         );
         d.heading(2, &title);
+        if passed_by_statistics(r, a) {
+            d.out += "A search trial passing by statistics: a pass for the search's steps, not on ACT's rule (its log is cut short, so the verdict below is FAIL).\n\n";
+        }
         // The analysis as act_latency.py prints it (names from the log
         // inside): in a fence it cannot close.
         let text = a.analysis.text.clone() + &a.analysis.verdict_text();
