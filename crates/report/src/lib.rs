@@ -502,22 +502,23 @@ mod tests {
         stopped.extend_from_slice(
             b"decided after 24 sec: slice 1 passes by statistics - test stopped\n",
         );
-        let a = analyze::judge_log(&stopped, "trial-01-1x.log", "trial-01-1x.log", None).unwrap();
-        let b = analyze::judge_log(&stopped, "trial-02-1x.log", "trial-02-1x.log", None).unwrap();
-        let files: BTreeMap<String, Vec<u8>> = [
-            ("act/search-x/trial-01-1x.log".to_string(), stopped.clone()),
-            (
-                "act/search-x/trial-01-1x.analysis.json".to_string(),
-                Artefact::from(a).to_json(),
-            ),
-            ("act/search-x/trial-02-1x.log".to_string(), stopped),
-            (
-                "act/search-x/trial-02-1x.analysis.json".to_string(),
-                Artefact::from(b).to_json(),
-            ),
-        ]
-        .into();
+        // The search's two trials, and a second phase's search of the same
+        // drive, whose first trial's log ends the same as the first's.
+        let logs = [
+            "phase-1/act/search-x/trial-01-1x.log",
+            "phase-1/act/search-x/trial-02-1x.log",
+            "phase-2/act/search-x/trial-01-1x.log",
+        ];
+        let mut files = BTreeMap::new();
+        for path in logs {
+            let name = path.rsplit('/').next().unwrap();
+            let a = analyze::judge_log(&stopped, name, name, None).unwrap();
+            files.insert(path.to_string(), stopped.clone());
+            let analysis = path.replace(".log", ".analysis.json");
+            files.insert(analysis, Artefact::from(a).to_json());
+        }
         let mut r = crate::Report::build("t", Default::default(), &files);
+        assert_eq!(r.act.len(), 3);
         let trial = |n: u32, result: &str| storcert_results::act::Trial {
             load: 1.0,
             result: result.into(),
@@ -526,7 +527,7 @@ mod tests {
             ..Default::default()
         };
         r.searches.push((
-            "act/search-x.json".into(),
+            "phase-1/act/search-x.json".into(),
             storcert_results::act::SearchResult {
                 trials: vec![
                     trial(1, storcert_results::act::PASSING_BY_STATISTICS),
@@ -536,23 +537,15 @@ mod tests {
             },
         ));
         let page = crate::html::render(&r);
-        assert_eq!(
-            page.matches(">PASSING BY STATISTICS</span>").count(),
-            1,
-            "{page}"
-        );
-        assert_eq!(
-            page.matches("<span class=\"verdict v-fail\">FAIL</span>")
-                .count(),
-            1,
-            "{page}"
-        );
+        let badge =
+            ">PASSING BY STATISTICS</span></h3><p><code>phase-1/act/search-x/trial-01-1x.log";
+        assert_eq!(page.matches(badge).count(), 1, "{page}");
+        assert_eq!(page.matches(">PASSING BY STATISTICS<").count(), 1, "{page}");
+        let fail = "<span class=\"verdict v-fail\">FAIL</span>";
+        assert_eq!(page.matches(fail).count(), 2, "{page}");
         let text = crate::text::markdown(&r);
-        assert_eq!(
-            text.matches("A search trial passing by statistics").count(),
-            1,
-            "{text}"
-        );
+        let said = "A search trial passing by statistics";
+        assert_eq!(text.matches(said).count(), 1, "{text}");
     }
 
     /// 1x, 2x, 10x: never 10x before 1x as the file names sort.

@@ -248,18 +248,23 @@ fn badge(r: &Report, a: &ActSection) -> String {
     }
 }
 
-/// Whether `a` is the log of a search trial passing by statistics (the
-/// search names its trials' logs by the paths they were written to; the
-/// report, by the bundle's: the same search folder and file).
+/// Whether `a` is the log of a search trial passing by statistics: a
+/// search's trials are in the folder named after its JSON (the search
+/// names each log by the path it was written to; the bundle, by its own),
+/// so a run's phases, each with a search of the same drive, never match
+/// each other's (found in review).
 fn passed_by_statistics(r: &Report, a: &ActSection) -> bool {
-    fn tail(p: &str) -> Vec<&str> {
-        p.rsplit('/').take(2).collect()
-    }
-    let want = tail(&a.path);
-    r.searches
-        .iter()
-        .flat_map(|(_, s)| &s.trials)
-        .any(|t| t.result == storcert_results::act::PASSING_BY_STATISTICS && tail(&t.log) == want)
+    r.searches.iter().any(|(path, s)| {
+        let Some(dir) = path.strip_suffix(".json") else {
+            return false;
+        };
+        s.trials.iter().any(|t| {
+            t.result == storcert_results::act::PASSING_BY_STATISTICS
+                && t.log.rsplit('/').next().is_some_and(|file| {
+                    a.path.strip_prefix(dir).and_then(|p| p.strip_prefix('/')) == Some(file)
+                })
+        })
+    })
 }
 
 fn text(d: &mut Doc, r: &Report) {
