@@ -415,6 +415,10 @@ fn a_collector_that_starts_late_gets_the_bundle_once() {
     common::wait_for("the bundle's three files in the spool", 60, || {
         std::fs::read_dir(spool.join("pending")).map_or(0, |d| d.count()) == 3
     });
+    // Then longer than --max-backoff, so that the upload has been
+    // refused at least once before the collector starts (a minimum: a
+    // slower machine only waits the same).
+    std::thread::sleep(Duration::from_secs(3));
     assert!(up.try_wait().unwrap().is_none(), "still retrying");
     let c = Collector::start_on(&lab, "store", &format!("127.0.0.1:{port}"), &[], &[]);
     let o = up.wait_with_output().unwrap();
