@@ -17,8 +17,13 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The static binary the guest runs (scripts/build-static).
+fn static_binary() -> PathBuf {
+    repo().join("target/x86_64-unknown-linux-musl/release/storcert")
+}
+
 fn lab(out: &Path, args: &[&str], guest: &str) -> std::process::ExitStatus {
-    let binary = repo().join("target/x86_64-unknown-linux-musl/release/storcert");
+    let binary = static_binary();
     assert!(
         binary.exists(),
         "build the static binary first (scripts/build-static)"
@@ -43,7 +48,7 @@ fn lab(out: &Path, args: &[&str], guest: &str) -> std::process::ExitStatus {
 /// enough for a cut to land inside it), its signature and provenance, and
 /// the public key, as paths.
 fn spool_bundle(dir: &Path) -> Vec<String> {
-    let binary = repo().join("target/x86_64-unknown-linux-musl/release/storcert");
+    let binary = static_binary();
     let res = dir.join("res");
     std::fs::create_dir(&res).unwrap();
     let mut noise = vec![0u8; 24 << 20];
@@ -74,7 +79,7 @@ fn spool_bundle(dir: &Path) -> Vec<String> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let made: Vec<String> = [
+    [
         "cut.tar.zst",
         "cut.tar.zst.minisig",
         "cut.tar.zst.intoto.json",
@@ -84,8 +89,7 @@ fn spool_bundle(dir: &Path) -> Vec<String> {
     .map(|f| dir.join(f))
     .inspect(|f| assert!(f.exists(), "no {}", f.display()))
     .map(|f| f.display().to_string())
-    .collect();
-    made
+    .collect()
 }
 
 fn read(p: &Path) -> String {

@@ -281,16 +281,13 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
             .unwrap_or(now)
             .min(now + NEW_JOB_POLL);
         completions.clear();
-        let reaped = engine.reap(Some(until), &mut completions);
-        if let Err(e) = &reaped {
+        if let Err(e) = engine.reap(Some(until), &mut completions) {
             // Short of memory or interrupted for now: the next turn asks
             // again (a run that keeps falling behind ends on its lag).
             let transient = [libc::EAGAIN, libc::ENOMEM, libc::EINTR];
             if e.raw_os_error().is_some_and(|n| transient.contains(&n)) {
                 continue;
             }
-        }
-        if let Err(e) = reaped {
             // The engine is every run's here: each ends with its error, and
             // so does every share given to this worker after (the pool
             // gives it none once it sees it broken).
