@@ -8,6 +8,15 @@
 #
 # usage: debian_firmware CACHE PACKAGES...
 debian_firmware() {
+  # Its apt lists and packages are the cache's too: one run at a time.
+  cache_lock "$1" firmware || return 2
+  local rc=0
+  debian_firmware_held "$@" || rc=$?
+  cache_unlock
+  return "$rc"
+}
+
+debian_firmware_held() {
   local cache=$1; shift
   local apt="$cache/apt-non-free-firmware" uri src
   mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/parts"

@@ -1,6 +1,8 @@
 # Sourced by scripts/lab, scripts/build-image and scripts/build-kernel:
 # Debian's stock kernel and its source, as the metapackages point at them.
 
+. "$(dirname "${BASH_SOURCE[0]}")/cache-lock.sh"
+
 # Prints the versioned package a Debian metapackage depends on
 # (linux-image-amd64 -> linux-image-6.1.0-NN-amd64, linux-source ->
 # linux-source-6.1), refreshing apt's lists once if it knows none.
@@ -26,7 +28,11 @@ debian_dependency() {
 debian_kernel() {
   local cache=$1 meta=linux-image-amd64 dep
   kernel_root="$cache/kernel"
-  if [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package-version" ]; then
+  kernel_unfilled() { [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package-version" ]; }
+  if kernel_unfilled; then
+    cache_lock "$cache" kernel || return 2
+  fi
+  if kernel_unfilled; then
     echo "kernel: fetching Debian's $meta into $cache" >&2
     rm -rf "$kernel_root" "$cache/debs"
     mkdir -p "$cache/debs" "$kernel_root"
@@ -41,6 +47,7 @@ debian_kernel() {
     depmod -b "$kernel_root" "$kver"
     echo "$kver" > "$kernel_root/ready"
   fi
+  cache_unlock
   kver=$(cat "$kernel_root/ready")
   vmlinuz="$kernel_root/boot/vmlinuz-$kver"
   kernel_package=$(cat "$kernel_root/package-version")
