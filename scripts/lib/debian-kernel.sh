@@ -26,31 +26,41 @@ debian_dependency() {
 #
 # usage: debian_kernel CACHE
 debian_kernel() {
-  local cache=$1 meta=linux-image-amd64 dep
+  local cache=$1 rc=0
   kernel_root="$cache/kernel"
   kernel_unfilled() { [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package-version" ]; }
   if kernel_unfilled; then
     cache_lock "$cache" kernel || return 2
+    if kernel_unfilled; then
+      debian_kernel_fill "$cache" || rc=$?
+    fi
+    cache_unlock
+    [ "$rc" = 0 ] || return "$rc"
   fi
-  if kernel_unfilled; then
-    echo "kernel: fetching Debian's $meta into $cache" >&2
-    rm -rf "$kernel_root" "$cache/debs"
-    mkdir -p "$cache/debs" "$kernel_root"
-    dep=$(debian_dependency "$meta" linux-image-) || return 2
-    (cd "$cache/debs" && apt-get download "$dep" >/dev/null 2>&1) \
-      || { echo "kernel: apt-get download $dep failed" >&2; return 2; }
-    dpkg-deb -x "$cache"/debs/linux-image-*.deb "$kernel_root"
-    dpkg-deb --show --showformat='${Package} ${Version}\n' "$cache"/debs/linux-image-*.deb \
-      > "$kernel_root/package-version"
-    rm -rf "$cache/debs"
-    kver=$(ls "$kernel_root/lib/modules")
-    depmod -b "$kernel_root" "$kver"
-    echo "$kver" > "$kernel_root/ready"
-  fi
-  cache_unlock
   kver=$(cat "$kernel_root/ready")
   vmlinuz="$kernel_root/boot/vmlinuz-$kver"
   kernel_package=$(cat "$kernel_root/package-version")
+}
+
+# Fills CACHE/kernel; "ready" is written last, once every step has worked
+# (callers run it under `|| exit`, where set -e is off).
+debian_kernel_fill() {
+  local cache=$1 meta=linux-image-amd64 dep kv
+  echo "kernel: fetching Debian's $meta into $cache" >&2
+  rm -rf "$kernel_root" "$cache/debs"
+  mkdir -p "$cache/debs" "$kernel_root" || return 2
+  dep=$(debian_dependency "$meta" linux-image-) || return 2
+  (cd "$cache/debs" && apt-get download "$dep" >/dev/null 2>&1) \
+    || { echo "kernel: apt-get download $dep failed" >&2; return 2; }
+  dpkg-deb -x "$cache"/debs/linux-image-*.deb "$kernel_root" \
+    || { echo "kernel: unpacking $dep failed" >&2; return 2; }
+  dpkg-deb --show --showformat='${Package} ${Version}\n' "$cache"/debs/linux-image-*.deb \
+    > "$kernel_root/package-version" || return 2
+  rm -rf "$cache/debs"
+  kv=$(ls "$kernel_root/lib/modules") && [ -n "$kv" ] \
+    || { echo "kernel: $dep holds no modules" >&2; return 2; }
+  depmod -b "$kernel_root" "$kv" || { echo "kernel: depmod $kv failed" >&2; return 2; }
+  echo "$kv" > "$kernel_root/ready"
 }
 
 # Prints the .ko files MODULES... need, dependencies first, each once.

@@ -70,7 +70,9 @@ pub trait Engine: Send {
     /// Issues queued requests and collects finished ones into `out`. When
     /// none has finished it waits for one, but not past `until` (None: no
     /// limit while requests are in flight). With nothing in flight it
-    /// sleeps until `until`: the workloads' schedulers wake this way.
+    /// sleeps until `until`: the workloads' schedulers wake this way. It
+    /// may return before `until` with nothing (a timer armed for an
+    /// earlier or expected deadline), never after it: callers loop.
     fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()>;
     /// The drive behind `fd` is done with (its run ended; the descriptor
     /// is closed next and its number may be handed to another drive): an

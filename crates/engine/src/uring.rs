@@ -49,7 +49,8 @@ const TIMER_UPDATE_TAG: u64 = u64::MAX - TIMERS as u64;
 
 /// Deadlines a step apart that differ by no more than this are steady: a
 /// schedule's come whole nanoseconds from exact, a deadline of "now plus
-/// a bound" microseconds off.
+/// a bound" usually microseconds off (where two happen to fall within it,
+/// a timer armed ahead ends one wait early, which callers loop over).
 const STEADY_WITHIN: Duration = Duration::from_nanos(200);
 
 /// The caller's deadlines: the last asked and the step that led to it.
@@ -99,12 +100,13 @@ pub const MAX_DEPTH: u32 = 32_768;
 
 impl UringEngine {
     pub fn new(depth: u32) -> io::Result<UringEngine> {
-        // Up to MAX_DEPTH in flight; the submission queue stays at most
-        // 4,096 deep (what is queued past it is submitted first), and the
+        // Up to MAX_DEPTH in flight; the submission queue holds them and
+        // the timers' entries, at most 4,096 (what is queued past it is
+        // submitted first), and the
         // completion queue holds every request in flight and the timers'
         // completions and their updates'.
         let depth = depth.clamp(1, MAX_DEPTH);
-        let entries = depth.min(4096).next_power_of_two();
+        let entries = (depth + TIMERS as u32).min(4096).next_power_of_two();
         let cq = (depth + 2 * TIMERS as u32).next_power_of_two();
         // One thread submits and reaps: let the kernel run completion work
         // only when we wait for it (no interrupting IPIs), else
@@ -343,7 +345,10 @@ impl Engine for UringEngine {
     }
 
     fn submit(&mut self) -> io::Result<()> {
-        if self.unsubmitted.is_empty() {
+        // Timers' entries count too: a full queue of them alone must go
+        // (found in review: a ring one request deep, with timers armed
+        // ahead, could not queue its request).
+        if self.unsubmitted.is_empty() && self.ring.submission().is_empty() {
             return Ok(());
         }
         self.stamp_issued();
@@ -462,7 +467,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     #[test]
-    fn an_earlier_deadline_moves_the_armed_timer() {
+    fn a_nearer_deadline_arms_a_free_timer_beside_a_later_one() {
         let mut engine = UringEngine::new(4).unwrap();
         let far = Instant::now() + Duration::from_secs(30);
         engine.arm_timer(0, far).unwrap();
@@ -564,12 +569,63 @@ mod tests {
         for k in 1..=5u32 {
             let deadline = start + Duration::from_millis(20) * k;
             while Instant::now() < deadline {
+                // A machine that stalled past a deadline leaves its timer
+                // fired, and that ends the next wait at once, as it should
+                // (found in review): only a wait with no such timer counts.
+                let stale = engine.timer_armed.iter().flatten().any(|&t| t < deadline);
                 engine.reap(Some(deadline), &mut out).unwrap();
-                early += (Instant::now() < deadline) as u32;
+                early += (Instant::now() < deadline && !stale) as u32;
             }
         }
         // A timer armed ahead never ends a wait before its own deadline.
         assert_eq!(early, 0);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_nearer_deadline_moves_the_latest_of_three_armed_timers() {
+        let mut engine = UringEngine::new(4).unwrap();
+        let base = Instant::now() + Duration::from_secs(60);
+        let at = |s: u64| base + Duration::from_secs(s);
+        for s in 1..=3 {
+            engine.arm_for(at(s)).unwrap();
+        }
+        assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), Some(at(5))]);
+        let mut out = Vec::new();
+        let asked = Instant::now();
+        let near = asked + Duration::from_millis(20);
+        while Instant::now() < near {
+            engine.reap(Some(near), &mut out).unwrap();
+        }
+        // The kernel took the update (the timer fired at the new time, and
+        // its completion cleared its own slot); the other two stay armed.
+        assert!(out.is_empty());
+        assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), None]);
+    }
+
+    #[test]
+    fn a_ring_one_request_deep_takes_its_request_beside_timers_armed_ahead() {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[0u8; 4096]).unwrap();
+        let mut engine = UringEngine::new(1).unwrap();
+        let base = Instant::now() + Duration::from_secs(60);
+        for s in 1..=3 {
+            engine.arm_for(base + Duration::from_secs(s)).unwrap();
+        }
+        engine
+            .push(Request {
+                fd: file.as_raw_fd(),
+                offset: 0,
+                len: 4096,
+                write: false,
+                buf: AlignedBuf::new(4096),
+                tag: 9,
+            })
+            .unwrap();
+        let mut out = Vec::new();
+        while out.is_empty() {
+            engine.reap(None, &mut out).unwrap();
+        }
+        assert_eq!(out[0].tag, 9);
     }
 }
