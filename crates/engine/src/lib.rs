@@ -26,6 +26,21 @@ pub struct Request {
     pub tag: u64,
 }
 
+#[cfg(test)]
+impl Request {
+    /// The tests' request: a 4 KiB read at the start of `fd`.
+    pub(crate) fn read_4k(fd: RawFd, tag: u64) -> Request {
+        Request {
+            fd,
+            offset: 0,
+            len: 4096,
+            write: false,
+            buf: AlignedBuf::new(4096),
+            tag,
+        }
+    }
+}
+
 /// A finished request: the buffer comes back with the times.
 pub struct Completion {
     pub tag: u64,
@@ -228,16 +243,7 @@ mod tests {
             .open(named.path())
             .unwrap();
         let mut engine = open(EngineKind::Uring, 8).unwrap();
-        engine
-            .push(Request {
-                fd: file.as_raw_fd(),
-                offset: 0,
-                len: 4096,
-                write: false,
-                buf: AlignedBuf::new(4096),
-                tag: 7,
-            })
-            .unwrap();
+        engine.push(Request::read_4k(file.as_raw_fd(), 7)).unwrap();
         let mut out = Vec::new();
         let give_up = Instant::now() + Duration::from_secs(20);
         while out.is_empty() && Instant::now() < give_up {

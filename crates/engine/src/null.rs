@@ -387,7 +387,6 @@ impl Engine for NullEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AlignedBuf;
     use std::os::fd::RawFd;
 
     fn req(tag: u64) -> Request {
@@ -395,14 +394,7 @@ mod tests {
     }
 
     fn on(fd: RawFd, tag: u64) -> Request {
-        Request {
-            fd,
-            offset: 0,
-            len: 4096,
-            write: false,
-            buf: AlignedBuf::new(4096),
-            tag,
-        }
+        Request::read_4k(fd, tag)
     }
 
     #[test]

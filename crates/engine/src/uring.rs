@@ -462,7 +462,6 @@ const RING_TIMER_FROM: Duration = Duration::from_micros(200);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AlignedBuf;
     use std::io::Write;
     use std::os::fd::AsRawFd;
 
@@ -499,16 +498,7 @@ mod tests {
         // Far beyond a 4 KiB read of a cached file, so that only a wait the
         // completion did not end reaches it, even on a busy machine.
         let deadline = Instant::now() + Duration::from_secs(2);
-        engine
-            .push(Request {
-                fd: file.as_raw_fd(),
-                offset: 0,
-                len: 4096,
-                write: false,
-                buf: AlignedBuf::new(4096),
-                tag: 7,
-            })
-            .unwrap();
+        engine.push(Request::read_4k(file.as_raw_fd(), 7)).unwrap();
         let mut out = Vec::new();
         while out.is_empty() {
             engine.reap(Some(deadline), &mut out).unwrap();
@@ -542,8 +532,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_timer_ahead_is_armed_while_the_next_one_is_pending() {
+    /// An engine asked for three deadlines a second apart, a minute from
+    /// now: the first armed, and the two after it ahead. Returns it and
+    /// the time the deadlines count from.
+    fn armed_at_a_steady_pace() -> (UringEngine, Instant) {
         let mut engine = UringEngine::new(4).unwrap();
         let base = Instant::now() + Duration::from_secs(60);
         let at = |s: u64| base + Duration::from_secs(s);
@@ -551,6 +543,13 @@ mod tests {
             engine.arm_for(at(s)).unwrap();
         }
         assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), Some(at(5))]);
+        (engine, base)
+    }
+
+    #[test]
+    fn the_timer_ahead_is_armed_while_the_next_one_is_pending() {
+        let (mut engine, base) = armed_at_a_steady_pace();
+        let at = |s: u64| base + Duration::from_secs(s);
         // Asked again, nothing more is armed.
         engine.arm_for(at(3)).unwrap();
         assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), Some(at(5))]);
@@ -584,13 +583,8 @@ mod tests {
 
     #[test]
     fn a_nearer_deadline_moves_the_latest_of_three_armed_timers() {
-        let mut engine = UringEngine::new(4).unwrap();
-        let base = Instant::now() + Duration::from_secs(60);
+        let (mut engine, base) = armed_at_a_steady_pace();
         let at = |s: u64| base + Duration::from_secs(s);
-        for s in 1..=3 {
-            engine.arm_for(at(s)).unwrap();
-        }
-        assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), Some(at(5))]);
         let mut out = Vec::new();
         let asked = Instant::now();
         let near = asked + Duration::from_millis(20);
@@ -612,16 +606,7 @@ mod tests {
         for s in 1..=3 {
             engine.arm_for(base + Duration::from_secs(s)).unwrap();
         }
-        engine
-            .push(Request {
-                fd: file.as_raw_fd(),
-                offset: 0,
-                len: 4096,
-                write: false,
-                buf: AlignedBuf::new(4096),
-                tag: 9,
-            })
-            .unwrap();
+        engine.push(Request::read_4k(file.as_raw_fd(), 9)).unwrap();
         let mut out = Vec::new();
         while out.is_empty() {
             engine.reap(None, &mut out).unwrap();
