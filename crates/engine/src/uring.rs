@@ -25,7 +25,7 @@ pub struct UringEngine {
     timer_armed: [Option<Instant>; TIMERS],
     /// Where the kernel reads each timer's expiry at submission.
     timer_ts: [Box<types::Timespec>; TIMERS],
-    /// The pace of the caller's deadlines, to arm the next one ahead.
+    /// The pace of the caller's deadlines, to arm the next ones ahead.
     pace: Pace,
 }
 
@@ -102,9 +102,8 @@ impl UringEngine {
     pub fn new(depth: u32) -> io::Result<UringEngine> {
         // Up to MAX_DEPTH in flight; the submission queue holds them and
         // the timers' entries, at most 4,096 (what is queued past it is
-        // submitted first), and the
-        // completion queue holds every request in flight and the timers'
-        // completions and their updates'.
+        // submitted first), and the completion queue every request in
+        // flight and the timers' completions and their updates'.
         let depth = depth.clamp(1, MAX_DEPTH);
         let entries = (depth + TIMERS as u32).min(4096).next_power_of_two();
         let cq = (depth + 2 * TIMERS as u32).next_power_of_two();
@@ -170,7 +169,7 @@ impl UringEngine {
     }
 
     /// Makes sure a wake-up is armed for `deadline` or earlier, and, where
-    /// the caller's deadlines come at a steady pace, one for the deadline
+    /// the caller's deadlines come at a steady pace, ones for the deadlines
     /// after it. The timers are requests in the ring, not timeouts of the
     /// wait: they stay armed while completions wake the caller, so a wait
     /// that a completion ends does not start and cancel a kernel timer each
