@@ -19,3 +19,15 @@ cache_unlock() {
   exec {cache_lock_fd}>&-
   unset cache_lock_fd
 }
+
+# Runs COMMAND... holding CACHE/NAME.lock, and returns its status.
+#
+# usage: cache_locked CACHE NAME COMMAND...
+cache_locked() {
+  local rc=0
+  cache_lock "$1" "$2" || return 2
+  shift 2
+  "$@" || rc=$?
+  cache_unlock
+  return "$rc"
+}

@@ -9,11 +9,7 @@
 # usage: debian_firmware CACHE PACKAGES...
 debian_firmware() {
   # Its apt lists and packages are the cache's too: one run at a time.
-  cache_lock "$1" firmware || return 2
-  local rc=0
-  debian_firmware_held "$@" || rc=$?
-  cache_unlock
-  return "$rc"
+  cache_locked "$1" firmware debian_firmware_held "$@"
 }
 
 debian_firmware_held() {

@@ -26,26 +26,23 @@ debian_dependency() {
 #
 # usage: debian_kernel CACHE
 debian_kernel() {
-  local cache=$1 rc=0
+  local cache=$1
   kernel_root="$cache/kernel"
   kernel_unfilled() { [ ! -f "$kernel_root/ready" ] || [ ! -f "$kernel_root/package-version" ]; }
   if kernel_unfilled; then
-    cache_lock "$cache" kernel || return 2
-    if kernel_unfilled; then
-      debian_kernel_fill "$cache" || rc=$?
-    fi
-    cache_unlock
-    [ "$rc" = 0 ] || return "$rc"
+    cache_locked "$cache" kernel debian_kernel_fill "$cache" || return
   fi
   kver=$(cat "$kernel_root/ready")
   vmlinuz="$kernel_root/boot/vmlinuz-$kver"
   kernel_package=$(cat "$kernel_root/package-version")
 }
 
-# Fills CACHE/kernel; "ready" is written last, once every step has worked
-# (callers run it under `|| exit`, where set -e is off).
+# Fills CACHE/kernel unless another run did while this one waited for the
+# lock; "ready" is written last, once every step has worked (callers run
+# it under `|| exit`, where set -e is off).
 debian_kernel_fill() {
   local cache=$1 meta=linux-image-amd64 dep kv
+  kernel_unfilled || return 0
   echo "kernel: fetching Debian's $meta into $cache" >&2
   rm -rf "$kernel_root" "$cache/debs"
   mkdir -p "$cache/debs" "$kernel_root" || return 2

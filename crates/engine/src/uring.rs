@@ -531,11 +531,11 @@ mod tests {
         }
     }
 
-    /// An engine asked for three deadlines a second apart, a minute from
-    /// now: the first armed, and the two after it ahead. Returns it and
-    /// the time the deadlines count from.
-    fn armed_at_a_steady_pace() -> (UringEngine, Instant) {
-        let mut engine = UringEngine::new(4).unwrap();
+    /// An engine `depth` requests deep asked for three deadlines a second
+    /// apart, a minute from now: the first armed, and the two after it
+    /// ahead. Returns it and the time the deadlines count from.
+    fn armed_at_a_steady_pace(depth: u32) -> (UringEngine, Instant) {
+        let mut engine = UringEngine::new(depth).unwrap();
         let base = Instant::now() + Duration::from_secs(60);
         let at = |s: u64| base + Duration::from_secs(s);
         for s in 1..=3 {
@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn the_timer_ahead_is_armed_while_the_next_one_is_pending() {
-        let (mut engine, base) = armed_at_a_steady_pace();
+        let (mut engine, base) = armed_at_a_steady_pace(4);
         let at = |s: u64| base + Duration::from_secs(s);
         // Asked again, nothing more is armed.
         engine.arm_for(at(3)).unwrap();
@@ -582,7 +582,7 @@ mod tests {
 
     #[test]
     fn a_nearer_deadline_moves_the_latest_of_three_armed_timers() {
-        let (mut engine, base) = armed_at_a_steady_pace();
+        let (mut engine, base) = armed_at_a_steady_pace(4);
         let at = |s: u64| base + Duration::from_secs(s);
         let mut out = Vec::new();
         let asked = Instant::now();
@@ -600,11 +600,7 @@ mod tests {
     fn a_ring_one_request_deep_takes_its_request_beside_timers_armed_ahead() {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&[0u8; 4096]).unwrap();
-        let mut engine = UringEngine::new(1).unwrap();
-        let base = Instant::now() + Duration::from_secs(60);
-        for s in 1..=3 {
-            engine.arm_for(base + Duration::from_secs(s)).unwrap();
-        }
+        let (mut engine, _) = armed_at_a_steady_pace(1);
         engine.push(Request::read_4k(file.as_raw_fd(), 9)).unwrap();
         let mut out = Vec::new();
         while out.is_empty() {
