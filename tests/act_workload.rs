@@ -119,6 +119,49 @@ fn rates_at_10x_within_one_percent() {
     check_rates_within_one_percent("10x");
 }
 
+/// A config that names ACT's service threads gets ACT's bursts, at the
+/// asked rate, and its log says so; one that leaves them out, even pacing.
+#[test]
+fn service_threads_in_the_config_shape_the_load_as_acts_threads_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (threads, banner) in [
+        (
+            "service-threads: 20\n",
+            "requests due 20 at a time, as ACT's 20 service threads issue them",
+        ),
+        ("", "requests due evenly; ACT's thread counts unused"),
+    ] {
+        let conf = tmp.path().join("act.conf");
+        let text = format!(
+            "device-names: {}\nfile-size-mbytes: 256\ntest-duration-sec: 5\n\
+             read-reqs-per-sec: 4000\nwrite-reqs-per-sec: 2000\n{threads}",
+            tmp.path().join("drive").display()
+        );
+        std::fs::write(&conf, text).unwrap();
+        let (log, res) = (tmp.path().join("act.log"), tmp.path().join("act.json"));
+        let out = storcert(&[
+            "act",
+            "storage",
+            conf.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--null-latency",
+            "100us",
+            "--log",
+            log.to_str().unwrap(),
+            "--json",
+            res.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(banner), "{text}");
+        let (asked, got) = rates(&json(&res), "reads");
+        assert_eq!(asked, 4000.0);
+        assert!((got - asked).abs() / asked < 0.01, "achieved {got}");
+    }
+}
+
 #[test]
 #[ignore = "needs root: a failing device on tmpfs; scripts/test runs it"]
 fn device_errors_are_counted_per_device_and_stop_past_the_limit() {

@@ -45,9 +45,14 @@ const FILE: &str = "(file)";
 pub struct StorageConfig {
     pub device_names: Vec<String>,
     pub file_size_bytes: u64,
-    /// Accepted for compatibility; storcert's open-loop scheduler uses no
-    /// service threads (echoed as ACT would default it).
+    /// ACT's service threads: storcert's open-loop scheduler has none,
+    /// and echoes the count as ACT would default it. Given in the config,
+    /// it shapes the load as ACT's threads do: the reads (and commit
+    /// writes) fall due in bursts of this many (`service_threads_given`).
     pub service_threads: u32,
+    /// Whether the config named `service-threads` (not ACT's default).
+    #[serde(default)]
+    pub service_threads_given: bool,
     pub test_duration_sec: u64,
     pub report_interval_sec: u64,
     pub microsecond_histograms: bool,
@@ -86,6 +91,7 @@ impl Default for StorageConfig {
             device_names: Vec::new(),
             file_size_bytes: 0,
             service_threads: 0,
+            service_threads_given: false,
             test_duration_sec: 0,
             report_interval_sec: 1,
             microsecond_histograms: false,
@@ -326,7 +332,10 @@ impl StorageConfig {
             match line.key {
                 "device-names" => c.device_names = p.device_names(v, MAX_STORAGE_DEVICES)?,
                 "file-size-mbytes" => c.file_size_bytes = (p.uint32(v)? as u64) << 20,
-                "service-threads" => c.service_threads = p.uint32(v)?,
+                "service-threads" => {
+                    c.service_threads = p.uint32(v)?;
+                    c.service_threads_given = c.service_threads != 0;
+                }
                 "test-duration-sec" => c.test_duration_sec = p.uint32(v)? as u64,
                 "report-interval-sec" => c.report_interval_sec = p.uint32(v)? as u64,
                 "microsecond-histograms" => c.microsecond_histograms = p.yes_no(v)?,

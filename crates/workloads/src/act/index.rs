@@ -56,6 +56,8 @@ fn run_spec(cfg: &IndexConfig, opts: &super::RunOptions) -> RunSpec {
         txn_hist: if write { txn_writes } else { Some(txn_reads) },
         pause: Duration::ZERO,
         kind: if write { Kind::Write } else { Kind::Read },
+        // act_index's service threads are not shaped (docs/act.md).
+        burst: 1,
     };
     let mut streams = vec![stream(
         "reads",

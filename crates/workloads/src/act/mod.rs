@@ -96,6 +96,11 @@ pub trait Workload {
     fn echo(&self) -> String;
     /// The line the log gives each device.
     fn device_line(&self, d: &Device) -> String;
+    /// What the banner says of ACT's thread counts: how the requests are
+    /// paced without them.
+    fn pacing(&self) -> String {
+        "ACT's thread counts unused".into()
+    }
 }
 
 /// The version of ACT whose log format storcert writes.
@@ -126,9 +131,10 @@ pub fn header(
     };
     let mut s = format!(
         "\nACT version {ACT_VERSION}\n{}\nstorcert {} (ACT-compatible log; open-loop {engine} scheduler{threads}, \
-         ACT's thread counts unused)\n\n{}\n",
+         {})\n\n{}\n",
         w.title(),
         env!("CARGO_PKG_VERSION"),
+        w.pacing(),
         w.echo()
     );
     for d in devices {

@@ -69,6 +69,10 @@ pub struct StreamSpec {
     /// Pause after each completion (tomb-raider-sleep-usec).
     pub pause: Duration,
     pub kind: Kind,
+    /// Paced requests fall due this many at a time, at `burst / rate`
+    /// apart, as ACT's service threads issue them (each thread's k-th
+    /// request is due at the same instant); 1 paces them evenly.
+    pub burst: u32,
 }
 
 #[derive(Clone)]
@@ -164,9 +168,15 @@ impl StreamState {
         Some(self.due_of(start, self.issued))
     }
 
-    /// When request `k` of a paced stream is due.
+    /// When request `k` of a paced stream is due: with the rest of its
+    /// burst, at the burst's first.
     fn due_of(&self, start: Instant, k: u64) -> Instant {
-        start + Duration::from_nanos((k as f64 * self.interval_ns) as u64)
+        let first_of_burst = k - k % self.burst();
+        start + Duration::from_nanos((first_of_burst as f64 * self.interval_ns) as u64)
+    }
+
+    fn burst(&self) -> u64 {
+        u64::from(self.spec.burst.max(1))
     }
 
     /// The last of this stream's requests due by `limit`, if its next is.
@@ -178,8 +188,11 @@ impl StreamState {
         if self.spec.rate <= 0.0 || self.spec.one_in_flight {
             return Some(first);
         }
-        let more = (limit - first).as_nanos() as f64 / self.interval_ns;
-        Some(self.due_of(start, self.issued + more as u64).min(limit))
+        // The last request of the last burst due by `limit`.
+        let bursts =
+            ((limit - start).as_nanos() as f64 / (self.interval_ns * self.burst() as f64)) as u64;
+        let last = ((bursts + 1) * self.burst() - 1).max(self.issued);
+        Some(self.due_of(start, last).min(limit))
     }
 }
 
@@ -906,6 +919,7 @@ mod tests {
                 txn_hist: None,
                 pause: Duration::ZERO,
                 kind: Kind::Read,
+                burst: 1,
             },
             interval_ns: if rate > 0.0 { 1e9 / rate } else { 0.0 },
             issued: 0,
@@ -956,5 +970,69 @@ mod tests {
         let mut writer = stream(100.0, true, start);
         writer.busy = true;
         assert_eq!(next_wake(&[writer], start), None);
+    }
+
+    #[test]
+    fn a_burst_falls_due_at_once_and_the_next_a_burst_later() {
+        let start = Instant::now();
+        let ms = |m: u64| start + Duration::from_millis(m);
+        // 2000/s in bursts of 10: ten at 0, ten at 5 ms, ...
+        let mut reads = stream(2000.0, false, start);
+        reads.spec.burst = 10;
+        for k in [0, 9] {
+            assert_eq!(reads.due_of(start, k), start);
+        }
+        assert_eq!(reads.due_of(start, 10), ms(5));
+        assert_eq!(reads.due_of(start, 19), ms(5));
+        assert_eq!(reads.due_of(start, 20), ms(10));
+        // Part of a burst issued: the rest is due now, and the wake is for
+        // the whole burst, never the next one's.
+        reads.issued = 3;
+        assert_eq!(next_wake(std::slice::from_ref(&reads), start), Some(start));
+        assert_eq!(reads.last_due_by(start, ms(4)), Some(start));
+        reads.issued = 10;
+        assert_eq!(next_wake(std::slice::from_ref(&reads), start), Some(ms(5)));
+        assert_eq!(reads.last_due_by(start, ms(12)), Some(ms(10)));
+    }
+
+    /// How many of `spec`'s requests are in flight after the scheduler
+    /// issues what is due at each of `at` (ms from the start), on a null
+    /// drive that answers in a minute.
+    fn issued_by(conf: &str, at: &[u64]) -> Vec<usize> {
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            "device-names: {}\nfile-size-mbytes: 8\ntest-duration-sec: 10\n{conf}",
+            dir.path().join("d").display()
+        );
+        let cfg = crate::act::config::StorageConfig::parse(&text, "t.conf").unwrap();
+        let spec = crate::act::Workload::run_spec(&cfg, &Default::default());
+        let devices = vec![Device::open(&cfg.device_names[0], false, 8 << 20).unwrap()];
+        let null = "60s".parse().unwrap();
+        let kind = storcert_engine::EngineKind::Null;
+        let mut engine = storcert_engine::open_with(kind, 4096, &null).unwrap();
+        let start = Instant::now();
+        let pats = patterns(&spec, &devices).unwrap();
+        let mut s = Scheduler::new(Arc::new(spec), pats, 1, Some((start, Arc::default())));
+        at.iter()
+            .map(|&m| {
+                let now = start + Duration::from_millis(m);
+                assert!(s
+                    .issue_due(now, &devices, engine.as_mut())
+                    .unwrap()
+                    .is_none());
+                engine.in_flight()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn service_threads_given_shape_the_reads_into_acts_bursts() {
+        let at = [0, 4, 5, 9, 10];
+        let load = "read-reqs-per-sec: 2000\nwrite-reqs-per-sec: 0\n";
+        // Left to ACT's default: even, one every 500 us.
+        assert_eq!(issued_by(load, &at), [1, 9, 11, 19, 21]);
+        // Given: as ACT's 10 threads, ten at once every 5 ms.
+        let given = format!("{load}service-threads: 10\n");
+        assert_eq!(issued_by(&given, &at), [10, 10, 20, 20, 30]);
     }
 }

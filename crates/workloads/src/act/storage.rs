@@ -86,6 +86,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
     // every drive of it. A drive's own share fails that drive alone, so
     // it is judged at the end and never stops the others.
     let judged = read_hists.iter().map(|(agg, _)| *agg).collect();
+    let (read_burst, write_burst) = service_bursts(cfg);
     if let Some((agg, per)) = read_hists {
         streams.push(StreamSpec {
             label: "reads".into(),
@@ -98,6 +99,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
             txn_hist: txn_reads,
             pause: Duration::ZERO,
             kind: Kind::Read,
+            burst: read_burst,
         });
     }
     if let Some((agg, per)) = write_hists {
@@ -112,6 +114,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
             txn_hist: txn_writes,
             pause: Duration::ZERO,
             kind: Kind::Write,
+            burst: write_burst,
         });
     }
     if let Some((r, w)) = lb_hists {
@@ -131,6 +134,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                     txn_hist: Some(tr),
                     pause: Duration::ZERO,
                     kind: Kind::LargeBlockRead,
+                    burst: 1,
                 });
             }
             streams.push(StreamSpec {
@@ -144,6 +148,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                 txn_hist: Some(tw),
                 pause: Duration::ZERO,
                 kind: Kind::LargeBlockWrite,
+                burst: 1,
             });
         }
     }
@@ -160,6 +165,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                 txn_hist: None,
                 pause: Duration::from_micros(cfg.tomb_raider_sleep_usec as u64),
                 kind: Kind::Other,
+                burst: 1,
             });
         }
     }
@@ -168,6 +174,29 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
         streams,
         judged,
     }
+}
+
+/// How many reads, and commit writes, fall due together: one each where
+/// the config leaves `service-threads` to its default. Given, ACT's
+/// service threads each issue their k-th request at the same instant, one
+/// request a thread: `service-threads` requests at a time, shared between
+/// reads and commit writes in proportion to their rates (each thread
+/// draws which per request), so both streams' bursts come
+/// `service-threads / (reads + writes a second)` apart.
+fn service_bursts(cfg: &StorageConfig) -> (u32, u32) {
+    if !cfg.service_threads_given {
+        return (1, 1);
+    }
+    let d = &cfg.derived;
+    let (reads, writes) = (
+        f64::from(d.internal_read_reqs_per_sec),
+        f64::from(d.internal_write_reqs_per_sec),
+    );
+    let share = |rate: f64| {
+        let burst = f64::from(cfg.service_threads) * rate / (reads + writes).max(1.0);
+        (burst.round() as u32).max(1)
+    };
+    (share(reads), share(writes))
 }
 
 impl Workload for StorageConfig {
@@ -217,6 +246,16 @@ impl Workload for StorageConfig {
         "Storage device IO test"
     }
 
+    fn pacing(&self) -> String {
+        match self.service_threads_given {
+            true => format!(
+                "requests due {0} at a time, as ACT's {0} service threads issue them",
+                self.service_threads
+            ),
+            false => "requests due evenly; ACT's thread counts unused".into(),
+        }
+    }
+
     fn echo(&self) -> String {
         StorageConfig::echo(self)
     }
@@ -229,5 +268,41 @@ impl Workload for StorageConfig {
             d.size_bytes / self.large_block_op_bytes as u64,
             d.min_op_bytes
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bursts(conf: &str) -> Vec<(String, u32)> {
+        let text = format!("device-names: /d0\ntest-duration-sec: 10\n{conf}");
+        let cfg = StorageConfig::parse(&text, "t.conf").unwrap();
+        layout(&cfg)
+            .streams
+            .iter()
+            .map(|s| (s.label.clone(), s.burst))
+            .collect()
+    }
+
+    #[test]
+    fn acts_service_threads_share_each_burst_between_reads_and_commit_writes() {
+        let load = "read-reqs-per-sec: 2000\nwrite-reqs-per-sec: 1000\n";
+        let one = |label: &str| (label.to_string(), 1);
+        let large = [one("large-block-reads"), one("large-block-writes")];
+        // Left to ACT's default (0 is the default too): even pacing.
+        for threads in ["", "service-threads: 0\n"] {
+            let even = bursts(&format!("{load}{threads}"));
+            assert_eq!(even, [vec![one("reads")], large.to_vec()].concat());
+        }
+        // Given: the reads come 12 at a time; the large blocks, one
+        // thread each in ACT, stay even.
+        let given = bursts(&format!("{load}service-threads: 12\n"));
+        assert_eq!(given, [vec![("reads".into(), 12)], large.to_vec()].concat());
+        // Commit writes draw from the same threads: 12 shared 2:1.
+        let commits = bursts(&format!(
+            "{load}service-threads: 12\ncommit-to-device: yes\n"
+        ));
+        assert_eq!(commits[..2], [("reads".into(), 8), ("writes".into(), 4)]);
     }
 }

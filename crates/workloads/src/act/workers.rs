@@ -70,6 +70,10 @@ pub fn shares(spec: &RunSpec, n_devices: usize, workers: usize) -> Vec<Share> {
                 let mut local_stream = s.clone();
                 local_stream.device = device;
                 local_stream.rate = rate;
+                // The same instants, each worker its part of every burst.
+                local_stream.burst = ((f64::from(s.burst) * rate / s.rate.max(f64::MIN_POSITIVE))
+                    .round() as u32)
+                    .max(1);
                 local_stream.device_hists = s.device_hists.as_ref().map(local);
                 streams.push(local_stream);
                 of.push(i);
@@ -490,6 +494,27 @@ mod tests {
         );
         let cfg = StorageConfig::parse(&text, "t.conf").unwrap();
         cfg.run_spec(&Default::default())
+    }
+
+    #[test]
+    fn each_worker_issues_its_part_of_every_burst_at_the_same_instants() {
+        let text = "device-names: /d0,/d1,/d2\ntest-duration-sec: 10\n\
+                    read-reqs-per-sec: 6000\nwrite-reqs-per-sec: 3000\nservice-threads: 30\n";
+        let run = StorageConfig::parse(text, "t.conf")
+            .unwrap()
+            .run_spec(&Default::default());
+        let reads = |spec: &RunSpec| spec.streams.iter().find(|s| s.label == "reads").cloned();
+        let whole = reads(&run).unwrap();
+        assert_eq!(whole.burst, 30);
+        let parts: Vec<_> = shares(&run, 3, 2)
+            .iter()
+            .filter_map(|s| reads(&s.spec))
+            .collect();
+        assert_eq!(parts.iter().map(|p| p.burst).collect::<Vec<_>>(), [10, 20]);
+        for p in &parts {
+            let apart = f64::from(p.burst) / p.rate;
+            assert!((apart - f64::from(whole.burst) / whole.rate).abs() < 1e-9);
+        }
     }
 
     #[test]
