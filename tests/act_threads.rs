@@ -204,7 +204,7 @@ fn a_run_has_no_more_workers_than_drives_and_one_by_default_at_low_loads() {
     };
     assert!(header(&["--threads", "8"]).contains("scheduler on 2 worker threads,"));
     // 1x on two drives is 12,000 requests a second: one thread's work.
-    assert!(header(&[]).contains("open-loop null scheduler, ACT's"));
+    assert!(header(&[]).contains("open-loop null scheduler, requests due evenly"));
     let out = storcert(&["act", "storage", "--threads", "0", "--device", "x"]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -89,6 +89,11 @@ pub trait Engine: Send {
     /// may return before `until` with nothing (a timer armed for an
     /// earlier or expected deadline), never after it: callers loop.
     fn reap(&mut self, until: Option<Instant>, out: &mut Vec<Completion>) -> io::Result<()>;
+    /// The caller sends requests on `fd` and keeps it open until it calls
+    /// `forget(fd)`: an engine may hold the file itself meanwhile (io_uring's
+    /// registered files). Registering a number again takes the file behind
+    /// it now.
+    fn register(&mut self, _fd: RawFd) {}
     /// The drive behind `fd` is done with (its run ended; the descriptor
     /// is closed next and its number may be handed to another drive): an
     /// engine that keeps anything per descriptor lets it go. A pool's

@@ -2,7 +2,9 @@
 //! completions reaped with a timed wait so the caller's scheduler wakes on
 //! time even when nothing completes.
 
+use std::collections::HashMap;
 use std::io;
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -27,6 +29,67 @@ pub struct UringEngine {
     timer_ts: [Box<types::Timespec>; TIMERS],
     /// The pace of the caller's deadlines, to arm the next ones ahead.
     pace: Pace,
+    fixed: FixedFiles,
+}
+
+/// The files the ring holds registered (io_uring's fixed files), by the
+/// caller's descriptor: a request on one skips the kernel's look-up of the
+/// descriptor, and the count of references to the file that goes with it
+/// in a process of several threads, as it is issued and as it completes.
+/// Only the caller's `register`ed descriptors, which it keeps open until
+/// it `forget`s them: a number closed and handed to another file must not
+/// reach the file registered under it.
+struct FixedFiles {
+    slot_of: HashMap<RawFd, u32>,
+    /// Free slots of the kernel's table; none where it refused one.
+    free: Vec<u32>,
+}
+
+/// Slots of the registered-file table: a drive each, a 24-drive box's
+/// worth and more.
+const FIXED_FILES: u32 = 64;
+
+impl FixedFiles {
+    fn new(ring: &IoUring) -> FixedFiles {
+        // Sparse tables need Linux 5.19; before it, descriptors serve.
+        let free = match ring.submitter().register_files_sparse(FIXED_FILES) {
+            Ok(()) => (0..FIXED_FILES).rev().collect(),
+            Err(_) => Vec::new(),
+        };
+        FixedFiles {
+            slot_of: HashMap::new(),
+            free,
+        }
+    }
+
+    /// Registers the file behind `fd` in its slot (a new one if it has
+    /// none); a refusal leaves `fd` to go by descriptor.
+    fn register(&mut self, ring: &IoUring, fd: RawFd) {
+        let Some(slot) = self.slot_of.remove(&fd).or_else(|| self.free.pop()) else {
+            return;
+        };
+        match ring.submitter().register_files_update(slot, &[fd]) {
+            Ok(_) => {
+                self.slot_of.insert(fd, slot);
+            }
+            Err(_) => self.release(ring, slot),
+        }
+    }
+
+    fn forget(&mut self, ring: &IoUring, fd: RawFd) {
+        if let Some(slot) = self.slot_of.remove(&fd) {
+            self.release(ring, slot);
+        }
+    }
+
+    /// Empties `slot`: the kernel lets the file go once no request in
+    /// flight holds it.
+    fn release(&mut self, ring: &IoUring, slot: u32) {
+        // A slot the kernel would not empty still holds a file no request
+        // names: the next registration in it replaces that.
+        let _ = ring.submitter().register_files_update(slot, &[-1]);
+        self.free.push(slot);
+    }
 }
 
 /// The ring's own timers: one for the caller's next deadline and, while
@@ -140,7 +203,6 @@ impl UringEngine {
                     .build(entries)
             })?;
         Ok(UringEngine {
-            ring,
             slots: (0..depth).map(|_| None).collect(),
             free: (0..depth as usize).rev().collect(),
             unsubmitted: Vec::new(),
@@ -148,6 +210,8 @@ impl UringEngine {
             timer_armed: [None; TIMERS],
             timer_ts: std::array::from_fn(|_| Box::new(types::Timespec::new())),
             pace: Pace::default(),
+            fixed: FixedFiles::new(&ring),
+            ring,
         })
     }
 
@@ -320,15 +384,22 @@ impl Engine for UringEngine {
                 "engine at capacity",
             ));
         };
-        let fd = types::Fd(req.fd);
-        let entry = if req.write {
-            opcode::Write::new(fd, req.buf.as_ptr(), req.len)
-                .offset(req.offset)
-                .build()
-        } else {
-            opcode::Read::new(fd, req.buf.as_mut_ptr(), req.len)
-                .offset(req.offset)
-                .build()
+        macro_rules! read_or_write {
+            ($file:expr) => {
+                if req.write {
+                    opcode::Write::new($file, req.buf.as_ptr(), req.len)
+                        .offset(req.offset)
+                        .build()
+                } else {
+                    opcode::Read::new($file, req.buf.as_mut_ptr(), req.len)
+                        .offset(req.offset)
+                        .build()
+                }
+            };
+        }
+        let entry = match self.fixed.slot_of.get(&req.fd) {
+            Some(&slot) => read_or_write!(types::Fixed(slot)),
+            None => read_or_write!(types::Fd(req.fd)),
         }
         .user_data(index as u64);
         // SAFETY: the buffer lives in the slot until its completion is
@@ -341,6 +412,14 @@ impl Engine for UringEngine {
         self.unsubmitted.push(index);
         self.in_flight += 1;
         Ok(())
+    }
+
+    fn register(&mut self, fd: RawFd) {
+        self.fixed.register(&self.ring, fd);
+    }
+
+    fn forget(&mut self, fd: RawFd) {
+        self.fixed.forget(&self.ring, fd);
     }
 
     fn submit(&mut self) -> io::Result<()> {
@@ -594,6 +673,68 @@ mod tests {
         // its completion cleared its own slot); the other two stay armed.
         assert!(out.is_empty());
         assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), None]);
+    }
+
+    /// The first 4 KiB of `fd`, read through `engine`.
+    fn first_byte(engine: &mut UringEngine, fd: RawFd) -> u8 {
+        engine.push(Request::read_4k(fd, 1)).unwrap();
+        let mut out = Vec::new();
+        while out.is_empty() {
+            engine.reap(None, &mut out).unwrap();
+        }
+        assert!(out[0].error().is_none());
+        out[0].buf.as_slice()[0]
+    }
+
+    /// A file of 4 KiB of `byte`.
+    fn file_of(byte: u8) -> std::fs::File {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[byte; 4096]).unwrap();
+        file
+    }
+
+    /// Makes `fd` name `other`'s file, as a number closed and handed to
+    /// another file would, without the number ever being free (the other
+    /// tests' threads open files meanwhile).
+    fn renumber(other: &std::fs::File, fd: RawFd) {
+        // SAFETY: both are open descriptors of this test.
+        assert_eq!(unsafe { libc::dup2(other.as_raw_fd(), fd) }, fd);
+    }
+
+    #[test]
+    fn a_registered_file_is_read_through_its_slot_until_forgotten() {
+        let mut engine = UringEngine::new(4).unwrap();
+        let (a, b) = (file_of(0xaa), file_of(0xbb));
+        let fd = a.as_raw_fd();
+        engine.register(fd);
+        let slot = engine.fixed.slot_of.get(&fd).copied();
+        assert!(slot.is_some(), "the kernel took no registered file");
+        assert_eq!(first_byte(&mut engine, fd), 0xaa);
+        // Registered again: the same slot.
+        engine.register(fd);
+        assert_eq!(engine.fixed.slot_of.get(&fd).copied(), slot);
+        // Forgotten, its number another file's: read by descriptor, never
+        // the file the slot held.
+        engine.forget(fd);
+        assert!(engine.fixed.slot_of.is_empty());
+        renumber(&b, fd);
+        assert_eq!(first_byte(&mut engine, fd), 0xbb);
+    }
+
+    #[test]
+    fn registering_a_number_again_takes_the_file_behind_it_now() {
+        let mut engine = UringEngine::new(4).unwrap();
+        let (a, b) = (file_of(0xaa), file_of(0xbb));
+        let fd = a.as_raw_fd();
+        engine.register(fd);
+        assert_eq!(first_byte(&mut engine, fd), 0xaa);
+        // The number now another file's, a request goes through the slot
+        // (which is why a caller must forget or register again)...
+        renumber(&b, fd);
+        assert_eq!(first_byte(&mut engine, fd), 0xaa);
+        // ...and registering it again takes the file behind it now.
+        engine.register(fd);
+        assert_eq!(first_byte(&mut engine, fd), 0xbb);
     }
 
     #[test]

@@ -255,13 +255,13 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
     loop {
         if runs.is_empty() {
             match jobs.recv() {
-                Ok(job) => runs.extend(take_on(job, &mut next_key, load)),
+                Ok(job) => runs.extend(take_on(job, &mut next_key, (load, engine))),
                 Err(_) => return,
             }
         }
         while open {
             match jobs.try_recv() {
-                Ok(job) => runs.extend(take_on(job, &mut next_key, load)),
+                Ok(job) => runs.extend(take_on(job, &mut next_key, (load, engine))),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => open = false,
             }
@@ -297,7 +297,10 @@ fn serve(engine: &mut dyn Engine, jobs: &Receiver<Job>, (load, broken): (&Atomic
                 job.ctl.halt.store(true, Ordering::Relaxed);
                 let _ = job.tx.send(Msg::Done(job.share, Err(anyhow!("{why}"))));
             };
-            runs.drain(..).for_each(|r| fail(r.job));
+            for r in runs.drain(..) {
+                r.job.devices.iter().for_each(|d| engine.forget(d.fd()));
+                fail(r.job);
+            }
             jobs.iter().for_each(fail);
             return;
         }
@@ -358,8 +361,14 @@ fn share_out(runs: &mut [Running], engine: &dyn Engine) {
 }
 
 /// A share's scheduler, made on its worker (its buffers and histograms
-/// are the worker's); its error goes straight back to its run.
-fn take_on(job: Job, next_key: &mut u64, load: &AtomicU64) -> Option<Running> {
+/// are the worker's); its error goes straight back to its run. Its drives
+/// are open until it ends, when `serve` forgets them: the engine may hold
+/// them meanwhile.
+fn take_on(
+    job: Job,
+    next_key: &mut u64,
+    (load, engine): (&AtomicU64, &mut dyn Engine),
+) -> Option<Running> {
     let patterns = match runner::patterns(&job.spec, &job.devices) {
         Ok(p) => p,
         Err(e) => {
@@ -372,6 +381,7 @@ fn take_on(job: Job, next_key: &mut u64, load: &AtomicU64) -> Option<Running> {
     let key = *next_key & SLOT_BITS;
     *next_key += 1;
     let shared = Some((job.ctl.start, Arc::clone(&job.ctl.errors)));
+    job.devices.iter().for_each(|d| engine.register(d.fd()));
     let mut sched = Scheduler::new(Arc::clone(&job.spec), patterns, job.devices.len(), shared);
     sched.wake_each_second = true;
     sched.tag_base = key << 32;

@@ -244,6 +244,20 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
+    // The drives are open for the whole run: the engine may hold them.
+    devices.iter().for_each(|d| engine.register(d.fd()));
+    let result = run_registered(spec, devices, engine, stop, sinks);
+    devices.iter().for_each(|d| engine.forget(d.fd()));
+    result
+}
+
+fn run_registered(
+    spec: &RunSpec,
+    devices: &mut [Device],
+    engine: &mut dyn Engine,
+    stop: &Arc<AtomicBool>,
+    sinks: &mut Sinks<'_>,
+) -> Result<RunResult> {
     let patterns = patterns(spec, devices)?;
     let mut s = Scheduler::new(Arc::new(spec.clone()), patterns, devices.len(), None);
     let mut outcome = Outcome::Completed;
