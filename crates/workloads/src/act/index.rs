@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::config::IndexConfig;
 use super::device::Device;
-use super::runner::{RunSpec, Shape, StreamSpec};
+use super::runner::{Burst, RunSpec, Shape, StreamSpec};
 use super::timeline::Kind;
 use super::{RunOptions, Workload};
 
@@ -57,7 +57,7 @@ fn run_spec(cfg: &IndexConfig, opts: &super::RunOptions) -> RunSpec {
         pause: Duration::ZERO,
         kind: if write { Kind::Write } else { Kind::Read },
         // act_index's service threads are not shaped (docs/act.md).
-        burst: 1,
+        burst: Burst::EVEN,
     };
     let mut streams = vec![stream(
         "reads",

@@ -3,6 +3,7 @@
 //! open-loop io_uring scheduler, ACT-format logs, the act_latency.py
 //! analysis with a verdict, and the search for the highest passing load.
 
+pub mod burst;
 mod decide;
 pub mod device;
 pub mod index;
@@ -199,12 +200,20 @@ const LATENCY_BOUND_S: f64 = 0.064;
 
 /// The in-flight limit of a run (or a worker's share of one): its asked
 /// rate times `LATENCY_BOUND_S`, one more for each stream that keeps one in
-/// flight; at least 2,048 (the fixed limit it replaces), at most what one
-/// io_uring holds.
+/// flight, and a whole burst more for each stream due in bursts (found in
+/// review: a burst larger than the limit would wait on completions, as
+/// ACT's threads never do); at least 2,048 (the fixed limit it replaces),
+/// at most what one io_uring holds.
 pub fn depth_for(spec: &runner::RunSpec) -> u32 {
     let rate = asked_rate(spec);
     let lone = spec.streams.iter().filter(|s| s.one_in_flight).count() as f64;
-    (rate * LATENCY_BOUND_S + lone)
+    let bursts: f64 = spec
+        .streams
+        .iter()
+        .filter(|s| s.burst != runner::Burst::EVEN)
+        .map(|s| s.burst.size().ceil())
+        .sum();
+    (rate * LATENCY_BOUND_S + lone + bursts)
         .ceil()
         .clamp(2048.0, engine::uring::MAX_DEPTH as f64) as u32
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::burst::Burst;
 use super::device::Device;
 use super::histogram::LatencyHistogram;
 use super::runner::RunSpec;
@@ -33,19 +34,23 @@ pub(super) struct Ended {
     pub(super) reports: u64,
 }
 
-/// Requests a paced stream may still complete by `until_ns` (from the
-/// start), given (issued, completed) so far; `None` unpaced.
+/// Requests a paced stream (its rate and burst) may still complete by
+/// `until_ns` (from the start), given (issued, completed) so far; `None`
+/// unpaced.
 pub(super) fn remaining_of(
-    rate: f64,
+    (rate, burst): (f64, Burst),
     (issued, completed): (u64, u64),
     until_ns: u64,
 ) -> Option<u64> {
     if rate <= 0.0 {
         return None;
     }
-    // Requests 0, 1, … are due at k intervals; one more for the float's
-    // rounding.
-    let due = ((until_ns as f64 / (1e9 / rate)).floor() as u64).saturating_add(2);
+    // Bursts 0, 1, … are due at `burst` intervals: every request of the
+    // last one due by then (found in review: counted one by one, a run in
+    // bursts of 240 could be stopped as failed with up to 238 reads still
+    // to come); one more for the float's rounding.
+    let last_burst = (until_ns as f64 / (burst.size() * 1e9 / rate)).floor() as u64;
+    let due = burst.first_of(last_burst + 1).saturating_add(1);
     Some(due.max(issued) - completed)
 }
 
@@ -216,5 +221,26 @@ pub fn summarize(name: &str, h: &LatencyHistogram) -> HistSummary {
         pct_over_1ms: h.pct_over_ns(1_000_000),
         pct_over_8ms: h.pct_over_ns(8_000_000),
         pct_over_64ms: h.pct_over_ns(64_000_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reads_still_to_come_count_every_request_of_a_burst_already_due() {
+        let ms = 1_000_000;
+        // Even at 2000/s: requests 0, 1 and 2 due by 1 ms, one more for
+        // rounding, less what completed.
+        assert_eq!(remaining_of((2000.0, Burst::EVEN), (3, 1), ms), Some(3));
+        // In bursts of 10 every 5 ms: all ten of the first by 1 ms, twenty
+        // by 5 ms.
+        let ten = Burst::new(10, 1).unwrap();
+        assert_eq!(remaining_of((2000.0, ten), (3, 1), ms), Some(10));
+        assert_eq!(remaining_of((2000.0, ten), (10, 10), 5 * ms), Some(11));
+        // Issued past the schedule counts what was issued; unpaced: none.
+        assert_eq!(remaining_of((2000.0, ten), (40, 0), ms), Some(40));
+        assert_eq!(remaining_of((0.0, ten), (3, 1), ms), None);
     }
 }

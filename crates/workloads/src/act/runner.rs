@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+pub use super::burst::Burst;
 use super::device::{Device, RecordPattern};
 use super::histogram::LatencyHistogram;
 use super::runlog::{
@@ -69,10 +70,10 @@ pub struct StreamSpec {
     /// Pause after each completion (tomb-raider-sleep-usec).
     pub pause: Duration,
     pub kind: Kind,
-    /// Paced requests fall due this many at a time, at `burst / rate`
-    /// apart, as ACT's service threads issue them (each thread's k-th
-    /// request is due at the same instant); 1 paces them evenly.
-    pub burst: u32,
+    /// Paced requests fall due this many at a time, `burst / rate` apart,
+    /// as ACT's service threads issue them (each thread's k-th request is
+    /// due at the same instant); `Burst::EVEN` paces them evenly.
+    pub burst: Burst,
 }
 
 #[derive(Clone)]
@@ -171,12 +172,13 @@ impl StreamState {
     /// When request `k` of a paced stream is due: with the rest of its
     /// burst, at the burst's first.
     fn due_of(&self, start: Instant, k: u64) -> Instant {
-        let first_of_burst = k - k % self.burst();
-        start + Duration::from_nanos((first_of_burst as f64 * self.interval_ns) as u64)
+        let b = self.spec.burst;
+        start + Duration::from_nanos((b.of(k) as f64 * self.burst_ns()) as u64)
     }
 
-    fn burst(&self) -> u64 {
-        u64::from(self.spec.burst.max(1))
+    /// From one burst to the next.
+    fn burst_ns(&self) -> f64 {
+        self.spec.burst.size() * self.interval_ns
     }
 
     /// The last of this stream's requests due by `limit`, if its next is.
@@ -189,9 +191,8 @@ impl StreamState {
             return Some(first);
         }
         // The last request of the last burst due by `limit`.
-        let bursts =
-            ((limit - start).as_nanos() as f64 / (self.interval_ns * self.burst() as f64)) as u64;
-        let last = ((bursts + 1) * self.burst() - 1).max(self.issued);
+        let burst = ((limit - start).as_nanos() as f64 / self.burst_ns()) as u64;
+        let last = (self.spec.burst.first_of(burst + 1) - 1).max(self.issued);
         Some(self.due_of(start, last).min(limit))
     }
 }
@@ -537,7 +538,11 @@ impl Scheduler {
         let streams = &self.streams;
         let remaining = |i: usize, until_ns: u64| -> Option<u64> {
             let st = &streams[i];
-            remaining_of(st.spec.rate, (st.issued, st.completed), until_ns)
+            remaining_of(
+                (st.spec.rate, st.spec.burst),
+                (st.issued, st.completed),
+                until_ns,
+            )
         };
         let in_flight = |i: usize| streams[i].issued - streams[i].completed;
         self.decider
@@ -933,7 +938,7 @@ mod tests {
                 txn_hist: None,
                 pause: Duration::ZERO,
                 kind: Kind::Read,
-                burst: 1,
+                burst: Burst::EVEN,
             },
             interval_ns: if rate > 0.0 { 1e9 / rate } else { 0.0 },
             issued: 0,
@@ -992,7 +997,7 @@ mod tests {
         let ms = |m: u64| start + Duration::from_millis(m);
         // 2000/s in bursts of 10: ten at 0, ten at 5 ms, ...
         let mut reads = stream(2000.0, false, start);
-        reads.spec.burst = 10;
+        reads.spec.burst = Burst::new(10, 1).unwrap();
         for k in [0, 9] {
             assert_eq!(reads.due_of(start, k), start);
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::config::StorageConfig;
 use super::device::Device;
-use super::runner::{RunSpec, Shape, StreamSpec};
+use super::runner::{Burst, RunSpec, Shape, StreamSpec};
 use super::timeline::Kind;
 use super::{RunOptions, Workload};
 
@@ -134,7 +134,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                     txn_hist: Some(tr),
                     pause: Duration::ZERO,
                     kind: Kind::LargeBlockRead,
-                    burst: 1,
+                    burst: Burst::EVEN,
                 });
             }
             streams.push(StreamSpec {
@@ -148,7 +148,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                 txn_hist: Some(tw),
                 pause: Duration::ZERO,
                 kind: Kind::LargeBlockWrite,
-                burst: 1,
+                burst: Burst::EVEN,
             });
         }
     }
@@ -165,7 +165,7 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
                 txn_hist: None,
                 pause: Duration::from_micros(cfg.tomb_raider_sleep_usec as u64),
                 kind: Kind::Other,
-                burst: 1,
+                burst: Burst::EVEN,
             });
         }
     }
@@ -183,18 +183,17 @@ pub fn layout(cfg: &StorageConfig) -> Layout {
 /// reads and commit writes in proportion to their rates (each thread
 /// draws which per request), so both streams' bursts come
 /// `service-threads / (reads + writes a second)` apart.
-fn service_bursts(cfg: &StorageConfig) -> (u32, u32) {
+fn service_bursts(cfg: &StorageConfig) -> (Burst, Burst) {
     if !cfg.service_threads_given {
-        return (1, 1);
+        return (Burst::EVEN, Burst::EVEN);
     }
     let d = &cfg.derived;
     let (reads, writes) = (
-        f64::from(d.internal_read_reqs_per_sec),
-        f64::from(d.internal_write_reqs_per_sec),
+        u64::from(d.internal_read_reqs_per_sec),
+        u64::from(d.internal_write_reqs_per_sec),
     );
-    let share = |rate: f64| {
-        let burst = f64::from(cfg.service_threads) * rate / (reads + writes).max(1.0);
-        (burst.round() as u32).max(1)
+    let share = |rate: u64| {
+        Burst::new(u64::from(cfg.service_threads) * rate, reads + writes).unwrap_or(Burst::EVEN)
     };
     (share(reads), share(writes))
 }
@@ -275,7 +274,7 @@ impl Workload for StorageConfig {
 mod tests {
     use super::*;
 
-    fn bursts(conf: &str) -> Vec<(String, u32)> {
+    fn bursts(conf: &str) -> Vec<(String, Burst)> {
         let text = format!("device-names: /d0\ntest-duration-sec: 10\n{conf}");
         let cfg = StorageConfig::parse(&text, "t.conf").unwrap();
         layout(&cfg)
@@ -288,7 +287,8 @@ mod tests {
     #[test]
     fn acts_service_threads_share_each_burst_between_reads_and_commit_writes() {
         let load = "read-reqs-per-sec: 2000\nwrite-reqs-per-sec: 1000\n";
-        let one = |label: &str| (label.to_string(), 1);
+        let one = |label: &str| (label.to_string(), Burst::EVEN);
+        let burst = |label: &str, n| (label.to_string(), Burst::new(n, 1).unwrap());
         let large = [one("large-block-reads"), one("large-block-writes")];
         // Left to ACT's default (0 is the default too): even pacing.
         for threads in ["", "service-threads: 0\n"] {
@@ -298,11 +298,21 @@ mod tests {
         // Given: the reads come 12 at a time; the large blocks, one
         // thread each in ACT, stay even.
         let given = bursts(&format!("{load}service-threads: 12\n"));
-        assert_eq!(given, [vec![("reads".into(), 12)], large.to_vec()].concat());
+        assert_eq!(given, [vec![burst("reads", 12)], large.to_vec()].concat());
         // Commit writes draw from the same threads: 12 shared 2:1.
         let commits = bursts(&format!(
             "{load}service-threads: 12\ncommit-to-device: yes\n"
         ));
-        assert_eq!(commits[..2], [("reads".into(), 8), ("writes".into(), 4)]);
+        assert_eq!(commits[..2], [burst("reads", 8), burst("writes", 4)]);
+        // 10 shared 2:1 is 20/3 and 10/3 a burst: together, 10 at each
+        // of the same instants.
+        let commits = bursts(&format!(
+            "{load}service-threads: 10\ncommit-to-device: yes\n"
+        ));
+        let part = |n| Burst::new(n, 3).unwrap();
+        assert_eq!(
+            commits[..2],
+            [("reads".into(), part(20)), ("writes".into(), part(10))]
+        );
     }
 }

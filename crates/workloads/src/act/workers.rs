@@ -71,9 +71,9 @@ pub fn shares(spec: &RunSpec, n_devices: usize, workers: usize) -> Vec<Share> {
                 local_stream.device = device;
                 local_stream.rate = rate;
                 // The same instants, each worker its part of every burst.
-                local_stream.burst = ((f64::from(s.burst) * rate / s.rate.max(f64::MIN_POSITIVE))
-                    .round() as u32)
-                    .max(1);
+                if s.device.is_none() {
+                    local_stream.burst = s.burst.part(devices.len() as u64, n_devices as u64);
+                }
                 local_stream.device_hists = s.device_hists.as_ref().map(local);
                 streams.push(local_stream);
                 of.push(i);
@@ -382,7 +382,10 @@ impl<'a> Merge<'a> {
                         .iter()
                         .enumerate()
                         .filter(move |(_, of)| **of == i)
-                        .map(move |(j, _)| (share.spec.streams[j].rate, snap.counts[j]))
+                        .map(move |(j, _)| {
+                            let st = &share.spec.streams[j];
+                            ((st.rate, st.burst), snap.counts[j])
+                        })
                 })
         };
         let remaining = |i: usize, until_ns: u64| -> Option<u64> {
@@ -505,16 +508,34 @@ mod tests {
             .run_spec(&Default::default());
         let reads = |spec: &RunSpec| spec.streams.iter().find(|s| s.label == "reads").cloned();
         let whole = reads(&run).unwrap();
-        assert_eq!(whole.burst, 30);
         let parts: Vec<_> = shares(&run, 3, 2)
             .iter()
             .filter_map(|s| reads(&s.spec))
             .collect();
-        assert_eq!(parts.iter().map(|p| p.burst).collect::<Vec<_>>(), [10, 20]);
+        let burst = |n, d| crate::act::burst::Burst::new(n, d).unwrap();
+        assert_eq!(whole.burst, burst(30, 1));
+        assert_eq!(
+            parts.iter().map(|p| p.burst).collect::<Vec<_>>(),
+            [burst(10, 1), burst(20, 1)]
+        );
         for p in &parts {
-            let apart = f64::from(p.burst) / p.rate;
-            assert!((apart - f64::from(whole.burst) / whole.rate).abs() < 1e-9);
+            let apart = p.burst.size() / p.rate;
+            assert!((apart - whole.burst.size() / whole.rate).abs() < 1e-12);
         }
+        // 10 over 3 drives on 2 workers: 10/3 and 20/3 a burst, at the
+        // run's instants still.
+        let ten = text.replace("service-threads: 30", "service-threads: 10");
+        let run = StorageConfig::parse(&ten, "t.conf")
+            .unwrap()
+            .run_spec(&Default::default());
+        let parts: Vec<_> = shares(&run, 3, 2)
+            .iter()
+            .filter_map(|s| reads(&s.spec))
+            .collect();
+        assert_eq!(
+            parts.iter().map(|p| p.burst).collect::<Vec<_>>(),
+            [burst(10, 3), burst(20, 3)]
+        );
     }
 
     #[test]
