@@ -29,8 +29,11 @@ impl Burst {
     }
 
     /// This burst's part `part / whole` (a worker's share of the drives),
-    /// due at the same instants.
+    /// due at the same instants; the whole burst for a part of nothing.
     pub fn part(self, part: u64, whole: u64) -> Burst {
+        if part == 0 || whole == 0 {
+            return self;
+        }
         let (num, den) = (
             u128::from(self.num) * u128::from(part),
             u128::from(self.den) * u128::from(whole),
@@ -84,7 +87,7 @@ mod tests {
         assert_eq!((0..25).map(|k| ten.of(k)).max(), Some(2));
         assert_eq!([ten.of(9), ten.of(10), ten.first_of(1)], [0, 1, 10]);
         assert_eq!(Burst::new(0, 1), None);
-        // A third of 10: bursts of 3, 3 and 4 requests, 10 in 3 bursts.
+        // A third of 10: bursts of 4, 3 and 3 requests, 10 in 3 bursts.
         let third = ten.part(1, 3);
         assert_eq!(third, Burst::new(10, 3).unwrap());
         let sizes: Vec<u64> = (0..3)

@@ -1014,6 +1014,34 @@ mod tests {
         assert_eq!(reads.last_due_by(start, ms(12)), Some(ms(10)));
     }
 
+    /// The decided stop's count of the reads still to come is never under
+    /// what the scheduler has due by then, whatever the float rounding of
+    /// either (found in review: a burst of 10/3 at 3,000 a second due a
+    /// nanosecond before a second's end was missed).
+    #[test]
+    fn the_reads_still_to_come_cover_every_request_the_scheduler_has_due() {
+        let start = Instant::now();
+        for (num, den) in [(10, 3), (20, 3), (7, 1), (9, 7), (720, 7), (1, 1), (1, 2)] {
+            for rate in [3000.0, 9000.0, 2000.0, 1234.5] {
+                let mut st = stream(rate, false, start);
+                st.spec.burst = Burst::new(num, den).unwrap();
+                for b in (0..20_000).step_by(7) {
+                    let first = st.spec.burst.first_of(b);
+                    let due_ns = (st.due_of(start, first) - start).as_nanos() as u64;
+                    // Due by then: every request up to the end of burst b.
+                    let due = st.spec.burst.first_of(b + 1);
+                    for until in [due_ns, due_ns + 1] {
+                        let counted = remaining_of((rate, st.spec.burst), (0, 0), until);
+                        assert!(
+                            counted >= Some(due),
+                            "{num}/{den} at {rate}/s, burst {b} due at {due_ns} ns: {counted:?} < {due}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// How many of `spec`'s requests are in flight after the scheduler
     /// issues what is due at each of `at` (ms from the start), on a null
     /// drive that answers in a minute.
