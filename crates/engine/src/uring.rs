@@ -691,15 +691,21 @@ mod tests {
         assert_eq!(engine.timer_armed, [Some(at(1)), Some(at(4)), None]);
     }
 
-    /// The first 4 KiB of `fd`, read through `engine`.
-    fn first_byte(engine: &mut UringEngine, fd: RawFd) -> u8 {
-        engine.push(Request::read_4k(fd, 1)).unwrap();
+    /// The next completion, waited for with no limit.
+    fn next_completion(engine: &mut UringEngine) -> Completion {
         let mut out = Vec::new();
         while out.is_empty() {
             engine.reap(None, &mut out).unwrap();
         }
-        assert!(out[0].error().is_none());
-        out[0].buf.as_slice()[0]
+        out.swap_remove(0)
+    }
+
+    /// The first byte of `fd`, read through `engine`.
+    fn first_byte(engine: &mut UringEngine, fd: RawFd) -> u8 {
+        engine.push(Request::read_4k(fd, 1)).unwrap();
+        let done = next_completion(engine);
+        assert!(done.error().is_none());
+        done.buf.as_slice()[0]
     }
 
     /// A file of 4 KiB of `byte`.
@@ -784,10 +790,7 @@ mod tests {
         engine.push(Request::read_4k(fd, 3)).unwrap();
         engine.fixed.forget(&mut engine.ring, fd);
         assert!(!engine.fixed.free.contains(&slot));
-        let mut out = Vec::new();
-        while out.is_empty() {
-            engine.reap(None, &mut out).unwrap();
-        }
+        next_completion(&mut engine);
         // The engine's own forget sends what is queued first: the request
         // holds its file, and the slot is free again.
         engine.register(fd);
@@ -796,12 +799,9 @@ mod tests {
         engine.push(Request::read_4k(fd, 4)).unwrap();
         engine.forget(fd);
         assert!(engine.fixed.free.contains(&again));
-        out.clear();
-        while out.is_empty() {
-            engine.reap(None, &mut out).unwrap();
-        }
-        assert!(out[0].error().is_none());
-        assert_eq!(out[0].buf.as_slice()[0], 0xaa);
+        let done = next_completion(&mut engine);
+        assert!(done.error().is_none());
+        assert_eq!(done.buf.as_slice()[0], 0xaa);
     }
 
     #[test]
@@ -810,10 +810,6 @@ mod tests {
         file.write_all(&[0u8; 4096]).unwrap();
         let (mut engine, _) = armed_at_a_steady_pace(1);
         engine.push(Request::read_4k(file.as_raw_fd(), 9)).unwrap();
-        let mut out = Vec::new();
-        while out.is_empty() {
-            engine.reap(None, &mut out).unwrap();
-        }
-        assert_eq!(out[0].tag, 9);
+        assert_eq!(next_completion(&mut engine).tag, 9);
     }
 }

@@ -19,30 +19,27 @@ impl Burst {
 
     /// `num / den` requests at a time; None for a zero.
     pub fn new(num: u64, den: u64) -> Option<Burst> {
-        (num > 0 && den > 0).then(|| {
-            let g = gcd(num, den);
-            Burst {
-                num: num / g,
-                den: den / g,
-            }
-        })
+        Burst::reduced(u128::from(num), u128::from(den))
     }
 
     /// This burst's part `part / whole` (a worker's share of the drives),
     /// due at the same instants; the whole burst for a part of nothing.
     pub fn part(self, part: u64, whole: u64) -> Burst {
-        if part == 0 || whole == 0 {
-            return self;
+        let num = u128::from(self.num) * u128::from(part);
+        let den = u128::from(self.den) * u128::from(whole);
+        Burst::reduced(num, den).unwrap_or(self)
+    }
+
+    /// `num / den` in lowest terms; None for a zero, or terms past u64.
+    fn reduced(num: u128, den: u128) -> Option<Burst> {
+        if num == 0 || den == 0 {
+            return None;
         }
-        let (num, den) = (
-            u128::from(self.num) * u128::from(part),
-            u128::from(self.den) * u128::from(whole),
-        );
-        let g = gcd128(num, den).max(1);
-        match (u64::try_from(num / g), u64::try_from(den / g)) {
-            (Ok(n), Ok(d)) if n > 0 => Burst { num: n, den: d },
-            _ => self,
-        }
+        let g = gcd(num, den);
+        Some(Burst {
+            num: u64::try_from(num / g).ok()?,
+            den: u64::try_from(den / g).ok()?,
+        })
     }
 
     /// Requests a burst holds, on average.
@@ -61,19 +58,11 @@ impl Burst {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+fn gcd(a: u128, b: u128) -> u128 {
     if b == 0 {
         a
     } else {
         gcd(b, a % b)
-    }
-}
-
-fn gcd128(a: u128, b: u128) -> u128 {
-    if b == 0 {
-        a
-    } else {
-        gcd128(b, a % b)
     }
 }
 

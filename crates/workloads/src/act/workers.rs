@@ -62,18 +62,20 @@ pub fn shares(spec: &RunSpec, n_devices: usize, workers: usize) -> Vec<Share> {
             let mut of = Vec::new();
             let mut streams = Vec::new();
             for (i, s) in spec.streams.iter().enumerate() {
-                let (device, rate) = match s.device {
-                    Some(d) if devices.contains(&d) => (Some(d - devices.start), s.rate),
+                let (device, rate, burst) = match s.device {
+                    Some(d) if devices.contains(&d) => (Some(d - devices.start), s.rate, s.burst),
                     Some(_) => continue,
-                    None => (None, s.rate * share),
+                    // The same instants, each worker its part of every burst.
+                    None => (
+                        None,
+                        s.rate * share,
+                        s.burst.part(devices.len() as u64, n_devices as u64),
+                    ),
                 };
                 let mut local_stream = s.clone();
                 local_stream.device = device;
                 local_stream.rate = rate;
-                // The same instants, each worker its part of every burst.
-                if s.device.is_none() {
-                    local_stream.burst = s.burst.part(devices.len() as u64, n_devices as u64);
-                }
+                local_stream.burst = burst;
                 local_stream.device_hists = s.device_hists.as_ref().map(local);
                 streams.push(local_stream);
                 of.push(i);
