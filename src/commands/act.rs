@@ -396,13 +396,14 @@ fn index(a: ActIndexArgs) -> ExitCode {
 
 /// Gate, plan, then run a workload with its outputs wired up.
 fn workload(cmd: &str, action: &str, w: &dyn act::Workload, run: &ActRunArgs) -> ExitCode {
-    let opts = match run_options(run) {
+    let mut opts = match run_options(run) {
         Ok(o) => o,
         Err(e) => return fail(cmd, e),
     };
     let targets: Vec<PathBuf> = w.device_names().iter().map(PathBuf::from).collect();
-    if let Err(code) = gate(&format!("act {cmd}"), action, &targets, &run.safety) {
-        return code;
+    match gate(&format!("act {cmd}"), action, &targets, &run.safety) {
+        Ok(cleared) => opts.cleared = cleared,
+        Err(code) => return code,
     }
     execute(cmd, run, w, &opts)
 }
@@ -414,21 +415,21 @@ fn prep(a: ActPrepArgs) -> ExitCode {
             "--engine null writes nothing, so it cannot zero or salt a drive",
         );
     }
-    let names: Vec<String> = a.devices.iter().map(|p| p.display().to_string()).collect();
-    if let Err(code) = gate(
+    let cleared = match gate(
         "act prep",
         "zero and then salt (ACT prep)",
         &a.devices,
         &a.safety,
     ) {
-        return code;
-    }
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let stop = stop_flag();
     let console = Console::for_command();
     let mut results = Vec::new();
     let mut interrupted = false;
-    for name in &names {
-        let mut dev = match act::device::Device::open(name, false, 0) {
+    for target in &cleared {
+        let mut dev = match act::device::Device::open(target, false, 0) {
             Ok(d) => d,
             Err(e) => return fail("prep", format!("{e:#}")),
         };
@@ -564,14 +565,15 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         }
     }
     let targets: Vec<PathBuf> = base.device_names.iter().map(PathBuf::from).collect();
-    if let Err(code) = gate(
+    let cleared = match gate(
         "act search",
         "run ACT trials (random writes)",
         &targets,
         &a.safety,
     ) {
-        return code;
-    }
+        Ok(c) => c,
+        Err(code) => return code,
+    };
     let stop = stop_flag();
     let spec = search::SearchSpec {
         base,
@@ -591,6 +593,7 @@ fn search_cmd(a: ActSearchArgs) -> ExitCode {
         null_latency,
         run_to_end: a.run_to_end,
         threads: a.threads.map(usize::from),
+        cleared,
         ..RunOptions::default()
     };
     let console = Console::for_command();

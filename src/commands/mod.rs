@@ -108,8 +108,14 @@ pub fn on_provisioned(cmd: &str, targets: &[String]) -> Vec<String> {
 
 /// The safety gate for a command about to write: every target cleared or
 /// a one-line refusal, the plan printed, and a dry run stopped here.
-/// `Err` carries the exit status the command returns at once.
-pub fn gate(cmd: &str, action: &str, targets: &[PathBuf], s: &SafetyArgs) -> Result<(), ExitCode> {
+/// `Ok` carries the gate's word for each target, which every writer
+/// takes; `Err` the exit status the command returns at once.
+pub fn gate(
+    cmd: &str,
+    action: &str,
+    targets: &[PathBuf],
+    s: &SafetyArgs,
+) -> Result<Vec<safety::Cleared>, ExitCode> {
     let refuse = |msg: String| {
         eprintln!("storcert {cmd}: {msg}");
         ExitCode::from(exit::COULD_NOT_RUN)
@@ -122,5 +128,5 @@ pub fn gate(cmd: &str, action: &str, targets: &[PathBuf], s: &SafetyArgs) -> Res
         eprintln!("dry run: nothing written");
         return Err(ExitCode::SUCCESS);
     }
-    Ok(())
+    Ok(cleared)
 }

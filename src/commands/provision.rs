@@ -50,15 +50,16 @@ fn remove(a: &ProvisionArgs) -> ExitCode {
             crate::safety::STORCERT_PARTITION
         ));
     }
-    if let Err(code) = gate(
+    let cleared = match gate(
         "provision",
         &action,
         std::slice::from_ref(&a.device),
         &a.safety,
     ) {
-        return code;
-    }
-    let r = match provision::remove(&a.device, !a.no_discard) {
+        Ok(mut c) => c.remove(0),
+        Err(code) => return code,
+    };
+    let r = match provision::remove(&cleared, !a.no_discard) {
         Ok(r) => r,
         Err(e) => return fail(format!("{e:#}")),
     };
@@ -138,20 +139,24 @@ pub fn run(a: ProvisionArgs) -> ExitCode {
             "discard every block, then "
         }
     );
-    if let Err(code) = gate(
+    let cleared = match gate(
         "provision",
         &action,
         std::slice::from_ref(&a.device),
         &a.safety,
     ) {
-        return code;
-    }
-    let r = match provision::provision(&Spec {
-        device: a.device.clone(),
-        spare_pct: spare,
-        factory_spare_pct: factory,
-        discard: !a.no_discard,
-    }) {
+        Ok(mut c) => c.remove(0),
+        Err(code) => return code,
+    };
+    let r = match provision::provision(
+        &cleared,
+        &Spec {
+            device: a.device.clone(),
+            spare_pct: spare,
+            factory_spare_pct: factory,
+            discard: !a.no_discard,
+        },
+    ) {
         Ok(r) => r,
         Err(e) => return fail(format!("{e:#}")),
     };

@@ -100,8 +100,9 @@ pub fn run(a: StreamArgs) -> ExitCode {
         return fail("--verify needs a write pass first, or --seed of the run that wrote the data");
     }
     let targets = super::on_provisioned("stream", &a.device);
-    let spec = Spec {
+    let mut spec = Spec {
         targets: targets.clone(),
+        cleared: Vec::new(),
         size,
         percent: a.percent.unwrap_or(100),
         bs,
@@ -118,8 +119,9 @@ pub fn run(a: StreamArgs) -> ExitCode {
     };
     if passes.contains(&Pass::Write) {
         let paths: Vec<PathBuf> = targets.iter().map(PathBuf::from).collect();
-        if let Err(code) = gate("stream", "stream sequential writes", &paths, &a.safety) {
-            return code;
+        match gate("stream", "stream sequential writes", &paths, &a.safety) {
+            Ok(cleared) => spec.cleared = cleared,
+            Err(code) => return code,
         }
     } else if a.safety.dry_run {
         eprintln!("dry run: a read-only pattern writes nothing");

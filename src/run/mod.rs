@@ -161,6 +161,7 @@ pub(super) fn select_targets(
     inv: &Inventory,
     console: &Console,
     skipped: &mut Vec<String>,
+    root_run_name: Option<&str>,
 ) -> Result<Vec<Target>> {
     let mut skip = |dev: &str, why: String| {
         console.say(&format!("skipping {dev}: {why}"));
@@ -180,7 +181,12 @@ pub(super) fn select_targets(
         }]);
     }
     let all = d.select.as_deref() == Some("all");
-    let overrides = crate::safety::Overrides::new(&d.destroy, None).map_err(|e| anyhow!(e))?;
+    let mut overrides = crate::safety::Overrides::new(&d.destroy, None).map_err(|e| anyhow!(e))?;
+    // A resumed run's drives carry its own "writing" mark.
+    if let Some(run) = root_run_name {
+        overrides = overrides.for_run(run);
+    }
+    overrides.own_table = true;
     let mut out = Vec::new();
     // Named paths by device number too: /dev/mapper/x, by-path links and
     // nodes made without udev all name their disk that way.
@@ -206,6 +212,18 @@ pub(super) fn select_targets(
                 .as_ref()
                 .is_some_and(|m| d.models.iter().any(|g| crate::util::glob::matches(g, m)));
         if !(all || named) {
+            continue;
+        }
+        // "All drives" means this machine's own: a SAN's LUN, a network's
+        // disk or a USB stick is listed, and tested only when named.
+        if !named && !disk.transport.is_local() {
+            skip(
+                &disk.dev_path,
+                format!(
+                    "a {} disk, not local to this machine (name it in devices to test it)",
+                    disk.transport.as_str()
+                ),
+            );
             continue;
         }
         // "All drives" means the machine's drives: never the medium storcert
@@ -277,6 +295,33 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The safety gate's word for `path`, asked again before each writer
+    /// opens it (a phase's partition, a drive a stage before wrote): the
+    /// profile's named drives, storcert's own spare-area table and this
+    /// run's own "writing" mark (a resumed run) are the run's to write.
+    fn clear(&self, path: &str) -> Result<crate::safety::Cleared> {
+        let run = self
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("run");
+        let mut overrides = crate::safety::Overrides::new(&self.profile.devices.destroy, None)
+            .map_err(|e| anyhow!(e))?
+            .for_run(run);
+        overrides.own_table = true;
+        crate::safety::check(
+            Path::new(path),
+            &crate::inventory::Roots::default(),
+            &overrides,
+        )
+        .map_err(|e| anyhow!(e))
+    }
+
+    /// `clear` for each of `paths`.
+    fn clear_all(&self, paths: &[String]) -> Result<Vec<crate::safety::Cleared>> {
+        paths.iter().map(|p| self.clear(p)).collect()
+    }
+
     /// A heartbeat now (a stage started or ended).
     fn kick(&self) {
         if let Some(b) = &*self.beacon.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -617,7 +662,8 @@ fn run_stages(
     let (inv, reach) = record_machine(ctx, &system)?;
     let mut skipped = Vec::new();
     let root = ctx.dir.parent().unwrap_or(Path::new("."));
-    let mut targets = select_targets(p, root, &inv, &ctx.console, &mut skipped)?;
+    let run_name = ctx.dir.file_name().and_then(|n| n.to_str());
+    let mut targets = select_targets(p, root, &inv, &ctx.console, &mut skipped, run_name)?;
     if p.plan.scratch_bytes.is_some() {
         let scratch = scratch_path(root);
         crate::util::fs::create_dir_durably(scratch.parent().expect("has a parent"))?;

@@ -43,7 +43,14 @@ pub fn dry_run(opts: &Options) -> Result<String> {
         },
     );
     let mut skipped = Vec::new();
-    let targets = select_targets(p, &super::results_root(opts), &inv, &console, &mut skipped)?;
+    let targets = select_targets(
+        p,
+        &super::results_root(opts),
+        &inv,
+        &console,
+        &mut skipped,
+        None,
+    )?;
     console.close();
     let mut out = String::new();
     let _ = writeln!(
@@ -104,8 +111,9 @@ fn targets_text(p: &Profile, targets: &[Target], inv: &Inventory) -> Result<Stri
             (false, _) => "read only: these are read, nothing is written to them",
         }
     );
-    let overrides =
+    let mut overrides =
         crate::safety::Overrides::new(&p.devices.destroy, None).map_err(|e| anyhow::anyhow!(e))?;
+    overrides.own_table = true;
     for t in targets {
         let _ = writeln!(out, "  {}", describe(t, inv));
         if destroys && t.file_size == 0 {
@@ -114,6 +122,7 @@ fn targets_text(p: &Profile, targets: &[Target], inv: &Inventory) -> Result<Stri
                 &crate::inventory::Roots::default(),
                 &overrides,
             ) {
+                let _ = writeln!(out, "    holds {}", c.holds);
                 for o in &c.overridden {
                     let _ = writeln!(out, "    allowed although {o}");
                 }

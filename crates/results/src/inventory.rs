@@ -352,6 +352,17 @@ pub enum Transport {
     Zram,
     Md,
     Dm,
+    /// A SCSI disk behind a Fibre Channel HBA (a SAN's LUN).
+    Fc,
+    /// A SCSI disk of an iSCSI session.
+    Iscsi,
+    /// An NVMe namespace over a fabric (TCP, RDMA, FC, loop).
+    #[serde(rename = "nvme-of")]
+    NvmeOf,
+    /// A network block device.
+    Nbd,
+    /// A Ceph RADOS block device.
+    Rbd,
     Unknown,
 }
 
@@ -361,6 +372,23 @@ impl Transport {
         matches!(
             self,
             Transport::Loop | Transport::Ram | Transport::Zram | Transport::Md | Transport::Dm
+        )
+    }
+
+    /// Disks of this machine's own: what `select = "all"` and the burn-in
+    /// take, and what the safety gate writes without a name. A remote
+    /// disk (a SAN's, a network's) or a USB stick is another's data, and
+    /// a transport storcert cannot tell is refused the same way.
+    pub fn is_local(self) -> bool {
+        !matches!(
+            self,
+            Transport::Fc
+                | Transport::Iscsi
+                | Transport::NvmeOf
+                | Transport::Nbd
+                | Transport::Rbd
+                | Transport::Usb
+                | Transport::Unknown
         )
     }
 
@@ -379,6 +407,11 @@ impl Transport {
             Transport::Zram => "zram",
             Transport::Md => "md",
             Transport::Dm => "dm",
+            Transport::Fc => "fc",
+            Transport::Iscsi => "iscsi",
+            Transport::NvmeOf => "nvme-of",
+            Transport::Nbd => "nbd",
+            Transport::Rbd => "rbd",
             Transport::Unknown => "unknown",
         }
     }

@@ -79,6 +79,7 @@ pub(super) fn act_run(
     };
     let opts = crate::act::RunOptions {
         pool: pool.cloned(),
+        cleared: ctx.clear_all(w.device_names())?,
         ..act_options(ctx)
     };
     let ran = crate::act::run_to_files(w, &opts, &ctx.stop, &files, &mut progress);
@@ -367,7 +368,7 @@ fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<(
             if crate::safety::storcert_partition(Path::new(&t.disk)).is_none() {
                 return Ok("removed by an earlier, interrupted attempt".into());
             }
-            let r = crate::provision::remove(Path::new(&t.disk), true)?;
+            let r = crate::provision::remove(&ctx.clear(&t.disk)?, true)?;
             if r.notes.is_empty() && r.kernel_partitions.is_empty() {
                 return Ok("storcert's partition removed: the whole drive is tested".into());
             }
@@ -448,14 +449,17 @@ fn provision_spare(
     let written = std::sync::Mutex::new(std::collections::BTreeMap::new());
     each_parallel(targets, |t| {
         ctx.stage(&provision_id(t), Some(t), true, || {
-            let r = crate::provision::provision(&crate::provision::Spec {
-                device: PathBuf::from(&t.disk),
-                spare_pct,
-                factory_spare_pct: policy
-                    .as_ref()
-                    .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
-                discard: true,
-            })?;
+            let r = crate::provision::provision(
+                &ctx.clear(&t.disk)?,
+                &crate::provision::Spec {
+                    device: PathBuf::from(&t.disk),
+                    spare_pct,
+                    factory_spare_pct: policy
+                        .as_ref()
+                        .and_then(|pol| pol.factory_spare(t.model.as_deref(), t.serial.as_deref())),
+                    discard: true,
+                },
+            )?;
             ctx.write(&record(t), r.clone())?;
             let done = format!(
                 "partition of {} bytes, {} spare",
@@ -534,11 +538,12 @@ fn act_prep(ctx: &Ctx, targets: &[Target], ph: &PhaseRun) -> Result<()> {
             Some(t),
             true,
             || {
+                let cleared = ctx.clear(&t.path)?;
                 if t.file_size > 0 {
                     // A scratch file is created at its size first.
-                    crate::act::device::Device::open(&t.path, false, t.file_size)?;
+                    crate::act::device::Device::open(&cleared, false, t.file_size)?;
                 }
-                let mut dev = crate::act::device::Device::open(&t.path, false, 0)?;
+                let mut dev = crate::act::device::Device::open(&cleared, false, 0)?;
                 let mut engine = crate::engine::open(crate::engine::EngineKind::Auto, 64)?;
                 let r = crate::act::prep::prep(&mut dev, engine.as_mut(), &ctx.stop, &ctx.console)?;
                 ctx.write(
@@ -665,6 +670,7 @@ fn search_group(
     ctx.made().read_back_under(&ctx.dir, &spec.label_dir);
     let opts = crate::act::RunOptions {
         pool: Some(Arc::clone(pool)),
+        cleared: ctx.clear_all(&spec.base.device_names)?,
         ..act_options(ctx)
     };
     let searched = crate::act::search::search(&spec, &opts, &ctx.stop, &ctx.console);

@@ -87,8 +87,13 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
         let mut n = 0u32;
         loop {
             n += 1;
+            let paths: Vec<String> = targets.iter().map(|t| t.path.clone()).collect();
             let spec = crate::stream::Spec {
-                targets: targets.iter().map(|t| t.path.clone()).collect(),
+                cleared: match s.passes.contains(&crate::stream::Pass::Write) {
+                    true => ctx.clear_all(&paths)?,
+                    false => Vec::new(),
+                },
+                targets: paths,
                 size: s.size,
                 percent: s.percent,
                 bs: s.bs,

@@ -199,8 +199,17 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
     if name.starts_with("dm-") {
         return Transport::Dm;
     }
+    if name.starts_with("nbd") {
+        return Transport::Nbd;
+    }
+    if name.starts_with("rbd") {
+        return Transport::Rbd;
+    }
     if name.starts_with("nvme") {
-        return Transport::Nvme;
+        return match nvme_transport(roots, entry).as_deref() {
+            None | Some("pcie") => Transport::Nvme,
+            Some(_) => Transport::NvmeOf,
+        };
     }
     if name.starts_with("mmcblk") {
         return Transport::Mmc;
@@ -221,6 +230,15 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
         .unwrap_or_default();
         if path.contains("/ata") {
             return Transport::Sata;
+        }
+        if path.contains("/rport-") {
+            return Transport::Fc;
+        }
+        if path
+            .split('/')
+            .any(|c| c.starts_with("session") && c[7..].parse::<u32>().is_ok())
+        {
+            return Transport::Iscsi;
         }
         match raid::volume_mark(&proc_name) {
             Some(raid::VolumeMark::FromChannel(first)) => {
@@ -245,6 +263,20 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
         return Transport::Scsi;
     }
     Transport::Unknown
+}
+
+/// An NVMe namespace's controller transport (`pcie`, `tcp`, `rdma`, `fc`,
+/// `loop`): its controller's, or for a multipath head its first path's.
+fn nvme_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Option<String> {
+    let own = opt_attr(roots, &entry.sys_path.join("device/transport"));
+    own.or_else(|| {
+        let paths = sysfs::list_dir(roots, &entry.sys_path.join("multipath"));
+        let first = paths.first()?;
+        opt_attr(
+            roots,
+            &roots.sys.join("block").join(first).join("device/transport"),
+        )
+    })
 }
 
 /// The SCSI host number from a device path (".../host3/target3:0:0/...").

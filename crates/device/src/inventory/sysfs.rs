@@ -205,7 +205,7 @@ pub fn devnum_of_path(roots: &Roots, path: &Path) -> Option<String> {
 /// mountinfo escapes space, tab, newline and backslash as \ooo. Anything
 /// else after a backslash (never from a kernel, but a capture is anyone's)
 /// is kept as it is.
-fn unescape_octal(s: &str) -> String {
+pub fn unescape_octal(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -135,8 +135,16 @@ pub fn provisioned_partition(device: &Path) -> Option<PathBuf> {
         .then(|| Path::new("/dev").join(k.partition))
 }
 
-pub fn provision(spec: &Spec) -> Result<ProvisionResult> {
+/// Provisions `spec.device`, which the safety gate cleared as `target`.
+pub fn provision(target: &crate::safety::Cleared, spec: &Spec) -> Result<ProvisionResult> {
     let path = &spec.device;
+    if target.path != *path {
+        bail!(
+            "{}: the safety gate cleared {}, not this device",
+            path.display(),
+            target.path.display()
+        );
+    }
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
     let is_block = meta.file_type().is_block_device();
     // O_EXCL on a block device: refused while anything (a mount, md, dm)
@@ -246,8 +254,10 @@ pub struct Removed {
 /// own (one partition, named "storcert"), which holds nothing but test
 /// data. Discards the whole device (the spare area is given back to the
 /// drive's own use), then zeroes the protective MBR and both GPTs (the
-/// first and the last MiB) so no table is left to find.
-pub fn remove(device: &Path, discard_first: bool) -> Result<Removed> {
+/// regions the safety gate reads) so no table, and nothing that would
+/// stop the gate clearing the drive again, is left to find.
+pub fn remove(target: &crate::safety::Cleared, discard_first: bool) -> Result<Removed> {
+    let device = target.path.as_path();
     if let Some(sig) = crate::safety::storcert_partition_in_use(device) {
         bail!(
             "storcert's partition on {} now holds a {sig}: it was put to use since, it is no \
@@ -278,9 +288,11 @@ pub fn remove(device: &Path, discard_first: bool) -> Result<Removed> {
     };
     let mut notes = Vec::new();
     let disc = (discard_first && is_block).then(|| discard(&f, size));
-    let zeros = vec![0u8; MIB.min(size) as usize];
-    for at in [0, size.saturating_sub(zeros.len() as u64)] {
-        f.write_all_at(&zeros, at)
+    use crate::safety::signature::{HEAD_BYTES, TAIL_BYTES};
+    let head = vec![0u8; HEAD_BYTES.min(size) as usize];
+    let tail = vec![0u8; TAIL_BYTES.min(size) as usize];
+    for (zeros, at) in [(&head, 0), (&tail, size - tail.len() as u64)] {
+        f.write_all_at(zeros, at)
             .with_context(|| format!("zero {} at byte {at}", device.display()))?;
     }
     f.sync_all().context("fsync")?;

@@ -8,11 +8,15 @@ use std::os::unix::fs::FileTypeExt;
 
 use anyhow::{bail, Context, Result};
 
+use storcert_device::safety::{Cleared, Writing};
 use storcert_engine::AlignedBuf;
 
 pub struct Device {
     pub name: String,
     file: File,
+    /// storcert's mark on a block device: "writing" while open, "tested"
+    /// once dropped (after `file` is closed: fields drop in order).
+    _writing: Writing,
     pub size_bytes: u64,
     /// Smallest O_DIRECT read that succeeds: 512, 1024, 2048 or 4096.
     pub min_op_bytes: u32,
@@ -35,9 +39,10 @@ impl DeviceErrors {
 }
 
 impl Device {
-    /// Opens `name` read-write. `file_size` (ACT's file-size-mbytes) sizes a
-    /// regular file, creating it if needed.
-    pub fn open(name: &str, dsync: bool, file_size: u64) -> Result<Device> {
+    /// Opens the cleared target read-write. `file_size` (ACT's
+    /// file-size-mbytes) sizes a regular file, creating it if needed.
+    pub fn open(target: &Cleared, dsync: bool, file_size: u64) -> Result<Device> {
+        let name = &*target.path.to_string_lossy();
         let mut flags = libc::O_DIRECT;
         if dsync {
             flags |= libc::O_DSYNC;
@@ -57,6 +62,9 @@ impl Device {
             flags,
         )
         .with_context(|| format!("open {name}"))?;
+        let writing = target
+            .begin_writing()
+            .with_context(|| format!("{name}: write storcert's mark"))?;
         let size_bytes = if is_block {
             storcert_device::blockdev::size_bytes(&file)
                 .with_context(|| format!("{name}: size (BLKGETSIZE64)"))?
@@ -70,6 +78,7 @@ impl Device {
         let mut dev = Device {
             name: name.to_string(),
             file,
+            _writing: writing,
             size_bytes,
             min_op_bytes: 0,
             direct,
@@ -187,7 +196,9 @@ mod tests {
     fn opens_a_file_with_its_size() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("scratch");
-        let dev = Device::open(path.to_str().unwrap(), true, 8 << 20).unwrap();
+        let cleared =
+            storcert_device::safety::check_all(std::slice::from_ref(&path), &Default::default());
+        let dev = Device::open(&cleared.unwrap()[0], true, 8 << 20).unwrap();
         assert_eq!(dev.size_bytes, 8 << 20);
         assert!(dev.min_op_bytes >= 512);
     }

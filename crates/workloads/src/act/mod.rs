@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use storcert_device::safety::Cleared;
 
 use device::Device;
 use runner::{RunResult, Sinks};
@@ -55,6 +56,9 @@ pub struct RunOptions {
     /// runs, a search's trials side by side); `None`: the run has its own
     /// thread, or threads (`threads`).
     pub pool: Option<Arc<pool::Pool>>,
+    /// The safety gate's word for each device the run writes: a device
+    /// (or file) the gate did not clear is not opened.
+    pub cleared: Vec<Cleared>,
 }
 
 impl Default for RunOptions {
@@ -69,15 +73,30 @@ impl Default for RunOptions {
             run_to_end: false,
             statistical: None,
             pool: None,
+            cleared: Vec::new(),
         }
     }
 }
 
-pub fn open_devices(names: &[String], dsync: bool, file_size: u64) -> Result<Vec<Device>> {
+/// Opens each named device through the gate's word for it.
+pub fn open_devices(
+    names: &[String],
+    cleared: &[Cleared],
+    dsync: bool,
+    file_size: u64,
+) -> Result<Vec<Device>> {
     names
         .iter()
-        .map(|n| Device::open(n, dsync, file_size))
+        .map(|n| Device::open(cleared_for(n, cleared)?, dsync, file_size))
         .collect()
+}
+
+/// The gate's word for `name`, or the error that none was given.
+pub fn cleared_for<'a>(name: &str, cleared: &'a [Cleared]) -> Result<&'a Cleared> {
+    cleared
+        .iter()
+        .find(|c| c.path == std::path::Path::new(name))
+        .ok_or_else(|| anyhow::anyhow!("{name}: not cleared by the safety gate, so not opened"))
 }
 
 /// What the storage and index workloads have in common for a run: their
@@ -158,7 +177,7 @@ pub fn run_workload(
     stop: &Arc<AtomicBool>,
     sinks: &mut Sinks<'_>,
 ) -> Result<RunResult> {
-    let mut devices = open_devices(w.device_names(), w.dsync(), w.file_size())?;
+    let mut devices = open_devices(w.device_names(), &opts.cleared, w.dsync(), w.file_size())?;
     let spec = w.run_spec(opts);
     let threads = threads_for(&spec, devices.len(), opts.threads);
     let write_header = |sinks: &mut Sinks<'_>, engine: &str, carried: Carried| -> Result<()> {

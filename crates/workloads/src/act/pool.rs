@@ -541,6 +541,17 @@ mod tests {
         report: &mut dyn FnMut(u64, f64, f64),
     ) -> (runner::RunResult, String) {
         let mut log = Vec::new();
+        let opts = &RunOptions {
+            cleared: storcert_device::safety::check_all(
+                &cfg.device_names
+                    .iter()
+                    .map(std::path::PathBuf::from)
+                    .collect::<Vec<_>>(),
+                &Default::default(),
+            )
+            .unwrap(),
+            ..opts.clone()
+        };
         let result = run_workload(
             cfg,
             opts,

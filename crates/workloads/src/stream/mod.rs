@@ -41,6 +41,9 @@ pub const PERCENTILES: [f64; 17] = [
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub targets: Vec<String>,
+    /// The safety gate's word for each target a write pass writes: one it
+    /// did not clear is not opened for writing.
+    pub cleared: Vec<storcert_device::safety::Cleared>,
     /// Bytes per target (None: `percent` of each target).
     pub size: Option<u64>,
     pub percent: u32,
@@ -77,6 +80,9 @@ fn latency_of(h: &Hdr<u64>) -> Latency {
 
 struct Opened {
     file: File,
+    /// storcert's mark on a block device written: "tested" once dropped,
+    /// after `file` is closed.
+    _writing: Option<storcert_device::safety::Writing>,
     info: TargetInfo,
     /// Opened with O_DIRECT (a file on tmpfs cannot be: it goes buffered).
     direct: bool,
@@ -116,6 +122,14 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
             path,
             flags,
         );
+        let writing = match writes {
+            true => Some(
+                crate::act::cleared_for(path, &spec.cleared)?
+                    .begin_writing()
+                    .with_context(|| format!("{path}: write storcert's mark"))?,
+            ),
+            false => None,
+        };
         let (file, direct) = opened.map_err(|e| match e.raw_os_error() {
             Some(libc::EROFS) | Some(libc::EACCES) if writes => {
                 anyhow::anyhow!(
@@ -158,6 +172,7 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
                 logical_sector_size: lbs,
             },
             file,
+            _writing: writing,
             direct,
         });
     }

@@ -130,7 +130,12 @@ fn issued_by(conf: &str, at: &[u64]) -> Vec<usize> {
     );
     let cfg = crate::act::config::StorageConfig::parse(&text, "t.conf").unwrap();
     let spec = crate::act::Workload::run_spec(&cfg, &Default::default());
-    let devices = vec![Device::open(&cfg.device_names[0], false, 8 << 20).unwrap()];
+    let cleared = storcert_device::safety::check_all(
+        &[cfg.device_names[0].clone().into()],
+        &Default::default(),
+    )
+    .unwrap();
+    let devices = vec![Device::open(&cleared[0], false, 8 << 20).unwrap()];
     let null = "60s".parse().unwrap();
     let kind = storcert_engine::EngineKind::Null;
     let mut engine = storcert_engine::open_with(kind, 4096, &null).unwrap();
