@@ -155,7 +155,7 @@ pub struct CollectExportArgs {
               crate::export::FORMATS.iter().map(|f| f.name)))]
     pub format: String,
     /// Write here (durably, replacing it whole) instead of to standard output
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", value_parser = super::output_path)]
     pub output: Option<PathBuf>,
     /// Only this drive (serial or WWN)
     #[arg(long, value_name = "ID")]

@@ -3,6 +3,16 @@
 
 use std::path::PathBuf;
 
+/// An output option's path, refused at parse time where it is a device or
+/// under /dev (`util::fs::output_problem`): one line naming the option.
+pub fn output_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    match storcert_util::fs::output_problem(&p) {
+        Some(why) => Err(why),
+        None => Ok(p),
+    }
+}
+
 use clap::{Args, Parser, Subcommand};
 
 /// The collector's flags: `storcert-collect`, and `storcert collect`.
@@ -94,7 +104,7 @@ pub struct InventoryArgs {
     pub no_probe: bool,
     /// Also write everything the inventory read (files and device replies,
     /// serial numbers included) into FILE, to send in when hardware misreads
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub capture: Option<PathBuf>,
     /// Make the inventory from a capture instead of this machine
     #[arg(long, value_name = "FILE", conflicts_with_all = ["capture", "device", "all", "no_probe"])]
@@ -110,7 +120,7 @@ pub struct CompletionsArgs {
 #[derive(Debug, Args)]
 pub struct ManArgs {
     /// Write storcert.1 and one storcert-COMMAND.1 per subcommand here
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_path)]
     pub out: Option<PathBuf>,
 }
 
@@ -199,13 +209,13 @@ impl EngineArgs {
 #[derive(Debug, Args, Clone)]
 pub struct ActRunArgs {
     /// Write the ACT log here instead of standard output
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub log: Option<PathBuf>,
     /// Write the run's results (rates, lag, percentiles, errors) as JSON here
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub json: Option<PathBuf>,
     /// Write per-second samples (JSON lines) here
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub timeline: Option<PathBuf>,
     /// Worker threads, each with its own io_uring and its share of the
     /// drives (default: enough for the asked rate, at most the cores; never
@@ -320,7 +330,7 @@ pub struct ActPrepArgs {
     #[arg(required = true)]
     pub devices: Vec<PathBuf>,
     /// Write the prep results as JSON here
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub json: Option<PathBuf>,
     /// I/O engine
     #[arg(long, value_enum, default_value = "auto")]
@@ -385,10 +395,10 @@ pub struct ActSearchArgs {
     #[arg(long, value_name = "TIME")]
     pub confirm: Option<String>,
     /// Folder for the trials' logs
-    #[arg(long, default_value = "act-search", value_name = "DIR")]
+    #[arg(long, default_value = "act-search", value_name = "DIR", value_parser = output_path)]
     pub out: PathBuf,
     /// Write the search result as JSON here
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub json: Option<PathBuf>,
     /// Run every trial to its end even once it has failed whatever
     /// follows (by default a failing trial stops there)
@@ -466,7 +476,7 @@ pub struct StreamArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub output_format: StreamFormat,
     /// Write the output here instead of standard output
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = output_path)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -597,7 +607,7 @@ pub struct BundleCreateArgs {
     /// The results folder of a run
     pub dir: PathBuf,
     /// The bundle file to write (.tar.zst)
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = output_path)]
     pub output: PathBuf,
     /// Secret key to sign with (from `storcert keygen` or `minisign -G -W`)
     #[arg(short, long, value_name = "FILE", required_unless_present = "unsigned")]
@@ -606,7 +616,7 @@ pub struct BundleCreateArgs {
     #[arg(long, conflicts_with = "key")]
     pub unsigned: bool,
     /// Also place the signed bundle in this spool folder for `storcert upload --spool`
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_path)]
     pub spool: Option<PathBuf>,
     /// Print the summary as JSON
     #[arg(long)]
@@ -677,7 +687,7 @@ pub struct UploadArgs {
     /// Keep bundles here until the receiver confirmed them: FILEs are placed in
     /// it first, and everything pending in it is sent (oldest first). Default:
     /// storcert/spool on the mounted partition labelled STORCERT, if any
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_path)]
     pub spool: Option<PathBuf>,
     /// Send the FILEs directly, without a spool
     #[arg(long, conflicts_with = "spool")]
@@ -712,7 +722,7 @@ pub struct RunArgs {
     pub profile: Option<String>,
     /// Where runs keep their results (default: the profile's, the STORCERT
     /// partition's storcert/results, or ./storcert-results)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_path)]
     pub results: Option<PathBuf>,
     /// The signing key (default: the profile's, or storcert.key beside the results,
     /// made on first use)
@@ -726,7 +736,7 @@ pub struct RunArgs {
     pub fresh: bool,
     /// Keep DIR/storcert.prom (Prometheus' text format) for node_exporter's
     /// textfile collector, with every heartbeat (profile: textfile)
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = output_path)]
     pub textfile: Option<PathBuf>,
     /// Read the kernel command line from this file instead of /proc/cmdline
     #[arg(long, value_name = "FILE", hide = true)]
@@ -755,7 +765,7 @@ pub struct ReportArgs {
     /// A bundle (.tar.zst) or a results folder
     pub input: PathBuf,
     /// Where to write (default: standard output)
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = output_path)]
     pub output: Option<PathBuf>,
     /// The report's format
     #[arg(long, value_enum, default_value = "html")]
@@ -775,7 +785,7 @@ pub struct CompareArgs {
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// Where to write (default: standard output)
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_parser = output_path)]
     pub output: Option<PathBuf>,
     /// The tables' format
     #[arg(long, value_enum, default_value = "txt")]

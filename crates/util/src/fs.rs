@@ -4,6 +4,54 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Why `path` is no place for an output, if it is not: a block or
+/// character device (wherever its node or a link to it is), or anything
+/// else under /dev, is never written or replaced by a report, log or
+/// bundle. The one exception is the caller's own standard output or error
+/// (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`), where that is a pipe, a
+/// file or a terminal: how a shell user asks for a stream.
+pub fn output_problem(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let shown = path.display();
+    let own_stream = matches!(path.to_str(), Some("/dev/stdout" | "/dev/stderr"))
+        || path.starts_with("/dev/fd/")
+        || path.starts_with("/proc/self/fd/");
+    let meta = std::fs::metadata(path).ok();
+    if meta
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_block_device())
+    {
+        return Some(format!(
+            "{shown} is a block device: storcert never writes an output into a device"
+        ));
+    }
+    if own_stream {
+        return None;
+    }
+    if meta
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_char_device())
+    {
+        return Some(format!(
+            "{shown} is a character device: storcert never writes an output into a device"
+        ));
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if absolute.starts_with("/dev") {
+        return Some(format!(
+            "{shown} is under /dev: outputs go to files and folders, never among devices"
+        ));
+    }
+    None
+}
+
+fn refuse_device(path: &Path) -> std::io::Result<()> {
+    match output_problem(path) {
+        Some(why) => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why)),
+        None => Ok(()),
+    }
+}
+
 /// Writes a result file whole or not at all: a temporary beside it,
 /// fsync, rename into place, then fsync of the folder, so a crash or power
 /// loss leaves the old file or the new one, never a torn one.
@@ -59,6 +107,7 @@ fn write_durably_as<T>(
     mode: u32,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
+    refuse_device(path)?;
     // A device or pipe the caller named (/dev/stdout): written in place,
     // opened without following a link (one swapped in since is refused).
     // Never a secret: that goes only to a new file of its own.
@@ -90,6 +139,7 @@ fn replace_with<T>(
     mode: u32,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
+    refuse_device(path)?;
     let (mut f, tmp) = create_temporary(path, mode)?;
     let written = write(&mut f).and_then(|t| {
         f.sync_all()?;
