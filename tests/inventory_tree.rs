@@ -418,3 +418,79 @@ fn an_mpt3sas_hba_is_read_from_its_host_attributes() {
         c.errors
     );
 }
+
+/// Adds to the tree at `sys` a dual-port NVMe drive as Linux 6.1's native
+/// multipath shows it: a head nvme1n1 under its subsystem, and two hidden
+/// per-controller paths nvme1c1n1 (controller nvme1) and nvme1c2n1
+/// (nvme2), with no `dev` of their own; `transport` is each controller's.
+fn add_dual_port_nvme(sys: &Path, transport: &str) {
+    use std::os::unix::fs::symlink;
+    let w = |p: PathBuf, text: &str| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let subsys = sys.join("devices/virtual/nvme-subsystem/nvme-subsys1");
+    for (attr, v) in [
+        ("model", "DUALPORT U.3"),
+        ("serial", "DP0001"),
+        ("firmware_rev", "1.0"),
+    ] {
+        w(subsys.join(attr), &format!("{v}\n"));
+    }
+    let head = subsys.join("nvme1n1");
+    w(head.join("dev"), "259:5\n");
+    w(head.join("size"), "2097152\n");
+    w(head.join("queue/logical_block_size"), "512\n");
+    symlink("..", head.join("device")).unwrap();
+    symlink(
+        "../devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1",
+        sys.join("block/nvme1n1"),
+    )
+    .unwrap();
+    for (ctrl, pci) in [(1, "0000:00:05.0"), (2, "0000:00:06.0")] {
+        let c = sys.join(format!("devices/pci0000:00/{pci}/nvme/nvme{ctrl}"));
+        w(c.join("transport"), &format!("{transport}\n"));
+        w(c.join("address"), &format!("{pci}\n"));
+        let path = c.join(format!("nvme1c{ctrl}n1"));
+        w(path.join("hidden"), "1\n");
+        w(path.join("size"), "2097152\n");
+        symlink("..", path.join("device")).unwrap();
+        symlink(
+            format!("../devices/pci0000:00/{pci}/nvme/nvme{ctrl}/nvme1c{ctrl}n1"),
+            sys.join(format!("block/nvme1c{ctrl}n1")),
+        )
+        .unwrap();
+    }
+}
+
+/// A dual-port drive is one disk, its hidden paths named under it, never
+/// disks of their own (found in review: each became a disk, one could not
+/// be opened, and every drive of the run was marked untested).
+#[test]
+fn a_dual_port_nvme_drive_is_one_disk_with_its_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    add_dual_port_nvme(&tmp.path().join("sys"), "pcie");
+    let inv = scan(&roots(tmp.path()), &opts(true, &[]));
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("nvme1c")), "{names:?}");
+    let d = disk(&inv, "nvme1n1");
+    assert_eq!(d.transport, Transport::Nvme);
+    assert_eq!(
+        d.paths,
+        vec![
+            "nvme1c1n1 via nvme1, pcie 0000:00:05.0",
+            "nvme1c2n1 via nvme2, pcie 0000:00:06.0"
+        ]
+    );
+    assert!(inv.errors.is_empty(), "{:?}", inv.errors);
+
+    // Over a fabric, the same drive is a remote one.
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    add_dual_port_nvme(&tmp.path().join("sys"), "tcp");
+    let inv = scan(&roots(tmp.path()), &opts(true, &[]));
+    let d = disk(&inv, "nvme1n1");
+    assert_eq!(d.transport, Transport::NvmeOf);
+    assert!(!d.transport.is_local());
+}

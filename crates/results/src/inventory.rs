@@ -452,6 +452,12 @@ pub struct Disk {
     /// "host:channel:target:lun" for SCSI disks.
     pub scsi_address: Option<String>,
     pub partitions: Vec<Partition>,
+    /// Other ways to the same drive, which are not listed as disks of
+    /// their own: an NVMe multipath head's hidden per-controller paths
+    /// ("nvme0c1n1 via nvme1, pcie 0000:00:05.0"), a SCSI drive's second
+    /// path with the same WWN ("sdc").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// Kernel names of devices stacked on this disk (md, dm).
     pub holders: Vec<String>,
     /// Mount points of the disk itself (not of its partitions).
@@ -514,6 +520,7 @@ impl Disk {
             removable: false,
             controller: None,
             scsi_address: None,
+            paths: Vec::new(),
             partitions: Vec::new(),
             holders: Vec::new(),
             mountpoints: Vec::new(),

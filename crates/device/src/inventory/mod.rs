@@ -88,6 +88,11 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
     let context = RoleContext::read(roots);
     let mut disks = Vec::new();
     for entry in &entries {
+        // A hidden disk is one path of a drive listed under its head
+        // (NVMe native multipath's nvme0c1n1): no node, not a drive.
+        if opt_attr(roots, &entry.sys_path.join("hidden")).as_deref() == Some("1") {
+            continue;
+        }
         if let Some(w) = &wanted {
             if !w.contains(&entry.name) {
                 continue;
@@ -102,8 +107,14 @@ pub fn scan(roots: &Roots, opts: &ScanOptions) -> Inventory {
             probe_disk(roots, &mut disk);
         }
         fill_sysfs_fallbacks(roots, entry, &mut disk);
+        disk.paths = nvme_paths(roots, &entries, entry);
+        // A head's transport is its paths': any not over PCIe is a fabric.
+        if disk.transport == Transport::Nvme && disk.paths.iter().any(|p| !p.contains(", pcie")) {
+            disk.transport = Transport::NvmeOf;
+        }
         disks.push(disk);
     }
+    merge_scsi_paths(&mut disks);
     mark_boot_medium(&mut disks, &context);
 
     // Controllers: attach their disks, and read each RAID/HBA family's
@@ -263,6 +274,87 @@ fn detect_transport(roots: &Roots, entry: &sysfs::BlockEntry) -> Transport {
         return Transport::Scsi;
     }
     Transport::Unknown
+}
+
+/// An NVMe multipath head's hidden paths, each with its controller and
+/// how it is reached. Linux 6.15 on links them from the head's
+/// `multipath/`; before, they are found by name: head nvme{S}n{N}, paths
+/// nvme{S}c{C}n{N}.
+fn nvme_paths(
+    roots: &Roots,
+    entries: &[sysfs::BlockEntry],
+    head: &sysfs::BlockEntry,
+) -> Vec<String> {
+    let Some((subsys, ns)) = head
+        .name
+        .strip_prefix("nvme")
+        .and_then(|rest| rest.split_once('n'))
+        .filter(|(s, n)| !s.contains('c') && !n.contains('p'))
+    else {
+        return Vec::new();
+    };
+    let mut names = sysfs::list_dir(roots, &head.sys_path.join("multipath"));
+    if names.is_empty() {
+        names = entries
+            .iter()
+            .map(|e| e.name.clone())
+            .filter(|n| {
+                n.strip_prefix(&format!("nvme{subsys}c"))
+                    .and_then(|rest| rest.split_once('n'))
+                    .is_some_and(|(c, n)| {
+                        n == ns && !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit())
+                    })
+            })
+            .collect();
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let dev = roots.sys.join("block").join(&name).join("device");
+            let ctrl = roots
+                .canonicalize(&dev)
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "?".into());
+            let transport = opt_attr(roots, &dev.join("transport")).unwrap_or_else(|| "?".into());
+            let address = opt_attr(roots, &dev.join("address")).unwrap_or_default();
+            storcert_util::text::printable(
+                &format!("{name} via {ctrl}, {transport} {address}")
+                    .trim_end()
+                    .to_string(),
+                200,
+            )
+        })
+        .collect()
+}
+
+/// A SCSI drive reached by two paths (a dual-ported SAS drive on two
+/// HBA ports, an FC LUN on two fabrics) is two sdX with one WWN: one drive,
+/// listed once, with the other nodes as its paths.
+fn merge_scsi_paths(disks: &mut Vec<Disk>) {
+    let mut i = 0;
+    while i < disks.len() {
+        let multi_path = matches!(
+            disks[i].transport,
+            Transport::Sas | Transport::Scsi | Transport::Fc | Transport::Iscsi
+        );
+        let Some(wwn) = disks[i].wwn.clone().filter(|_| multi_path) else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < disks.len() {
+            if disks[j].wwn.as_deref() == Some(wwn.as_str())
+                && disks[j].transport == disks[i].transport
+            {
+                let other = disks.remove(j);
+                disks[i].paths.push(other.name);
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
 }
 
 /// An NVMe namespace's controller transport (`pcie`, `tcp`, `rdma`, `fc`,
