@@ -319,9 +319,7 @@ fn nvme_paths(
             let transport = opt_attr(roots, &dev.join("transport")).unwrap_or_else(|| "?".into());
             let address = opt_attr(roots, &dev.join("address")).unwrap_or_default();
             storcert_util::text::printable(
-                &format!("{name} via {ctrl}, {transport} {address}")
-                    .trim_end()
-                    .to_string(),
+                format!("{name} via {ctrl}, {transport} {address}").trim_end(),
                 200,
             )
         })
