@@ -250,7 +250,8 @@ fn ext(r: &Regions) -> Option<Signature> {
     } else {
         "ext2"
     };
-    let version = r.le32(SB + 0x4c).map(|rev| format!("1.{rev}"));
+    // s_rev_level.s_minor_rev_level, as libblkid gives it.
+    let version = Some(format!("{}.{}", r.le32(SB + 0x4c)?, r.le16(SB + 0x3e)?));
     Some(Signature {
         key: "TYPE",
         kind,
