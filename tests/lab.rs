@@ -147,7 +147,8 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert check --policy /lab/fix.toml --fix --json > fix.json 2> fix.err; \
          echo $? > fix.rc; \
          dd if=/dev/urandom of=/dev/vda bs=1M seek=448 count=64 oflag=direct 2> /dev/null; \
-         storcert provision --device /dev/vda --spare 20% --json > provision.json 2> provision.err; \
+         storcert provision --device /dev/vda --spare 20% --force-destroy LABVIRTIO0001 --json \
+           > provision.json 2> provision.err; \
          dd if=/dev/vda bs=1M skip=448 count=63 iflag=direct 2> /dev/null | tr -d '\\000' | wc -c \
            > spare-nonzero.txt; \
          storcert provision --device /dev/vda --spare 30% > again.txt 2> again.err; echo $? > again.rc; \
@@ -511,7 +512,7 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
     );
     let again = std::fs::read_to_string(results.join("again.err")).unwrap();
     assert!(
-        again.contains("vda has 1 partition(s)") && again.contains("GPT partition table"),
+        again.contains("vda has 1 partition(s)") && again.contains("PTTYPE=\"gpt\""),
         "{again}"
     );
     let again2: serde_json::Value =

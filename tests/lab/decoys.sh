@@ -9,6 +9,13 @@ storcert inventory --json --no-probe > /results/md-inventory.json 2>> /results/s
 : > /tmp/empty.toml
 storcert check --policy /tmp/empty.toml --json > /results/md-check.json 2>> /results/setup.log
 mdadm --stop /dev/md0 >> /results/setup.log 2>&1
+# md's other superblocks: 0.90 and 1.0 at the end of the disk, 1.1 at its
+# start; each array made and stopped, leaving its member behind.
+for m in "l 0.90" "m 1.0" "n 1.1"; do
+  set -- $m
+  mdadm --create /dev/md1 --level=1 --raid-devices=2 /dev/vd$1 missing --run --force --metadata=$2 >> /results/setup.log 2>&1
+  mdadm --stop /dev/md1 >> /results/setup.log 2>&1
+done
 mkdir -p /mnt/ro
 mount -o ro -t ext4 /dev/vdh /mnt/ro >> /results/setup.log 2>&1 || echo "mount failed" >> /results/setup.log
 for d in /dev/vd?; do echo "$(sha256sum < $d | cut -d' ' -f1) $d"; done > /results/before.txt

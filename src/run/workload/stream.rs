@@ -78,6 +78,22 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
     let writes = s.passes.contains(&crate::stream::Pass::Write);
     let burn_in = s.loops.is_some() || s.duration_secs.is_some();
     let stage = s.stage();
+    // A drive the run cannot open (or the gate now refuses) fails its own
+    // stage, and the others are streamed: one bad node must not mark
+    // every drive of the run untested.
+    let mut usable = Vec::new();
+    for t in targets {
+        match openable(ctx, t, writes) {
+            Ok(()) => usable.push(t.clone()),
+            Err(why) => ctx.stage(&format!("{stage} {}", t.label), Some(t), writes, || {
+                Err(why.context("this drive is not streamed; the others are"))
+            })?,
+        }
+    }
+    if usable.is_empty() {
+        return Ok(());
+    }
+    let targets = &usable[..];
     ctx.stage(&stage, None, writes, || {
         let attempt = ctx.journal().get(&stage).map_or(1, |r| r.attempts);
         // None past what the clock can hold: no end but the loops'.
@@ -166,6 +182,16 @@ fn stream_stage(ctx: &Ctx, targets: &[Target], s: &profile::StreamPlan) -> Resul
             String::new()
         })
     })
+}
+
+/// Whether the stream passes can open `t`: cleared by the gate where they
+/// write, and opened for reading either way.
+fn openable(ctx: &Ctx, t: &Target, writes: bool) -> Result<()> {
+    if writes {
+        ctx.clear(&t.path)?;
+    }
+    std::fs::File::open(&t.path).with_context(|| format!("open {}", t.path))?;
+    Ok(())
 }
 
 /// The streaming suite's passes and its filesystem pass.
