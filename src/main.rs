@@ -11,6 +11,14 @@ use storcert::commands::{
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Standard output redirected into a block device (`> /dev/sdb`) is an
+    // output into a device: refused before anything is written there.
+    if stdout_is_a_block_device() {
+        eprintln!(
+            "storcert: standard output is a block device: storcert never writes an output into a device"
+        );
+        return ExitCode::from(storcert::commands::exit::COULD_NOT_RUN);
+    }
     if !matches!(cli.command, Command::Upload(_)) && !is_collect(&cli.command) {
         commands::die_quietly_on_closed_pipe();
     }
@@ -43,4 +51,11 @@ fn is_collect(command: &Command) -> bool {
     }
     let _ = command;
     false
+}
+
+fn stdout_is_a_block_device() -> bool {
+    // SAFETY: fstat fills the zeroed struct for descriptor 1, or fails.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::fstat(1, &mut st) };
+    rc == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFBLK
 }

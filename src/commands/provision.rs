@@ -37,7 +37,7 @@ fn remove(a: &ProvisionArgs) -> ExitCode {
     // table this command would not touch anyway.
     if let Some(sig) = crate::safety::storcert_partition_in_use(&a.device) {
         return fail(format!(
-            "storcert's partition on {} now holds a {sig}: it was put to use since, it is no \
+            "storcert's partition on {} now holds {sig}: it was put to use since, it is no \
              test data; storcert does not remove it",
             a.device.display()
         ));

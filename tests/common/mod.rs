@@ -138,6 +138,13 @@ impl Loop {
 
 impl Drop for Loop {
     fn drop(&mut self) {
+        // Partitions a tool told the kernel of (parted's BLKPG) outlive
+        // the loop device's detach here, and would greet the next test
+        // that gets its number: they go first.
+        let _ = Command::new("partx")
+            .args(["-d", &self.dev])
+            .stderr(std::process::Stdio::null())
+            .status();
         let _ = Command::new("losetup").args(["-d", &self.dev]).status();
     }
 }

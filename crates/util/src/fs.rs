@@ -13,9 +13,6 @@ use std::path::{Path, PathBuf};
 pub fn output_problem(path: &Path) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     let shown = path.display();
-    let own_stream = matches!(path.to_str(), Some("/dev/stdout" | "/dev/stderr"))
-        || path.starts_with("/dev/fd/")
-        || path.starts_with("/proc/self/fd/");
     let meta = std::fs::metadata(path).ok();
     if meta
         .as_ref()
@@ -25,7 +22,7 @@ pub fn output_problem(path: &Path) -> Option<String> {
             "{shown} is a block device: storcert never writes an output into a device"
         ));
     }
-    if own_stream {
+    if own_stream(path) {
         return None;
     }
     if meta
@@ -36,13 +33,27 @@ pub fn output_problem(path: &Path) -> Option<String> {
             "{shown} is a character device: storcert never writes an output into a device"
         ));
     }
+    // Where the path lands once every link and `..` is followed: its
+    // folder's real path (a link to /dev is /dev).
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    if absolute.starts_with("/dev") {
+    let real = std::fs::canonicalize(&absolute).ok().or_else(|| {
+        let parent = std::fs::canonicalize(absolute.parent()?).ok()?;
+        Some(parent.join(absolute.file_name()?))
+    });
+    if absolute.starts_with("/dev") || real.is_some_and(|r| r.starts_with("/dev")) {
         return Some(format!(
             "{shown} is under /dev: outputs go to files and folders, never among devices"
         ));
     }
     None
+}
+
+/// The caller's own standard output or error, by the names a shell user
+/// gives them: written where they point, never replaced.
+pub fn own_stream(path: &Path) -> bool {
+    matches!(path.to_str(), Some("/dev/stdout" | "/dev/stderr"))
+        || path.starts_with("/dev/fd/")
+        || path.starts_with("/proc/self/fd/")
 }
 
 fn refuse_device(path: &Path) -> std::io::Result<()> {
@@ -108,6 +119,12 @@ fn write_durably_as<T>(
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
 ) -> std::io::Result<T> {
     refuse_device(path)?;
+    // The caller's own standard output: appended to where it points (a
+    // pipe, a terminal, a file the shell opened), never renamed over.
+    if own_stream(path) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+        return write(&mut f);
+    }
     // A device or pipe the caller named (/dev/stdout): written in place,
     // opened without following a link (one swapped in since is refused).
     // Never a secret: that goes only to a new file of its own.

@@ -4,7 +4,7 @@
 //! the kernel re-read the table, and check what it now sees.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -149,11 +149,8 @@ pub fn provision(target: &crate::safety::Cleared, spec: &Spec) -> Result<Provisi
     let is_block = meta.file_type().is_block_device();
     // O_EXCL on a block device: refused while anything (a mount, md, dm)
     // holds it.
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(if is_block { libc::O_EXCL } else { 0 })
-        .open(path)
+    let (mut f, _) = target
+        .open(OpenOptions::new().read(true).write(true), 0)
         .with_context(|| format!("open {} exclusively", path.display()))?;
     let (size, sector) = if is_block {
         (
@@ -192,6 +189,11 @@ pub fn provision(target: &crate::safety::Cleared, spec: &Spec) -> Result<Provisi
     gpt.write_into(&mut f)
         .map_err(|e| anyhow::anyhow!("write the GPT: {e}"))?;
     f.sync_all().context("fsync")?;
+    // The partition holds what the disk held, which the gate cleared:
+    // marked storcert's, so later stages' gate clears it by its mark.
+    target
+        .mark_window(&f, start, end - start)
+        .context("mark the partition as storcert's")?;
 
     let mut kernel = None;
     if is_block {
@@ -260,7 +262,7 @@ pub fn remove(target: &crate::safety::Cleared, discard_first: bool) -> Result<Re
     let device = target.path.as_path();
     if let Some(sig) = crate::safety::storcert_partition_in_use(device) {
         bail!(
-            "storcert's partition on {} now holds a {sig}: it was put to use since, it is no \
+            "storcert's partition on {} now holds {sig}: it was put to use since, it is no \
              test data; storcert does not remove it",
             device.display()
         );
@@ -275,11 +277,8 @@ pub fn remove(target: &crate::safety::Cleared, discard_first: bool) -> Result<Re
     }
     let meta = std::fs::metadata(device).with_context(|| format!("{}", device.display()))?;
     let is_block = meta.file_type().is_block_device();
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(if is_block { libc::O_EXCL } else { 0 })
-        .open(device)
+    let (f, _) = target
+        .open(OpenOptions::new().read(true).write(true), 0)
         .with_context(|| format!("open {} exclusively", device.display()))?;
     let size = if is_block {
         blockdev::size_bytes(&f)?

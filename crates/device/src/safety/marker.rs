@@ -125,14 +125,16 @@ pub fn read_regions(f: &File, size: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
 /// when it opens it, "tested" when it is done.
 #[derive(Debug, Clone)]
 pub struct Stamp {
+    rdev: u64,
     path: PathBuf,
     serial: String,
     run: String,
 }
 
 impl Stamp {
-    pub(super) fn new(path: &Path, serial: &str, run: &str) -> Stamp {
+    pub(super) fn new(rdev: u64, path: &Path, serial: &str, run: &str) -> Stamp {
         Stamp {
+            rdev,
             path: path.to_path_buf(),
             serial: serial.to_string(),
             run: run.to_string(),
@@ -141,6 +143,9 @@ impl Stamp {
 
     fn write(&self, state: State) -> io::Result<()> {
         let f = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        // The mark goes only on the device the gate judged, whatever the
+        // path names by now.
+        super::same_device(&f, Some(self.rdev), &self.path)?;
         let size = crate::blockdev::size_bytes(&f)?;
         let digest = match state {
             State::Writing => [0u8; 32],
@@ -166,6 +171,31 @@ impl Stamp {
         // SAFETY: as in read_regions.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         Ok(())
+    }
+
+    /// A "tested" mark for the window [offset, offset + size) of `f`, as
+    /// the window's own regions stand.
+    pub fn finish_window(&self, f: &File, offset: u64, size: u64) -> io::Result<()> {
+        super::same_device(f, Some(self.rdev), &self.path)?;
+        let head_len = size.min(super::signature::HEAD_BYTES) as usize;
+        let tail_len = size.min(super::signature::TAIL_BYTES) as usize;
+        let mut head = vec![0u8; head_len];
+        f.read_exact_at(&mut head, offset)?;
+        let mut tail = vec![0u8; tail_len];
+        f.read_exact_at(&mut tail, offset + size - tail_len as u64)?;
+        let mark = Marker {
+            state: State::Tested,
+            size,
+            serial: self.serial.clone(),
+            run: self.run.clone(),
+            digest: digest(&Regions {
+                head: &head,
+                tail: &tail,
+                size,
+            }),
+        };
+        f.write_all_at(&mark.encode(), offset)?;
+        f.sync_all()
     }
 
     /// Before the first write.

@@ -86,6 +86,9 @@ pub struct Cleared {
     pub holds: String,
     /// Why the gate let it through although it would refuse it otherwise.
     pub overridden: Vec<String>,
+    /// The device number the gate judged: what the path must still name
+    /// when a writer opens it (a link swapped since names another).
+    rdev: Option<u64>,
     stamp: Option<Stamp>,
 }
 
@@ -116,7 +119,46 @@ impl Cleared {
             is_block_device: false,
             holds: "nothing yet".into(),
             overridden: Vec::new(),
+            rdev: None,
             stamp: None,
+        }
+    }
+
+    /// Opens the cleared target for a writer: a block device exclusively
+    /// (no mount, md or dm can take it while it is written), and only if
+    /// the path still names what the gate judged. `flags` as for
+    /// `blockdev::open_direct_or_buffered`; returns whether O_DIRECT held.
+    pub fn open(
+        &self,
+        options: &std::fs::OpenOptions,
+        flags: i32,
+    ) -> std::io::Result<(File, bool)> {
+        let flags = if self.is_block_device {
+            flags | libc::O_EXCL
+        } else {
+            flags
+        };
+        let (f, direct) = crate::blockdev::open_direct_or_buffered(options, &self.path, flags)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::EBUSY) => std::io::Error::other(format!(
+                    "{} is held by someone else since the safety gate cleared it (a mount, md, \
+                     dm or a program): not written",
+                    self.path.display()
+                )),
+                _ => e,
+            })?;
+        same_device(&f, self.rdev, &self.path)?;
+        Ok((f, direct))
+    }
+
+    /// Marks the window [offset, offset + size) of the open device `f`
+    /// (a partition storcert just made on this cleared disk) as holding
+    /// only storcert's data, as its contents stand: the partition then
+    /// clears by the same rule as any device.
+    pub fn mark_window(&self, f: &File, offset: u64, size: u64) -> std::io::Result<()> {
+        match &self.stamp {
+            Some(s) => s.finish_window(f, offset, size),
+            None => Ok(()),
         }
     }
 
@@ -131,6 +173,21 @@ impl Cleared {
             stamp: self.stamp.clone(),
         })
     }
+}
+
+/// Whether the open `f` is the device the gate judged (`rdev`; `None`: a
+/// regular file, which must not have become a device since).
+pub(crate) fn same_device(f: &File, rdev: Option<u64>, path: &Path) -> std::io::Result<()> {
+    let meta = f.metadata()?;
+    let now = meta.file_type().is_block_device().then(|| meta.rdev());
+    if now != rdev {
+        return Err(std::io::Error::other(format!(
+            "{} names another device than the one the safety gate cleared (a link changed \
+             since?): not written",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -439,7 +496,7 @@ fn check_block_device(
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(0)
         * 512;
-    let serial = disk.and_then(|d| d.serial.clone()).unwrap_or_default();
+    let serial = identity(roots, disk, &disk_name);
     let held = File::open(path).and_then(|f| contents(&f, size, &serial, overrides.run.as_deref()));
     let own_table = overrides.own_table
         && !is_partition
@@ -455,9 +512,7 @@ fn check_block_device(
             .map_or("nothing".to_string(), |_| "data".into()),
         Ok(Contents::Ours(whose)) => whose,
         Ok(Contents::Data(what)) => {
-            if !(is_partition && spare_area_partition(roots, &disk_name, &name)) {
-                soft.push(format!("it holds {what}"));
-            }
+            soft.push(format!("it holds {what}"));
             what
         }
         Err(e) => {
@@ -488,7 +543,9 @@ fn check_block_device(
         is_block_device: true,
         holds,
         overridden,
+        rdev: Some(rdev),
         stamp: Some(Stamp::new(
+            rdev,
             path,
             &serial,
             overrides.run.as_deref().unwrap_or("storcert"),
@@ -496,15 +553,40 @@ fn check_block_device(
     })
 }
 
+/// What storcert's mark names a drive by: its serial or WWN; for a device
+/// with neither (a loop device), the identity of what backs it (a loop's
+/// file, by device and inode, whatever path attached it) or its number,
+/// so a mark copied onto another such device is not taken for its own.
+fn identity(roots: &Roots, disk: Option<&Disk>, disk_name: &str) -> String {
+    if let Some(id) = disk.and_then(|d| d.serial.clone().or_else(|| d.wwn.clone())) {
+        return id;
+    }
+    match users::backing_of(roots, disk_name) {
+        Some(b) => match b.device {
+            Some(d) => format!("loop over device {d}"),
+            None => format!("loop over file {}:{}", b.file.0, b.file.1),
+        },
+        None => disk.map_or_else(String::new, |d| format!("device {}", d.major_minor)),
+    }
+}
+
 /// Every user of the device `name` that nothing overrides: mounts in any
 /// namespace, swap and exclusive claims, on it, its partitions and all
 /// that is stacked on them.
 fn users_of(roots: &Roots, name: &str) -> Vec<String> {
     let stack = users::stack(roots, name);
+    let (below, siblings) = users::around(roots, name);
     let mut hard = users::mounts(roots, &stack);
+    hard.extend(users::mounts(roots, &below));
+    hard.extend(users::mounts(roots, &siblings));
     hard.extend(users::swaps(roots, &stack));
+    hard.extend(users::swaps(roots, &below));
+    hard.extend(users::swaps(roots, &siblings));
     if hard.is_empty() {
+        // A device below is held by the target's own driver (dm, loop):
+        // only what is above and beside can hold for someone else.
         hard.extend(users::exclusive_holds(roots, &stack));
+        hard.extend(users::exclusive_holds(roots, &siblings));
     }
     hard
 }
@@ -523,19 +605,6 @@ fn udev_disagrees(roots: &Roots, devnum: &str) -> Option<String> {
         "{key}=\"{}\" by udev's record, though every region storcert reads is zero",
         printable(&kind)
     ))
-}
-
-/// Whether partition `part` of `disk` is the spare-area partition
-/// storcert made: its old bytes are the disk's, which the gate cleared
-/// when the partition was made; a signature on it is still refused by
-/// `storcert_partition_in_use` through its disk.
-fn spare_area_partition(roots: &Roots, disk: &str, part: &str) -> bool {
-    let node = roots.dev.join(disk);
-    storcert_partition(&node).is_some()
-        && storcert_partition_in_use(&node).is_none()
-        && inventory::sysfs::partition_names(roots, &roots.sys.join("block").join(disk))
-            .iter()
-            .any(|p| p == part)
 }
 
 /// What stands in the way of writing to disk `d` (or its partition

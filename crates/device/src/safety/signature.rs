@@ -464,8 +464,18 @@ fn dos(r: &Regions) -> Option<Signature> {
     if !r.at(510, &[0x55, 0xaa]) || boot_sector(r).is_some() {
         return None;
     }
-    let used = (0..4).any(|i| r.bytes(446 + i * 16 + 4, 1).is_some_and(|t| t[0] != 0));
-    used.then(|| found("PTTYPE", "dos", 510))?
+    let types: Vec<u8> = (0..4)
+        .filter_map(|i| r.bytes(446 + i * 16 + 4, 1).map(|t| t[0]))
+        .collect();
+    // A protective MBR (type 0xee) is GPT's own, which libblkid reports
+    // as the GPT alone.
+    if types.contains(&0xee) && gpt(r).is_some() {
+        return None;
+    }
+    types
+        .iter()
+        .any(|&t| t != 0)
+        .then(|| found("PTTYPE", "dos", 510))?
 }
 
 #[cfg(test)]

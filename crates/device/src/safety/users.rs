@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
 
 use crate::inventory::{sysfs, Roots};
 
@@ -31,45 +30,137 @@ fn devnum_of_name(roots: &Roots, name: &str) -> Option<String> {
     sysfs::opt_attr(roots, &roots.sys.join("class/block").join(name).join("dev"))
 }
 
-/// Loop devices backed by each device number: LOOP_GET_STATUS64's
-/// lo_rdevice, which holds the backing file's device number whatever
-/// mount namespace its path was opened in.
-fn loops_by_backing(roots: &Roots) -> BTreeMap<String, Vec<String>> {
-    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+/// What a loop device is backed by: the backing file's device and inode
+/// (its identity, whichever path or namespace opened it), and, where the
+/// backing is a block device, that device's number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backing {
+    pub file: (u64, u64),
+    pub device: Option<String>,
+}
+
+/// Every loop device's backing, by kernel name.
+fn loop_backings(roots: &Roots) -> BTreeMap<String, Backing> {
+    let mut map = BTreeMap::new();
     for name in sysfs::list_dir(roots, &roots.sys.join("block")) {
         if !name.starts_with("loop")
             || !roots.exists(&roots.sys.join("block").join(&name).join("loop"))
         {
             continue;
         }
-        if let Some(devnum) = loop_backing_devnum(&roots.dev.join(&name)) {
-            map.entry(devnum).or_default().push(name);
+        let Some(devnum) = devnum_of_name(roots, &name) else {
+            continue;
+        };
+        if let Some(b) = with_node(roots, &name, &devnum, loop_backing).flatten() {
+            map.insert(name, b);
         }
     }
     map
 }
 
 /// struct loop_info64's first three fields (linux/loop.h): the backing
-/// file's st_dev, st_ino and st_rdev, each a __u64.
-fn loop_backing_devnum(node: &Path) -> Option<String> {
+/// file's st_dev, st_ino and st_rdev, each a __u64, as huge_encode_dev
+/// encodes a device number.
+fn loop_backing(f: &std::fs::File) -> Option<Backing> {
     const LOOP_GET_STATUS64: u64 = 0x4c05;
-    let f = OpenOptions::new().read(true).open(node).ok()?;
     let mut info = [0u8; 232];
     // SAFETY: LOOP_GET_STATUS64 writes one struct loop_info64 (232 bytes).
     unsafe { crate::passthrough::ioctl_ptr(f.as_raw_fd(), LOOP_GET_STATUS64, info.as_mut_ptr()) }
         .ok()?;
-    let rdev = u64::from_ne_bytes(info[16..24].try_into().ok()?);
-    // huge_encode_dev: minor's low byte, major, then minor's high bits.
-    let (major, minor) = (
-        (rdev & 0xfff00) >> 8,
-        (rdev & 0xff) | ((rdev >> 12) & 0xfff00),
-    );
-    (rdev != 0).then(|| format!("{major}:{minor}"))
+    let field = |i: usize| u64::from_ne_bytes(info[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let decode = |d: u64| ((d & 0xfff00) >> 8, (d & 0xff) | ((d >> 12) & 0xfff00));
+    let rdev = field(2);
+    Some(Backing {
+        file: (field(0), field(1)),
+        device: (rdev != 0).then(|| {
+            let (major, minor) = decode(rdev);
+            format!("{major}:{minor}")
+        }),
+    })
+}
+
+/// The loop device `name`'s backing, if it is one.
+pub fn backing_of(roots: &Roots, name: &str) -> Option<Backing> {
+    if !name.starts_with("loop") {
+        return None;
+    }
+    let devnum = devnum_of_name(roots, name)?;
+    with_node(roots, name, &devnum, loop_backing).flatten()
+}
+
+/// A node to open device `name` (number `devnum`) by: its /dev node where
+/// that node is this very device, else one made for the purpose in a
+/// private folder (a machine without udev, a node of another name), which
+/// goes when the returned guard does.
+fn node_for(roots: &Roots, name: &str, devnum: &str) -> Option<(std::path::PathBuf, NodeGuard)> {
+    use std::os::unix::fs::MetadataExt;
+    let (major, minor) = devnum.split_once(':')?;
+    let rdev = libc::makedev(major.parse().ok()?, minor.parse().ok()?);
+    let node = roots.dev.join(name);
+    if std::fs::metadata(&node).is_ok_and(|m| m.rdev() == rdev) {
+        return Some((node, NodeGuard(None)));
+    }
+    let mut rng = storcert_util::random::Rng::from_entropy();
+    let dir = std::env::temp_dir().join(format!(".storcert-node-{:016x}", rng.next_u64()));
+    std::fs::create_dir(&dir).ok()?;
+    let guard = NodeGuard(Some(dir.clone()));
+    let made = dir.join(name);
+    let c = std::ffi::CString::new(made.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path, a plain mode and a device number.
+    let rc = unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, rdev) };
+    (rc == 0).then_some((made, guard))
+}
+
+/// Removes a node made for a probe.
+struct NodeGuard(Option<std::path::PathBuf>);
+
+impl Drop for NodeGuard {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Device `name` opened read-only, through `node_for`.
+fn with_node<T>(
+    roots: &Roots,
+    name: &str,
+    devnum: &str,
+    probe: impl Fn(&std::fs::File) -> T,
+) -> Option<T> {
+    let (node, _guard) = node_for(roots, name, devnum)?;
+    let f = OpenOptions::new().read(true).open(&node).ok()?;
+    Some(probe(&f))
+}
+
+/// Whether device `name` is held exclusively: our own O_EXCL open fails
+/// with EBUSY. `None`: it could not be looked at.
+fn held(roots: &Roots, name: &str, devnum: &str) -> Option<bool> {
+    let (node, _guard) = node_for(roots, name, devnum)?;
+    match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&node)
+    {
+        Ok(_) => Some(false),
+        Err(e) if e.raw_os_error() == Some(libc::EBUSY) => Some(true),
+        Err(_) => None,
+    }
 }
 
 /// The target, its partitions, and everything stacked on any of them.
 pub fn stack(roots: &Roots, name: &str) -> Vec<Member> {
-    let loops = loops_by_backing(roots);
+    stack_with(roots, name, &loop_backings(roots))
+}
+
+fn stack_with(roots: &Roots, name: &str, backings: &BTreeMap<String, Backing>) -> Vec<Member> {
+    let mut loops: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (l, b) in backings {
+        if let Some(d) = &b.device {
+            loops.entry(d.as_str()).or_default().push(l.as_str());
+        }
+    }
     let mut out: Vec<Member> = Vec::new();
     let mut seen = BTreeSet::new();
     let mut todo = vec![(name.to_string(), String::new())];
@@ -89,8 +180,8 @@ pub fn stack(roots: &Roots, name: &str) -> Vec<Member> {
         for h in sysfs::list_dir(roots, &class.join("holders")) {
             todo.push((h.clone(), format!("{h} is stacked on {n}")));
         }
-        for l in loops.get(&devnum).into_iter().flatten() {
-            todo.push((l.clone(), format!("loop device {l} is backed by {n}")));
+        for l in loops.get(devnum.as_str()).into_iter().flatten() {
+            todo.push((l.to_string(), format!("loop device {l} is backed by {n}")));
         }
         out.push(Member {
             name: n,
@@ -99,6 +190,55 @@ pub fn stack(roots: &Roots, name: &str) -> Vec<Member> {
         });
     }
     out
+}
+
+/// What the target sits on, and all that is stacked on that: the device
+/// a loop device is backed by, a dm or md device's slaves, each followed
+/// down; and every other loop device backed by the same file as a loop
+/// target (two loop devices over one image are one disk). A write to the
+/// target is a write to these, so a mount on any of them refuses it.
+/// Returns (devices below and their stacks, siblings and their stacks):
+/// a device below is held by the target's own driver, a sibling is not.
+pub fn around(roots: &Roots, name: &str) -> (Vec<Member>, Vec<Member>) {
+    let backings = loop_backings(roots);
+    let mut below = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![name.to_string()];
+    while let Some(n) = todo.pop() {
+        if seen.len() >= MAX_STACK || !seen.insert(n.clone()) {
+            continue;
+        }
+        let mut lower: Vec<String> = sysfs::list_dir(
+            roots,
+            &roots.sys.join("class/block").join(&n).join("slaves"),
+        );
+        if let Some(d) = backings.get(&n).and_then(|b| b.device.as_ref()) {
+            lower.extend(sysfs::name_of_devnum(roots, d));
+        }
+        for l in lower {
+            for mut m in stack_with(roots, &l, &backings) {
+                if m.how.is_empty() {
+                    m.how = format!("{n} sits on it");
+                }
+                below.push(m);
+            }
+            todo.push(l);
+        }
+    }
+    let mut siblings = Vec::new();
+    if let Some(own) = backings.get(name).filter(|b| b.device.is_none()) {
+        for (l, b) in &backings {
+            if l != name && b.file == own.file {
+                for mut m in stack_with(roots, l, &backings) {
+                    if m.how.is_empty() {
+                        m.how = format!("loop device backed by {name}'s own file");
+                    }
+                    siblings.push(m);
+                }
+            }
+        }
+    }
+    (below, siblings)
 }
 
 /// Mounts of `members` in every mount namespace: one line each, the first
@@ -187,17 +327,7 @@ pub fn swaps(roots: &Roots, members: &[Member]) -> Vec<String> {
 pub fn exclusive_holds(roots: &Roots, members: &[Member]) -> Vec<String> {
     members
         .iter()
-        .filter(|m| {
-            let node = roots.dev.join(&m.name);
-            match OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_EXCL)
-                .open(&node)
-            {
-                Ok(_) => false,
-                Err(e) => e.raw_os_error() == Some(libc::EBUSY),
-            }
-        })
+        .filter(|m| held(roots, &m.name, &m.devnum) == Some(true))
         .map(|m| {
             format!(
                 "{}{} is held open exclusively (by a mount in some namespace, swap, a stacked driver or a program)",

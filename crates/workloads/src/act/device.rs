@@ -52,16 +52,16 @@ impl Device {
             .unwrap_or(false);
         // A file on a filesystem without O_DIRECT (tmpfs) is used buffered,
         // and the results say so.
-        let (file, direct) = storcert_device::blockdev::open_direct_or_buffered(
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(!is_block && file_size > 0)
-                .truncate(false),
-            name,
-            flags,
-        )
-        .with_context(|| format!("open {name}"))?;
+        let (file, direct) = target
+            .open(
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(!is_block && file_size > 0)
+                    .truncate(false),
+                flags,
+            )
+            .with_context(|| format!("open {name}"))?;
         let writing = target
             .begin_writing()
             .with_context(|| format!("{name}: write storcert's mark"))?;

@@ -111,24 +111,22 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
         let is_block = std::fs::metadata(path)
             .map(|m| m.file_type().is_block_device())
             .unwrap_or(false);
+        // Nothing is opened for writing that the gate did not clear.
+        let cleared = match writes {
+            true => Some(crate::act::cleared_for(path, &spec.cleared)?),
+            false => None,
+        };
         // A file on a filesystem without O_DIRECT (tmpfs) is streamed
         // through the page cache, and the results say so (`direct: false`).
-        let opened = blockdev::open_direct_or_buffered(
-            OpenOptions::new()
-                .read(true)
-                .write(writes)
-                .create(writes && !is_block && spec.size.is_some())
-                .truncate(false),
-            path,
-            flags,
-        );
-        let writing = match writes {
-            true => Some(
-                crate::act::cleared_for(path, &spec.cleared)?
-                    .begin_writing()
-                    .with_context(|| format!("{path}: write storcert's mark"))?,
-            ),
-            false => None,
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .write(writes)
+            .create(writes && !is_block && spec.size.is_some())
+            .truncate(false);
+        let opened = match cleared {
+            Some(c) => c.open(&options, flags),
+            None => blockdev::open_direct_or_buffered(&options, path, flags),
         };
         let (file, direct) = opened.map_err(|e| match e.raw_os_error() {
             Some(libc::EROFS) | Some(libc::EACCES) if writes => {
@@ -142,6 +140,11 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
         if writes && is_block && blockdev::read_only(&file).unwrap_or(false) {
             bail!("{path} is read-only (the kernel marks it so); a read-only target takes --pattern read only");
         }
+        // storcert's mark, once the target is known to take writes.
+        let writing = cleared
+            .map(|c| c.begin_writing())
+            .transpose()
+            .with_context(|| format!("{path}: write storcert's mark"))?;
         if !is_block && size == 0 {
             if let Some(want) = spec.size {
                 file.set_len(want).with_context(|| format!("size {path}"))?;
