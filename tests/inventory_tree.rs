@@ -494,3 +494,81 @@ fn a_dual_port_nvme_drive_is_one_disk_with_its_paths() {
     assert_eq!(d.transport, Transport::NvmeOf);
     assert!(!d.transport.is_local());
 }
+
+/// Adds a SCSI disk `name` at `devpath` (under /sys/devices) with `wwid`.
+fn add_scsi_disk(sys: &Path, name: &str, devpath: &str, devnum: &str, wwid: &str) {
+    use std::os::unix::fs::symlink;
+    let dev = sys.join("devices").join(devpath);
+    let block = dev.join("block").join(name);
+    std::fs::create_dir_all(&block).unwrap();
+    std::fs::write(dev.join("wwid"), format!("{wwid}\n")).unwrap();
+    std::fs::write(dev.join("model"), "DUAL SAS\n").unwrap();
+    std::fs::write(dev.join("vendor"), "STORCERT\n").unwrap();
+    std::fs::write(block.join("dev"), format!("{devnum}\n")).unwrap();
+    std::fs::write(block.join("size"), "2097152\n").unwrap();
+    symlink("../..", block.join("device")).unwrap();
+    symlink(
+        format!("../devices/{devpath}/block/{name}"),
+        sys.join("block").join(name),
+    )
+    .unwrap();
+}
+
+/// A dual-ported SAS drive seen through two HBA ports is two sdX with one
+/// WWN: listed once, its second node a path. FC and iSCSI disks are told
+/// by their sysfs paths, and neither is local.
+#[test]
+fn a_sas_drive_on_two_ports_is_one_drive_and_san_disks_are_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&fixture(), tmp.path());
+    let sys = tmp.path().join("sys");
+    let wwid = "naa.5000c500a1b2c3d4";
+    add_scsi_disk(
+        &sys,
+        "sdd",
+        "pci0000:00/0000:00:07.0/host7/port-7:0/end_device-7:0/target7:0:0/7:0:0:0",
+        "8:48",
+        wwid,
+    );
+    add_scsi_disk(
+        &sys,
+        "sde",
+        "pci0000:00/0000:00:07.0/host7/port-7:1/end_device-7:1/target7:0:1/7:0:1:0",
+        "8:64",
+        wwid,
+    );
+    add_scsi_disk(
+        &sys,
+        "sdf",
+        "pci0000:00/0000:00:08.0/host8/rport-8:0-0/target8:0:0/8:0:0:0",
+        "8:80",
+        "naa.600a098000aabbcc",
+    );
+    add_scsi_disk(
+        &sys,
+        "sdg",
+        "platform/host9/session1/target9:0:0/9:0:0:0",
+        "8:96",
+        "naa.6001405aabbccdd0",
+    );
+    let inv = scan(&roots(tmp.path()), &opts(true, &[]));
+    let names: Vec<&str> = inv.disks.iter().map(|d| d.name.as_str()).collect();
+    assert!(
+        !names.contains(&"sde"),
+        "{names:?} {:?}",
+        inv.disks
+            .iter()
+            .map(|d| (&d.name, d.transport, &d.wwn))
+            .collect::<Vec<_>>()
+    );
+    let sdd = disk(&inv, "sdd");
+    assert_eq!(sdd.transport, Transport::Sas);
+    assert_eq!(sdd.paths, vec!["sde"]);
+    assert!(sdd.transport.is_local());
+    let fc = disk(&inv, "sdf");
+    assert_eq!(fc.transport, Transport::Fc);
+    assert!(!fc.transport.is_local());
+    let iscsi = disk(&inv, "sdg");
+    assert_eq!(iscsi.transport, Transport::Iscsi);
+    assert!(!iscsi.transport.is_local());
+}

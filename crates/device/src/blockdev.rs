@@ -60,7 +60,9 @@ pub fn reread_partitions(f: &File) -> io::Result<()> {
 /// and `path` is a file on a filesystem that refuses it with EINVAL (ramfs;
 /// tmpfs before Linux 6.6, such as the boot image's /var/lib), it is opened
 /// again without O_DIRECT. Returns the file and whether O_DIRECT held.
-pub fn open_direct_or_buffered(
+/// Only the safety gate's `Cleared::open` opens for writing through it:
+/// outside this crate a device is opened for writing by that alone.
+pub(crate) fn open_direct_or_buffered(
     options: &OpenOptions,
     path: impl AsRef<Path>,
     flags: i32,
@@ -78,6 +80,12 @@ pub fn open_direct_or_buffered(
         }
         Err(e) => Err(e),
     }
+}
+
+/// `path` opened for reading only, O_DIRECT where `flags` ask for it and
+/// the filesystem takes it: what a read pass needs, and no gate.
+pub fn open_for_reading(path: impl AsRef<Path>, flags: i32) -> io::Result<(File, bool)> {
+    open_direct_or_buffered(OpenOptions::new().read(true), path, flags)
 }
 
 fn is_block_device(path: &Path) -> bool {

@@ -126,7 +126,7 @@ fn open_targets(spec: &Spec) -> Result<Vec<Opened>> {
             .truncate(false);
         let opened = match cleared {
             Some(c) => c.open(&options, flags),
-            None => blockdev::open_direct_or_buffered(&options, path, flags),
+            None => blockdev::open_for_reading(path, flags),
         };
         let (file, direct) = opened.map_err(|e| match e.raw_os_error() {
             Some(libc::EROFS) | Some(libc::EACCES) if writes => {
