@@ -58,6 +58,7 @@ fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
         before >= (64 << 20) / 512,
         "the data reached the backing file: {before} blocks"
     );
+    // The data is a drive's that holds something: it is named.
     let (out, v) = provision(&[
         "--device",
         &lo.dev,
@@ -65,6 +66,8 @@ fn partition_ends_where_the_spare_begins_and_discard_frees_the_blocks() {
         "21%",
         "--factory-spare",
         "12%",
+        "--force-destroy",
+        &lo.dev,
     ]);
     assert!(
         out.status.success(),
@@ -299,7 +302,7 @@ fn remove_takes_back_storcert_s_partition_and_nothing_else() {
         let out = storcert(&["stream", "--device", &lo.dev, "--size", "1M"]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("to allow destroying it") && !err.contains("--remove"),
+            err.contains("--force-destroy") && !err.contains("--remove"),
             "{err}"
         );
         f.write_all_at(&[0, 0], (1 << 20) + 1080).unwrap();

@@ -161,7 +161,7 @@ pub(super) fn select_targets(
     inv: &Inventory,
     console: &Console,
     skipped: &mut Vec<String>,
-    root_run_name: Option<&str>,
+    root_run_name: Option<(&str, &[String])>,
 ) -> Result<Vec<Target>> {
     let mut skip = |dev: &str, why: String| {
         console.say(&format!("skipping {dev}: {why}"));
@@ -182,9 +182,11 @@ pub(super) fn select_targets(
     }
     let all = d.select.as_deref() == Some("all");
     let mut overrides = crate::safety::Overrides::new(&d.destroy, None).map_err(|e| anyhow!(e))?;
-    // A resumed run's drives carry its own "writing" mark.
-    if let Some(run) = root_run_name {
+    // A resumed run's drives carry its own "writing" mark, or its own
+    // data over it.
+    if let Some((run, earlier)) = root_run_name {
         overrides = overrides.for_run(run);
+        overrides.earlier = earlier.to_vec();
     }
     overrides.own_table = true;
     let mut out = Vec::new();
@@ -274,6 +276,24 @@ pub(super) fn select_targets(
     Ok(out)
 }
 
+/// The drives the earlier starts of the run in `dir` tested, as its
+/// `targets.json` names them: by serial, or by path where a drive has
+/// none. Its writes overwrote storcert's mark (a kill lands mid-write), so
+/// without this the resumed run would take its own data for a stranger's.
+fn earlier_drives(dir: &Path) -> Vec<String> {
+    let Ok(text) = crate::input::read_text(&dir.join("targets.json")) else {
+        return Vec::new();
+    };
+    let Ok(t) = serde_json::from_str::<Targets>(&text) else {
+        return Vec::new();
+    };
+    t.targets
+        .into_iter()
+        .filter(|t| t.file_size == 0)
+        .map(|t| t.serial.unwrap_or(t.disk))
+        .collect()
+}
+
 /// The state every stage shares.
 struct Ctx<'a> {
     profile: &'a Profile,
@@ -292,6 +312,9 @@ struct Ctx<'a> {
     /// collector among the upload targets).
     live: Arc<heartbeat::Live>,
     beacon: Mutex<Option<heartbeat::Beacon>>,
+    /// The drives an earlier start of this run tested (resumed runs):
+    /// the safety gate's `Overrides::earlier`.
+    earlier: Vec<String>,
 }
 
 impl Ctx<'_> {
@@ -309,6 +332,7 @@ impl Ctx<'_> {
             .map_err(|e| anyhow!(e))?
             .for_run(run);
         overrides.own_table = true;
+        overrides.earlier = self.earlier.clone();
         crate::safety::check(
             Path::new(path),
             &crate::inventory::Roots::default(),
@@ -569,6 +593,10 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         crate::util::sha256_hex(toml::to_string(p).map_err(|e| anyhow!("{e}"))?.as_bytes());
     let root = results_root(opts);
     let (dir, journal, resumed) = open_run(&root, opts, &digest)?;
+    let earlier = match resumed {
+        true => earlier_drives(&dir),
+        false => Vec::new(),
+    };
     // A resumed run's earlier starts left their results on disk only.
     // One it cannot read (a link put in it) is said, and the run goes on
     // to test: at its end the folder is judged as read, or refused for a
@@ -605,6 +633,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<Ending> {
         saved: Mutex::new((0, 0.0)),
         live: Arc::new(heartbeat::Live::default()),
         beacon: Mutex::new(None),
+        earlier,
     };
     if let Some(e) = unread {
         ctx.note(format!(
@@ -663,7 +692,8 @@ fn run_stages(
     let mut skipped = Vec::new();
     let root = ctx.dir.parent().unwrap_or(Path::new("."));
     let run_name = ctx.dir.file_name().and_then(|n| n.to_str());
-    let mut targets = select_targets(p, root, &inv, &ctx.console, &mut skipped, run_name)?;
+    let own = run_name.map(|n| (n, &ctx.earlier[..]));
+    let mut targets = select_targets(p, root, &inv, &ctx.console, &mut skipped, own)?;
     if p.plan.scratch_bytes.is_some() {
         let scratch = scratch_path(root);
         crate::util::fs::create_dir_durably(scratch.parent().expect("has a parent"))?;

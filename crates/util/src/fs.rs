@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 /// Why `path` is no place for an output, if it is not: a block or
 /// character device (wherever its node or a link to it is), or anything
 /// else under /dev, is never written or replaced by a report, log or
-/// bundle. The one exception is the caller's own standard output or error
-/// (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`), where that is a pipe, a
-/// file or a terminal: how a shell user asks for a stream.
+/// bundle. The exceptions: the caller's own standard output or error
+/// (`/dev/stdout`, `/dev/stderr`, `/dev/fd/N`) where that is not a block
+/// device (how a shell user asks for a stream), and /dev/null.
 pub fn output_problem(path: &Path) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     let shown = path.display();
@@ -22,7 +22,7 @@ pub fn output_problem(path: &Path) -> Option<String> {
             "{shown} is a block device: storcert never writes an output into a device"
         ));
     }
-    if own_stream(path) {
+    if own_stream(path) || is_null(path, meta.as_ref()) {
         return None;
     }
     if meta
@@ -46,6 +46,15 @@ pub fn output_problem(path: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+/// /dev/null itself (character device 1:3): the one device an output may
+/// go to, as it writes nowhere; how a user says "no log" (`--log
+/// /dev/null`).
+fn is_null(path: &Path, meta: Option<&std::fs::Metadata>) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    path == Path::new("/dev/null")
+        && meta.is_some_and(|m| m.file_type().is_char_device() && m.rdev() == libc::makedev(1, 3))
 }
 
 /// The caller's own standard output or error, by the names a shell user

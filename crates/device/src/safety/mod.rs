@@ -39,6 +39,10 @@ pub struct Overrides {
     /// The run writing: its id goes into storcert's mark, and a drive
     /// whose mark says this run was writing it (a resumed run) is its own.
     pub run: Option<String>,
+    /// The drives an earlier start of a resumed run tested, by serial (or
+    /// by path, for a device with no serial or WWN): its own writes,
+    /// which overwrote its mark, are no one else's data.
+    pub earlier: Vec<String>,
     /// storcert's own spare-area partition table (one partition, named
     /// "storcert", holding no signature) is the caller's to rewrite: a
     /// run's phases provision and remove it. Commands leave it false, and
@@ -61,6 +65,7 @@ impl Overrides {
         Ok(Overrides {
             force_destroy,
             run: None,
+            earlier: Vec::new(),
             own_table: false,
         })
     }
@@ -343,21 +348,30 @@ fn printable(s: &str) -> String {
     storcert_util::text::printable(s, 128)
 }
 
-/// The operator's name for the target, if one was given: a serial, WWN or
-/// EUI-64 of the disk; a path names only a file or a device that has
-/// neither serial nor WWN (a loop device), which has no other name.
+/// Why the target may be written although it holds something: the
+/// operator named it (a serial, WWN or EUI-64 of the disk; a path names
+/// only a file or a device that has neither serial nor WWN, such as a loop
+/// device, which has no other name), or an earlier start of the run now
+/// resumed wrote it (by the same names).
 fn named(overrides: &Overrides, disk: Option<&Disk>, path: &Path) -> Option<String> {
     let p = path.display().to_string();
     let nameless = disk.is_none_or(|d| d.serial.is_none() && d.wwn.is_none());
-    overrides.force_destroy.iter().find_map(|want| {
-        let hit = (nameless && *want == p)
+    let names = |want: &String| {
+        (nameless && *want == p)
             || disk.is_some_and(|d| {
                 [&d.serial, &d.wwn, &d.eui64, &d.nguid]
                     .iter()
                     .any(|id| id.as_deref() == Some(want.as_str()))
-            });
-        hit.then(|| want.clone())
-    })
+            })
+    };
+    if let Some(want) = overrides.force_destroy.iter().find(|w| names(w)) {
+        return Some(format!("named by --force-destroy {want}"));
+    }
+    overrides
+        .earlier
+        .iter()
+        .find(|w| names(w))
+        .map(|want| format!("{want} is this run's own drive: an earlier start of it wrote it"))
 }
 
 /// Why a device could not be looked at; "permission denied" says that
@@ -436,9 +450,7 @@ fn check_file(path: &Path, len: u64, overrides: &Overrides) -> Result<Cleared, R
     if !found.is_empty() {
         let what = join(&found);
         match named(overrides, None, path) {
-            Some(by) => c
-                .overridden
-                .push(format!("it holds {what} (named by --force-destroy {by})")),
+            Some(by) => c.overridden.push(format!("it holds {what} ({by})")),
             None => return Err(refusal(path, vec![format!("it holds {what}")])),
         }
     }
@@ -662,10 +674,7 @@ fn overridden_or_refused(
         return Ok(Vec::new());
     }
     if let Some(by) = named(overrides, disk, path) {
-        return Ok(soft
-            .into_iter()
-            .map(|r| format!("{r} (named by --force-destroy {by})"))
-            .collect());
+        return Ok(soft.into_iter().map(|r| format!("{r} ({by})")).collect());
     }
     let listed = disk.and_then(|d| match d.partitions.as_slice() {
         [p] => Some(p.name.as_str()),

@@ -53,6 +53,9 @@ impl std::fmt::Display for Problem {
 }
 
 pub fn check(block: &mut [u8], offset: u64, target: u32, seed: u64) -> Option<Problem> {
+    if offset == 0 && storcert_device::safety::marker::Marker::decode(block).is_some() {
+        return under_the_mark(block, target, seed);
+    }
     if block.len() < HEADER || &block[..8] != MAGIC {
         return Some(Problem::NotWritten);
     }
@@ -70,6 +73,16 @@ pub fn check(block: &mut [u8], offset: u64, target: u32, seed: u64) -> Option<Pr
     let crc = crc32fast::hash(block);
     block[32..36].copy_from_slice(&stored.to_le_bytes());
     (crc != stored).then_some(Problem::Corrupt)
+}
+
+/// The first block of a device storcert marked after writing it (the
+/// safety gate's mark, in its first 4 KiB): the rest of the block must
+/// be what was written there, which the seed makes again.
+fn under_the_mark(block: &[u8], target: u32, seed: u64) -> Option<Problem> {
+    let mark = storcert_device::safety::marker::BLOCK;
+    let mut expected = vec![0u8; block.len()];
+    fill(&mut expected, 0, target, seed);
+    (block[mark..] != expected[mark..]).then_some(Problem::Corrupt)
 }
 
 #[cfg(test)]
@@ -94,6 +107,21 @@ mod tests {
             check(&mut vec![0u8; 4096], 0, 1, 42),
             Some(Problem::NotWritten)
         );
+        // Under storcert's mark, the rest of the first block is checked.
+        let mut first = vec![0u8; 8192];
+        fill(&mut first, 0, 1, 42);
+        let mark = storcert_device::safety::marker::Marker {
+            state: storcert_device::safety::marker::State::Tested,
+            size: 1 << 20,
+            serial: String::new(),
+            run: String::new(),
+            digest: [0; 32],
+        }
+        .encode();
+        first[..4096].copy_from_slice(&mark);
+        assert_eq!(check(&mut first.clone(), 0, 1, 42), None);
+        first[5000] ^= 1;
+        assert_eq!(check(&mut first, 0, 1, 42), Some(Problem::Corrupt));
         // Different offsets get different contents.
         let mut d = vec![0u8; 4096];
         fill(&mut d, 12288, 1, 42);
