@@ -168,8 +168,8 @@ fn inventory_in_the_qemu_lab_reports_what_qemu_was_given() {
          storcert provision --device /dev/vda --spare 10% --destroy-policy /lab/destroy.toml \
            --policy /lab/destroy.toml > held-prov.out 2> held-prov.err; \
          ( exec 3< /dev/vda1; for i in $(seq 1 600); do \
-             grep -qF 'remove partition vda] started' held-ok.err 2>/dev/null && break; sleep 0.1; done; \
-           sleep 2 ) & \
+             grep -qF 'remove partition vda] the kernel still lists' held-ok.err 2>/dev/null && break; \
+             sleep 0.1; done; sleep 2 ) & \
          storcert run --profile /lab/held.toml --results /tmp/held-ok --key /tmp/k.key \
            --cmdline /dev/null > held-ok.out 2> held-ok.err; echo $? > held-ok.rc; wait; \
          storcert provision --device /dev/vda --spare 10% --destroy-policy /lab/destroy.toml \

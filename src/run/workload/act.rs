@@ -375,7 +375,15 @@ fn remove_spare(ctx: &Ctx, targets: &mut Vec<Target>, ph: &PhaseRun) -> Result<(
             // The kernel refuses to re-read a table while a partition is
             // open (udev still probing it, a monitoring agent): asked
             // again for a while, as provisioning does, before the drive
-            // is given up on.
+            // is given up on. Said as it starts, so whoever holds the
+            // partition (and a test) hears that it is waited for.
+            ctx.console.say(&format!(
+                "[{}] the kernel still lists the old partition: asking it again every {} ms \
+                 for up to {} s",
+                remove_id(t),
+                PARTITION_POLL.as_millis(),
+                PARTITION_WAIT.as_secs()
+            ));
             let after = wait_for_unlisted(Path::new(&t.disk), PARTITION_WAIT).map_err(|why| {
                 anyhow!(
                     "{why}, {} s after the table was removed (its re-read asked every {} ms): \
