@@ -310,6 +310,62 @@ fn data_without_a_signature_is_refused_and_storcert_s_own_is_not() {
     assert!(said[0].contains("TYPE=\"ext4\""), "{}", said[0]);
 }
 
+/// LUKS2 with a detached header: the header is another file, and the
+/// device holds only what dm-crypt wrote, which reads as noise. blkid and
+/// wipefs find nothing; the gate refuses it as data. (The host has no
+/// device-mapper: the noise dm-crypt would write is written directly.)
+#[test]
+#[ignore = "root, loop devices and cryptsetup; scripts/test runs it"]
+fn luks_with_a_detached_header_is_refused_as_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lo = Loop::new(&tmp.path().join("disk.img"), 64 << 20);
+    let header = tmp.path().join("header.img");
+    std::fs::File::create(&header)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let mut child = Command::new("cryptsetup")
+        .args(["luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2"])
+        .args([
+            "--pbkdf-force-iterations",
+            "1000",
+            "--key-file",
+            "-",
+            "--header",
+        ])
+        .arg(&header)
+        .arg(&lo.dev)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"storcert").unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "cryptsetup luksFormat --header"
+    );
+    assert_eq!(
+        blkid(&header.display().to_string()).map(|t| t.1).as_deref(),
+        Some("crypto_LUKS")
+    );
+    run(
+        "sh",
+        &[
+            "-c",
+            &format!(
+                "head -c 8388608 /dev/urandom | dd of={} bs=1M conv=notrunc status=none",
+                lo.dev
+            ),
+        ],
+    );
+    assert_eq!(blkid(&lo.dev), None, "the device alone says nothing");
+    assert!(!wipefs_finds(&lo.dev));
+    let before = sha(&lo.dev);
+    let said = writers_refuse(&lo.dev, "LUKS2 data, header detached", tmp.path());
+    assert!(said[0].contains("non-zero byte at offset 0"), "{}", said[0]);
+    assert_eq!(sha(&lo.dev), before);
+}
+
 /// A mount the target's own mount table does not show: through a loop
 /// device stacked on it, and in another mount namespace. Both are refused
 /// even when the disk is named.
