@@ -104,6 +104,15 @@ fn writers_refuse(dev: &str, what: &str, tmp: &Path) -> Vec<String> {
     said
 }
 
+/// Every writer refuses `dev`, the first saying `expect`, and the device
+/// is byte for byte as it was.
+fn refused_untouched(dev: &str, what: &str, tmp: &Path, expect: &str) {
+    let before = sha(dev);
+    let said = writers_refuse(dev, what, tmp);
+    assert!(said[0].contains(expect), "{what}: {}", said[0]);
+    assert_eq!(sha(dev), before, "{what}: a writer changed the device");
+}
+
 type Maker = fn(&str, &Path);
 
 fn image_makers() -> Vec<(&'static str, Maker)> {
@@ -282,10 +291,12 @@ fn data_without_a_signature_is_refused_and_storcert_s_own_is_not() {
     f.write_all_at(&noise, (63 << 20) as u64).unwrap();
     f.sync_all().unwrap();
     assert_eq!(blkid(&lo.dev), None, "blkid finds nothing");
-    let before = sha(&lo.dev);
-    let said = writers_refuse(&lo.dev, "noise in the last MiB", tmp.path());
-    assert!(said[0].contains("non-zero byte at offset"), "{}", said[0]);
-    assert_eq!(sha(&lo.dev), before);
+    refused_untouched(
+        &lo.dev,
+        "noise in the last MiB",
+        tmp.path(),
+        "non-zero byte at offset",
+    );
 
     f.write_all_at(&vec![0u8; 1 << 20], (63 << 20) as u64)
         .unwrap();
@@ -360,10 +371,12 @@ fn luks_with_a_detached_header_is_refused_as_data() {
     );
     assert_eq!(blkid(&lo.dev), None, "the device alone says nothing");
     assert!(!wipefs_finds(&lo.dev));
-    let before = sha(&lo.dev);
-    let said = writers_refuse(&lo.dev, "LUKS2 data, header detached", tmp.path());
-    assert!(said[0].contains("non-zero byte at offset 0"), "{}", said[0]);
-    assert_eq!(sha(&lo.dev), before);
+    refused_untouched(
+        &lo.dev,
+        "LUKS2 data, header detached",
+        tmp.path(),
+        "non-zero byte at offset 0",
+    );
 }
 
 /// A mount the target's own mount table does not show: through a loop
@@ -621,10 +634,7 @@ fn a_copied_mark_does_not_clear_another_device() {
     ),
         ],
     );
-    let before = sha(&b.dev);
-    let said = writers_refuse(&b.dev, "a copied mark", tmp.path());
-    assert!(said[0].contains("of another drive"), "{}", said[0]);
-    assert_eq!(sha(&b.dev), before);
+    refused_untouched(&b.dev, "a copied mark", tmp.path(), "of another drive");
 }
 
 /// The gate's word is for the device it judged, and the writer holds it
