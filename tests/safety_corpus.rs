@@ -673,3 +673,36 @@ fn a_cleared_path_opens_only_the_device_judged_and_holds_it() {
     let err = cleared.begin_writing().unwrap_err();
     assert!(err.to_string().contains("names another device"), "{err}");
 }
+
+/// A second loop device over the target's own file, mounted after the
+/// gate looked and before the writer opened the target (found in a
+/// second review: O_EXCL on the target does not keep it out): the
+/// writer's open asks again and refuses.
+#[test]
+#[ignore = "root and loop devices; scripts/test runs it"]
+fn a_mount_beside_the_target_after_the_gate_is_refused_at_the_open() {
+    use storcert::safety::{check, Overrides};
+    let tmp = tempfile::tempdir().unwrap();
+    let img = tmp.path().join("w.img");
+    let target = Loop::new(&img, 64 << 20);
+    let roots = storcert::inventory::Roots::default();
+    let cleared = check(Path::new(&target.dev), &roots, &Overrides::default()).unwrap();
+    // Since: an ext4 within the same file, through a second loop device,
+    // mounted.
+    let beside = Loop::attach(&img, &["-o", "9M", "--sizelimit", "40M"]);
+    run("mkfs.ext4", &["-q", "-F", &beside.dev]);
+    let dir = tmp.path().join("mnt");
+    std::fs::create_dir_all(&dir).unwrap();
+    run("mount", &["-o", "ro", &beside.dev, dir.to_str().unwrap()]);
+    let mut rw = std::fs::OpenOptions::new();
+    rw.read(true).write(true);
+    let opened = cleared.open(&rw, 0);
+    run("umount", &[dir.to_str().unwrap()]);
+    let err = opened.unwrap_err().to_string();
+    assert!(
+        err.contains("in use since the safety gate cleared it"),
+        "{err}"
+    );
+    // Unmounted, the same word opens it.
+    assert!(cleared.open(&rw, 0).is_ok());
+}

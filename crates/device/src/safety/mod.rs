@@ -94,6 +94,9 @@ pub struct Cleared {
     /// The device number the gate judged: what the path must still name
     /// when a writer opens it (a link swapped since names another).
     rdev: Option<u64>,
+    /// The block device's kernel name: its users are asked again once
+    /// a writer holds it.
+    name: Option<String>,
     stamp: Option<Stamp>,
 }
 
@@ -125,6 +128,7 @@ impl Cleared {
             holds: "nothing yet".into(),
             overridden: Vec::new(),
             rdev: None,
+            name: None,
             stamp: None,
         }
     }
@@ -153,6 +157,21 @@ impl Cleared {
                 _ => e,
             })?;
         same_device(&f, self.rdev, &self.path)?;
+        // Asked again now that the device is held: a mount made since the
+        // gate looked, beside or below it (a second loop device over the
+        // same file), which O_EXCL on this device does not keep out
+        // (found in review). This narrows that window to the writes
+        // themselves; it cannot close it.
+        if let Some(name) = &self.name {
+            let users = users_of(&Roots::default(), name, true);
+            if !users.is_empty() {
+                return Err(std::io::Error::other(format!(
+                    "{} is in use since the safety gate cleared it: {}; not written",
+                    self.path.display(),
+                    users.join("; ")
+                )));
+            }
+        }
         Ok((f, direct))
     }
 
@@ -498,7 +517,7 @@ fn check_block_device(
         },
     );
     let disk = inv.disks.iter().find(|d| d.name == disk_name);
-    let mut hard = users_of(roots, &name);
+    let mut hard = users_of(roots, &name, false);
     let mut soft = match disk {
         Some(d) => in_use(d, &name, is_partition, &mut hard),
         None => Vec::new(),
@@ -556,6 +575,7 @@ fn check_block_device(
         holds,
         overridden,
         rdev: Some(rdev),
+        name: Some(name.clone()),
         stamp: Some(Stamp::new(
             rdev,
             path,
@@ -585,7 +605,7 @@ fn identity(roots: &Roots, disk: Option<&Disk>, disk_name: &str) -> String {
 /// Every user of the device `name` that nothing overrides: mounts in any
 /// namespace, swap and exclusive claims, on it, its partitions and all
 /// that is stacked on them.
-fn users_of(roots: &Roots, name: &str) -> Vec<String> {
+fn users_of(roots: &Roots, name: &str, held_by_us: bool) -> Vec<String> {
     let stack = users::stack(roots, name);
     let (below, siblings) = users::around(roots, name);
     let mut hard = users::mounts(roots, &stack);
@@ -597,7 +617,12 @@ fn users_of(roots: &Roots, name: &str) -> Vec<String> {
     if hard.is_empty() {
         // A device below is held by the target's own driver (dm, loop):
         // only what is above and beside can hold for someone else.
-        hard.extend(users::exclusive_holds(roots, &stack));
+        // Once this process holds the target exclusively, it and its
+        // partitions answer EBUSY for that hold: only mounts, swap and the
+        // siblings' holds say anything then.
+        if !held_by_us {
+            hard.extend(users::exclusive_holds(roots, &stack));
+        }
         hard.extend(users::exclusive_holds(roots, &siblings));
     }
     hard
