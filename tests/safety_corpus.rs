@@ -389,20 +389,23 @@ fn mounts_through_a_stack_and_in_another_namespace_are_refused() {
     let lo = Loop::new(&tmp.path().join("disk.img"), 64 << 20);
     run("mkfs.ext4", &["-q", "-F", &lo.dev]);
     let before = sha(&lo.dev);
+    let named_stream = || {
+        storcert(&[
+            "stream",
+            "-d",
+            &lo.dev,
+            "--size",
+            "8M",
+            "--force-destroy",
+            &lo.dev,
+        ])
+    };
     // Stacked: a loop device over the loop device, mounted.
     let upper = Loop::attach(Path::new(&lo.dev), &[]);
     let dir = tmp.path().join("mnt");
     std::fs::create_dir_all(&dir).unwrap();
     run("mount", &["-o", "ro", &upper.dev, dir.to_str().unwrap()]);
-    let out = storcert(&[
-        "stream",
-        "-d",
-        &lo.dev,
-        "--size",
-        "8M",
-        "--force-destroy",
-        &lo.dev,
-    ]);
+    let out = named_stream();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     run("umount", &[dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -432,15 +435,7 @@ fn mounts_through_a_stack_and_in_another_namespace_are_refused() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(ready.exists(), "the namespace's mount never came up");
-    let out = storcert(&[
-        "stream",
-        "-d",
-        &lo.dev,
-        "--size",
-        "8M",
-        "--force-destroy",
-        &lo.dev,
-    ]);
+    let out = named_stream();
     let _ = child.kill();
     let _ = child.wait();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -112,12 +112,18 @@ pub fn digest(r: &Regions) -> [u8; 32] {
 pub fn read_regions(f: &File, size: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
     // SAFETY: advice on an open descriptor; no memory is passed.
     unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    read_window(f, 0, size)
+}
+
+/// The head and tail regions of the window [offset, offset + size) of
+/// `f` (a partition read through its disk).
+pub fn read_window(f: &File, offset: u64, size: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let head_len = size.min(super::signature::HEAD_BYTES) as usize;
     let tail_len = size.min(super::signature::TAIL_BYTES) as usize;
     let mut head = vec![0u8; head_len];
-    f.read_exact_at(&mut head, 0)?;
+    f.read_exact_at(&mut head, offset)?;
     let mut tail = vec![0u8; tail_len];
-    f.read_exact_at(&mut tail, size - tail_len as u64)?;
+    f.read_exact_at(&mut tail, offset + size - tail_len as u64)?;
     Ok((head, tail))
 }
 
@@ -177,12 +183,7 @@ impl Stamp {
     /// the window's own regions stand.
     pub fn finish_window(&self, f: &File, offset: u64, size: u64) -> io::Result<()> {
         super::same_device(f, Some(self.rdev), &self.path)?;
-        let head_len = size.min(super::signature::HEAD_BYTES) as usize;
-        let tail_len = size.min(super::signature::TAIL_BYTES) as usize;
-        let mut head = vec![0u8; head_len];
-        f.read_exact_at(&mut head, offset)?;
-        let mut tail = vec![0u8; tail_len];
-        f.read_exact_at(&mut tail, offset + size - tail_len as u64)?;
+        let (head, tail) = read_window(f, offset, size)?;
         let mark = Marker {
             state: State::Tested,
             size,

@@ -250,15 +250,10 @@ pub fn storcert_partition(path: &Path) -> Option<(u64, u64)> {
 /// filesystem or volume (it was formatted and put to use since): then it
 /// is no test data of storcert's to take away.
 pub fn storcert_partition_in_use(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileExt;
     let (start, end) = storcert_partition(path)?;
     let f = File::open(path).ok()?;
     let len = end - start;
-    let mut head = vec![0u8; signature::HEAD_BYTES.min(len) as usize];
-    f.read_exact_at(&mut head, start).ok()?;
-    let mut tail = vec![0u8; signature::TAIL_BYTES.min(len) as usize];
-    let tail_at = end - tail.len() as u64;
-    f.read_exact_at(&mut tail, tail_at).ok()?;
+    let (head, tail) = marker::read_window(&f, start, len).ok()?;
     let found = signature::identify(&Regions {
         head: &head,
         tail: &tail,
@@ -606,14 +601,11 @@ fn identity(roots: &Roots, disk: Option<&Disk>, disk_name: &str) -> String {
 /// namespace, swap and exclusive claims, on it, its partitions and all
 /// that is stacked on them.
 fn users_of(roots: &Roots, name: &str, held_by_us: bool) -> Vec<String> {
-    let stack = users::stack(roots, name);
-    let (below, siblings) = users::around(roots, name);
-    let mut hard = users::mounts(roots, &stack);
-    hard.extend(users::mounts(roots, &below));
-    hard.extend(users::mounts(roots, &siblings));
-    hard.extend(users::swaps(roots, &stack));
-    hard.extend(users::swaps(roots, &below));
-    hard.extend(users::swaps(roots, &siblings));
+    let around = users::around(roots, name);
+    // One walk of every namespace's mount table for all of them.
+    let all = around.all();
+    let mut hard = users::mounts(roots, &all);
+    hard.extend(users::swaps(roots, &all));
     if hard.is_empty() {
         // A device below is held by the target's own driver (dm, loop):
         // only what is above and beside can hold for someone else.
@@ -621,9 +613,9 @@ fn users_of(roots: &Roots, name: &str, held_by_us: bool) -> Vec<String> {
         // partitions answer EBUSY for that hold: only mounts, swap and the
         // siblings' holds say anything then.
         if !held_by_us {
-            hard.extend(users::exclusive_holds(roots, &stack));
+            hard.extend(users::exclusive_holds(roots, &around.stack));
         }
-        hard.extend(users::exclusive_holds(roots, &siblings));
+        hard.extend(users::exclusive_holds(roots, &around.siblings));
     }
     hard
 }

@@ -150,10 +150,6 @@ fn held(roots: &Roots, name: &str, devnum: &str) -> Option<bool> {
 }
 
 /// The target, its partitions, and everything stacked on any of them.
-pub fn stack(roots: &Roots, name: &str) -> Vec<Member> {
-    stack_with(roots, name, &loop_backings(roots))
-}
-
 fn stack_with(roots: &Roots, name: &str, backings: &BTreeMap<String, Backing>) -> Vec<Member> {
     let mut loops: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (l, b) in backings {
@@ -197,10 +193,34 @@ fn stack_with(roots: &Roots, name: &str, backings: &BTreeMap<String, Backing>) -
 /// down; and every other loop device backed by the same file as a loop
 /// target (two loop devices over one image are one disk). A write to the
 /// target is a write to these, so a mount on any of them refuses it.
-/// Returns (devices below and their stacks, siblings and their stacks):
-/// a device below is held by the target's own driver, a sibling is not.
-pub fn around(roots: &Roots, name: &str) -> (Vec<Member>, Vec<Member>) {
+/// A device below is held by the target's own driver, a sibling is not.
+pub struct Around {
+    /// The target, its partitions and all stacked on them.
+    pub stack: Vec<Member>,
+    /// What it sits on, and all stacked on that.
+    pub below: Vec<Member>,
+    /// Other loop devices over its file, and all stacked on them.
+    pub siblings: Vec<Member>,
+}
+
+impl Around {
+    /// Every member once (the first way it was reached names it).
+    pub fn all(&self) -> Vec<Member> {
+        let mut seen = BTreeSet::new();
+        [&self.stack, &self.below, &self.siblings]
+            .into_iter()
+            .flatten()
+            .filter(|m| seen.insert(m.devnum.clone()))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The target's stack, what is below it and its siblings, from one read
+/// of every loop device's backing.
+pub fn around(roots: &Roots, name: &str) -> Around {
     let backings = loop_backings(roots);
+    let stack = stack_with(roots, name, &backings);
     let mut below = Vec::new();
     let mut seen = BTreeSet::new();
     let mut todo = vec![name.to_string()];
@@ -238,7 +258,11 @@ pub fn around(roots: &Roots, name: &str) -> (Vec<Member>, Vec<Member>) {
             }
         }
     }
-    (below, siblings)
+    Around {
+        stack,
+        below,
+        siblings,
+    }
 }
 
 /// Mounts of `members` in every mount namespace: one line each, the first
